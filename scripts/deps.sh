@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Installs every build and test dependency of rubyprofd from Debian packages (bookworm).
+# Idempotent: prints nothing and touches nothing when everything is already installed.
+set -euo pipefail
+
+pkgs=(
+	make gcc clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev pkg-config	# build
+	libcriterion-dev ruby ruby-dev golang-go debootstrap			# tests
+	clang-format clang-tidy cppcheck					# make check
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("$p")
+	fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps: missing Debian packages: ${missing[*]}; run as root (sudo make deps) to install them" >&2
+	exit 1
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

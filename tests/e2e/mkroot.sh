@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Builds (or reuses) a Debian root holding one Ruby version, for the end-to-end version matrix.
+#
+#   tests/e2e/mkroot.sh VERSION [CACHE_DIR]     VERSION: 2.7 | 3.3 | 3.4
+#
+# Prints the root's path on success. Exit 0: ready; exit 77: the archive could not serve the suite
+# (the reason is on stderr, the caller reports the version as SKIPPED); any other exit: a real failure.
+# Roots are cached under CACHE_DIR (default /var/cache/rubyprofd-test) and reused when complete;
+# an incomplete root (no .complete stamp) is rebuilt from scratch. The archive is whatever the host's
+# apt configuration uses, else debootstrap's own default: no host name is written here.
+set -euo pipefail
+
+ver=${1:?usage: mkroot.sh VERSION [CACHE_DIR]}
+cache=${2:-${RUBYPROF_ROOT_CACHE:-/var/cache/rubyprofd-test}}
+
+case "$ver" in
+2.7) suite=bullseye pkgs=ruby2.7 rubybin=ruby2.7 ;;
+3.3) suite=trixie pkgs=ruby3.3 rubybin=ruby3.3 ;;
+3.4) suite=sid pkgs= rubybin=ruby3.4 ;;
+*) echo "mkroot: unknown version '$ver' (2.7, 3.3 or 3.4)" >&2; exit 2 ;;
+esac
+
+root="$cache/ruby-$ver"
+if [ -f "$root/.complete" ]; then
+	echo "$root"
+	exit 0
+fi
+
+for tool in debootstrap chroot; do
+	command -v "$tool" >/dev/null || { echo "mkroot: $tool is missing (make deps installs it)" >&2; exit 2; }
+done
+
+# The host's own Debian archive URI, read from its apt sources (deb822 or one-line format).
+mirror=
+if [ -r /etc/apt/sources.list.d/debian.sources ]; then
+	mirror=$(awk '/^URIs:/ && $2 !~ /security/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources)
+fi
+if [ -z "$mirror" ] && [ -r /etc/apt/sources.list ]; then
+	mirror=$(awk '$1 == "deb" && $0 !~ /security/ { for (i = 2; i <= NF; i++) if ($i ~ /:\/\//) { print $i; exit } }' /etc/apt/sources.list)
+fi
+
+mkdir -p "$cache"
+rm -rf "$root" "$root.tmp"
+log="$cache/ruby-$ver.log"
+include=${pkgs:+--include=$pkgs}
+# shellcheck disable=SC2086
+if ! debootstrap --variant=minbase $include "$suite" "$root.tmp" $mirror >"$log" 2>&1; then
+	reason=$(grep -E '^(E|W):' "$log" | tail -n 1)
+	rm -rf "$root.tmp"
+	echo "mkroot: debootstrap $suite failed: ${reason:-see $log}" >&2
+	# Only an archive that cannot serve the suite is a skip; anything else is a failure.
+	if grep -qiE 'Failed getting release file|Release signed by unknown key|Couldn.t download|Failed to fetch|Unable to fetch|Temporary failure resolving|Could not resolve|404' "$log"; then
+		exit 77
+	fi
+	exit 1
+fi
+
+if [ "$ver" = 3.4 ]; then
+	# Ruby 3.4 lives in experimental; its Release files may be past Valid-Until.
+	if [ -n "$mirror" ]; then src=$mirror; else src=$(awk '$1 == "deb" { print $2; exit }' "$root.tmp/etc/apt/sources.list"); fi
+	echo "deb $src experimental main" >"$root.tmp/etc/apt/sources.list.d/experimental.list"
+	if ! { chroot "$root.tmp" apt-get -qq -o Acquire::Check-Valid-Until=false update &&
+		DEBIAN_FRONTEND=noninteractive chroot "$root.tmp" apt-get -qq -y -o Acquire::Check-Valid-Until=false \
+			install -t experimental ruby3.4; } >>"$log" 2>&1; then
+		reason=$(grep -E '^(E|W):' "$log" | tail -n 1)
+		rm -rf "$root.tmp"
+		echo "mkroot: ruby3.4 from experimental: ${reason:-see $log}" >&2
+		exit 77
+	fi
+fi
+
+if ! chroot "$root.tmp" "$rubybin" -e 'print RUBY_VERSION' >/dev/null 2>>"$log"; then
+	rm -rf "$root.tmp"
+	echo "mkroot: $rubybin does not run inside the new root (see $log)" >&2
+	exit 1
+fi
+echo "$rubybin" >"$root.tmp/.rubybin"
+touch "$root.tmp/.complete"
+mv "$root.tmp" "$root"
+echo "$root"
