@@ -31,7 +31,7 @@ endif
 WARN := -Wall -Wextra -Wformat=2 -Wmissing-prototypes -Wshadow -Wno-unused-parameter -Werror
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -DRUBYPROF_VERSION='"$(VERSION)"' \
-	-Iinclude -Idaemon -I$(BUILD) -MMD -MP $(EXTRA_CFLAGS)
+	-iquote include -iquote daemon -iquote $(BUILD) -MMD -MP $(EXTRA_CFLAGS)
 LDLIBS := -lbpf -lelf -lz
 ifneq ($(SANITIZE),)
 ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer

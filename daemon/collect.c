@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* collect.c - sampled stacks to aggregated, symbolized frames. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collect.h"
+#include "hmap.h"
+#include "symbolize.h"
+
+/* Entries of a process's frame cache before it is dropped and refilled. */
+#define MAX_FRAME_CACHE (1u << 18)
+
+struct target {
+	struct ruby_target t;
+	struct symbolizer *sym;
+	struct hmap frames; /* (addr, pc or caller frame id) -> agg frame id */
+};
+
+struct collector {
+	struct agg *agg;
+	struct target **targets;
+	size_t ntargets, cap;
+	struct hmap by_pid; /* pid -> index + 1 */
+	uint32_t *buf;
+	size_t buf_cap;
+	struct collector_stats stats;
+};
+
+struct collector *collector__new(struct agg *agg)
+{
+	struct collector *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->agg = agg;
+	return c;
+}
+
+void collector__free(struct collector *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	for (i = 0; i < c->ntargets; i++) {
+		symbolizer__free(c->targets[i]->sym);
+		hmap_clear(&c->targets[i]->frames);
+		free(c->targets[i]);
+	}
+	free(c->targets);
+	hmap_clear(&c->by_pid);
+	free(c->buf);
+	free(c);
+}
+
+static struct target *find(const struct collector *c, pid_t pid)
+{
+	uint64_t idx;
+
+	return hmap_get(&c->by_pid, (uint64_t)pid, 0, &idx) ? c->targets[idx - 1] : NULL;
+}
+
+const struct ruby_target *collector_find(const struct collector *c, pid_t pid)
+{
+	struct target *t = find(c, pid);
+
+	return t ? &t->t : NULL;
+}
+
+size_t collector_count(const struct collector *c)
+{
+	return c->ntargets;
+}
+
+int collector_add(struct collector *c, const struct ruby_target *rt)
+{
+	struct target *t, **nt;
+	size_t i;
+
+	t = find(c, rt->pid);
+	if (t) {
+		/* The pid was reused by a new Ruby: start over with fresh caches. */
+		symbolizer__free(t->sym);
+		hmap_clear(&t->frames);
+		t->t = *rt;
+		t->sym = symbolizer__new(rt->pid, rt->off, rt->symbols);
+		return t->sym ? 0 : -ENOMEM;
+	}
+	if (c->ntargets == c->cap) {
+		nt = realloc(c->targets, (c->cap ? c->cap * 2 : 16) * sizeof(*nt));
+		if (!nt)
+			return -ENOMEM;
+		c->targets = nt;
+		c->cap = c->cap ? c->cap * 2 : 16;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->t = *rt;
+	t->sym = symbolizer__new(rt->pid, rt->off, rt->symbols);
+	if (!t->sym) {
+		free(t);
+		return -ENOMEM;
+	}
+	i = c->ntargets;
+	if (hmap_put(&c->by_pid, (uint64_t)rt->pid, 0, i + 1)) {
+		symbolizer__free(t->sym);
+		free(t);
+		return -ENOMEM;
+	}
+	c->targets[i] = t;
+	c->ntargets++;
+	return 0;
+}
+
+static uint32_t mark(struct collector *c, const char *name)
+{
+	return agg_frame_id(c->agg, AGG_FRAME_MARK, name, "", 0, 0);
+}
+
+/* Caller context of C function frames: Ruby reports the path and line of the nearest Ruby frame
+ * below them (their caller). */
+struct caller {
+	const char *path;
+	int64_t line;
+	uint32_t frame; /* agg id of that Ruby frame, 0 at the root */
+};
+
+static uint32_t iseq_frame(struct collector *c, struct target *t, const struct rp_frame *f,
+			   struct caller *caller)
+{
+	uint64_t pc = rp_frame_pc(f), val;
+	int jit = (f->info >> RP_FRAME_KIND_SHIFT) & RP_FRAME_FLAG_JIT;
+	struct sym_iseq si;
+	const struct agg_frame *af;
+	uint32_t id;
+
+	if (hmap_get(&t->frames, f->addr, pc | (uint64_t)!!jit << 63, &val)) {
+		id = (uint32_t)val;
+	} else {
+		if (symbolize_iseq(t->sym, f->addr, pc, jit, &si)) {
+			c->stats.frames_failed++;
+			return mark(c, "[unknown Ruby frame]");
+		}
+		id = agg_frame_id(c->agg, AGG_FRAME_RUBY, si.label, si.path, si.first_lineno,
+				  si.line);
+		if (!id)
+			return 0;
+		if (t->frames.len >= MAX_FRAME_CACHE)
+			hmap_clear(&t->frames);
+		hmap_put(&t->frames, f->addr, pc | (uint64_t)!!jit << 63, id);
+	}
+	af = agg_frame_get(c->agg, id);
+	caller->path = af->file;
+	caller->line = af->line;
+	caller->frame = id;
+	return id;
+}
+
+static uint32_t cfunc_frame(struct collector *c, struct target *t, const struct rp_frame *f,
+			    const struct caller *caller)
+{
+	const char *name;
+	uint64_t val;
+	uint32_t id;
+
+	/* The same C function has the path and line of each of its callers. */
+	if (hmap_get(&t->frames, f->addr, (1ULL << 62) | caller->frame, &val))
+		return (uint32_t)val;
+	if (symbolize_cfunc(t->sym, f->addr, &name)) {
+		c->stats.frames_failed++;
+		name = "[unknown C function]";
+	}
+	id = agg_frame_id(c->agg, AGG_FRAME_CFUNC, name, caller->path, 0, caller->line);
+	if (!id)
+		return 0;
+	if (t->frames.len >= MAX_FRAME_CACHE)
+		hmap_clear(&t->frames);
+	hmap_put(&t->frames, f->addr, (1ULL << 62) | caller->frame, id);
+	return id;
+}
+
+static int reserve(struct collector *c, size_t n)
+{
+	uint32_t *nb;
+
+	if (n <= c->buf_cap)
+		return 0;
+	nb = realloc(c->buf, n * sizeof(*nb));
+	if (!nb)
+		return -ENOMEM;
+	c->buf = nb;
+	c->buf_cap = n;
+	return 0;
+}
+
+void collector_on_stack(void *ctx, const struct sampler_stack *st)
+{
+	struct collector *c = ctx;
+	struct caller caller = { .path = "", .line = 0, .frame = 0 };
+	char comm[sizeof(st->first->comm) + 1], label[64];
+	const struct rp_frame *f;
+	struct target *t;
+	size_t n = 0, i;
+	uint32_t id;
+
+	c->stats.stacks++;
+	t = find(c, (pid_t)st->first->pid);
+	if (!t) {
+		c->stats.unknown_pid++;
+		return;
+	}
+	if (reserve(c, st->nframes + 1))
+		return;
+	memcpy(comm, st->first->comm, sizeof(st->first->comm));
+	comm[sizeof(st->first->comm)] = '\0';
+
+	if (st->flags & RP_SAMPLE_NO_EC) {
+		c->stats.no_ec++;
+		c->buf[n++] = mark(c, "[no Ruby context]");
+	} else if (st->flags & RP_SAMPLE_NOT_GVL) {
+		/* Ruby < 3.0 only knows the GVL holder's stack. */
+		c->stats.no_ec++;
+		c->buf[n++] = mark(c, "[running without the GVL]");
+	} else if (st->flags & RP_SAMPLE_BAD_EC) {
+		c->stats.failed_reads++;
+		c->buf[n++] = mark(c, "[invalid Ruby context]");
+	} else if (st->nframes == 0 && (st->flags & RP_SAMPLE_READ_FAIL)) {
+		c->stats.failed_reads++;
+		c->buf[n++] = mark(c, "[stack read failed]");
+	} else {
+		/* Walk root to leaf so that C frames know their caller; store leaf first. */
+		for (i = st->nframes; i-- > 0;) {
+			f = &st->frames[i];
+			if (rp_frame_kind(f) == RP_FRAME_KIND_ISEQ)
+				id = iseq_frame(c, t, f, &caller);
+			else
+				id = cfunc_frame(c, t, f, &caller);
+			if (!id)
+				return;
+			c->buf[i] = id;
+		}
+		n = st->nframes;
+		if (st->flags & RP_SAMPLE_READ_FAIL) {
+			c->stats.failed_reads++;
+			c->buf[n++] = mark(c, "[partial stack: read failed]");
+		} else if (st->flags & RP_SAMPLE_TRUNCATED) {
+			c->stats.truncated++;
+			snprintf(label, sizeof(label), "[truncated: %u frames]", st->truncated);
+			c->buf[n++] = mark(c, label);
+		}
+	}
+	if (agg_add(c->agg, t->t.pid, t->t.nspid, (pid_t)st->first->tid, comm, c->buf, n, 1) ==
+	    -ENOSPC)
+		c->stats.agg_dropped++;
+}
+
+void collector_stats(const struct collector *c, struct collector_stats *out)
+{
+	*out = c->stats;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * collect.h - the per-sample path in userspace: keeps the Ruby processes being profiled (their
+ * discovery result and symbolizer, kept after they exit so that their names survive), turns each
+ * sampled stack into interned frames and adds it to the aggregate.
+ */
+#ifndef RP_COLLECT_H
+#define RP_COLLECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "aggregate.h"
+#include "discover.h"
+#include "sampler.h"
+
+struct collector;
+
+struct collector_stats {
+	uint64_t stacks;	/* complete stacks received */
+	uint64_t unknown_pid;	/* stacks of a pid no longer known */
+	uint64_t frames_failed; /* frames that could not be symbolized */
+	uint64_t truncated;	/* stacks with a truncation frame */
+	uint64_t no_ec;		/* samples of threads without a Ruby context */
+	uint64_t failed_reads;	/* samples whose stack could not be read in BPF */
+	uint64_t agg_dropped;	/* samples dropped by a full aggregate table */
+};
+
+struct collector *collector__new(struct agg *agg);
+void collector__free(struct collector *c);
+
+/* Starts keeping a validated Ruby process. 0 or -errno. */
+int collector_add(struct collector *c, const struct ruby_target *t);
+const struct ruby_target *collector_find(const struct collector *c, pid_t pid);
+/* Number of processes kept (live or exited). */
+size_t collector_count(const struct collector *c);
+
+/* sampler_stack_fn: called for each complete stack. ctx is the collector. */
+void collector_on_stack(void *ctx, const struct sampler_stack *st);
+
+void collector_stats(const struct collector *c, struct collector_stats *out);
+
+#endif

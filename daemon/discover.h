@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * discover.h - decides whether a process runs Ruby and, if so, finds and validates on the live
+ * process everything the sampler needs: version and offsets, how to reach each thread's execution
+ * context, the global symbol table and rb_vm_exec. Nothing is stopped: files are read through
+ * /proc/PID/root, memory with process_vm_readv, thread pointers with a BPF task iterator.
+ */
+#ifndef RP_DISCOVER_H
+#define RP_DISCOVER_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "offsets.h"
+#include "procs.h"
+#include "rubyprof.h"
+
+enum discover_status {
+	DISCOVER_READY = 0,  /* validated: sample it */
+	DISCOVER_NOT_RUBY,   /* no Ruby in this process */
+	DISCOVER_RETRY,	     /* Ruby, but not initialized yet: ask again later */
+	DISCOVER_REFUSED,    /* Ruby that cannot be profiled; `why` says why */
+	DISCOVER_GONE,	     /* the process exited */
+};
+
+struct ruby_target {
+	pid_t pid;
+	pid_t nspid; /* pid inside its own pid namespace */
+	char version[32];
+	const struct ruby_offsets *off;
+	bool exact; /* the version is inside a known row's range */
+	char object[PATH_MAX]; /* libruby or the ruby executable, as the process sees it */
+	uint64_t bias;	       /* load bias of `object` */
+	struct rp_proc bpf;    /* what the BPF program gets */
+	uint64_t symbols;      /* ruby_global_symbols, 0 when not found */
+	uint64_t vm_exec;      /* rb_vm_exec, 0 when not found */
+	char how_ec[128];      /* which path found what, for the log */
+	char how_symbols[96];
+	char how_vm_exec[64];
+};
+
+/* Thread pointers of every thread of pid (the sampler's task iterator). */
+typedef int (*discover_threads_fn)(void *ctx, pid_t pid, struct rp_thread_tp *out, size_t max,
+				   size_t *n);
+
+/* Whether the maps show a Ruby: a libruby mapping, or an executable named like ruby. Sets *index
+ * to the first mapping of the Ruby object. */
+bool discover_find_object(pid_t pid, const struct proc_maps *maps, size_t *index);
+
+enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void *threads_ctx,
+				   struct ruby_target *out, char *why, size_t whylen);
+
+/*
+ * x86-64 code recognition, exposed for tests. Targets of RIP-relative `lea`/`mov` (REX.W) in
+ * code (at vaddr), in order; returns how many were found (<= max).
+ */
+size_t discover_rip_targets(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t *out,
+			    size_t max);
+/* vaddr of the tls_index of the first general-dynamic TLS access (data16 lea X(%rip),%rdi). */
+int discover_gd_tls_index(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t *tls_index);
+
+#endif

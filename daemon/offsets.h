@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * offsets.h - Ruby VM structure offsets (x86_64), as data keyed by version range.
+ *
+ * A row is only a candidate: the daemon validates it on the live process before use. `verified`
+ * marks the rows tested against a live Ruby on this project's CI.
+ */
+#ifndef RP_OFFSETS_H
+#define RP_OFFSETS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rubyprof.h"
+
+/* How the length of an embedded RString is stored. */
+enum rstring_layout {
+	RSTRING_LEN_IN_FLAGS = 1, /* <= 3.1: (flags >> 14) & 0x1f, bytes at +16 */
+	RSTRING_LEN_FIELD = 2,	  /* >= 3.2: len at +16 (embedded or not), embedded bytes at +24 */
+};
+
+/* How a thread's pthread id is reached from rb_thread_t. */
+enum thread_id_path {
+	THREAD_ID_DIRECT = 1, /* th->thread_id (<= 3.1) */
+	THREAD_ID_VIA_NT = 2, /* th->nt->thread_id (>= 3.2) */
+};
+
+struct ruby_offsets {
+	const char *first; /* first version of the range, "3.1.0" */
+	const char *last;  /* last known version of the range, "3.1.7" */
+	bool verified;	   /* tested on a live Ruby by this project's CI */
+	bool ec_is_global; /* < 3.0: ruby_current_execution_context_ptr */
+
+	struct rp_vm_offsets vm; /* what the BPF walk reads */
+
+	enum thread_id_path thread_id_path;
+	uint16_t th_nt; /* rb_thread_t -> nt (3.2+) */
+
+	/* iseq and its constant body */
+	uint16_t iseq_body;
+	uint16_t body_type;
+	uint16_t body_iseq_size;
+	uint16_t body_iseq_encoded;
+	uint16_t body_location;
+	uint16_t loc_pathobj;
+	uint16_t loc_base_label;
+	uint16_t loc_label;
+	uint16_t loc_first_lineno;
+	bool first_lineno_is_fixnum; /* a tagged VALUE before 3.2, an int after */
+	uint16_t body_insns_info;    /* insns_info.body */
+	uint16_t body_insns_size;    /* insns_info.size */
+	uint16_t body_insns_succ;    /* insns_info.succ_index_table */
+	uint16_t insn_info_entry_size;
+	uint16_t body_local_iseq;
+	uint16_t body_parent_iseq;
+
+	/* method entries */
+	uint16_t me_def;
+	uint16_t me_owner;
+	uint16_t def_original_id;
+
+	enum rstring_layout rstring;
+	uint32_t last_op_id; /* tLAST_OP_ID: IDs above it carry a 4-bit scope */
+	uint16_t symbols_ids; /* offset of `ids` in ruby_global_symbols */
+};
+
+/* Parses "3.1.2" into major/minor/teeny. 0 or -EINVAL. */
+int ruby_version_parse(const char *s, int *major, int *minor, int *teeny);
+
+/*
+ * The row for a Ruby version. Exact ranges first; an unknown patch release of a known minor
+ * version gets that minor's row with *exact = false. NULL when the minor version is unknown.
+ */
+const struct ruby_offsets *ruby_offsets_find(const char *version, bool *exact);
+
+/* Every row, for the support table and tests. */
+const struct ruby_offsets *ruby_offsets_all(unsigned int *n);
+
+#endif

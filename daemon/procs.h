@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* procs.h - what /proc tells about processes: the list, memory maps, parents, names, pid namespaces. */
+#ifndef RP_PROCS_H
+#define RP_PROCS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct proc_map {
+	uint64_t start, end, offset;
+	char perms[5];
+	char *path; /* NULL for anonymous mappings; " (deleted)" stripped, see `deleted` */
+	bool deleted;
+};
+
+struct proc_maps {
+	struct proc_map *v;
+	size_t n;
+};
+
+/* Every pid in /proc. *pids is malloc'd. 0 or -errno. */
+int procs_list(pid_t **pids, size_t *n);
+
+/* Parses /proc/PID/maps. 0 or -errno (-ENOENT/-ESRCH: the process is gone). */
+int procs_read_maps(pid_t pid, struct proc_maps *out);
+void procs_maps_free(struct proc_maps *m);
+/* Parses one maps line into m (path strdup'd). 0 or -EINVAL. Exposed for tests. */
+int procs_parse_maps_line(const char *line, struct proc_map *m);
+
+/* PPid from /proc/PID/status. 0 or -errno. */
+int procs_ppid(pid_t pid, pid_t *ppid);
+/* pid in the process's own (innermost) pid namespace, from the NSpid line. 0 or -errno. */
+int procs_nspid(pid_t pid, pid_t *nspid);
+/* Whether pid is `ancestor` or one of its descendants. */
+bool procs_is_descendant(pid_t pid, pid_t ancestor);
+/* Thread name (/proc/PID/task/TID/comm) into buf. 0 or -errno. */
+int procs_thread_name(pid_t pid, pid_t tid, char *buf, size_t len);
+
+/* "/proc/PID/root" + path, for files as the process sees them (containers, chroots). */
+int procs_root_path(pid_t pid, const char *path, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* report.c - self/total shares per function (name and file, all lines together). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hmap.h"
+#include "report.h"
+
+struct fn_row {
+	const char *name;
+	const char *file;
+	enum agg_frame_kind kind;
+	uint64_t self, total;
+	uint64_t last_stack; /* stack number that last counted `total`, to count it once */
+};
+
+struct top_ctx {
+	const struct agg *a;
+	struct hmap by_fn; /* (name ptr, file ptr) -> row index + 1 */
+	struct fn_row *rows;
+	size_t nrows, cap;
+	uint64_t nstack;
+	int err;
+};
+
+static struct fn_row *row_of(struct top_ctx *x, uint32_t frame_id)
+{
+	const struct agg_frame *f = agg_frame_get(x->a, frame_id);
+	struct fn_row *nr;
+	uint64_t idx;
+
+	/* interned strings: equal pointers are equal strings */
+	if (hmap_get(&x->by_fn, (uintptr_t)f->name, (uintptr_t)f->file, &idx))
+		return &x->rows[idx - 1];
+	if (x->nrows == x->cap) {
+		nr = realloc(x->rows, (x->cap ? x->cap * 2 : 64) * sizeof(*nr));
+		if (!nr)
+			return NULL;
+		x->rows = nr;
+		x->cap = x->cap ? x->cap * 2 : 64;
+	}
+	nr = &x->rows[x->nrows];
+	memset(nr, 0, sizeof(*nr));
+	nr->name = f->name;
+	nr->file = f->file;
+	nr->kind = f->kind;
+	if (hmap_put(&x->by_fn, (uintptr_t)f->name, (uintptr_t)f->file, x->nrows + 1))
+		return NULL;
+	x->nrows++;
+	return nr;
+}
+
+static void count_stack(void *ctx, const struct agg_stack *st)
+{
+	struct top_ctx *x = ctx;
+	struct fn_row *r;
+	size_t i;
+
+	if (x->err || !st->nframes)
+		return;
+	x->nstack++;
+	for (i = 0; i < st->nframes; i++) {
+		r = row_of(x, st->frames[i]);
+		if (!r) {
+			x->err = -ENOMEM;
+			return;
+		}
+		if (i == 0)
+			r->self += st->count;
+		if (r->last_stack != x->nstack) {
+			r->last_stack = x->nstack;
+			r->total += st->count;
+		}
+	}
+}
+
+static int by_self(const void *a, const void *b)
+{
+	const struct fn_row *x = a, *y = b;
+
+	if (x->self != y->self)
+		return x->self < y->self ? 1 : -1;
+	if (x->total != y->total)
+		return x->total < y->total ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+int report_top(FILE *out, const struct agg *a, unsigned int top)
+{
+	struct top_ctx x = { .a = a };
+	uint64_t total = agg_total(a);
+	size_t i;
+
+	agg_foreach(a, count_stack, &x);
+	if (x.err)
+		goto cleanup;
+	qsort(x.rows, x.nrows, sizeof(*x.rows), by_self);
+	if (total && top) {
+		fprintf(out, "  %6s %7s %8s  %s\n", "self", "total", "samples", "function");
+		for (i = 0; i < x.nrows && i < top; i++) {
+			fprintf(out, "  %5.1f%% %6.1f%% %8llu  %s%s", 100.0 * x.rows[i].self / total,
+				100.0 * x.rows[i].total / total, (unsigned long long)x.rows[i].self,
+				x.rows[i].name, x.rows[i].kind == AGG_FRAME_CFUNC ? " [c]" : "");
+			if (x.rows[i].file[0] && x.rows[i].kind == AGG_FRAME_RUBY)
+				fprintf(out, "  %s", x.rows[i].file);
+			fputc('\n', out);
+		}
+	}
+cleanup:
+	hmap_clear(&x.by_fn);
+	free(x.rows);
+	return x.err;
+}

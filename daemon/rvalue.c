@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* rvalue.c - Ruby object readers for a live process. */
+#include <errno.h>
+#include <string.h>
+
+#include "procmem.h"
+#include "rvalue.h"
+
+#define RSTRING_NOEMBED RUBY_FL_USER1
+#define RARRAY_EMBED_FLAG RUBY_FL_USER1
+/* The ID table: chunks of ID_ENTRY_UNIT ids, ID_ENTRY_SIZE VALUEs ([String, Symbol]) per id. */
+#define ID_ENTRY_UNIT 512
+#define ID_ENTRY_SIZE 2
+#define ID_SCOPE_SHIFT 4
+
+int rvalue_flags(pid_t pid, uint64_t obj, uint64_t *flags)
+{
+	if (!rvalue_is_heap(obj))
+		return -EINVAL;
+	return procmem_u64(pid, obj, flags);
+}
+
+int rvalue_string(pid_t pid, const struct ruby_offsets *off, uint64_t str, char *buf, size_t len)
+{
+	uint64_t hdr[5]; /* flags, klass, then len/ptr or embedded bytes */
+	uint64_t n, ptr;
+	int err;
+
+	if (!len)
+		return -EINVAL;
+	buf[0] = '\0';
+	if (!rvalue_is_heap(str))
+		return -EINVAL;
+	err = procmem_read(pid, str, hdr, sizeof(hdr));
+	if (err)
+		return err;
+	if ((hdr[0] & RUBY_T_MASK) != RUBY_T_STRING)
+		return -EINVAL;
+
+	if (hdr[0] & RSTRING_NOEMBED) {
+		n = hdr[2];
+		ptr = hdr[3];
+	} else if (off->rstring == RSTRING_LEN_IN_FLAGS) {
+		n = (hdr[0] >> 14) & 0x1f;
+		ptr = str + 16;
+	} else {
+		n = hdr[2];
+		ptr = str + 24;
+	}
+	if (n > RVALUE_STR_MAX)
+		n = RVALUE_STR_MAX;
+	if (n >= len)
+		n = len - 1;
+	if (n) {
+		err = procmem_read(pid, ptr, buf, n);
+		if (err)
+			return err;
+	}
+	buf[n] = '\0';
+	return 0;
+}
+
+int rvalue_array_entry(pid_t pid, uint64_t ary, uint64_t i, uint64_t *out)
+{
+	uint64_t hdr[5]; /* flags, klass, len | embedded[0..], aux, ptr */
+	int err;
+
+	if (!rvalue_is_heap(ary))
+		return -EINVAL;
+	err = procmem_read(pid, ary, hdr, sizeof(hdr));
+	if (err)
+		return err;
+	if ((hdr[0] & RUBY_T_MASK) != RUBY_T_ARRAY)
+		return -EINVAL;
+	if (hdr[0] & RARRAY_EMBED_FLAG) {
+		/* Embedded length bits moved between versions; a small index is all we need here. */
+		if (i >= 8)
+			return -ERANGE;
+		return procmem_u64(pid, ary + 16 + i * 8, out);
+	}
+	if (i >= hdr[2])
+		return -ERANGE;
+	return procmem_u64(pid, hdr[4] + i * 8, out);
+}
+
+int rvalue_id_name(pid_t pid, const struct ruby_offsets *off, uint64_t symbols, uint64_t id,
+		   char *buf, size_t len)
+{
+	uint64_t serial, ids, chunk, str;
+	int err;
+
+	buf[0] = '\0';
+	if (!symbols || !id)
+		return -ENOENT;
+	serial = id > off->last_op_id ? id >> ID_SCOPE_SHIFT : id;
+	err = procmem_u64(pid, symbols + off->symbols_ids, &ids);
+	if (err)
+		return err;
+	err = rvalue_array_entry(pid, ids, serial / ID_ENTRY_UNIT, &chunk);
+	if (err)
+		return err == -ERANGE ? -ENOENT : err;
+	err = rvalue_array_entry(pid, chunk, (serial % ID_ENTRY_UNIT) * ID_ENTRY_SIZE, &str);
+	if (err)
+		return err == -ERANGE ? -ENOENT : err;
+	return rvalue_string(pid, off, str, buf, len);
+}
+
+int rvalue_check_symbols(pid_t pid, const struct ruby_offsets *off, uint64_t symbols)
+{
+	uint32_t last_id;
+	uint64_t ids, chunk, flags;
+
+	if (procmem_u32(pid, symbols, &last_id) || last_id == 0 || last_id > (1u << 26))
+		return -EINVAL;
+	if (procmem_u64(pid, symbols + off->symbols_ids, &ids) || rvalue_flags(pid, ids, &flags))
+		return -EINVAL;
+	if ((flags & RUBY_T_MASK) != RUBY_T_ARRAY)
+		return -EINVAL;
+	if (rvalue_array_entry(pid, ids, 0, &chunk) || rvalue_flags(pid, chunk, &flags))
+		return -EINVAL;
+	return (flags & RUBY_T_MASK) == RUBY_T_ARRAY ? 0 : -EINVAL;
+}

@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* sampler.c - BPF skeleton, perf events, ring buffer and stack reassembly. */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "log.h"
+#include "sampler.h"
+#include "rubyprof.skel.h"
+
+/* Reassembly buffer of one CPU: chunks of one sample arrive in order from the same CPU. */
+struct cpu_asm {
+	struct rp_sample first; /* header of chunk 0 (frames unused) */
+	struct rp_frame *frames;
+	size_t nframes;
+	uint32_t flags;
+	uint16_t next_chunk;
+	int active;
+};
+
+struct sampler {
+	struct rubyprof_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link **links;
+	int nlinks;
+	struct bpf_link *iter_link;
+	struct cpu_asm *cpus;
+	int ncpus; /* possible CPUs */
+	unsigned int frequency;
+	unsigned int max_frames;
+	sampler_stack_fn fn;
+	void *ctx;
+	uint64_t incomplete;
+	char *verifier_log;
+};
+
+#define VERIFIER_LOG_SIZE (4u << 20)
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char buf[1024];
+	size_t len;
+
+	/* libbpf's own messages are details; our callers report failures in their words. */
+	if (log_get_level() < LOG_LVL_DEBUG)
+		return 0;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	len = strlen(buf);
+	if (len && buf[len - 1] == '\n')
+		buf[len - 1] = '\0';
+	log_debug("libbpf: %s", buf);
+	return 0;
+}
+
+/* Logs the last lines of the verifier log, where the reason for a rejection is. */
+static void log_verifier_tail(const char *vlog)
+{
+	const char *p = vlog + strlen(vlog);
+	int lines = 0;
+
+	while (p > vlog && lines < 16) {
+		p--;
+		if (*p == '\n' && p[1] != '\0')
+			lines++;
+	}
+	if (*p == '\n')
+		p++;
+	if (*p)
+		log_error("BPF verifier log (tail):\n%s", p);
+}
+
+static void deliver(struct sampler *s, struct cpu_asm *a)
+{
+	struct sampler_stack st = {
+		.first = &a->first,
+		.frames = a->frames,
+		.nframes = a->nframes,
+		.flags = a->flags,
+		.truncated = a->first.truncated,
+	};
+
+	s->fn(s->ctx, &st);
+	a->active = 0;
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+	const struct rp_sample *r = data;
+	struct cpu_asm *a;
+	size_t nf;
+
+	if (size < RP_SAMPLE_HDR_SIZE || r->cpu >= (uint32_t)s->ncpus)
+		return 0;
+	nf = r->nframes;
+	if (RP_SAMPLE_HDR_SIZE + nf * sizeof(struct rp_frame) > size)
+		nf = (size - RP_SAMPLE_HDR_SIZE) / sizeof(struct rp_frame);
+	a = &s->cpus[r->cpu];
+
+	if (r->chunk == 0) {
+		if (a->active)
+			s->incomplete++;
+		memcpy(&a->first, r, RP_SAMPLE_HDR_SIZE);
+		a->nframes = 0;
+		a->flags = 0;
+		a->next_chunk = 0;
+		a->active = 1;
+	} else if (!a->active || r->seq != a->first.seq || r->chunk != a->next_chunk) {
+		/* A chunk of this sample was dropped: the stack would be wrong, count it instead. */
+		if (a->active)
+			s->incomplete++;
+		a->active = 0;
+		return 0;
+	}
+	if (a->nframes + nf > s->max_frames)
+		nf = s->max_frames - a->nframes;
+	memcpy(a->frames + a->nframes, r->frames, nf * sizeof(struct rp_frame));
+	a->nframes += nf;
+	a->flags |= r->flags;
+	a->first.truncated = r->truncated;
+	a->next_chunk++;
+	if (r->flags & RP_SAMPLE_LAST)
+		deliver(s, a);
+	return 0;
+}
+
+struct sampler *sampler__new(const struct sampler_opts *opts, sampler_stack_fn fn, void *ctx)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oopts);
+	struct sampler *s;
+	int err, i;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->fn = fn;
+	s->ctx = ctx;
+	s->frequency = opts->frequency;
+	s->max_frames = opts->max_frames;
+	libbpf_set_print(libbpf_print);
+
+	s->ncpus = libbpf_num_possible_cpus();
+	if (s->ncpus <= 0) {
+		err = s->ncpus ? s->ncpus : -EINVAL;
+		goto cleanup;
+	}
+	s->cpus = calloc(s->ncpus, sizeof(*s->cpus));
+	if (!s->cpus) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (i = 0; i < s->ncpus; i++) {
+		s->cpus[i].frames = calloc(s->max_frames, sizeof(struct rp_frame));
+		if (!s->cpus[i].frames) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+	}
+
+	s->verifier_log = malloc(VERIFIER_LOG_SIZE);
+	if (!s->verifier_log) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	s->verifier_log[0] = '\0';
+	oopts.kernel_log_buf = s->verifier_log;
+	oopts.kernel_log_size = VERIFIER_LOG_SIZE;
+	oopts.kernel_log_level = 0; /* the log is filled on failure */
+
+	s->skel = rubyprof_bpf__open_opts(&oopts);
+	if (!s->skel) {
+		err = -errno;
+		log_error("cannot open the BPF object: %s", strerror(-err));
+		goto cleanup;
+	}
+	s->skel->rodata->max_frames = s->max_frames;
+	err = bpf_map__set_max_entries(s->skel->maps.samples, opts->ringbuf_bytes);
+	if (err)
+		goto cleanup;
+	err = rubyprof_bpf__load(s->skel);
+	if (err) {
+		log_error("cannot load the BPF program: %s", strerror(-err));
+		if (err == -EPERM)
+			log_error("loading BPF needs CAP_BPF and CAP_PERFMON (or root)");
+		log_verifier_tail(s->verifier_log);
+		goto cleanup;
+	}
+	free(s->verifier_log);
+	s->verifier_log = NULL;
+
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), on_record, s, NULL);
+	if (!s->rb) {
+		err = -errno;
+		goto cleanup;
+	}
+	s->iter_link = bpf_program__attach_iter(s->skel->progs.rp_iter_threads, NULL);
+	if (!s->iter_link) {
+		err = -errno;
+		log_error("cannot attach the task iterator: %s", strerror(-err));
+		goto cleanup;
+	}
+	return s;
+
+cleanup:
+	sampler__free(s);
+	errno = -err;
+	return NULL;
+}
+
+void sampler__free(struct sampler *s)
+{
+	int i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->nlinks; i++)
+		bpf_link__destroy(s->links[i]);
+	free(s->links);
+	bpf_link__destroy(s->iter_link);
+	ring_buffer__free(s->rb);
+	rubyprof_bpf__destroy(s->skel);
+	if (s->cpus) {
+		for (i = 0; i < s->ncpus; i++)
+			free(s->cpus[i].frames);
+	}
+	free(s->cpus);
+	free(s->verifier_log);
+	free(s);
+}
+
+/* Online CPUs from /sys/devices/system/cpu/online ("0-3,5"). Sets online[i] for each. */
+static int online_cpus(char *online, int ncpus)
+{
+	char buf[4096], *p, *end;
+	long a, b;
+	FILE *f;
+	int ret = -EINVAL;
+
+	f = fopen("/sys/devices/system/cpu/online", "re");
+	if (!f)
+		return -errno;
+	if (!fgets(buf, sizeof(buf), f))
+		goto cleanup;
+	p = buf;
+	while (*p && *p != '\n') {
+		errno = 0;
+		a = strtol(p, &end, 10);
+		if (end == p || errno)
+			goto cleanup;
+		b = a;
+		p = end;
+		if (*p == '-') {
+			b = strtol(p + 1, &end, 10);
+			if (end == p + 1 || errno)
+				goto cleanup;
+			p = end;
+		}
+		for (; a <= b && a < ncpus; a++)
+			online[a] = 1;
+		if (*p == ',')
+			p++;
+	}
+	ret = 0;
+cleanup:
+	fclose(f);
+	return ret;
+}
+
+int sampler_attach(struct sampler *s)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_freq = s->frequency,
+		.freq = 1,
+	};
+	char *online;
+	int cpu, fd, err;
+
+	online = calloc(s->ncpus, 1);
+	s->links = calloc(s->ncpus, sizeof(*s->links));
+	if (!online || !s->links) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	err = online_cpus(online, s->ncpus);
+	if (err) {
+		log_error("cannot read the online CPUs: %s", strerror(-err));
+		goto cleanup;
+	}
+	for (cpu = 0; cpu < s->ncpus; cpu++) {
+		if (!online[cpu])
+			continue;
+		fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			err = -errno;
+			log_error("perf_event_open(cpu-clock, cpu %d): %s%s", cpu, strerror(errno),
+				  errno == EACCES || errno == EPERM ? " (needs CAP_PERFMON or root)"
+								    : "");
+			goto cleanup;
+		}
+		s->links[s->nlinks] = bpf_program__attach_perf_event(s->skel->progs.rp_on_sample, fd);
+		if (!s->links[s->nlinks]) {
+			err = -errno;
+			close(fd);
+			log_error("cannot attach to the perf event of cpu %d: %s", cpu,
+				  strerror(-err));
+			goto cleanup;
+		}
+		s->nlinks++;
+	}
+	err = 0;
+cleanup:
+	free(online);
+	return err;
+}
+
+int sampler_set_proc(struct sampler *s, uint32_t pid, const struct rp_proc *proc)
+{
+	if (bpf_map__update_elem(s->skel->maps.procs, &pid, sizeof(pid), proc, sizeof(*proc),
+				 BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int sampler_del_proc(struct sampler *s, uint32_t pid)
+{
+	if (bpf_map__delete_elem(s->skel->maps.procs, &pid, sizeof(pid), 0) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int sampler_poll(struct sampler *s, int timeout_ms)
+{
+	int n = ring_buffer__poll(s->rb, timeout_ms);
+
+	return n == -EINTR ? 0 : n;
+}
+
+int sampler_drain(struct sampler *s)
+{
+	return ring_buffer__consume(s->rb);
+}
+
+int sampler_counters(struct sampler *s, struct sampler_counters *out)
+{
+	uint64_t *vals;
+	uint32_t key;
+	int i, err = 0;
+
+	memset(out, 0, sizeof(*out));
+	vals = calloc(s->ncpus, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	for (key = 0; key < RP_STAT_MAX; key++) {
+		if (bpf_map__lookup_elem(s->skel->maps.stats, &key, sizeof(key), vals,
+					 s->ncpus * sizeof(*vals), 0)) {
+			err = -errno;
+			break;
+		}
+		for (i = 0; i < s->ncpus; i++)
+			out->bpf[key] += vals[i];
+	}
+	out->incomplete = s->incomplete;
+	free(vals);
+	return err;
+}
+
+int sampler_thread_pointers(struct sampler *s, uint32_t pid, struct rp_thread_tp *out, size_t max,
+			    size_t *n)
+{
+	struct rp_thread_tp tp;
+	ssize_t r;
+	int fd;
+
+	*n = 0;
+	/* The iterator reads its target from .bss; the daemon runs one iteration at a time. */
+	s->skel->bss->iter_tgid = pid;
+	fd = bpf_iter_create(bpf_link__fd(s->iter_link));
+	if (fd < 0)
+		return -errno;
+	while ((r = read(fd, &tp, sizeof(tp))) == sizeof(tp)) {
+		if (*n < max)
+			out[(*n)++] = tp;
+	}
+	close(fd);
+	return r < 0 ? -errno : 0;
+}

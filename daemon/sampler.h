@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * sampler.h - owns the BPF side: loads the skeleton, attaches cpu-clock perf events on every
+ * online CPU, registers Ruby processes, reads the ring buffer and reassembles chunked stacks,
+ * reads the statistics, and runs the thread-pointer task iterator.
+ */
+#ifndef RP_SAMPLER_H
+#define RP_SAMPLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rubyprof.h"
+
+struct sampler;
+
+struct sampler_opts {
+	unsigned int frequency;	 /* Hz per CPU */
+	unsigned int max_frames; /* walk limit, <= RP_MAX_FRAMES_LIMIT */
+	size_t ringbuf_bytes;	 /* power of two, multiple of the page size */
+};
+
+/* One complete sample; frames leaf first. `first` is the header of its first chunk. */
+struct sampler_stack {
+	const struct rp_sample *first;
+	const struct rp_frame *frames;
+	size_t nframes;
+	uint32_t flags;	    /* RP_SAMPLE_* of all chunks */
+	uint32_t truncated; /* control frames cut at the root end */
+};
+
+typedef void (*sampler_stack_fn)(void *ctx, const struct sampler_stack *stack);
+
+/* Userspace-side counters, next to the BPF stats. */
+struct sampler_counters {
+	uint64_t bpf[RP_STAT_MAX];
+	uint64_t incomplete; /* stacks missing a chunk (a chunk was dropped) */
+};
+
+/* Opens and loads the BPF object; nothing is attached yet. NULL with errno set; a verifier
+ * failure logs the tail of the verifier log. */
+struct sampler *sampler__new(const struct sampler_opts *opts, sampler_stack_fn fn, void *ctx);
+void sampler__free(struct sampler *s);
+
+/* Starts sampling on every online CPU. 0 or -errno. */
+int sampler_attach(struct sampler *s);
+
+/* Enables / disables sampling of a process. 0 or -errno. */
+int sampler_set_proc(struct sampler *s, uint32_t pid, const struct rp_proc *proc);
+int sampler_del_proc(struct sampler *s, uint32_t pid);
+
+/* Waits up to timeout_ms and delivers complete stacks. Number of records, or -errno. */
+int sampler_poll(struct sampler *s, int timeout_ms);
+/* Delivers whatever is in the ring buffer without waiting. */
+int sampler_drain(struct sampler *s);
+
+int sampler_counters(struct sampler *s, struct sampler_counters *out);
+
+/* Thread pointers (fsbase) of every thread of pid. *n is set to the number found (<= max). */
+int sampler_thread_pointers(struct sampler *s, uint32_t pid, struct rp_thread_tp *out, size_t max,
+			    size_t *n);
+
+#endif

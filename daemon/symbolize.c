@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* symbolize.c - iseq and method-entry symbolization with per-process caches. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hmap.h"
+#include "procmem.h"
+#include "rvalue.h"
+#include "symbolize.h"
+
+/* Bounds of the per-process caches; past them the caches are dropped and refilled. */
+#define MAX_ISEQS 65536
+#define MAX_LINES (1u << 18)
+#define MAX_CFUNCS 16384
+
+struct iseq_info {
+	char *label;
+	char *path;
+	int64_t first_lineno;
+	uint64_t iseq_encoded;
+	uint32_t iseq_size;
+	uint64_t insns_body;
+	uint64_t insns_positions;
+	uint32_t insns_size;
+	uint64_t succ_table;
+	uint64_t imm[SUCC_IMM_WORDS];
+	int imm_loaded;
+};
+
+struct symbolizer {
+	pid_t pid;
+	const struct ruby_offsets *off;
+	uint64_t symbols;
+	struct hmap iseqs;  /* iseq -> struct iseq_info * */
+	struct hmap lines;  /* (iseq, pc) -> line + 1 */
+	struct hmap cfuncs; /* me -> char * */
+	uint64_t generation;
+	struct symbolizer_stats stats;
+};
+
+struct symbolizer *symbolizer__new(pid_t pid, const struct ruby_offsets *off, uint64_t symbols)
+{
+	struct symbolizer *sym = calloc(1, sizeof(*sym));
+
+	if (!sym)
+		return NULL;
+	sym->pid = pid;
+	sym->off = off;
+	sym->symbols = symbols;
+	return sym;
+}
+
+static void free_iseq(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
+{
+	struct iseq_info *info = (struct iseq_info *)(uintptr_t)val;
+
+	free(info->label);
+	free(info->path);
+	free(info);
+}
+
+static void free_str(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
+{
+	free((char *)(uintptr_t)val);
+}
+
+static void drop_caches(struct symbolizer *sym)
+{
+	hmap_foreach(&sym->iseqs, free_iseq, NULL);
+	hmap_foreach(&sym->cfuncs, free_str, NULL);
+	hmap_clear(&sym->iseqs);
+	hmap_clear(&sym->lines);
+	hmap_clear(&sym->cfuncs);
+	sym->generation++;
+}
+
+void symbolizer__free(struct symbolizer *sym)
+{
+	if (!sym)
+		return;
+	drop_caches(sym);
+	free(sym);
+}
+
+uint64_t symbolizer_generation(const struct symbolizer *sym)
+{
+	return sym->generation;
+}
+
+void symbolizer_stats(const struct symbolizer *sym, struct symbolizer_stats *out)
+{
+	*out = sym->stats;
+}
+
+unsigned int succ_index_lookup(const uint64_t imm[SUCC_IMM_WORDS], const uint8_t *block,
+			       unsigned int pos)
+{
+	uint32_t rank;
+	uint64_t small_ranks, bits;
+	unsigned int bit, small, small_rank;
+
+	if (pos < SUCC_IMM_SIZE)
+		return (imm[pos / 9] >> (7 * (pos % 9))) & 0x7f;
+	/* struct succ_dict_block { unsigned rank; uint64_t small_block_ranks; uint64_t bits[8]; } */
+	bit = (pos - SUCC_IMM_SIZE) % SUCC_BLOCK_BITS;
+	small = bit / 64;
+	memcpy(&rank, block, sizeof(rank));
+	memcpy(&small_ranks, block + 8, sizeof(small_ranks));
+	memcpy(&bits, block + 16 + small * 8, sizeof(bits));
+	small_rank = small == 0 ? 0 : (small_ranks >> ((small - 1) * 9)) & 0x1ff;
+	return rank + small_rank + __builtin_popcountll(bits << (63 - bit % 64));
+}
+
+static char *read_string(struct symbolizer *sym, uint64_t str)
+{
+	char buf[RVALUE_STR_MAX + 1];
+
+	if (rvalue_string(sym->pid, sym->off, str, buf, sizeof(buf)))
+		return NULL;
+	return strdup(buf);
+}
+
+static struct iseq_info *load_iseq(struct symbolizer *sym, uint64_t iseq)
+{
+	const struct ruby_offsets *off = sym->off;
+	struct iseq_info *info = NULL;
+	uint64_t flags, body, hdr[2], loc[4], insns[4], path;
+	int32_t lineno32;
+
+	if (rvalue_flags(sym->pid, iseq, &flags) || (flags & RUBY_T_MASK) != RUBY_T_IMEMO ||
+	    rvalue_imemo_type(flags) != RUBY_IMEMO_ISEQ)
+		return NULL;
+	if (procmem_u64(sym->pid, iseq + off->iseq_body, &body) ||
+	    procmem_read(sym->pid, body + off->body_type, hdr, sizeof(hdr)) ||
+	    procmem_read(sym->pid, body + off->body_location, loc, sizeof(loc)) ||
+	    procmem_read(sym->pid, body + off->body_insns_info, insns, sizeof(insns)))
+		return NULL;
+
+	info = calloc(1, sizeof(*info));
+	if (!info)
+		return NULL;
+	info->iseq_size = (uint32_t)(hdr[0] >> 32);
+	info->iseq_encoded = hdr[1];
+	info->label = read_string(sym, loc[(off->loc_label - off->loc_pathobj) / 8]);
+	/* pathobj: the path String, or [path, realpath] */
+	path = loc[0];
+	if (rvalue_flags(sym->pid, path, &flags) == 0 && (flags & RUBY_T_MASK) == RUBY_T_ARRAY &&
+	    rvalue_array_entry(sym->pid, loc[0], 0, &path))
+		path = 0;
+	info->path = read_string(sym, path);
+	if (off->first_lineno_is_fixnum) {
+		info->first_lineno = (int64_t)loc[3] >> 1;
+	} else {
+		memcpy(&lineno32, &loc[3], sizeof(lineno32));
+		info->first_lineno = lineno32;
+	}
+	info->insns_body = insns[0];
+	info->insns_positions = insns[1];
+	info->insns_size = (uint32_t)insns[2];
+	info->succ_table = insns[3];
+	if (!info->label || !info->path) {
+		free_iseq(NULL, 0, 0, (uintptr_t)info);
+		return NULL;
+	}
+	return info;
+}
+
+/* Index of the insn_info entry for instruction position pos, as get_insn_info() finds it. */
+static int insn_info_index(struct symbolizer *sym, struct iseq_info *info, unsigned int pos,
+			   uint32_t *index)
+{
+	uint8_t block[SUCC_BLOCK_SIZE] = { 0 };
+	uint64_t addr;
+	unsigned int rank;
+
+	if (info->insns_size == 0)
+		return -ENOENT;
+	if (info->insns_size == 1) {
+		*index = 0;
+		return 0;
+	}
+	if (!info->succ_table)
+		return -ENOENT;
+	if (!info->imm_loaded) {
+		if (procmem_read(sym->pid, info->succ_table, info->imm, sizeof(info->imm)))
+			return -EFAULT;
+		info->imm_loaded = 1;
+	}
+	if (pos >= SUCC_IMM_SIZE) {
+		addr = info->succ_table + sizeof(info->imm) +
+		       (uint64_t)((pos - SUCC_IMM_SIZE) / SUCC_BLOCK_BITS) * SUCC_BLOCK_SIZE;
+		if (procmem_read(sym->pid, addr, block, sizeof(block)))
+			return -EFAULT;
+	}
+	rank = succ_index_lookup(info->imm, block, pos);
+	if (rank == 0 || rank > info->insns_size)
+		return -ERANGE;
+	*index = rank - 1;
+	return 0;
+}
+
+static int64_t compute_line(struct symbolizer *sym, struct iseq_info *info, uint64_t pc)
+{
+	uint64_t pos;
+	uint32_t index, line;
+
+	if (pc < info->iseq_encoded || (pc - info->iseq_encoded) % 8)
+		return 0;
+	pos = (pc - info->iseq_encoded) / 8;
+	if (pos > info->iseq_size)
+		return 0;
+	/* The pc points at the next instruction: Ruby looks up pos - 1 (vm_backtrace.c calc_pos). */
+	if (pos)
+		pos--;
+	if (insn_info_index(sym, info, (unsigned int)pos, &index))
+		return 0;
+	if (procmem_u32(sym->pid, info->insns_body + (uint64_t)index * sym->off->insn_info_entry_size,
+			&line))
+		return 0;
+	return (int32_t)line;
+}
+
+int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit,
+		   struct sym_iseq *out)
+{
+	struct iseq_info *info;
+	uint64_t val;
+
+	if (hmap_get(&sym->iseqs, iseq, 0, &val)) {
+		info = (struct iseq_info *)(uintptr_t)val;
+	} else {
+		if (sym->iseqs.len >= MAX_ISEQS || sym->lines.len >= MAX_LINES) {
+			drop_caches(sym);
+			sym->stats.cache_resets++;
+		}
+		info = load_iseq(sym, iseq);
+		if (!info) {
+			sym->stats.iseq_failed++;
+			return -EFAULT;
+		}
+		if (hmap_put(&sym->iseqs, iseq, 0, (uintptr_t)info)) {
+			free_iseq(NULL, 0, 0, (uintptr_t)info);
+			return -ENOMEM;
+		}
+	}
+	out->label = info->label;
+	out->path = info->path;
+	out->first_lineno = info->first_lineno;
+	if (jit) {
+		/* The pc of a JIT frame is stale: report 0, as rb_profile_frames does. */
+		out->line = 0;
+		return 0;
+	}
+	if (hmap_get(&sym->lines, iseq, pc, &val)) {
+		out->line = (int64_t)val - 1;
+		return 0;
+	}
+	out->line = compute_line(sym, info, pc);
+	hmap_put(&sym->lines, iseq, pc, (uint64_t)(out->line + 1));
+	return 0;
+}
+
+int symbolize_cfunc(struct symbolizer *sym, uint64_t me, const char **name)
+{
+	char buf[RVALUE_STR_MAX + 1];
+	uint64_t val, flags, def, id;
+	char *copy;
+	int err;
+
+	if (hmap_get(&sym->cfuncs, me, 0, &val)) {
+		*name = (const char *)(uintptr_t)val;
+		return 0;
+	}
+	if (sym->cfuncs.len >= MAX_CFUNCS) {
+		drop_caches(sym);
+		sym->stats.cache_resets++;
+	}
+	err = rvalue_flags(sym->pid, me, &flags);
+	if (!err && ((flags & RUBY_T_MASK) != RUBY_T_IMEMO ||
+		     rvalue_imemo_type(flags) != RUBY_IMEMO_MENT))
+		err = -EINVAL;
+	if (!err)
+		err = procmem_u64(sym->pid, me + sym->off->me_def, &def);
+	if (!err)
+		err = procmem_u64(sym->pid, def + sym->off->def_original_id, &id);
+	if (!err)
+		err = rvalue_id_name(sym->pid, sym->off, sym->symbols, id, buf, sizeof(buf));
+	if (!err && !buf[0])
+		err = -ENOENT;
+	if (err) {
+		sym->stats.cfunc_failed++;
+		return err;
+	}
+	copy = strdup(buf);
+	if (!copy)
+		return -ENOMEM;
+	if (hmap_put(&sym->cfuncs, me, 0, (uintptr_t)copy)) {
+		free(copy);
+		return -ENOMEM;
+	}
+	*name = copy;
+	return 0;
+}

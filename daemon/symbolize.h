@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * symbolize.h - turns raw frames (iseq + pc, method entry) of one process into labels, paths and
+ * line numbers computed exactly as Ruby computes them, with a per-process cache.
+ *
+ * Strings returned stay valid until symbolizer__free or the next cache reset (see
+ * symbolizer_generation); callers copy what they keep.
+ */
+#ifndef RP_SYMBOLIZE_H
+#define RP_SYMBOLIZE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "offsets.h"
+
+struct symbolizer;
+
+struct sym_iseq {
+	const char *label; /* location.label: "foo", "block in foo", "<main>" */
+	const char *path;  /* Location#path */
+	int64_t first_lineno;
+	int64_t line; /* 0 when the pc cannot be trusted (JIT frames) or is out of range */
+};
+
+struct symbolizer_stats {
+	uint64_t iseq_failed;  /* iseqs that could not be read */
+	uint64_t cfunc_failed; /* method entries that could not be named */
+	uint64_t cache_resets; /* caches dropped for exceeding their bound */
+};
+
+/* symbols: address of ruby_global_symbols, 0 when unknown (C functions are then unnamed). */
+struct symbolizer *symbolizer__new(pid_t pid, const struct ruby_offsets *off, uint64_t symbols);
+void symbolizer__free(struct symbolizer *sym);
+
+/* 0, or -errno when the iseq cannot be read (the process is gone, or it is not an iseq). */
+int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit,
+		   struct sym_iseq *out);
+/* Method name of a C function frame's method entry. 0 or -errno. */
+int symbolize_cfunc(struct symbolizer *sym, uint64_t me, const char **name);
+
+/* Bumped each time the caches are dropped; callers caching our results compare it. */
+uint64_t symbolizer_generation(const struct symbolizer *sym);
+void symbolizer_stats(const struct symbolizer *sym, struct symbolizer_stats *out);
+
+/*
+ * Ruby's succinct index lookup (iseq.c succ_index_lookup), on a table already copied out of the
+ * process: imm is the 6-word immediate part; block, when pos >= 54, the 80-byte dictionary block
+ * of pos. Returns the rank (the number of set bits up to pos, inclusive).
+ */
+#define SUCC_IMM_SIZE 54
+#define SUCC_IMM_WORDS 6
+#define SUCC_BLOCK_BITS 512
+#define SUCC_BLOCK_SIZE 80
+unsigned int succ_index_lookup(const uint64_t imm[SUCC_IMM_WORDS], const uint8_t *block,
+			       unsigned int pos);
+
+#endif
