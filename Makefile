@@ -97,7 +97,7 @@ test-unit: $(UNIT_BINS) $(FIXTURES)
 	$(Q)tests/run-unit.sh $(BUILD) $(UNIT_BINS)
 
 test-e2e: $(BUILD)/rubyprofd
-	$(Q)tests/e2e/run.sh $(BUILD)
+	$(Q)ruby tests/e2e/run.rb $(BUILD)
 
 # Unit tests, then the end-to-end tests (root; skipped with the reason otherwise). One summary line.
 test: deps

@@ -324,7 +324,9 @@ static uint64_t frame_location(struct export_ctx *x, uint32_t id)
 		if (!x->maps[f->kind])
 			return 0;
 	}
-	fn = pprof_function(x->p, f->name, f->name, f->file, f->start_line);
+	/* No system name: pprof then takes the name as already demangled (its C++ demangler turns
+	 * Ruby labels such as "<main>" into ""). */
+	fn = pprof_function(x->p, f->name, "", f->file, f->start_line);
 	if (!fn)
 		return 0;
 	x->locs[id] = pprof_location(x->p, x->maps[f->kind], 0, fn, f->line);

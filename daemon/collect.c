@@ -85,7 +85,7 @@ int collector_add(struct collector *c, const struct ruby_target *rt)
 		symbolizer__free(t->sym);
 		hmap_clear(&t->frames);
 		t->t = *rt;
-		t->sym = symbolizer__new(rt->pid, rt->off, rt->symbols);
+		t->sym = symbolizer__new(rt->pid, rt->off, rt->symbols, rt->symbols_cand, rt->nsymbols_cand);
 		return t->sym ? 0 : -ENOMEM;
 	}
 	if (c->ntargets == c->cap) {
@@ -99,7 +99,7 @@ int collector_add(struct collector *c, const struct ruby_target *rt)
 	if (!t)
 		return -ENOMEM;
 	t->t = *rt;
-	t->sym = symbolizer__new(rt->pid, rt->off, rt->symbols);
+	t->sym = symbolizer__new(rt->pid, rt->off, rt->symbols, rt->symbols_cand, rt->nsymbols_cand);
 	if (!t->sym) {
 		free(t);
 		return -ENOMEM;
@@ -170,8 +170,10 @@ static uint32_t cfunc_frame(struct collector *c, struct target *t, const struct 
 	if (hmap_get(&t->frames, f->addr, (1ULL << 62) | caller->frame, &val))
 		return (uint32_t)val;
 	if (symbolize_cfunc(t->sym, f->addr, &name)) {
+		/* not cached: the name may be readable later (a booting Ruby's symbol table) */
 		c->stats.frames_failed++;
-		name = "[unknown C function]";
+		return agg_frame_id(c->agg, AGG_FRAME_CFUNC, "[unknown C function]", caller->path,
+				    0, caller->line);
 	}
 	id = agg_frame_id(c->agg, AGG_FRAME_CFUNC, name, caller->path, 0, caller->line);
 	if (!id)

@@ -277,46 +277,70 @@ static enum discover_status validate_global(pid_t pid, const struct ruby_offsets
 	return DISCOVER_REFUSED;
 }
 
-/* ruby_global_symbols: a symbol (3.x name, or 2.x's static global_symbols), else recognized in
- * the code of rb_sym_all_symbols; every candidate is checked by structure. */
+static void add_symbols_candidate(struct ruby_target *t, uint64_t addr)
+{
+	unsigned int i;
+
+	for (i = 0; i < t->nsymbols_cand; i++) {
+		if (t->symbols_cand[i] == addr)
+			return;
+	}
+	if (t->nsymbols_cand < DISCOVER_MAX_CANDIDATES)
+		t->symbols_cand[t->nsymbols_cand++] = addr;
+}
+
+/*
+ * ruby_global_symbols: a symbol (3.x name, or 2.x's static global_symbols), else recognized in
+ * the code of rb_sym_all_symbols, which reads the table or one of its first fields (str_sym at
+ * +8). Every candidate is checked by structure; those that do not pass yet are kept, since a
+ * Ruby that is still booting has no table yet.
+ */
 static void find_symbols(pid_t pid, struct elf_file *ef, const struct ruby_offsets *off,
 			 struct ruby_target *t)
 {
 	static const char *const names[] = { "ruby_global_symbols", "global_symbols" };
 	uint8_t code[SCAN_BYTES];
-	uint64_t targets[8], cand;
+	uint64_t targets[8];
 	struct elf_sym sym;
 	size_t i, j, n, len;
+	const char *how = NULL;
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (elf_find_symbol(ef, names[i], &sym) == 0 &&
-		    rvalue_check_symbols(pid, off, t->bias + sym.value) == 0) {
-			t->symbols = t->bias + sym.value;
+		if (elf_find_symbol(ef, names[i], &sym) == 0) {
+			add_symbols_candidate(t, t->bias + sym.value);
 			say(t->how_symbols, sizeof(t->how_symbols), "%s (%s)", names[i],
 			    sym_source(&sym));
-			return;
+			how = t->how_symbols;
+			break;
 		}
 	}
-	if (elf_find_symbol(ef, "rb_sym_all_symbols", &sym))
-		goto none;
-	len = sym.size && sym.size < sizeof(code) ? sym.size : sizeof(code);
-	if (elf_read_vaddr(ef, sym.value, code, len))
-		goto none;
-	n = discover_rip_targets(code, len, sym.value, targets, 8);
-	for (i = 0; i < n; i++) {
-		/* The code reads the table itself or one of its first fields (str_sym at +8). */
-		for (j = 0; j <= 16; j += 8) {
-			cand = t->bias + targets[i] - j;
-			if (rvalue_check_symbols(pid, off, cand) == 0) {
-				t->symbols = cand;
+	if (!how && elf_find_symbol(ef, "rb_sym_all_symbols", &sym) == 0) {
+		len = sym.size && sym.size < sizeof(code) ? sym.size : sizeof(code);
+		if (elf_read_vaddr(ef, sym.value, code, len) == 0) {
+			n = discover_rip_targets(code, len, sym.value, targets, 8);
+			for (i = 0; i < n; i++) {
+				for (j = 0; j <= 16; j += 8)
+					add_symbols_candidate(t, t->bias + targets[i] - j);
+			}
+			if (n) {
 				say(t->how_symbols, sizeof(t->how_symbols),
-				    "rb_sym_all_symbols code (+%zu)", j);
-				return;
+				    "rb_sym_all_symbols code");
+				how = t->how_symbols;
 			}
 		}
 	}
-none:
-	say(t->how_symbols, sizeof(t->how_symbols), "not found: C functions stay unnamed");
+	if (!how) {
+		say(t->how_symbols, sizeof(t->how_symbols), "not found: C functions stay unnamed");
+		return;
+	}
+	for (i = 0; i < t->nsymbols_cand; i++) {
+		if (rvalue_check_symbols(pid, off, t->symbols_cand[i]) == 0) {
+			t->symbols = t->symbols_cand[i];
+			return;
+		}
+	}
+	n = strlen(t->how_symbols);
+	say(t->how_symbols + n, sizeof(t->how_symbols) - n, ", not validated yet");
 }
 
 static int open_object(pid_t pid, const struct proc_map *m, struct elf_file **ef)
@@ -356,7 +380,9 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 	err = procs_read_maps(pid, &maps);
 	if (err) {
 		say(why, whylen, "cannot read /proc/%d/maps: %s", pid, strerror(-err));
-		st = err == -ENOENT || err == -ESRCH ? DISCOVER_GONE : DISCOVER_REFUSED;
+		st = err == -ENOENT || err == -ESRCH ? DISCOVER_GONE
+		     : err == -EACCES || err == -EPERM ? DISCOVER_NO_ACCESS
+						       : DISCOVER_REFUSED;
 		goto cleanup;
 	}
 	if (!discover_find_object(pid, &maps, &idx)) {

@@ -23,7 +23,10 @@ enum discover_status {
 	DISCOVER_RETRY,	     /* Ruby, but not initialized yet: ask again later */
 	DISCOVER_REFUSED,    /* Ruby that cannot be profiled; `why` says why */
 	DISCOVER_GONE,	     /* the process exited */
+	DISCOVER_NO_ACCESS,  /* its maps cannot be read (another user namespace, no privilege) */
 };
+
+#define DISCOVER_MAX_CANDIDATES 8
 
 struct ruby_target {
 	pid_t pid;
@@ -34,7 +37,11 @@ struct ruby_target {
 	char object[PATH_MAX]; /* libruby or the ruby executable, as the process sees it */
 	uint64_t bias;	       /* load bias of `object` */
 	struct rp_proc bpf;    /* what the BPF program gets */
-	uint64_t symbols;      /* ruby_global_symbols, 0 when not found */
+	uint64_t symbols;      /* ruby_global_symbols, 0 when not found (yet) */
+	/* Candidates for ruby_global_symbols that did not validate yet (a Ruby still booting has
+	 * an empty table): the symbolizer tries them again later. */
+	uint64_t symbols_cand[DISCOVER_MAX_CANDIDATES];
+	unsigned int nsymbols_cand;
 	uint64_t vm_exec;      /* rb_vm_exec, 0 when not found */
 	char how_ec[128];      /* which path found what, for the log */
 	char how_symbols[96];

@@ -114,7 +114,19 @@ static void consider(struct run *r, pid_t pid)
 				 pid);
 		hmap_put(&r->seen, (uint64_t)pid, 0, SEEN_NOT_RUBY);
 		break;
+	case DISCOVER_NO_ACCESS:
+		/* Scanning every process meets some we may not inspect; only a named one matters. */
+		if (r->cfg->npids)
+			log_warn("pid %d: not profiled: %s (needs CAP_SYS_PTRACE in its user namespace)",
+				 pid, why);
+		else
+			log_debug("pid %d: %s", pid, why);
+		hmap_put(&r->seen, (uint64_t)pid, 0, SEEN_REFUSED);
+		break;
 	case DISCOVER_GONE:
+		if (r->cfg->npids && state == 0)
+			log_warn("pid %d: no such process", pid);
+		hmap_put(&r->seen, (uint64_t)pid, 0, SEEN_REFUSED);
 		break;
 	}
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hmap.h"
 #include "procmem.h"
@@ -32,6 +33,9 @@ struct symbolizer {
 	pid_t pid;
 	const struct ruby_offsets *off;
 	uint64_t symbols;
+	uint64_t cand[8];
+	unsigned int ncand;
+	int64_t next_try_ns;
 	struct hmap iseqs;  /* iseq -> struct iseq_info * */
 	struct hmap lines;  /* (iseq, pc) -> line + 1 */
 	struct hmap cfuncs; /* me -> char * */
@@ -39,7 +43,8 @@ struct symbolizer {
 	struct symbolizer_stats stats;
 };
 
-struct symbolizer *symbolizer__new(pid_t pid, const struct ruby_offsets *off, uint64_t symbols)
+struct symbolizer *symbolizer__new(pid_t pid, const struct ruby_offsets *off, uint64_t symbols,
+				   const uint64_t *cand, unsigned int ncand)
 {
 	struct symbolizer *sym = calloc(1, sizeof(*sym));
 
@@ -48,7 +53,31 @@ struct symbolizer *symbolizer__new(pid_t pid, const struct ruby_offsets *off, ui
 	sym->pid = pid;
 	sym->off = off;
 	sym->symbols = symbols;
+	if (ncand > sizeof(sym->cand) / sizeof(sym->cand[0]))
+		ncand = sizeof(sym->cand) / sizeof(sym->cand[0]);
+	memcpy(sym->cand, cand, ncand * sizeof(*cand));
+	sym->ncand = ncand;
 	return sym;
+}
+
+/* Validates the symbol table candidates again, at most every 100 ms. */
+static void retry_symbols(struct symbolizer *sym)
+{
+	struct timespec ts;
+	int64_t now;
+	unsigned int i;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	if (now < sym->next_try_ns)
+		return;
+	sym->next_try_ns = now + 100000000LL;
+	for (i = 0; i < sym->ncand; i++) {
+		if (rvalue_check_symbols(sym->pid, sym->off, sym->cand[i]) == 0) {
+			sym->symbols = sym->cand[i];
+			return;
+		}
+	}
 }
 
 static void free_iseq(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
@@ -272,6 +301,8 @@ int symbolize_cfunc(struct symbolizer *sym, uint64_t me, const char **name)
 		*name = (const char *)(uintptr_t)val;
 		return 0;
 	}
+	if (!sym->symbols && sym->ncand)
+		retry_symbols(sym);
 	if (sym->cfuncs.len >= MAX_CFUNCS) {
 		drop_caches(sym);
 		sym->stats.cache_resets++;

@@ -29,8 +29,13 @@ struct symbolizer_stats {
 	uint64_t cache_resets; /* caches dropped for exceeding their bound */
 };
 
-/* symbols: address of ruby_global_symbols, 0 when unknown (C functions are then unnamed). */
-struct symbolizer *symbolizer__new(pid_t pid, const struct ruby_offsets *off, uint64_t symbols);
+/*
+ * symbols: address of ruby_global_symbols, 0 when unknown. cand: addresses that may be the
+ * table but did not validate yet (a booting Ruby); they are validated again, at most every
+ * 100 ms, while C functions need names. Without either, C functions stay unnamed.
+ */
+struct symbolizer *symbolizer__new(pid_t pid, const struct ruby_offsets *off, uint64_t symbols,
+				   const uint64_t *cand, unsigned int ncand);
 void symbolizer__free(struct symbolizer *sym);
 
 /* 0, or -errno when the iseq cannot be read (the process is gone, or it is not an iseq). */

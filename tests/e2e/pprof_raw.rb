@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Reads a pprof file with the real reader, `go tool pprof -raw`, and parses what it prints.
+require "open3"
+
+module PprofRaw
+  Location = Struct.new(:id, :mapping, :name, :file, :line, :start_line)
+  Sample = Struct.new(:count, :nanos, :locations, :labels)
+  Profile = Struct.new(:samples, :locations, :mappings, :period, :duration) do
+    # Frames of a sample, leaf first.
+    def frames(sample)
+      sample.locations.map { |id| locations.fetch(id) }
+    end
+
+    def cfunc?(loc)
+      mappings[loc.mapping] == "[ruby cfunc]"
+    end
+
+    def samples_of(pid)
+      samples.select { |s| s.labels["pid"] == pid.to_s }
+    end
+  end
+
+  def self.read(path)
+    out, err, st = Open3.capture3("go", "tool", "pprof", "-raw", path)
+    raise "go tool pprof -raw #{path} failed: #{err.strip}" unless st.success?
+    parse(out)
+  end
+
+  def self.parse(text)
+    prof = Profile.new([], {}, {}, nil, nil)
+    section = nil
+    text.each_line do |line|
+      line = line.chomp
+      case line
+      when /^Period: (\d+)/ then prof.period = Integer($1)
+      when /^Duration: ([\d.:]+)/ then prof.duration = $1
+      when /^Samples:/ then section = :samples
+      when /^Locations/ then section = :locations
+      when /^Mappings/ then section = :mappings
+      else
+        case section
+        when :samples
+          if line =~ /^\s+(\d+)\s+(\d+): ([\d ]*)$/
+            prof.samples << Sample.new(Integer($1), Integer($2), $3.split.map { |x| Integer(x) }, {})
+          elsif line =~ /^\s+\S+:\[/ && (s = prof.samples.last)
+            line.scan(/(\S+?):\[([^\]]*)\]/) { |k, v| s.labels[k] = v }
+          end
+        when :locations
+          if line =~ /^\s+(\d+): 0x\h+ M=(\d+) (.*) (\S*):(-?\d+) s=(-?\d+)/
+            prof.locations[Integer($1)] = Location.new(Integer($1), Integer($2), $3, $4, Integer($5), Integer($6))
+          end
+        when :mappings
+          prof.mappings[Integer($1)] = $2 if line =~ /^(\d+): \S+ (\S+(?: \S+)*?)\s+\[/
+        end
+      end
+    end
+    prof
+  end
+end
