@@ -23,10 +23,10 @@ struct rp_walk {
 struct rp_scratch {
 	struct rp_sample sample;
 	struct rp_walk walk;
-	__u64 ec[8];					/* first 64 bytes of the EC */
+	__u64 ec[8];	 /* first 64 bytes of the EC */
 	__u8 cfps[1024]; /* a batch of control frames (a power of two, see walk.bpf.h) */
-	__u64 ep[3];					/* ep[-2], ep[-1], ep[0] of a frame */
-	__u32 seq;					/* sample counter of this CPU */
+	__u64 ep[3];	 /* ep[-2], ep[-1], ep[0] of a frame */
+	__u32 seq;	 /* sample counter of this CPU */
 	__u32 pad;
 };
 

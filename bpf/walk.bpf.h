@@ -12,7 +12,7 @@
 
 #include "maps.bpf.h"
 
-#define RP_VM_FRAME_MAGIC_MASK 0x7fff0001ULL
+#define RP_VM_FRAME_MAGIC_MASK	0x7fff0001ULL
 #define RP_VM_FRAME_MAGIC_CFUNC 0x55550001ULL
 
 /* Sends the current chunk (header + its frames) and starts the next one. */

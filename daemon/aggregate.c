@@ -20,7 +20,8 @@ struct agg {
 	/* strings: id -> string, (hash, ...) lookups through `str_index` */
 	char **strs;
 	size_t nstrs, strs_cap;
-	struct hmap str_index; /* (fnv hash, len) -> first id + 1 of that key; chained by str_next */
+	struct hmap
+		str_index; /* (fnv hash, len) -> first id + 1 of that key; chained by str_next */
 	uint32_t *str_next;
 
 	struct agg_frame *frames; /* id -> frame (index 0 unused) */
@@ -299,8 +300,8 @@ struct export_ctx {
 	const struct agg *a;
 	struct pprof *p;
 	int64_t period;
-	uint64_t *locs;	   /* frame id -> location id (0: not yet added) */
-	uint64_t maps[4];  /* mapping per frame kind */
+	uint64_t *locs;	  /* frame id -> location id (0: not yet added) */
+	uint64_t maps[4]; /* mapping per frame kind */
 	uint64_t *buf;
 	size_t buf_cap;
 	int err;
@@ -359,12 +360,12 @@ static void export_stack(void *ctx, const struct agg_stack *st)
 			return;
 		}
 	}
-	labels[nl++] = (struct pprof_label){ .key = "pid", .num = st->pid };
+	labels[nl++] = (struct pprof_label){.key = "pid", .num = st->pid};
 	if (st->nspid != st->pid)
-		labels[nl++] = (struct pprof_label){ .key = "ns_pid", .num = st->nspid };
-	labels[nl++] = (struct pprof_label){ .key = "tid", .num = st->tid };
+		labels[nl++] = (struct pprof_label){.key = "ns_pid", .num = st->nspid};
+	labels[nl++] = (struct pprof_label){.key = "tid", .num = st->tid};
 	if (st->thread_name && st->thread_name[0])
-		labels[nl++] = (struct pprof_label){ .key = "thread_name", .str = st->thread_name };
+		labels[nl++] = (struct pprof_label){.key = "thread_name", .str = st->thread_name};
 	values[0] = (int64_t)st->count;
 	values[1] = (int64_t)st->count * x->period;
 	x->err = pprof_add_sample(x->p, x->buf, st->nframes, values, labels, nl);
@@ -372,7 +373,7 @@ static void export_stack(void *ctx, const struct agg_stack *st)
 
 int agg_to_pprof(const struct agg *a, struct pprof *p, int64_t period_ns)
 {
-	struct export_ctx x = { .a = a, .p = p, .period = period_ns };
+	struct export_ctx x = {.a = a, .p = p, .period = period_ns};
 
 	x.locs = calloc(a->nframes, sizeof(*x.locs));
 	if (!x.locs)

@@ -85,7 +85,8 @@ int collector_add(struct collector *c, const struct ruby_target *rt)
 		symbolizer__free(t->sym);
 		hmap_clear(&t->frames);
 		t->t = *rt;
-		t->sym = symbolizer__new(rt->pid, rt->off, rt->symbols, rt->symbols_cand, rt->nsymbols_cand);
+		t->sym = symbolizer__new(rt->pid, rt->off, rt->symbols, rt->symbols_cand,
+					 rt->nsymbols_cand);
 		return t->sym ? 0 : -ENOMEM;
 	}
 	if (c->ntargets == c->cap) {
@@ -99,7 +100,8 @@ int collector_add(struct collector *c, const struct ruby_target *rt)
 	if (!t)
 		return -ENOMEM;
 	t->t = *rt;
-	t->sym = symbolizer__new(rt->pid, rt->off, rt->symbols, rt->symbols_cand, rt->nsymbols_cand);
+	t->sym =
+		symbolizer__new(rt->pid, rt->off, rt->symbols, rt->symbols_cand, rt->nsymbols_cand);
 	if (!t->sym) {
 		free(t);
 		return -ENOMEM;
@@ -137,7 +139,7 @@ static uint32_t iseq_frame(struct collector *c, struct target *t, const struct r
 	const struct agg_frame *af;
 	uint32_t id;
 
-	if (hmap_get(&t->frames, f->addr, pc | (uint64_t)!!jit << 63, &val)) {
+	if (hmap_get(&t->frames, f->addr, pc | (uint64_t) !!jit << 63, &val)) {
 		id = (uint32_t)val;
 	} else {
 		if (symbolize_iseq(t->sym, f->addr, pc, jit, &si)) {
@@ -150,7 +152,7 @@ static uint32_t iseq_frame(struct collector *c, struct target *t, const struct r
 			return 0;
 		if (t->frames.len >= MAX_FRAME_CACHE)
 			hmap_clear(&t->frames);
-		hmap_put(&t->frames, f->addr, pc | (uint64_t)!!jit << 63, id);
+		hmap_put(&t->frames, f->addr, pc | (uint64_t) !!jit << 63, id);
 	}
 	af = agg_frame_get(c->agg, id);
 	caller->path = af->file;
@@ -201,7 +203,7 @@ static int reserve(struct collector *c, size_t n)
 void collector_on_stack(void *ctx, const struct sampler_stack *st)
 {
 	struct collector *c = ctx;
-	struct caller caller = { .path = "", .line = 0, .frame = 0 };
+	struct caller caller = {.path = "", .line = 0, .frame = 0};
 	char comm[sizeof(st->first->comm) + 1], label[64];
 	const struct rp_frame *f;
 	struct target *t;

@@ -17,7 +17,7 @@ struct config {
 	unsigned int max_frames; /* frames walked per stack */
 	pid_t pids[CONFIG_MAX_PIDS];
 	size_t npids;
-	const char *output; /* NULL: rubyprofd-HOST-TIME.pb.gz in the current directory */
+	const char *output;   /* NULL: rubyprofd-HOST-TIME.pb.gz in the current directory */
 	char *const *command; /* argv after "--", NULL-terminated; NULL when none */
 	unsigned int top;     /* lines of the summary's top list */
 	int verbose;	      /* -v: info about each process; -vv: debug */
@@ -30,9 +30,9 @@ enum config_result {
 	CONFIG_EXIT_BAD, /* usage error, already reported */
 };
 
-#define CONFIG_DEFAULT_DURATION 10.0
+#define CONFIG_DEFAULT_DURATION	 10.0
 #define CONFIG_DEFAULT_FREQUENCY 99
-#define CONFIG_MAX_FREQUENCY 10000
+#define CONFIG_MAX_FREQUENCY	 10000
 
 enum config_result config_parse(struct config *cfg, int argc, char **argv);
 void config_usage(FILE *out);

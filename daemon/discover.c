@@ -15,9 +15,9 @@
 #include "procmem.h"
 #include "rvalue.h"
 
-#define MAX_THREADS 4096
+#define MAX_THREADS	4096
 /* Bytes of an exported function scanned for a recognizable instruction. */
-#define SCAN_BYTES 256
+#define SCAN_BYTES	256
 /* A TLS block further than this from the thread pointer is not in the static TLS area. */
 #define STATIC_TLS_SPAN (1 << 20)
 
@@ -86,7 +86,7 @@ size_t discover_rip_targets(const uint8_t *code, size_t len, uint64_t vaddr, uin
 
 int discover_gd_tls_index(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t *tls_index)
 {
-	static const uint8_t gd[] = { 0x66, 0x48, 0x8d, 0x3d }; /* data16 lea X(%rip),%rdi */
+	static const uint8_t gd[] = {0x66, 0x48, 0x8d, 0x3d}; /* data16 lea X(%rip),%rdi */
 	int32_t disp;
 	size_t i;
 
@@ -174,7 +174,8 @@ static int find_tls_ec(pid_t pid, struct elf_file *ef, uint64_t bias, struct tls
 			/* No module id slot: TLS of the main executable, which is module 1. */
 			loc->modid = 1;
 		}
-		say(how, howlen, "ruby_current_ec (%s, TLS module %" PRIu64 ", offset %#" PRIx64 ")",
+		say(how, howlen,
+		    "ruby_current_ec (%s, TLS module %" PRIu64 ", offset %#" PRIx64 ")",
 		    sym_source(&sym), loc->modid, loc->block_off);
 		return 0;
 	}
@@ -195,8 +196,10 @@ static int find_tls_ec(pid_t pid, struct elf_file *ef, uint64_t bias, struct tls
 		return err;
 	loc->modid = ti[0];
 	loc->block_off = ti[1];
-	say(how, howlen, "rb_thread_current code (tls_index at %#" PRIx64 ", module %" PRIu64
-	    ", offset %#" PRIx64 ")", slot, ti[0], ti[1]);
+	say(how, howlen,
+	    "rb_thread_current code (tls_index at %#" PRIx64 ", module %" PRIu64
+	    ", offset %#" PRIx64 ")",
+	    slot, ti[0], ti[1]);
 	return 0;
 }
 
@@ -234,7 +237,8 @@ static enum discover_status validate_tls(pid_t pid, const struct ruby_offsets *o
 	}
 	if (bad > good) {
 		say(why, whylen,
-		    "execution context failed validation on %zu of %zu threads (offsets do not match "
+		    "execution context failed validation on %zu of %zu threads (offsets do not "
+		    "match "
 		    "this build)",
 		    bad, bad + good);
 		return DISCOVER_REFUSED;
@@ -266,7 +270,8 @@ static enum discover_status validate_global(pid_t pid, const struct ruby_offsets
 		return DISCOVER_RETRY;
 	}
 	if (check_ec(pid, off, ec, &ptid)) {
-		say(why, whylen, "execution context failed validation (offsets do not match this build)");
+		say(why, whylen,
+		    "execution context failed validation (offsets do not match this build)");
 		return DISCOVER_REFUSED;
 	}
 	for (i = 0; i < ntps; i++) {
@@ -298,7 +303,7 @@ static void add_symbols_candidate(struct ruby_target *t, uint64_t addr)
 static void find_symbols(pid_t pid, struct elf_file *ef, const struct ruby_offsets *off,
 			 struct ruby_target *t)
 {
-	static const char *const names[] = { "ruby_global_symbols", "global_symbols" };
+	static const char *const names[] = {"ruby_global_symbols", "global_symbols"};
 	uint8_t code[SCAN_BYTES];
 	uint64_t targets[8];
 	struct elf_sym sym;
@@ -366,10 +371,10 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 {
 	enum discover_status st = DISCOVER_REFUSED;
 	struct rp_thread_tp *tps = NULL;
-	struct proc_maps maps = { 0 };
+	struct proc_maps maps = {0};
 	struct elf_file *ef = NULL;
 	struct elf_sym sym;
-	struct tls_loc loc = { 0 };
+	struct tls_loc loc = {0};
 	uint64_t vaddr;
 	size_t idx, ntps = 0, n;
 	int err;
@@ -380,7 +385,7 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 	err = procs_read_maps(pid, &maps);
 	if (err) {
 		say(why, whylen, "cannot read /proc/%d/maps: %s", pid, strerror(-err));
-		st = err == -ENOENT || err == -ESRCH ? DISCOVER_GONE
+		st = err == -ENOENT || err == -ESRCH   ? DISCOVER_GONE
 		     : err == -EACCES || err == -EPERM ? DISCOVER_NO_ACCESS
 						       : DISCOVER_REFUSED;
 		goto cleanup;
@@ -421,7 +426,8 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 	t->version[sizeof(t->version) - 1] = '\0';
 	t->off = ruby_offsets_find(t->version, &t->exact);
 	if (!t->off) {
-		say(why, whylen, "Ruby %s is not supported (rubyprofd knows 2.6 to 4.0)", t->version);
+		say(why, whylen, "Ruby %s is not supported (rubyprofd knows 2.6 to 4.0)",
+		    t->version);
 		goto cleanup;
 	}
 	t->bpf.off = t->off->vm;

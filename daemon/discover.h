@@ -18,12 +18,12 @@
 #include "rubyprof.h"
 
 enum discover_status {
-	DISCOVER_READY = 0,  /* validated: sample it */
-	DISCOVER_NOT_RUBY,   /* no Ruby in this process */
-	DISCOVER_RETRY,	     /* Ruby, but not initialized yet: ask again later */
-	DISCOVER_REFUSED,    /* Ruby that cannot be profiled; `why` says why */
-	DISCOVER_GONE,	     /* the process exited */
-	DISCOVER_NO_ACCESS,  /* its maps cannot be read (another user namespace, no privilege) */
+	DISCOVER_READY = 0, /* validated: sample it */
+	DISCOVER_NOT_RUBY,  /* no Ruby in this process */
+	DISCOVER_RETRY,	    /* Ruby, but not initialized yet: ask again later */
+	DISCOVER_REFUSED,   /* Ruby that cannot be profiled; `why` says why */
+	DISCOVER_GONE,	    /* the process exited */
+	DISCOVER_NO_ACCESS, /* its maps cannot be read (another user namespace, no privilege) */
 };
 
 #define DISCOVER_MAX_CANDIDATES 8
@@ -33,7 +33,7 @@ struct ruby_target {
 	pid_t nspid; /* pid inside its own pid namespace */
 	char version[32];
 	const struct ruby_offsets *off;
-	bool exact; /* the version is inside a known row's range */
+	bool exact;	       /* the version is inside a known row's range */
 	char object[PATH_MAX]; /* libruby or the ruby executable, as the process sees it */
 	uint64_t bias;	       /* load bias of `object` */
 	struct rp_proc bpf;    /* what the BPF program gets */
@@ -42,8 +42,8 @@ struct ruby_target {
 	 * an empty table): the symbolizer tries them again later. */
 	uint64_t symbols_cand[DISCOVER_MAX_CANDIDATES];
 	unsigned int nsymbols_cand;
-	uint64_t vm_exec;      /* rb_vm_exec, 0 when not found */
-	char how_ec[128];      /* which path found what, for the log */
+	uint64_t vm_exec; /* rb_vm_exec, 0 when not found */
+	char how_ec[128]; /* which path found what, for the log */
 	char how_symbols[96];
 	char how_vm_exec[64];
 };

@@ -82,8 +82,8 @@ int hmap_put(struct hmap *h, uint64_t k1, uint64_t k2, uint64_t val)
 	return 0;
 }
 
-void hmap_foreach(const struct hmap *h, void (*fn)(void *ctx, uint64_t k1, uint64_t k2, uint64_t val),
-		  void *ctx)
+void hmap_foreach(const struct hmap *h,
+		  void (*fn)(void *ctx, uint64_t k1, uint64_t k2, uint64_t val), void *ctx)
 {
 	size_t i;
 

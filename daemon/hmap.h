@@ -27,8 +27,8 @@ bool hmap_get(const struct hmap *h, uint64_t k1, uint64_t k2, uint64_t *val);
 /* Inserts or replaces. 0 or -ENOMEM. */
 int hmap_put(struct hmap *h, uint64_t k1, uint64_t k2, uint64_t val);
 /* Calls fn for every entry. */
-void hmap_foreach(const struct hmap *h, void (*fn)(void *ctx, uint64_t k1, uint64_t k2, uint64_t val),
-		  void *ctx);
+void hmap_foreach(const struct hmap *h,
+		  void (*fn)(void *ctx, uint64_t k1, uint64_t k2, uint64_t val), void *ctx);
 void hmap_clear(struct hmap *h);
 
 #endif

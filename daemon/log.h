@@ -17,8 +17,8 @@ enum log_level log_get_level(void);
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define log_error(...) log_msg(LOG_LVL_ERROR, __VA_ARGS__)
-#define log_warn(...) log_msg(LOG_LVL_WARN, __VA_ARGS__)
-#define log_info(...) log_msg(LOG_LVL_INFO, __VA_ARGS__)
+#define log_warn(...)  log_msg(LOG_LVL_WARN, __VA_ARGS__)
+#define log_info(...)  log_msg(LOG_LVL_INFO, __VA_ARGS__)
 #define log_debug(...) log_msg(LOG_LVL_DEBUG, __VA_ARGS__)
 
 #endif

@@ -20,75 +20,118 @@
 	.loc_first_lineno = 24, .me_def = 16, .me_owner = 32, .def_original_id = 32,               \
 	.symbols_ids = 16
 
-#define RP_VM(th_ptr, cfp_sz, jit, th_id, nt_id)                                    \
+#define RP_VM(th_ptr, cfp_sz, jit, th_id, nt_id)                                                   \
 	.vm = {                                                                                    \
 		.ec_vm_stack = 0,                                                                  \
 		.ec_vm_stack_size = 8,                                                             \
 		.ec_cfp = 16,                                                                      \
-		.ec_thread_ptr = (th_ptr),                                                     \
+		.ec_thread_ptr = (th_ptr),                                                         \
 		.cfp_size = (cfp_sz),                                                              \
 		.cfp_pc = 0,                                                                       \
 		.cfp_iseq = 16,                                                                    \
 		.cfp_ep = 32,                                                                      \
 		.cfp_jit_return = (jit),                                                           \
-		.th_thread_id = (th_id),                                                       \
-		.nt_thread_id = (nt_id),                                                    \
+		.th_thread_id = (th_id),                                                           \
+		.nt_thread_id = (nt_id),                                                           \
 	}
 
 /* insns_info moved by 8 bytes in 3.2; local/parent iseq moved again in 4.0. */
 #define RP_INSNS(base, entry_size, parent, local)                                                  \
-	.body_insns_info = (base), .body_insns_size = (base) + 16,                                 \
-	.body_insns_succ = (base) + 24, .insn_info_entry_size = (entry_size),                      \
-	.body_parent_iseq = (parent), .body_local_iseq = (local)
+	.body_insns_info = (base), .body_insns_size = (base) + 16, .body_insns_succ = (base) + 24, \
+	.insn_info_entry_size = (entry_size), .body_parent_iseq = (parent),                        \
+	.body_local_iseq = (local)
 
 static const struct ruby_offsets rows[] = {
 	{
-		.first = "2.6.0", .last = "2.6.10", .ec_is_global = true,
-		RP_COMMON, RP_VM(56, 56, 0, 72, 0), RP_INSNS(120, 8, 168, 176),
-		.thread_id_path = THREAD_ID_DIRECT, .first_lineno_is_fixnum = true,
-		.rstring = RSTRING_LEN_IN_FLAGS, .last_op_id = 164,
+		.first = "2.6.0",
+		.last = "2.6.10",
+		.ec_is_global = true,
+		RP_COMMON,
+		RP_VM(56, 56, 0, 72, 0),
+		RP_INSNS(120, 8, 168, 176),
+		.thread_id_path = THREAD_ID_DIRECT,
+		.first_lineno_is_fixnum = true,
+		.rstring = RSTRING_LEN_IN_FLAGS,
+		.last_op_id = 164,
 	},
 	{
-		.first = "2.7.0", .last = "2.7.8", .ec_is_global = true,
-		RP_COMMON, RP_VM(56, 56, 0, 72, 0), RP_INSNS(120, 8, 168, 176),
-		.thread_id_path = THREAD_ID_DIRECT, .first_lineno_is_fixnum = true,
-		.rstring = RSTRING_LEN_IN_FLAGS, .last_op_id = 168,
+		.first = "2.7.0",
+		.last = "2.7.8",
+		.ec_is_global = true,
+		RP_COMMON,
+		RP_VM(56, 56, 0, 72, 0),
+		RP_INSNS(120, 8, 168, 176),
+		.thread_id_path = THREAD_ID_DIRECT,
+		.first_lineno_is_fixnum = true,
+		.rstring = RSTRING_LEN_IN_FLAGS,
+		.last_op_id = 168,
 	},
 	{
-		.first = "3.0.0", .last = "3.0.7",
-		RP_COMMON, RP_VM(56, 56, 0, 80, 0), RP_INSNS(120, 8, 168, 176),
-		.thread_id_path = THREAD_ID_DIRECT, .first_lineno_is_fixnum = true,
-		.rstring = RSTRING_LEN_IN_FLAGS, .last_op_id = 169,
+		.first = "3.0.0",
+		.last = "3.0.7",
+		RP_COMMON,
+		RP_VM(56, 56, 0, 80, 0),
+		RP_INSNS(120, 8, 168, 176),
+		.thread_id_path = THREAD_ID_DIRECT,
+		.first_lineno_is_fixnum = true,
+		.rstring = RSTRING_LEN_IN_FLAGS,
+		.last_op_id = 169,
 	},
 	{
-		.first = "3.1.0", .last = "3.1.7", .verified = true,
-		RP_COMMON, RP_VM(48, 64, 56, 80, 0), RP_INSNS(120, 12, 168, 176),
-		.thread_id_path = THREAD_ID_DIRECT, .first_lineno_is_fixnum = true,
-		.rstring = RSTRING_LEN_IN_FLAGS, .last_op_id = 169,
+		.first = "3.1.0",
+		.last = "3.1.7",
+		.verified = true,
+		RP_COMMON,
+		RP_VM(48, 64, 56, 80, 0),
+		RP_INSNS(120, 12, 168, 176),
+		.thread_id_path = THREAD_ID_DIRECT,
+		.first_lineno_is_fixnum = true,
+		.rstring = RSTRING_LEN_IN_FLAGS,
+		.last_op_id = 169,
 	},
 	{
-		.first = "3.2.0", .last = "3.2.11",
-		RP_COMMON, RP_VM(48, 64, 56, 40, 8), RP_INSNS(112, 12, 160, 168),
-		.thread_id_path = THREAD_ID_VIA_NT, .th_nt = 40,
-		.rstring = RSTRING_LEN_FIELD, .last_op_id = 170,
+		.first = "3.2.0",
+		.last = "3.2.11",
+		RP_COMMON,
+		RP_VM(48, 64, 56, 40, 8),
+		RP_INSNS(112, 12, 160, 168),
+		.thread_id_path = THREAD_ID_VIA_NT,
+		.th_nt = 40,
+		.rstring = RSTRING_LEN_FIELD,
+		.last_op_id = 170,
 	},
 	{
-		.first = "3.3.0", .last = "3.3.12",
-		RP_COMMON, RP_VM(48, 56, 48, 40, 16), RP_INSNS(112, 12, 160, 168),
-		.thread_id_path = THREAD_ID_VIA_NT, .th_nt = 40,
-		.rstring = RSTRING_LEN_FIELD, .last_op_id = 170,
+		.first = "3.3.0",
+		.last = "3.3.12",
+		RP_COMMON,
+		RP_VM(48, 56, 48, 40, 16),
+		RP_INSNS(112, 12, 160, 168),
+		.thread_id_path = THREAD_ID_VIA_NT,
+		.th_nt = 40,
+		.rstring = RSTRING_LEN_FIELD,
+		.last_op_id = 170,
 	},
 	{
-		.first = "3.4.0", .last = "3.4.10",
-		RP_COMMON, RP_VM(48, 56, 48, 40, 16), RP_INSNS(112, 12, 160, 168),
-		.thread_id_path = THREAD_ID_VIA_NT, .th_nt = 40,
-		.rstring = RSTRING_LEN_FIELD, .last_op_id = 171,
+		.first = "3.4.0",
+		.last = "3.4.10",
+		RP_COMMON,
+		RP_VM(48, 56, 48, 40, 16),
+		RP_INSNS(112, 12, 160, 168),
+		.thread_id_path = THREAD_ID_VIA_NT,
+		.th_nt = 40,
+		.rstring = RSTRING_LEN_FIELD,
+		.last_op_id = 171,
 	},
 	{
-		.first = "4.0.0", .last = "4.0.6",
-		RP_COMMON, RP_VM(48, 56, 48, 40, 16), RP_INSNS(112, 12, 168, 176),
-		.thread_id_path = THREAD_ID_VIA_NT, .th_nt = 40,
-		.rstring = RSTRING_LEN_FIELD, .last_op_id = 171,
+		.first = "4.0.0",
+		.last = "4.0.6",
+		RP_COMMON,
+		RP_VM(48, 56, 48, 40, 16),
+		RP_INSNS(112, 12, 168, 176),
+		.thread_id_path = THREAD_ID_VIA_NT,
+		.th_nt = 40,
+		.rstring = RSTRING_LEN_FIELD,
+		.last_op_id = 171,
 	},
 };
 

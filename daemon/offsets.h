@@ -60,7 +60,7 @@ struct ruby_offsets {
 	uint16_t def_original_id;
 
 	enum rstring_layout rstring;
-	uint32_t last_op_id; /* tLAST_OP_ID: IDs above it carry a 4-bit scope */
+	uint32_t last_op_id;  /* tLAST_OP_ID: IDs above it carry a 4-bit scope */
 	uint16_t symbols_ids; /* offset of `ids` in ruby_global_symbols */
 };
 

@@ -28,13 +28,13 @@
 
 volatile sig_atomic_t oneshot_stop;
 
-#define MAX_STACKS (1u << 20)
-#define RINGBUF_BYTES (16u << 20)
+#define MAX_STACKS	     (1u << 20)
+#define RINGBUF_BYTES	     (16u << 20)
 /* How often /proc is scanned for new Ruby processes, and how long a Ruby that is not yet
  * initialized is waited for. */
 #define SCAN_INTERVAL_CMD_NS 50000000LL
-#define SCAN_INTERVAL_NS 500000000LL
-#define MAX_RETRIES 100
+#define SCAN_INTERVAL_NS     500000000LL
+#define MAX_RETRIES	     100
 
 struct run {
 	const struct config *cfg;
@@ -44,7 +44,7 @@ struct run {
 	pid_t child;
 	int child_status;
 	int child_exited;
-	struct hmap seen;  /* pid -> state (below) */
+	struct hmap seen; /* pid -> state (below) */
 	size_t refused;
 	int64_t start_ns, wall_start_ns;
 };
@@ -110,14 +110,16 @@ static void consider(struct run *r, pid_t pid)
 		break;
 	case DISCOVER_NOT_RUBY:
 		if (r->cfg->npids && state != SEEN_NOT_RUBY)
-			log_warn("pid %d is not a Ruby process (no libruby or ruby executable mapped)",
+			log_warn("pid %d is not a Ruby process (no libruby or ruby executable "
+				 "mapped)",
 				 pid);
 		hmap_put(&r->seen, (uint64_t)pid, 0, SEEN_NOT_RUBY);
 		break;
 	case DISCOVER_NO_ACCESS:
 		/* Scanning every process meets some we may not inspect; only a named one matters. */
 		if (r->cfg->npids)
-			log_warn("pid %d: not profiled: %s (needs CAP_SYS_PTRACE in its user namespace)",
+			log_warn("pid %d: not profiled: %s (needs CAP_SYS_PTRACE in its user "
+				 "namespace)",
 				 pid, why);
 		else
 			log_debug("pid %d: %s", pid, why);
@@ -275,7 +277,7 @@ int oneshot_run(const struct config *cfg)
 		.max_frames = cfg->max_frames,
 		.ringbuf_bytes = RINGBUF_BYTES,
 	};
-	struct run r = { .cfg = cfg, .child = -1 };
+	struct run r = {.cfg = cfg, .child = -1};
 	int64_t deadline = 0, next_scan = 0, now, interval;
 	char missing[128], outbuf[512];
 	const char *out = cfg->output;
@@ -346,7 +348,8 @@ int oneshot_run(const struct config *cfg)
 		log_warn("the command was killed by signal %d", WTERMSIG(r.child_status));
 
 	if (collector_count(r.coll) == 0) {
-		log_error("no Ruby process found%s%s", cfg->command ? " started by the command" : "",
+		log_error("no Ruby process found%s%s",
+			  cfg->command ? " started by the command" : "",
 			  r.refused ? " that could be profiled (see the warnings above)" : "");
 		goto cleanup;
 	}

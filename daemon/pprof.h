@@ -36,8 +36,8 @@ uint64_t pprof_mapping(struct pprof *p, uint64_t start, uint64_t limit, uint64_t
 uint64_t pprof_function(struct pprof *p, const char *name, const char *system_name,
 			const char *filename, int64_t start_line);
 /* A location with one Line {function_id, line}; mapping_id and address may be 0. */
-uint64_t pprof_location(struct pprof *p, uint64_t mapping_id, uint64_t address, uint64_t function_id,
-			int64_t line);
+uint64_t pprof_location(struct pprof *p, uint64_t mapping_id, uint64_t address,
+			uint64_t function_id, int64_t line);
 
 /*
  * Adds a sample: location ids leaf first, values[0] = count, values[1] = cpu ns. Labels are

@@ -24,19 +24,19 @@ static int has_cap(const struct __user_cap_data_struct data[2], int cap)
 
 int privs_missing(char *buf, size_t len)
 {
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct data[2];
 	static const struct {
 		int cap;
 		const char *name;
 	} needed[] = {
 		/* load BPF programs and maps, attach to perf events */
-		{ CAP_BPF, "CAP_BPF" },
-		{ CAP_PERFMON, "CAP_PERFMON" },
+		{CAP_BPF, "CAP_BPF"},
+		{CAP_PERFMON, "CAP_PERFMON"},
 		/* read other users' process memory (process_vm_readv) */
-		{ CAP_SYS_PTRACE, "CAP_SYS_PTRACE" },
+		{CAP_SYS_PTRACE, "CAP_SYS_PTRACE"},
 		/* read other users' files under /proc/PID/root */
-		{ CAP_DAC_READ_SEARCH, "CAP_DAC_READ_SEARCH" },
+		{CAP_DAC_READ_SEARCH, "CAP_DAC_READ_SEARCH"},
 	};
 	size_t i, used = 0;
 	int missing = 0;
@@ -54,8 +54,8 @@ int privs_missing(char *buf, size_t len)
 		if (has_cap(data, needed[i].cap))
 			continue;
 		if (used < len)
-			used += (size_t)snprintf(buf + used, len - used, "%s%s", missing ? ", " : "",
-						 needed[i].name);
+			used += (size_t)snprintf(buf + used, len - used, "%s%s",
+						 missing ? ", " : "", needed[i].name);
 		missing++;
 	}
 	return missing;

@@ -88,7 +88,7 @@ static int by_self(const void *a, const void *b)
 
 int report_top(FILE *out, const struct agg *a, unsigned int top)
 {
-	struct top_ctx x = { .a = a };
+	struct top_ctx x = {.a = a};
 	uint64_t total = agg_total(a);
 	size_t i;
 
@@ -99,9 +99,10 @@ int report_top(FILE *out, const struct agg *a, unsigned int top)
 	if (total && top) {
 		fprintf(out, "  %6s %7s %8s  %s\n", "self", "total", "samples", "function");
 		for (i = 0; i < x.nrows && i < top; i++) {
-			fprintf(out, "  %5.1f%% %6.1f%% %8llu  %s%s", 100.0 * x.rows[i].self / total,
-				100.0 * x.rows[i].total / total, (unsigned long long)x.rows[i].self,
-				x.rows[i].name, x.rows[i].kind == AGG_FRAME_CFUNC ? " [c]" : "");
+			fprintf(out, "  %5.1f%% %6.1f%% %8llu  %s%s",
+				100.0 * x.rows[i].self / total, 100.0 * x.rows[i].total / total,
+				(unsigned long long)x.rows[i].self, x.rows[i].name,
+				x.rows[i].kind == AGG_FRAME_CFUNC ? " [c]" : "");
 			if (x.rows[i].file[0] && x.rows[i].kind == AGG_FRAME_RUBY)
 				fprintf(out, "  %s", x.rows[i].file);
 			fputc('\n', out);

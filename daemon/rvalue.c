@@ -6,12 +6,12 @@
 #include "procmem.h"
 #include "rvalue.h"
 
-#define RSTRING_NOEMBED RUBY_FL_USER1
+#define RSTRING_NOEMBED	  RUBY_FL_USER1
 #define RARRAY_EMBED_FLAG RUBY_FL_USER1
 /* The ID table: chunks of ID_ENTRY_UNIT ids, ID_ENTRY_SIZE VALUEs ([String, Symbol]) per id. */
-#define ID_ENTRY_UNIT 512
-#define ID_ENTRY_SIZE 2
-#define ID_SCOPE_SHIFT 4
+#define ID_ENTRY_UNIT	  512
+#define ID_ENTRY_SIZE	  2
+#define ID_SCOPE_SHIFT	  4
 
 int rvalue_flags(pid_t pid, uint64_t obj, uint64_t *flags)
 {

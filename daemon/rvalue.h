@@ -13,18 +13,18 @@
 
 #include "offsets.h"
 
-#define RUBY_T_MASK 0x1f
+#define RUBY_T_MASK   0x1f
 #define RUBY_T_STRING 0x05
-#define RUBY_T_ARRAY 0x07
-#define RUBY_T_CLASS 0x02
+#define RUBY_T_ARRAY  0x07
+#define RUBY_T_CLASS  0x02
 #define RUBY_T_MODULE 0x03
 #define RUBY_T_ICLASS 0x1c
-#define RUBY_T_IMEMO 0x1a
+#define RUBY_T_IMEMO  0x1a
 #define RUBY_FL_USER1 (1ULL << 13)
 
 /* imemo type: (flags >> 12) & 0x0f */
-#define RUBY_IMEMO_MENT 6
-#define RUBY_IMEMO_ISEQ 7
+#define RUBY_IMEMO_MENT		 6
+#define RUBY_IMEMO_ISEQ		 7
 #define rvalue_imemo_type(flags) (((flags) >> 12) & 0x0f)
 
 /* Longest string read from the target (labels, paths, method names). */

@@ -307,7 +307,8 @@ int sampler_attach(struct sampler *s)
 								    : "");
 			goto cleanup;
 		}
-		s->links[s->nlinks] = bpf_program__attach_perf_event(s->skel->progs.rp_on_sample, fd);
+		s->links[s->nlinks] =
+			bpf_program__attach_perf_event(s->skel->progs.rp_on_sample, fd);
 		if (!s->links[s->nlinks]) {
 			err = -errno;
 			close(fd);

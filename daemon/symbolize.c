@@ -11,8 +11,8 @@
 #include "symbolize.h"
 
 /* Bounds of the per-process caches; past them the caches are dropped and refilled. */
-#define MAX_ISEQS 65536
-#define MAX_LINES (1u << 18)
+#define MAX_ISEQS  65536
+#define MAX_LINES  (1u << 18)
 #define MAX_CFUNCS 16384
 
 struct iseq_info {
@@ -199,7 +199,7 @@ static struct iseq_info *load_iseq(struct symbolizer *sym, uint64_t iseq)
 static int insn_info_index(struct symbolizer *sym, struct iseq_info *info, unsigned int pos,
 			   uint32_t *index)
 {
-	uint8_t block[SUCC_BLOCK_SIZE] = { 0 };
+	uint8_t block[SUCC_BLOCK_SIZE] = {0};
 	uint64_t addr;
 	unsigned int rank;
 
@@ -244,8 +244,8 @@ static int64_t compute_line(struct symbolizer *sym, struct iseq_info *info, uint
 		pos--;
 	if (insn_info_index(sym, info, (unsigned int)pos, &index))
 		return 0;
-	if (procmem_u32(sym->pid, info->insns_body + (uint64_t)index * sym->off->insn_info_entry_size,
-			&line))
+	if (procmem_u32(sym->pid,
+			info->insns_body + (uint64_t)index * sym->off->insn_info_entry_size, &line))
 		return 0;
 	return (int32_t)line;
 }
@@ -308,8 +308,8 @@ int symbolize_cfunc(struct symbolizer *sym, uint64_t me, const char **name)
 		sym->stats.cache_resets++;
 	}
 	err = rvalue_flags(sym->pid, me, &flags);
-	if (!err && ((flags & RUBY_T_MASK) != RUBY_T_IMEMO ||
-		     rvalue_imemo_type(flags) != RUBY_IMEMO_MENT))
+	if (!err &&
+	    ((flags & RUBY_T_MASK) != RUBY_T_IMEMO || rvalue_imemo_type(flags) != RUBY_IMEMO_MENT))
 		err = -EINVAL;
 	if (!err)
 		err = procmem_u64(sym->pid, me + sym->off->me_def, &def);

@@ -53,8 +53,8 @@ void symbolizer_stats(const struct symbolizer *sym, struct symbolizer_stats *out
  * process: imm is the 6-word immediate part; block, when pos >= 54, the 80-byte dictionary block
  * of pos. Returns the rank (the number of set bits up to pos, inclusive).
  */
-#define SUCC_IMM_SIZE 54
-#define SUCC_IMM_WORDS 6
+#define SUCC_IMM_SIZE	54
+#define SUCC_IMM_WORDS	6
 #define SUCC_BLOCK_BITS 512
 #define SUCC_BLOCK_SIZE 80
 unsigned int succ_index_lookup(const uint64_t imm[SUCC_IMM_WORDS], const uint8_t *block,

@@ -22,16 +22,16 @@
  * ring-buffer reservation has a constant size, so a deep stack travels as several records
  * ("chunks") that share a sequence number. 1024 frames x 16 bytes = 16 KiB per chunk.
  */
-#define RP_CHUNK_FRAMES 1024
+#define RP_CHUNK_FRAMES	      1024
 /* Control frames copied with one bpf_probe_read_user: 8 x 64 bytes = 512 bytes. */
-#define RP_CFP_BATCH 8
+#define RP_CFP_BATCH	      8
 /* Largest sizeof(rb_control_frame_t) of any supported Ruby (3.1/3.2: 64). */
-#define RP_CFP_MAX_SIZE 64
+#define RP_CFP_MAX_SIZE	      64
 /* Default and hard limits of the configurable frame limit (--max-frames). */
 #define RP_MAX_FRAMES_DEFAULT 4096
-#define RP_MAX_FRAMES_LIMIT 65536
+#define RP_MAX_FRAMES_LIMIT   65536
 /* Ruby processes the BPF side can know at once. */
-#define RP_MAX_PROCS 8192
+#define RP_MAX_PROCS	      8192
 
 /* ---- frames ------------------------------------------------------------------------------- */
 
@@ -46,24 +46,24 @@ struct rp_frame {
 	__u64 info;
 };
 
-#define RP_FRAME_PC_MASK 0x00ffffffffffffffULL
+#define RP_FRAME_PC_MASK    0x00ffffffffffffffULL
 #define RP_FRAME_KIND_SHIFT 56
-#define RP_FRAME_KIND_ISEQ 0x01ULL
+#define RP_FRAME_KIND_ISEQ  0x01ULL
 #define RP_FRAME_KIND_CFUNC 0x02ULL
 /* The control frame carries a JIT return address (cfp->jit_return != 0): its pc is unreliable. */
-#define RP_FRAME_FLAG_JIT 0x80ULL
+#define RP_FRAME_FLAG_JIT   0x80ULL
 
 #define rp_frame_kind(f) (((f)->info >> RP_FRAME_KIND_SHIFT) & 0x7f)
-#define rp_frame_pc(f) ((f)->info & RP_FRAME_PC_MASK)
+#define rp_frame_pc(f)	 ((f)->info & RP_FRAME_PC_MASK)
 
 /* ---- samples ------------------------------------------------------------------------------ */
 
 /* rp_sample.flags */
-#define RP_SAMPLE_LAST 0x01	 /* last chunk of this sample */
+#define RP_SAMPLE_LAST	    0x01 /* last chunk of this sample */
 #define RP_SAMPLE_TRUNCATED 0x02 /* the walk stopped at max_frames; see `truncated` */
-#define RP_SAMPLE_NO_EC 0x04	 /* a thread of a Ruby process with no Ruby execution context */
-#define RP_SAMPLE_BAD_EC 0x08	 /* the EC failed its shape check; no frames */
-#define RP_SAMPLE_NOT_GVL 0x10	 /* Ruby < 3.0: the global EC belongs to another thread */
+#define RP_SAMPLE_NO_EC	    0x04 /* a thread of a Ruby process with no Ruby execution context */
+#define RP_SAMPLE_BAD_EC    0x08 /* the EC failed its shape check; no frames */
+#define RP_SAMPLE_NOT_GVL   0x10 /* Ruby < 3.0: the global EC belongs to another thread */
 #define RP_SAMPLE_READ_FAIL 0x20 /* a frame batch could not be read; the stack is partial */
 
 /*
@@ -92,8 +92,8 @@ struct rp_sample {
 
 /* How the sampled thread's rb_execution_context_t is found. */
 #define RP_EC_TLS_STATIC 1 /* ec = *(fsbase + tls_off) */
-#define RP_EC_TLS_DTV 2	   /* ec = *(dtv[tls_modid].pointer + tls_block_off), dtv = *(fsbase + 8) */
-#define RP_EC_GLOBAL 3	   /* ec = *ec_global (Ruby < 3.0); checked against the thread's pthread id */
+#define RP_EC_TLS_DTV	 2 /* ec = *(dtv[tls_modid].pointer + tls_block_off), dtv = *(fsbase + 8) */
+#define RP_EC_GLOBAL	 3 /* ec = *ec_global (Ruby < 3.0); checked against the thread's pthread id */
 
 /* Offsets of the VM structures that the BPF walk reads; filled from daemon/offsets.c. */
 struct rp_vm_offsets {
@@ -114,26 +114,26 @@ struct rp_vm_offsets {
 struct rp_proc {
 	__u32 ec_mode; /* RP_EC_* */
 	__u32 pad;
-	__s64 tls_off;	      /* RP_EC_TLS_STATIC */
-	__u64 tls_modid;      /* RP_EC_TLS_DTV */
-	__u64 tls_block_off;  /* RP_EC_TLS_DTV: st_value of ruby_current_ec */
-	__u64 ec_global;      /* RP_EC_GLOBAL: address of ruby_current_execution_context_ptr */
+	__s64 tls_off;	     /* RP_EC_TLS_STATIC */
+	__u64 tls_modid;     /* RP_EC_TLS_DTV */
+	__u64 tls_block_off; /* RP_EC_TLS_DTV: st_value of ruby_current_ec */
+	__u64 ec_global;     /* RP_EC_GLOBAL: address of ruby_current_execution_context_ptr */
 	struct rp_vm_offsets off;
 };
 
 /* ---- statistics (per-CPU array, index = RP_STAT_*) ---------------------------------------- */
 
-#define RP_STAT_SAMPLES 0	/* perf_event samples taken */
-#define RP_STAT_RUBY_SAMPLES 1	/* samples of a known Ruby process */
-#define RP_STAT_RUBY_STACKS 2	/* samples that produced a Ruby stack */
-#define RP_STAT_NO_EC 3		/* Ruby process, thread without an EC */
-#define RP_STAT_READ_FAILED 4	/* a user-memory read failed */
-#define RP_STAT_BAD_EC 5	/* EC shape check failed */
-#define RP_STAT_RB_DROPPED 6	/* ring-buffer output failed (full) */
-#define RP_STAT_TRUNCATED 7	/* stacks cut at max_frames */
-#define RP_STAT_NOT_GVL 8	/* Ruby < 3.0: sample of a thread that does not hold the GVL */
-#define RP_STAT_FRAMES 9	/* frames sent */
-#define RP_STAT_MAX 10
+#define RP_STAT_SAMPLES	     0 /* perf_event samples taken */
+#define RP_STAT_RUBY_SAMPLES 1 /* samples of a known Ruby process */
+#define RP_STAT_RUBY_STACKS  2 /* samples that produced a Ruby stack */
+#define RP_STAT_NO_EC	     3 /* Ruby process, thread without an EC */
+#define RP_STAT_READ_FAILED  4 /* a user-memory read failed */
+#define RP_STAT_BAD_EC	     5 /* EC shape check failed */
+#define RP_STAT_RB_DROPPED   6 /* ring-buffer output failed (full) */
+#define RP_STAT_TRUNCATED    7 /* stacks cut at max_frames */
+#define RP_STAT_NOT_GVL	     8 /* Ruby < 3.0: sample of a thread that does not hold the GVL */
+#define RP_STAT_FRAMES	     9 /* frames sent */
+#define RP_STAT_MAX	     10
 
 /* ---- task iterator output (fsbase of each thread of one process) -------------------------- */
 
@@ -148,7 +148,8 @@ _Static_assert(sizeof(struct rp_frame) == 16, "rp_frame layout");
 _Static_assert(sizeof(struct rp_vm_offsets) == 24, "rp_vm_offsets layout");
 _Static_assert(sizeof(struct rp_proc) == 64, "rp_proc layout");
 _Static_assert(sizeof(struct rp_thread_tp) == 16, "rp_thread_tp layout");
-_Static_assert(__builtin_offsetof(struct rp_sample, frames) == RP_SAMPLE_HDR_SIZE, "rp_sample header");
+_Static_assert(__builtin_offsetof(struct rp_sample, frames) == RP_SAMPLE_HDR_SIZE,
+	       "rp_sample header");
 _Static_assert(sizeof(struct rp_sample) <= 32768, "per-CPU map values are limited to 32 KiB");
 #endif
 

@@ -8,7 +8,7 @@
 
 Test(hmap, put_get_grow_clear)
 {
-	struct hmap h = { 0 };
+	struct hmap h = {0};
 	uint64_t v, i;
 
 	for (i = 0; i < 10000; i++)
@@ -63,14 +63,14 @@ Test(aggregate, stacks_are_counted_per_thread)
 {
 	struct agg *a = agg__new(100);
 	uint32_t f[3];
-	struct sum s = { 0 };
+	struct sum s = {0};
 
 	f[0] = agg_frame_id(a, AGG_FRAME_RUBY, "leaf", "/a.rb", 1, 2);
 	f[1] = agg_frame_id(a, AGG_FRAME_RUBY, "mid", "/a.rb", 5, 6);
 	f[2] = agg_frame_id(a, AGG_FRAME_RUBY, "<main>", "/a.rb", 0, 9);
 	cr_assert_eq(agg_add(a, 10, 10, 10, "ruby", f, 3, 1), 0);
 	cr_assert_eq(agg_add(a, 10, 10, 10, "ruby", f, 3, 2), 0);
-	cr_assert_eq(agg_add(a, 10, 10, 11, "worker", f, 3, 1), 0); /* another thread */
+	cr_assert_eq(agg_add(a, 10, 10, 11, "worker", f, 3, 1), 0);   /* another thread */
 	cr_assert_eq(agg_add(a, 10, 10, 10, "ruby", f + 1, 2, 1), 0); /* another stack */
 	cr_assert_eq(agg_nstacks(a), 3);
 	cr_assert_eq(agg_total(a), 5);
@@ -99,7 +99,7 @@ Test(aggregate, many_stacks_rehash)
 {
 	struct agg *a = agg__new(1u << 20);
 	uint32_t f[2];
-	struct sum s = { 0 };
+	struct sum s = {0};
 	int i;
 
 	f[1] = agg_frame_id(a, AGG_FRAME_RUBY, "root", "/r.rb", 0, 1);

@@ -18,7 +18,7 @@ static enum config_result parse(struct config *cfg, char **argv)
 
 Test(config, defaults, .init = cr_redirect_stderr)
 {
-	char *argv[] = { "rubyprofd", "--oneshot", NULL };
+	char *argv[] = {"rubyprofd", "--oneshot", NULL};
 	struct config cfg;
 
 	cr_assert_eq(parse(&cfg, argv), CONFIG_RUN);
@@ -31,8 +31,9 @@ Test(config, defaults, .init = cr_redirect_stderr)
 
 Test(config, options_and_command)
 {
-	char *argv[] = { "rubyprofd", "--oneshot", "-d", "2.5", "--frequency", "999", "-o",
-			 "x.pb.gz", "--max-frames", "10000", "--", "ruby", "-e", "1", NULL };
+	char *argv[] = {"rubyprofd", "--oneshot",    "-d",    "2.5", "--frequency", "999", "-o",
+			"x.pb.gz",   "--max-frames", "10000", "--",  "ruby",	    "-e",  "1",
+			NULL};
 	struct config cfg;
 
 	cr_assert_eq(parse(&cfg, argv), CONFIG_RUN);
@@ -46,7 +47,7 @@ Test(config, options_and_command)
 
 Test(config, command_without_duration_runs_until_exit)
 {
-	char *argv[] = { "rubyprofd", "--oneshot", "ruby", "--version", NULL };
+	char *argv[] = {"rubyprofd", "--oneshot", "ruby", "--version", NULL};
 	struct config cfg;
 
 	cr_assert_eq(parse(&cfg, argv), CONFIG_RUN);
@@ -57,7 +58,7 @@ Test(config, command_without_duration_runs_until_exit)
 
 Test(config, repeated_pids)
 {
-	char *argv[] = { "rubyprofd", "--oneshot", "-p", "12", "--pid", "34", NULL };
+	char *argv[] = {"rubyprofd", "--oneshot", "-p", "12", "--pid", "34", NULL};
 	struct config cfg;
 
 	cr_assert_eq(parse(&cfg, argv), CONFIG_RUN);
@@ -69,16 +70,16 @@ Test(config, repeated_pids)
 Test(config, bad_numbers_are_refused, .init = cr_redirect_stderr)
 {
 	char *bad[][5] = {
-		{ "rubyprofd", "--oneshot", "-F", "0", NULL },
-		{ "rubyprofd", "--oneshot", "-F", "12x", NULL },
-		{ "rubyprofd", "--oneshot", "-F", "-5", NULL },
-		{ "rubyprofd", "--oneshot", "-F", "100000", NULL },
-		{ "rubyprofd", "--oneshot", "-d", "0", NULL },
-		{ "rubyprofd", "--oneshot", "-d", "nan", NULL },
-		{ "rubyprofd", "--oneshot", "-p", "abc", NULL },
-		{ "rubyprofd", "--oneshot", "--max-frames", "0", NULL },
-		{ "rubyprofd", "--oneshot", "--bogus", NULL, NULL },
-		{ "rubyprofd", "-d", "5", NULL, NULL }, /* no --oneshot */
+		{"rubyprofd", "--oneshot", "-F", "0", NULL},
+		{"rubyprofd", "--oneshot", "-F", "12x", NULL},
+		{"rubyprofd", "--oneshot", "-F", "-5", NULL},
+		{"rubyprofd", "--oneshot", "-F", "100000", NULL},
+		{"rubyprofd", "--oneshot", "-d", "0", NULL},
+		{"rubyprofd", "--oneshot", "-d", "nan", NULL},
+		{"rubyprofd", "--oneshot", "-p", "abc", NULL},
+		{"rubyprofd", "--oneshot", "--max-frames", "0", NULL},
+		{"rubyprofd", "--oneshot", "--bogus", NULL, NULL},
+		{"rubyprofd", "-d", "5", NULL, NULL}, /* no --oneshot */
 	};
 	struct config cfg;
 	size_t i;
@@ -89,7 +90,7 @@ Test(config, bad_numbers_are_refused, .init = cr_redirect_stderr)
 
 Test(config, pid_and_command_exclusive, .init = cr_redirect_stderr)
 {
-	char *argv[] = { "rubyprofd", "--oneshot", "-p", "1", "--", "ruby", NULL };
+	char *argv[] = {"rubyprofd", "--oneshot", "-p", "1", "--", "ruby", NULL};
 	struct config cfg;
 
 	cr_assert_eq(parse(&cfg, argv), CONFIG_EXIT_BAD);
@@ -97,8 +98,8 @@ Test(config, pid_and_command_exclusive, .init = cr_redirect_stderr)
 
 Test(config, help_and_version, .init = cr_redirect_stdout)
 {
-	char *h[] = { "rubyprofd", "--help", NULL };
-	char *v[] = { "rubyprofd", "--version", NULL };
+	char *h[] = {"rubyprofd", "--help", NULL};
+	char *v[] = {"rubyprofd", "--version", NULL};
 	struct config cfg;
 
 	cr_assert_eq(parse(&cfg, h), CONFIG_EXIT_OK);

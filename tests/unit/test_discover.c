@@ -15,8 +15,8 @@ Test(discover, rip_relative_targets)
 {
 	/* lea 0x10(%rip),%rax; mov -0x20(%rip),%rdx; ret; mov 0x100(%rip),%r8 (REX.WR) */
 	static const uint8_t code[] = {
-		0x48, 0x8d, 0x05, 0x10, 0x00, 0x00, 0x00, 0x48, 0x8b, 0x15, 0xe0, 0xff, 0xff, 0xff,
-		0xc3, 0x4c, 0x8b, 0x05, 0x00, 0x01, 0x00, 0x00,
+		0x48, 0x8d, 0x05, 0x10, 0x00, 0x00, 0x00, 0x48, 0x8b, 0x15, 0xe0,
+		0xff, 0xff, 0xff, 0xc3, 0x4c, 0x8b, 0x05, 0x00, 0x01, 0x00, 0x00,
 	};
 	uint64_t t[4];
 
@@ -34,8 +34,8 @@ Test(discover, general_dynamic_tls_access)
 {
 	/* endbr64; data16 lea 0x2ff5(%rip),%rdi; data16 data16 rex.W call __tls_get_addr */
 	static const uint8_t code[] = {
-		0xf3, 0x0f, 0x1e, 0xfa, 0x66, 0x48, 0x8d, 0x3d, 0xf5, 0x2f, 0x00, 0x00,
-		0x66, 0x66, 0x48, 0xe8, 0x00, 0x00, 0x00, 0x00,
+		0xf3, 0x0f, 0x1e, 0xfa, 0x66, 0x48, 0x8d, 0x3d, 0xf5, 0x2f,
+		0x00, 0x00, 0x66, 0x66, 0x48, 0xe8, 0x00, 0x00, 0x00, 0x00,
 	};
 	uint64_t ti;
 
@@ -101,8 +101,8 @@ Test(discover, libruby_rb_sym_all_symbols_reads_data)
 		cr_skip_test("%s is not installed", LIBRUBY);
 	cr_assert_eq(elf_find_symbol(ef, "rb_sym_all_symbols", &fn), 0);
 	cr_assert_eq(elf_read_vaddr(ef, fn.value, code, sizeof(code)), 0);
-	n = discover_rip_targets(code, fn.size < sizeof(code) ? fn.size : sizeof(code), fn.value,
-				 t, 8);
+	n = discover_rip_targets(code, fn.size < sizeof(code) ? fn.size : sizeof(code), fn.value, t,
+				 8);
 	cr_assert_gt(n, 0);
 	/* the symbol table is writable data (.data or .bss) */
 	cr_assert_eq(elf_section(ef, ".data", &data, &size), 0);
@@ -131,9 +131,9 @@ Test(discover, maps_line_parsing)
 	cr_assert_not(m.deleted);
 	free(m.path);
 
-	cr_assert_eq(procs_parse_maps_line("55d0-56d0 r-xp 00002000 00:2a 99 /tmp/a b (deleted)\n",
-					   &m),
-		     0);
+	cr_assert_eq(
+		procs_parse_maps_line("55d0-56d0 r-xp 00002000 00:2a 99 /tmp/a b (deleted)\n", &m),
+		0);
 	cr_assert_eq(m.offset, 0x2000);
 	cr_assert_str_eq(m.path, "/tmp/a b");
 	cr_assert(m.deleted);

@@ -39,8 +39,8 @@ Test(offsets, known_unknown_patch_and_unknown_minor)
 
 Test(offsets, every_minor_from_2_6_to_4_0)
 {
-	static const char *const versions[] = { "2.6.10", "2.7.8", "3.0.7", "3.1.7", "3.2.11",
-						"3.3.12", "3.4.10", "4.0.6" };
+	static const char *const versions[] = {"2.6.10", "2.7.8",  "3.0.7",  "3.1.7",
+					       "3.2.11", "3.3.12", "3.4.10", "4.0.6"};
 	bool exact;
 	size_t i;
 

@@ -77,7 +77,8 @@ static void check_all(const int *data, int size)
 	build(&t, data, size);
 	for (pos = 0; pos <= data[size - 1]; pos++) {
 		block = pos >= SUCC_IMM_SIZE
-				? t.blocks + ((pos - SUCC_IMM_SIZE) / SUCC_BLOCK_BITS) * SUCC_BLOCK_SIZE
+				? t.blocks + ((pos - SUCC_IMM_SIZE) / SUCC_BLOCK_BITS) *
+						     SUCC_BLOCK_SIZE
 				: NULL;
 		cr_assert_eq(succ_index_lookup(t.imm, block, (unsigned int)pos),
 			     expected_rank(data, size, pos), "pos %d", pos);
@@ -87,14 +88,14 @@ static void check_all(const int *data, int size)
 
 Test(succ_index, small_table_in_immediate_part)
 {
-	static const int data[] = { 0, 3, 4, 10, 17, 30, 52 };
+	static const int data[] = {0, 3, 4, 10, 17, 30, 52};
 
 	check_all(data, sizeof(data) / sizeof(data[0]));
 }
 
 Test(succ_index, boundary_of_immediate_part)
 {
-	static const int data[] = { 0, 53, 54, 55 };
+	static const int data[] = {0, 53, 54, 55};
 
 	check_all(data, sizeof(data) / sizeof(data[0]));
 }
