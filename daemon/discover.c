@@ -213,7 +213,12 @@ static enum discover_status validate_tls(pid_t pid, const struct ruby_offsets *o
 	size_t i, good = 0, bad = 0;
 	bool varying = false;
 
-	if (!loc->modid || loc->modid > 1 << 16) {
+	/* 0: the loader has not filled the GOT yet (the process is starting) */
+	if (!loc->modid) {
+		say(why, whylen, "TLS module id not assigned yet");
+		return DISCOVER_RETRY;
+	}
+	if (loc->modid > 1 << 16) {
 		say(why, whylen, "implausible TLS module id %" PRIu64, loc->modid);
 		return DISCOVER_REFUSED;
 	}

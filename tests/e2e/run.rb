@@ -57,6 +57,10 @@ class RubyRuntime
 end
 
 class E2E
+  # Tests that do not depend on the Ruby version run once, with the host's Ruby.
+  HOST_ONLY = []
+  def self.host_only(*names) = HOST_ONLY.concat(names)
+
   def initialize(runtime)
     @rt = runtime
     @pids = []
@@ -102,105 +106,13 @@ class E2E
 
   def fmt(loc, prof) = "#{loc.name} #{loc.file}:#{loc.line}#{prof.cfunc?(loc) ? " [c]" : ""}"
 
-  # (a) every frame equals Ruby's own caller_locations, C functions marked, >= 90 % of samples
-  def test_exact_stack
-    facts = start("exact_stack.rb")
-    path, = rubyprofd("--pid", facts["pid"].to_s, "--duration", "5")
-    prof = PprofRaw.read(path)
-    samples = prof.samples_of(facts["pid"])
-    total = samples.sum(&:count)
-    check(total >= 100, "only #{total} samples of pid #{facts["pid"]} in 5 s at 99 Hz")
-    want = facts["frames"]
-    matching = samples.select do |s|
-      frames = prof.frames(s)
-      frames.size == want.size && frames.zip(want).all? do |f, w|
-        f.name == w["label"] && f.file == w["path"] && f.line == w["lineno"]
-      end
-    end.sum(&:count)
-    best = samples.max_by(&:count)
-    check(matching >= 0.9 * total,
-          "#{matching}/#{total} samples hold Ruby's stack; Ruby says:\n  " +
-          want.map { |w| "#{w["label"]} #{w["path"]}:#{w["lineno"]}" }.join("\n  ") +
-          "\nmost frequent stack:\n  " + prof.frames(best).map { |l| fmt(l, prof) }.join("\n  "))
-    frames = prof.frames(best)
-    facts["c_functions"].each do |name, is_c|
-      idx = want.index { |w| w["label"] == name || w["label"].end_with?("##{name}") }
-      check(idx, "#{name} is not in Ruby's backtrace")
-      check(prof.cfunc?(frames[idx]) == is_c,
-            "#{frames[idx].name}: marked #{prof.cfunc?(frames[idx]) ? "C" : "Ruby"}, but Ruby says it is #{is_c ? "C" : "Ruby"}")
-    end
-    "#{matching}/#{total} samples, #{want.size} frames"
-  end
-
-  # (b) three spinning threads: a third of the samples each, each under its own tid and name
-  def test_three_threads
-    facts = start("threads.rb")
-    path, = rubyprofd("--pid", facts["pid"].to_s, "--duration", "6")
-    prof = PprofRaw.read(path)
-    samples = prof.samples_of(facts["pid"])
-    total = samples.sum(&:count)
-    check(total >= 100, "only #{total} samples")
-    shares = %w[alpha beta gamma].map do |name|
-      mine = samples.select { |s| prof.frames(s).any? { |l| l.name == "spin_#{name}" } }
-      tids = mine.map { |s| s.labels["tid"] }.uniq
-      names = mine.map { |s| s.labels["thread_name"] }.uniq
-      check(tids.size == 1, "spin_#{name} sampled under tids #{tids.inspect}")
-      check(names == ["rp-#{name}"], "spin_#{name} sampled under thread names #{names.inspect}")
-      check(tids.first != facts["pid"].to_s, "spin_#{name} sampled under the main thread")
-      share = 100.0 * mine.sum(&:count) / total
-      check((share - 100.0 / 3).abs <= 10, "spin_#{name} has #{share.round(1)} % of the samples")
-      [name, tids.first, share.round(1)]
-    end
-    check(shares.map { |s| s[1] }.uniq.size == 3, "threads share a tid: #{shares.inspect}")
-    shares.map { |n, _, s| "#{n} #{s}%" }.join(", ")
-  end
-
-  # A command started by rubyprofd, and a process that exits mid-profile: no error, names kept.
-  def test_command_and_exit
-    script = @rt.script("short_lived.rb")
-    path, stdout, = rubyprofd("--duration", "20", "--", *@rt.argv(script, "2"))
-    prof = PprofRaw.read(path)
-    hits = prof.samples.select { |s| prof.frames(s).any? { |l| l.name == "short_lived_work" && l.file == @rt.inside(script) } }
-    n = hits.sum(&:count)
-    total = prof.samples.sum(&:count)
-    # The script spins for 2 s after Ruby boots: most of the process's CPU is in it.
-    check(n >= 20 && n >= 0.5 * total, "only #{n} of #{total} samples in short_lived_work")
-    check(stdout =~ /short_lived_work/, "summary does not list short_lived_work:\n#{stdout}")
-    check(stdout =~ /^profile: /, "summary does not say where the profile is:\n#{stdout}")
-    "#{n} samples, the run ended with the command"
-  end
-
-  # No Ruby: a plain message and a non-zero exit.
-  def test_no_ruby
-    pid = Process.spawn("sleep", "30")
-    @pids << pid
-    _, _, stderr, st = rubyprofd("--pid", pid.to_s, "--duration", "1", expect_success: false)
-    check(!st.success?, "exit status 0 without a Ruby process")
-    check(stderr =~ /no Ruby process found/, "stderr does not say it: #{stderr}")
-    check(stderr =~ /pid #{pid} is not a Ruby process/, "stderr does not name the pid: #{stderr}")
-    "exit #{st.exitstatus}"
-  end
-
-  # Without privileges: one line naming the missing capabilities.
-  def test_not_root
-    setpriv = ENV["PATH"].split(":").map { |d| File.join(d, "setpriv") }.find { |f| File.executable?(f) }
-    raise Skip, "setpriv (util-linux) is missing" unless setpriv
-    stdout, stderr, st = Open3.capture3(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
-                                        "--inh-caps=-all", RUBYPROFD, "--oneshot", "-d", "1")
-    check(!st.success?, "exit status 0 without privileges")
-    lines = stderr.lines
-    check(lines.size == 1, "expected one line, got:\n#{stderr}")
-    check(lines[0] =~ /missing capabilities: CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH/,
-          "unexpected message: #{stderr}")
-    lines[0].strip
-  end
-
   def run(filter)
     results = []
     tests = self.class.instance_methods(false).grep(/^test_/).sort
     tests.each do |t|
       name = "#{@rt.name}/#{t.to_s.delete_prefix("test_")}"
       next if filter && name !~ filter
+      next if @rt.root && HOST_ONLY.include?(t)
       t0 = Time.now
       begin
         detail = send(t)
@@ -222,7 +134,34 @@ class E2E
   end
 end
 
-runtimes = [RubyRuntime.new("ruby-#{RUBY_VERSION}")]
+# Tests live in tests/e2e/test_*.rb, each reopening class E2E with test_* methods.
+Dir[File.join(__dir__, "test_*.rb")].sort.each { |f| require f }
+
+# The version matrix: the host's Ruby, and Debian's other Rubies in cached debootstrap roots
+# (tests/e2e/mkroot.sh). RP_E2E_RUBIES selects ("host,2.7,3.3,3.4" by default).
+def runtimes(results)
+  wanted = ENV.fetch("RP_E2E_RUBIES", "host,2.7,3.3,3.4").split(",").map(&:strip)
+  wanted.filter_map do |v|
+    next RubyRuntime.new("ruby-#{RUBY_VERSION}") if v == "host"
+    t0 = Time.now
+    out, err, st = Open3.capture3(File.join(__dir__, "mkroot.sh"), v)
+    if st.exitstatus == 77
+      results << [:skip, "ruby-#{v}", "Debian's archive cannot serve it: #{err.strip}"]
+      puts "SKIP ruby-#{v}: #{err.strip}"
+      next
+    elsif !st.success?
+      results << [:fail, "ruby-#{v}/root", err.strip]
+      puts "FAIL ruby-#{v}/root: #{err.strip}"
+      next
+    end
+    root = out.strip
+    bin = File.read(File.join(root, ".rubybin")).strip
+    full = Open3.capture2("chroot", root, bin, "-e", "print RUBY_VERSION")[0]
+    puts format("root ruby-%s (%s) ready in %.0fs: %s", v, full, Time.now - t0, root)
+    RubyRuntime.new("ruby-#{full}", root: root, bin: bin)
+  end
+end
+
 results = []
 if Process.uid != 0
   results << [:skip, "e2e", "needs root (BPF, perf events, process memory)"]
@@ -230,7 +169,7 @@ if Process.uid != 0
 elsif !File.executable?(RUBYPROFD)
   abort "#{RUBYPROFD} is missing: run make first"
 else
-  runtimes.each do |rt|
+  runtimes(results).each do |rt|
     results.concat(E2E.new(rt).run(FILTER))
     rt.cleanup
   end

@@ -55,7 +55,7 @@ static bool have_go(void)
 	return found;
 }
 
-/* Runs `go tool pprof ARGS` and returns its output (stdout and stderr); asserts exit status 0. */
+/* Runs `go tool pprof ARGS` (times in UTC) and returns its output (stdout and stderr); asserts exit status 0. */
 static char *go_pprof(const char *args)
 {
 	char *cmd = NULL, *out = NULL;
@@ -63,7 +63,7 @@ static char *go_pprof(const char *args)
 	FILE *f;
 	int status;
 
-	cr_assert(asprintf(&cmd, "HOME=%s GOCACHE=%s/gocache GOFLAGS= go tool pprof %s 2>&1",
+	cr_assert(asprintf(&cmd, "TZ=UTC HOME=%s GOCACHE=%s/gocache GOFLAGS= go tool pprof %s 2>&1",
 			   tmpdir, tmpdir, args) > 0);
 	f = popen(cmd, "r");
 	cr_assert_not_null(f, "popen: %s", strerror(errno));
@@ -143,7 +143,7 @@ static char *resolve_locations(const char *raw)
 		if (sscanf(line, " %lld %lld:%n", &v0, &v1, &n) == 2) {
 			fprintf(f, "%lld %lld:", v0, v1);
 			for (p = strtok_r(line + n, " ", &ids); p; p = strtok_r(NULL, " ", &ids)) {
-				id = atoi(p);
+				id = (int)strtol(p, NULL, 10);
 				cr_assert(id > 0 && id < 64 && locs[id], "location %s unknown", p);
 				fprintf(f, " [%s]", locs[id]);
 			}

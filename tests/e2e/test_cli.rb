@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# The command line: commands, processes that come and go, errors a user meets.
+class E2E
+  # A command started by rubyprofd, and a process that exits mid-profile: no error, names kept.
+  def test_command_and_exit
+    script = @rt.script("short_lived.rb")
+    path, stdout, = rubyprofd("--duration", "20", "--", *@rt.argv(script, "2"))
+    prof = PprofRaw.read(path)
+    hits = prof.samples.select { |s| prof.frames(s).any? { |l| l.name == "short_lived_work" && l.file == @rt.inside(script) } }
+    n = hits.sum(&:count)
+    total = prof.samples.sum(&:count)
+    # The script spins for 2 s after Ruby boots: most of the process's CPU is in it.
+    check(n >= 20 && n >= 0.5 * total, "only #{n} of #{total} samples in short_lived_work")
+    check(stdout =~ /short_lived_work/, "summary does not list short_lived_work:\n#{stdout}")
+    check(stdout =~ /^profile: /, "summary does not say where the profile is:\n#{stdout}")
+    "#{n} samples, the run ended with the command"
+  end
+
+  # A Ruby started after rubyprofd is already running (system-wide mode, no --pid).
+  def test_started_later
+    result = nil
+    runner = Thread.new { result = rubyprofd("--duration", "8") }
+    sleep 2
+    facts = start("exact_stack.rb")
+    runner.join
+    path, stdout, stderr, = result
+    prof = PprofRaw.read(path)
+    samples = prof.samples_of(facts["pid"])
+    n = samples.sum(&:count)
+    hot = samples.select { |s| (f = prof.frames(s).first) && f.line == facts["frames"][0]["lineno"] }.sum(&:count)
+    check(n >= 50, "only #{n} samples of pid #{facts["pid"]}, started 2 s into an 8 s run\n#{stderr}")
+    check(hot >= 0.9 * n, "#{hot}/#{n} samples at the hot line")
+    "#{n} samples, #{hot} at the hot line"
+  end
+
+  host_only :test_no_ruby, :test_not_root
+
+  # No Ruby: a plain message and a non-zero exit.
+  def test_no_ruby
+    pid = Process.spawn("sleep", "30")
+    @pids << pid
+    _, _, stderr, st = rubyprofd("--pid", pid.to_s, "--duration", "1", expect_success: false)
+    check(!st.success?, "exit status 0 without a Ruby process")
+    check(stderr =~ /no Ruby process found/, "stderr does not say it: #{stderr}")
+    check(stderr =~ /pid #{pid} is not a Ruby process/, "stderr does not name the pid: #{stderr}")
+    "exit #{st.exitstatus}"
+  end
+
+  # Without privileges: one line naming the missing capabilities.
+  def test_not_root
+    setpriv = ENV["PATH"].split(":").map { |d| File.join(d, "setpriv") }.find { |f| File.executable?(f) }
+    raise Skip, "setpriv (util-linux) is missing" unless setpriv
+    stdout, stderr, st = Open3.capture3(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+                                        "--inh-caps=-all", RUBYPROFD, "--oneshot", "-d", "1")
+    check(!st.success?, "exit status 0 without privileges")
+    lines = stderr.lines
+    check(lines.size == 1, "expected one line, got:\n#{stderr}")
+    check(lines[0] =~ /missing capabilities: CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH/,
+          "unexpected message: #{stderr}")
+    lines[0].strip
+  end
+end
