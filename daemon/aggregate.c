@@ -9,7 +9,7 @@
 
 struct stack_entry {
 	uint64_t hash;
-	pid_t pid, nspid, tid;
+	pid_t pid, tid;
 	uint32_t thread_name; /* string id */
 	uint32_t nframes;
 	uint32_t *frames;
@@ -32,6 +32,8 @@ struct agg {
 	size_t nstacks, stacks_cap, max_stacks;
 	uint32_t *slots; /* open addressing over stacks: index + 1, 0 = empty */
 	size_t nslots;
+
+	struct hmap procs; /* pid -> nspid << 32 | container string id */
 
 	uint64_t total, dropped;
 };
@@ -94,6 +96,7 @@ void agg__free(struct agg *a)
 		free(a->stacks[i].frames);
 	free(a->stacks);
 	free(a->slots);
+	hmap_clear(&a->procs);
 	free(a);
 }
 
@@ -206,8 +209,17 @@ static int rehash(struct agg *a)
 	return 0;
 }
 
-int agg_add(struct agg *a, pid_t pid, pid_t nspid, pid_t tid, const char *thread_name,
-	    const uint32_t *frames, size_t nframes, uint64_t count)
+int agg_set_process(struct agg *a, pid_t pid, pid_t nspid, const char *container)
+{
+	uint32_t cid = intern(a, container ? container : "");
+
+	if (cid == (uint32_t)-1)
+		return -ENOMEM;
+	return hmap_put(&a->procs, (uint64_t)pid, 0, (uint64_t)(uint32_t)nspid << 32 | cid);
+}
+
+int agg_add(struct agg *a, pid_t pid, pid_t tid, const char *thread_name, const uint32_t *frames,
+	    size_t nframes, uint64_t count)
 {
 	uint32_t tname = intern(a, thread_name ? thread_name : "");
 	struct stack_entry *e, *ns;
@@ -249,7 +261,6 @@ int agg_add(struct agg *a, pid_t pid, pid_t nspid, pid_t tid, const char *thread
 	memcpy(e->frames, frames, nframes * sizeof(*frames));
 	e->hash = h;
 	e->pid = pid;
-	e->nspid = nspid;
 	e->tid = tid;
 	e->thread_name = tname;
 	e->nframes = (uint32_t)nframes;
@@ -269,7 +280,6 @@ void agg_foreach(const struct agg *a, void (*fn)(void *ctx, const struct agg_sta
 
 	for (i = 0; i < a->nstacks; i++) {
 		st.pid = a->stacks[i].pid;
-		st.nspid = a->stacks[i].nspid;
 		st.tid = a->stacks[i].tid;
 		st.thread_name = a->strs[a->stacks[i].thread_name];
 		st.frames = a->stacks[i].frames;
@@ -337,10 +347,12 @@ static uint64_t frame_location(struct export_ctx *x, uint32_t id)
 static void export_stack(void *ctx, const struct agg_stack *st)
 {
 	struct export_ctx *x = ctx;
-	struct pprof_label labels[4];
+	struct pprof_label labels[5];
 	int64_t values[2];
 	size_t i, nl = 0;
-	uint64_t *nb;
+	uint64_t *nb, proc = 0;
+	pid_t nspid;
+	uint32_t container;
 
 	if (x->err)
 		return;
@@ -361,8 +373,15 @@ static void export_stack(void *ctx, const struct agg_stack *st)
 		}
 	}
 	labels[nl++] = (struct pprof_label){.key = "pid", .num = st->pid};
-	if (st->nspid != st->pid)
-		labels[nl++] = (struct pprof_label){.key = "ns_pid", .num = st->nspid};
+	if (hmap_get(&x->a->procs, (uint64_t)st->pid, 0, &proc)) {
+		nspid = (pid_t)(proc >> 32);
+		container = (uint32_t)proc;
+		if (nspid && nspid != st->pid)
+			labels[nl++] = (struct pprof_label){.key = "ns_pid", .num = nspid};
+		if (container)
+			labels[nl++] = (struct pprof_label){.key = "container_id",
+							    .str = x->a->strs[container]};
+	}
 	labels[nl++] = (struct pprof_label){.key = "tid", .num = st->tid};
 	if (st->thread_name && st->thread_name[0])
 		labels[nl++] = (struct pprof_label){.key = "thread_name", .str = st->thread_name};

@@ -28,7 +28,7 @@ struct agg_frame {
 };
 
 struct agg_stack {
-	pid_t pid, nspid, tid;
+	pid_t pid, tid;
 	const char *thread_name;
 	const uint32_t *frames; /* frame ids, leaf first */
 	size_t nframes;
@@ -47,8 +47,11 @@ uint32_t agg_frame_id(struct agg *a, enum agg_frame_kind kind, const char *name,
 const struct agg_frame *agg_frame_get(const struct agg *a, uint32_t id);
 
 /* Adds count to a stack. 0, -ENOSPC (the table is full: counted in agg_dropped), or -ENOMEM. */
-int agg_add(struct agg *a, pid_t pid, pid_t nspid, pid_t tid, const char *thread_name,
-	    const uint32_t *frames, size_t nframes, uint64_t count);
+int agg_add(struct agg *a, pid_t pid, pid_t tid, const char *thread_name, const uint32_t *frames,
+	    size_t nframes, uint64_t count);
+
+/* Labels of a process's samples: its pid in its own namespace, its container. 0 or -ENOMEM. */
+int agg_set_process(struct agg *a, pid_t pid, pid_t nspid, const char *container);
 
 void agg_foreach(const struct agg *a, void (*fn)(void *ctx, const struct agg_stack *st), void *ctx);
 uint64_t agg_total(const struct agg *a);
@@ -56,7 +59,7 @@ uint64_t agg_dropped(const struct agg *a);
 size_t agg_nstacks(const struct agg *a);
 
 /* Adds every stack to a pprof builder as a sample [count, count * period_ns] with pid, tid and
- * thread name labels. 0 or -errno. */
+ * thread name labels, and ns_pid and container_id where the process has them. 0 or -errno. */
 int agg_to_pprof(const struct agg *a, struct pprof *p, int64_t period_ns);
 
 #endif

@@ -79,6 +79,8 @@ int collector_add(struct collector *c, const struct ruby_target *rt)
 	struct target *t, **nt;
 	size_t i;
 
+	if (agg_set_process(c->agg, rt->pid, rt->nspid, rt->container_id))
+		return -ENOMEM;
 	t = find(c, rt->pid);
 	if (t) {
 		/* The pid was reused by a new Ruby: start over with fresh caches. */
@@ -256,8 +258,7 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 			c->buf[n++] = mark(c, label);
 		}
 	}
-	if (agg_add(c->agg, t->t.pid, t->t.nspid, (pid_t)st->first->tid, comm, c->buf, n, 1) ==
-	    -ENOSPC)
+	if (agg_add(c->agg, t->t.pid, (pid_t)st->first->tid, comm, c->buf, n, 1) == -ENOSPC)
 		c->stats.agg_dropped++;
 }
 

@@ -401,6 +401,8 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 	}
 	if (procs_nspid(pid, &t->nspid))
 		t->nspid = pid;
+	if (container_id_of(pid, t->container_id, sizeof(t->container_id)))
+		t->container_id[0] = '\0';
 	snprintf(t->object, sizeof(t->object), "%s", maps.v[idx].path);
 	err = open_object(pid, &maps.v[idx], &ef);
 	if (err) {

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "container.h"
 #include "offsets.h"
 #include "procs.h"
 #include "rubyprof.h"
@@ -30,7 +31,8 @@ enum discover_status {
 
 struct ruby_target {
 	pid_t pid;
-	pid_t nspid; /* pid inside its own pid namespace */
+	pid_t nspid;			     /* pid inside its own pid namespace */
+	char container_id[CONTAINER_ID_MAX]; /* "" outside containers */
 	char version[32];
 	const struct ruby_offsets *off;
 	bool exact;	       /* the version is inside a known row's range */

@@ -68,10 +68,10 @@ Test(aggregate, stacks_are_counted_per_thread)
 	f[0] = agg_frame_id(a, AGG_FRAME_RUBY, "leaf", "/a.rb", 1, 2);
 	f[1] = agg_frame_id(a, AGG_FRAME_RUBY, "mid", "/a.rb", 5, 6);
 	f[2] = agg_frame_id(a, AGG_FRAME_RUBY, "<main>", "/a.rb", 0, 9);
-	cr_assert_eq(agg_add(a, 10, 10, 10, "ruby", f, 3, 1), 0);
-	cr_assert_eq(agg_add(a, 10, 10, 10, "ruby", f, 3, 2), 0);
-	cr_assert_eq(agg_add(a, 10, 10, 11, "worker", f, 3, 1), 0);   /* another thread */
-	cr_assert_eq(agg_add(a, 10, 10, 10, "ruby", f + 1, 2, 1), 0); /* another stack */
+	cr_assert_eq(agg_add(a, 10, 10, "ruby", f, 3, 1), 0);
+	cr_assert_eq(agg_add(a, 10, 10, "ruby", f, 3, 2), 0);
+	cr_assert_eq(agg_add(a, 10, 11, "worker", f, 3, 1), 0);	  /* another thread */
+	cr_assert_eq(agg_add(a, 10, 10, "ruby", f + 1, 2, 1), 0); /* another stack */
 	cr_assert_eq(agg_nstacks(a), 3);
 	cr_assert_eq(agg_total(a), 5);
 	agg_foreach(a, add_up, &s);
@@ -85,12 +85,12 @@ Test(aggregate, full_table_counts_drops)
 	struct agg *a = agg__new(2);
 	uint32_t f = agg_frame_id(a, AGG_FRAME_RUBY, "x", "", 0, 0);
 
-	cr_assert_eq(agg_add(a, 1, 1, 1, "", &f, 1, 1), 0);
-	cr_assert_eq(agg_add(a, 2, 2, 2, "", &f, 1, 1), 0);
-	cr_assert_eq(agg_add(a, 3, 3, 3, "", &f, 1, 4), -ENOSPC);
+	cr_assert_eq(agg_add(a, 1, 1, "", &f, 1, 1), 0);
+	cr_assert_eq(agg_add(a, 2, 2, "", &f, 1, 1), 0);
+	cr_assert_eq(agg_add(a, 3, 3, "", &f, 1, 4), -ENOSPC);
 	cr_assert_eq(agg_dropped(a), 4);
 	/* existing stacks still count */
-	cr_assert_eq(agg_add(a, 1, 1, 1, "", &f, 1, 1), 0);
+	cr_assert_eq(agg_add(a, 1, 1, "", &f, 1, 1), 0);
 	cr_assert_eq(agg_total(a), 3);
 	agg__free(a);
 }
@@ -105,7 +105,7 @@ Test(aggregate, many_stacks_rehash)
 	f[1] = agg_frame_id(a, AGG_FRAME_RUBY, "root", "/r.rb", 0, 1);
 	for (i = 0; i < 5000; i++) {
 		f[0] = (uint32_t)(i % 1000) + 1000; /* ids need not be interned for counting */
-		cr_assert_eq(agg_add(a, 1, 1, i / 1000, "t", f, 2, 1), 0);
+		cr_assert_eq(agg_add(a, 1, i / 1000, "t", f, 2, 1), 0);
 	}
 	cr_assert_eq(agg_nstacks(a), 5000);
 	agg_foreach(a, add_up, &s);
