@@ -77,6 +77,7 @@ static long rp_walk_frame(__u32 idx, void *ctx)
 	w->remaining--;
 
 	iseq = cfp_field(s, base, w->off_iseq);
+	ep = cfp_field(s, base, w->off_ep);
 	if (iseq) {
 		pc = cfp_field(s, base, w->off_pc);
 		if (!pc)
@@ -85,7 +86,6 @@ static long rp_walk_frame(__u32 idx, void *ctx)
 		if (w->off_jit && cfp_field(s, base, w->off_jit))
 			info |= RP_FRAME_FLAG_JIT << RP_FRAME_KIND_SHIFT;
 	} else {
-		ep = cfp_field(s, base, w->off_ep);
 		if (!ep)
 			return 0;
 		/* ep[-2] is the method entry, ep[0] the frame's flags (magic). */
@@ -101,6 +101,7 @@ static long rp_walk_frame(__u32 idx, void *ctx)
 	nf = s->sample.nframes;
 	s->sample.frames[nf & (RP_CHUNK_FRAMES - 1)].addr = iseq;
 	s->sample.frames[nf & (RP_CHUNK_FRAMES - 1)].info = info;
+	s->sample.frames[nf & (RP_CHUNK_FRAMES - 1)].ep = ep;
 	s->sample.nframes = nf + 1;
 	if (w->remaining && nf + 1 >= RP_CHUNK_FRAMES)
 		rp_walk_flush(w, s);

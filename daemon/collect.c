@@ -23,7 +23,8 @@ struct collector {
 	struct target **targets;
 	size_t ntargets, cap;
 	struct hmap by_pid; /* pid -> index + 1 */
-	uint32_t *buf;
+	uint32_t *buf;	    /* frame ids of the stack being added */
+	uint8_t *kind;	    /* RP_FRAME_KIND_* of its raw frames */
 	size_t buf_cap;
 	struct collector_stats stats;
 };
@@ -52,6 +53,7 @@ void collector__free(struct collector *c)
 	free(c->targets);
 	hmap_clear(&c->by_pid);
 	free(c->buf);
+	free(c->kind);
 	free(c);
 }
 
@@ -132,34 +134,32 @@ struct caller {
 	uint32_t frame; /* agg id of that Ruby frame, 0 at the root */
 };
 
+/* Interned frame of a Ruby frame; *type is its iseq type. 0 on ENOMEM. */
 static uint32_t iseq_frame(struct collector *c, struct target *t, const struct rp_frame *f,
-			   struct caller *caller)
+			   enum iseq_type *type)
 {
-	uint64_t pc = rp_frame_pc(f), val;
+	uint64_t pc = rp_frame_pc(f), key2, val;
 	int jit = (f->info >> RP_FRAME_KIND_SHIFT) & RP_FRAME_FLAG_JIT;
 	struct sym_iseq si;
-	const struct agg_frame *af;
 	uint32_t id;
 
-	if (hmap_get(&t->frames, f->addr, pc | (uint64_t) !!jit << 63, &val)) {
-		id = (uint32_t)val;
-	} else {
-		if (symbolize_iseq(t->sym, f->addr, pc, jit, &si)) {
-			c->stats.frames_failed++;
-			return mark(c, "[unknown Ruby frame]");
-		}
-		id = agg_frame_id(c->agg, AGG_FRAME_RUBY, si.label, si.path, si.first_lineno,
-				  si.line);
-		if (!id)
-			return 0;
-		if (t->frames.len >= MAX_FRAME_CACHE)
-			hmap_clear(&t->frames);
-		hmap_put(&t->frames, f->addr, pc | (uint64_t) !!jit << 63, id);
+	key2 = pc | (uint64_t) !!jit << 63;
+	if (hmap_get(&t->frames, f->addr, key2, &val)) {
+		*type = (enum iseq_type)(val >> 32);
+		return (uint32_t)val;
 	}
-	af = agg_frame_get(c->agg, id);
-	caller->path = af->file;
-	caller->line = af->line;
-	caller->frame = id;
+	if (symbolize_iseq(t->sym, f->addr, pc, jit, f->ep, &si)) {
+		c->stats.frames_failed++;
+		*type = ISEQ_TYPE_METHOD;
+		return mark(c, "[unknown Ruby frame]");
+	}
+	*type = si.type;
+	id = agg_frame_id(c->agg, AGG_FRAME_RUBY, si.label, si.path, si.first_lineno, si.line);
+	if (!id || !si.label_final)
+		return id;
+	if (t->frames.len >= MAX_FRAME_CACHE)
+		hmap_clear(&t->frames);
+	hmap_put(&t->frames, f->addr, key2, (uint64_t)si.type << 32 | id);
 	return id;
 }
 
@@ -188,9 +188,58 @@ static uint32_t cfunc_frame(struct collector *c, struct target *t, const struct 
 	return id;
 }
 
+/*
+ * Frames of one stack into c->buf (leaf first) as Ruby's backtrace shows them; returns how many,
+ * or -ENOMEM. Pass 1 (leaf to root) names the Ruby frames and, on 3.4+, hides the frame that
+ * owns a rescue/ensure clause (Ruby prints the clause under the method's name instead). Pass 2
+ * (root to leaf) gives each C function its caller's path and line.
+ */
+static int stack_frames(struct collector *c, struct target *t, const struct sampler_stack *st)
+{
+	struct caller caller = {.path = "", .line = 0, .frame = 0};
+	const struct agg_frame *af;
+	enum iseq_type type;
+	int skip_next = 0;
+	size_t i, n = 0;
+	uint32_t id;
+
+	for (i = 0; i < st->nframes; i++) {
+		c->kind[i] = rp_frame_kind(&st->frames[i]);
+		if (c->kind[i] != RP_FRAME_KIND_ISEQ)
+			continue;
+		id = iseq_frame(c, t, &st->frames[i], &type);
+		if (!id)
+			return -ENOMEM;
+		c->buf[i] = skip_next ? 0 : id;
+		skip_next = t->t.off->qualified_labels &&
+			    (type == ISEQ_TYPE_RESCUE || type == ISEQ_TYPE_ENSURE);
+	}
+	for (i = st->nframes; i-- > 0;) {
+		if (c->kind[i] == RP_FRAME_KIND_ISEQ) {
+			if (!c->buf[i])
+				continue;
+			af = agg_frame_get(c->agg, c->buf[i]);
+			caller.path = af->file;
+			caller.line = af->line;
+			caller.frame = c->buf[i];
+		} else {
+			c->buf[i] = cfunc_frame(c, t, &st->frames[i], &caller);
+			if (!c->buf[i])
+				return -ENOMEM;
+		}
+	}
+	/* drop the hidden frames, keeping the order */
+	for (i = 0; i < st->nframes; i++) {
+		if (c->buf[i])
+			c->buf[n++] = c->buf[i];
+	}
+	return (int)n;
+}
+
 static int reserve(struct collector *c, size_t n)
 {
 	uint32_t *nb;
+	uint8_t *nk;
 
 	if (n <= c->buf_cap)
 		return 0;
@@ -198,6 +247,10 @@ static int reserve(struct collector *c, size_t n)
 	if (!nb)
 		return -ENOMEM;
 	c->buf = nb;
+	nk = realloc(c->kind, n * sizeof(*nk));
+	if (!nk)
+		return -ENOMEM;
+	c->kind = nk;
 	c->buf_cap = n;
 	return 0;
 }
@@ -205,12 +258,10 @@ static int reserve(struct collector *c, size_t n)
 void collector_on_stack(void *ctx, const struct sampler_stack *st)
 {
 	struct collector *c = ctx;
-	struct caller caller = {.path = "", .line = 0, .frame = 0};
 	char comm[sizeof(st->first->comm) + 1], label[64];
-	const struct rp_frame *f;
 	struct target *t;
-	size_t n = 0, i;
-	uint32_t id;
+	size_t n = 0;
+	int ret;
 
 	c->stats.stacks++;
 	t = find(c, (pid_t)st->first->pid);
@@ -237,18 +288,10 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 		c->stats.failed_reads++;
 		c->buf[n++] = mark(c, "[stack read failed]");
 	} else {
-		/* Walk root to leaf so that C frames know their caller; store leaf first. */
-		for (i = st->nframes; i-- > 0;) {
-			f = &st->frames[i];
-			if (rp_frame_kind(f) == RP_FRAME_KIND_ISEQ)
-				id = iseq_frame(c, t, f, &caller);
-			else
-				id = cfunc_frame(c, t, f, &caller);
-			if (!id)
-				return;
-			c->buf[i] = id;
-		}
-		n = st->nframes;
+		ret = stack_frames(c, t, st);
+		if (ret < 0)
+			return;
+		n = (size_t)ret;
 		if (st->flags & RP_SAMPLE_READ_FAIL) {
 			c->stats.failed_reads++;
 			c->buf[n++] = mark(c, "[partial stack: read failed]");

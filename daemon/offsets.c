@@ -2,8 +2,9 @@
 /*
  * offsets.c - Ruby VM offsets for x86_64, one row per minor version.
  *
- * Sources: Ruby's own headers (vm_core.h, iseq.h, method.h, internal/string.h) at each release
- * tag, cross-checked with ../shared/reference/ruby-struct-offsets-x86_64.txt. Fields that are the
+ * Sources: Ruby's own headers (vm_core.h, iseq.h, method.h, internal/string.h, id.def) at each
+ * release, cross-checked with ../shared/reference/ruby-struct-offsets-x86_64.txt and, where noted
+ * in docs/ruby-internals.md, with Debian's binaries. Fields that are the
  * same in every release are in RP_COMMON; each row then states what differs. Rows are candidates:
  * the daemon validates them on the live process (discover.c) before any sample is taken.
  */
@@ -75,7 +76,7 @@ static const struct ruby_offsets rows[] = {
 		.thread_id_path = THREAD_ID_DIRECT,
 		.first_lineno_is_fixnum = true,
 		.rstring = RSTRING_LEN_IN_FLAGS,
-		.last_op_id = 169,
+		.last_op_id = 168,
 	},
 	{
 		.first = "3.1.0",
@@ -98,11 +99,31 @@ static const struct ruby_offsets rows[] = {
 		.thread_id_path = THREAD_ID_VIA_NT,
 		.th_nt = 40,
 		.rstring = RSTRING_LEN_FIELD,
-		.last_op_id = 170,
+		.last_op_id = 169,
 	},
 	{
 		.first = "3.3.0",
 		.last = "3.3.12",
+		.class_classpath = 152,
+		.class_permanent = 149,
+		.class_attached = 128,
+		.fl_singleton = 0x1000,
+		RP_COMMON,
+		RP_VM(48, 56, 48, 40, 16),
+		RP_INSNS(112, 12, 160, 168),
+		.thread_id_path = THREAD_ID_VIA_NT,
+		.th_nt = 40,
+		.rstring = RSTRING_LEN_FIELD,
+		.last_op_id = 169,
+	},
+	{
+		.first = "3.4.0",
+		.last = "3.4.11",
+		.qualified_labels = true,
+		.class_classpath = 152,
+		.class_permanent = 149,
+		.class_attached = 128,
+		.fl_singleton = 0x2000,
 		RP_COMMON,
 		RP_VM(48, 56, 48, 40, 16),
 		RP_INSNS(112, 12, 160, 168),
@@ -112,19 +133,13 @@ static const struct ruby_offsets rows[] = {
 		.last_op_id = 170,
 	},
 	{
-		.first = "3.4.0",
-		.last = "3.4.10",
-		RP_COMMON,
-		RP_VM(48, 56, 48, 40, 16),
-		RP_INSNS(112, 12, 160, 168),
-		.thread_id_path = THREAD_ID_VIA_NT,
-		.th_nt = 40,
-		.rstring = RSTRING_LEN_FIELD,
-		.last_op_id = 171,
-	},
-	{
 		.first = "4.0.0",
 		.last = "4.0.6",
+		.qualified_labels = true,
+		.class_classpath = 152,
+		.class_permanent = 149,
+		.class_attached = 136,
+		.fl_singleton = 0x2000,
 		RP_COMMON,
 		RP_VM(48, 56, 48, 40, 16),
 		RP_INSNS(112, 12, 168, 176),

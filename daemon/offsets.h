@@ -59,6 +59,15 @@ struct ruby_offsets {
 	uint16_t me_owner;
 	uint16_t def_original_id;
 
+	/* Ruby 3.4+ prints labels with their owner (Foo::Bar#baz, Foo.bar, Integer#times) and hides
+	 * the method frame that owns a rescue/ensure clause. */
+	bool qualified_labels;
+	/* class names (3.3+: a classpath field in the embedded classext) */
+	uint16_t class_classpath; /* String VALUE, 0: none */
+	uint16_t class_permanent; /* byte, bit 0: the classpath is permanent */
+	uint16_t class_attached;  /* singleton class -> attached object */
+	uint64_t fl_singleton;	  /* FL_SINGLETON flag bit of a T_CLASS */
+
 	enum rstring_layout rstring;
 	uint32_t last_op_id;  /* tLAST_OP_ID: IDs above it carry a 4-bit scope */
 	uint16_t symbols_ids; /* offset of `ids` in ruby_global_symbols */

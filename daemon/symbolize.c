@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* symbolize.c - iseq and method-entry symbolization with per-process caches. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -16,8 +17,12 @@
 #define MAX_CFUNCS 16384
 
 struct iseq_info {
-	char *label;
+	uint64_t iseq;
+	char *label;  /* location.label */
+	char *qlabel; /* the label as printed, once known (3.4+: with the owner) */
 	char *path;
+	enum iseq_type type;
+	uint64_t parent, local;
 	int64_t first_lineno;
 	uint64_t iseq_encoded;
 	uint32_t iseq_size;
@@ -36,9 +41,12 @@ struct symbolizer {
 	uint64_t cand[8];
 	unsigned int ncand;
 	int64_t next_try_ns;
-	struct hmap iseqs;  /* iseq -> struct iseq_info * */
-	struct hmap lines;  /* (iseq, pc) -> line + 1 */
-	struct hmap cfuncs; /* me -> char * */
+	char *scratch_label; /* an uncached label, valid until the next call */
+	struct hmap iseqs;   /* iseq -> struct iseq_info * */
+	struct hmap lines;   /* (iseq, pc) -> line + 1 */
+	struct hmap cfuncs;  /* me -> char * */
+	struct hmap owners;  /* method iseq -> char * "Foo::Bar#" (3.4+) */
+	struct hmap classes; /* class -> char * "Foo::Bar#" or "Foo." or "" */
 	uint64_t generation;
 	struct symbolizer_stats stats;
 };
@@ -85,6 +93,7 @@ static void free_iseq(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
 	struct iseq_info *info = (struct iseq_info *)(uintptr_t)val;
 
 	free(info->label);
+	free(info->qlabel);
 	free(info->path);
 	free(info);
 }
@@ -98,9 +107,13 @@ static void drop_caches(struct symbolizer *sym)
 {
 	hmap_foreach(&sym->iseqs, free_iseq, NULL);
 	hmap_foreach(&sym->cfuncs, free_str, NULL);
+	hmap_foreach(&sym->owners, free_str, NULL);
+	hmap_foreach(&sym->classes, free_str, NULL);
 	hmap_clear(&sym->iseqs);
 	hmap_clear(&sym->lines);
 	hmap_clear(&sym->cfuncs);
+	hmap_clear(&sym->owners);
+	hmap_clear(&sym->classes);
 	sym->generation++;
 }
 
@@ -109,6 +122,7 @@ void symbolizer__free(struct symbolizer *sym)
 	if (!sym)
 		return;
 	drop_caches(sym);
+	free(sym->scratch_label);
 	free(sym);
 }
 
@@ -169,7 +183,14 @@ static struct iseq_info *load_iseq(struct symbolizer *sym, uint64_t iseq)
 	info = calloc(1, sizeof(*info));
 	if (!info)
 		return NULL;
+	info->iseq = iseq;
+	info->type = (enum iseq_type)(uint32_t)hdr[0];
 	info->iseq_size = (uint32_t)(hdr[0] >> 32);
+	if (procmem_u64(sym->pid, body + off->body_parent_iseq, &info->parent) ||
+	    procmem_u64(sym->pid, body + off->body_local_iseq, &info->local)) {
+		free(info);
+		return NULL;
+	}
 	info->iseq_encoded = hdr[1];
 	info->label = read_string(sym, loc[(off->loc_label - off->loc_pathobj) / 8]);
 	/* pathobj: the path String, or [path, realpath] */
@@ -250,32 +271,247 @@ static int64_t compute_line(struct symbolizer *sym, struct iseq_info *info, uint
 	return (int32_t)line;
 }
 
-int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit,
-		   struct sym_iseq *out)
+/* Cached iseq, loaded on first use. NULL when it cannot be read. */
+static struct iseq_info *get_iseq(struct symbolizer *sym, uint64_t iseq)
 {
 	struct iseq_info *info;
 	uint64_t val;
 
-	if (hmap_get(&sym->iseqs, iseq, 0, &val)) {
-		info = (struct iseq_info *)(uintptr_t)val;
-	} else {
-		if (sym->iseqs.len >= MAX_ISEQS || sym->lines.len >= MAX_LINES) {
-			drop_caches(sym);
-			sym->stats.cache_resets++;
+	if (hmap_get(&sym->iseqs, iseq, 0, &val))
+		return (struct iseq_info *)(uintptr_t)val;
+	if (sym->iseqs.len >= MAX_ISEQS || sym->lines.len >= MAX_LINES) {
+		drop_caches(sym);
+		sym->stats.cache_resets++;
+	}
+	info = load_iseq(sym, iseq);
+	if (!info)
+		return NULL;
+	if (hmap_put(&sym->iseqs, iseq, 0, (uintptr_t)info)) {
+		free_iseq(NULL, 0, 0, (uintptr_t)info);
+		return NULL;
+	}
+	return info;
+}
+
+/* ---- owners and qualified labels (Ruby 3.4+, vm_backtrace.c calculate_iseq_label) ---------- */
+
+#define VM_ENV_FLAG_LOCAL   0x2
+#define RUBY_IMEMO_SVAR	    2
+#define VM_METHOD_TYPE_ISEQ 0
+#define MAX_ENV_DEPTH	    256
+#define MAX_PARENTS	    256
+
+/* A method entry (imemo ment) or 0, as check_method_entry() decides. */
+static uint64_t check_me(struct symbolizer *sym, uint64_t v, int svar_allowed)
+{
+	uint64_t flags;
+
+	if (rvalue_flags(sym->pid, v, &flags) || (flags & RUBY_T_MASK) != RUBY_T_IMEMO)
+		return 0;
+	switch (rvalue_imemo_type(flags)) {
+	case RUBY_IMEMO_MENT:
+		return v;
+	case RUBY_IMEMO_SVAR:
+		/* struct vm_svar: cref_or_me at +8 */
+		if (svar_allowed && procmem_u64(sym->pid, v + 8, &v) == 0)
+			return check_me(sym, v, 0);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* rb_vm_frame_method_entry(): the method entry along the frame's environment chain. */
+static uint64_t frame_method_entry(struct symbolizer *sym, uint64_t ep)
+{
+	uint64_t env[3], me; /* ep[-2] me/cref, ep[-1] specval (previous ep), ep[0] flags */
+	int depth;
+
+	for (depth = 0; depth < MAX_ENV_DEPTH && ep; depth++) {
+		if (procmem_read(sym->pid, ep - 16, env, sizeof(env)))
+			return 0;
+		if (env[2] & VM_ENV_FLAG_LOCAL)
+			return check_me(sym, env[0], 1);
+		me = check_me(sym, env[0], 0);
+		if (me)
+			return me;
+		ep = env[1] & ~3ULL;
+	}
+	return 0;
+}
+
+/* The permanent class path of a class or module, or -ENOENT (anonymous, temporary). */
+static int class_path(struct symbolizer *sym, uint64_t klass, uint64_t flags, char *buf, size_t len)
+{
+	uint8_t permanent;
+	uint64_t path;
+
+	if ((flags & RUBY_T_MASK) != RUBY_T_CLASS && (flags & RUBY_T_MASK) != RUBY_T_MODULE)
+		return -ENOENT;
+	if (procmem_read(sym->pid, klass + sym->off->class_permanent, &permanent, 1) ||
+	    !(permanent & 1) || procmem_u64(sym->pid, klass + sym->off->class_classpath, &path))
+		return -ENOENT;
+	return rvalue_string(sym->pid, sym->off, path, buf, len) || !buf[0] ? -ENOENT : 0;
+}
+
+/* rb_gen_method_name()'s prefix for methods owned by klass: "Foo::Bar#", "Foo." or "". */
+static const char *owner_prefix(struct symbolizer *sym, uint64_t klass)
+{
+	char path[RVALUE_STR_MAX + 2] = "";
+	uint64_t val, flags, attached, aflags;
+	size_t n;
+	char *copy;
+
+	if (hmap_get(&sym->classes, klass, 0, &val))
+		return (const char *)(uintptr_t)val;
+	if (rvalue_flags(sym->pid, klass, &flags))
+		return "";
+	if ((flags & RUBY_T_MASK) == RUBY_T_CLASS && (flags & sym->off->fl_singleton)) {
+		/* a singleton class: "Attached." when the attached object is a named module */
+		if (procmem_u64(sym->pid, klass + sym->off->class_attached, &attached) == 0 &&
+		    rvalue_flags(sym->pid, attached, &aflags) == 0 &&
+		    class_path(sym, attached, aflags, path, sizeof(path) - 1) == 0) {
+			n = strlen(path);
+			path[n] = '.';
+			path[n + 1] = '\0';
 		}
-		info = load_iseq(sym, iseq);
-		if (!info) {
-			sym->stats.iseq_failed++;
-			return -EFAULT;
-		}
-		if (hmap_put(&sym->iseqs, iseq, 0, (uintptr_t)info)) {
-			free_iseq(NULL, 0, 0, (uintptr_t)info);
-			return -ENOMEM;
+	} else if (class_path(sym, klass, flags, path, sizeof(path) - 1) == 0) {
+		n = strlen(path);
+		path[n] = '#';
+		path[n + 1] = '\0';
+	}
+	copy = strdup(path);
+	if (!copy || hmap_put(&sym->classes, klass, 0, (uintptr_t)copy)) {
+		free(copy);
+		return "";
+	}
+	return copy;
+}
+
+/*
+ * Owner prefix of a method iseq, from the method entry found through a frame's ep. The entry is
+ * checked against the iseq (the frame may be gone by now); a confirmed owner is cached.
+ * NULL when it cannot be confirmed.
+ */
+static const char *method_owner(struct symbolizer *sym, uint64_t method_iseq, uint64_t ep)
+{
+	uint64_t val, me, def, body_iseq, owner;
+	uint8_t type;
+	const char *prefix;
+	char *copy;
+
+	if (hmap_get(&sym->owners, method_iseq, 0, &val))
+		return (const char *)(uintptr_t)val;
+	me = ep ? frame_method_entry(sym, ep) : 0;
+	if (!me || procmem_u64(sym->pid, me + sym->off->me_def, &def) ||
+	    procmem_read(sym->pid, def, &type, 1) || (type & 0x0f) != VM_METHOD_TYPE_ISEQ ||
+	    procmem_u64(sym->pid, def + 8, &body_iseq) || body_iseq != method_iseq ||
+	    procmem_u64(sym->pid, me + sym->off->me_owner, &owner))
+		return NULL;
+	prefix = owner_prefix(sym, owner);
+	copy = strdup(prefix);
+	if (!copy || hmap_put(&sym->owners, method_iseq, 0, (uintptr_t)copy)) {
+		free(copy);
+		return NULL;
+	}
+	return copy;
+}
+
+/*
+ * The label Ruby 3.4 prints for a Ruby frame into buf. Returns 1 when it is final (cacheable),
+ * 0 when the owner could not be confirmed and the bare method name stands in.
+ */
+static int qualified_label(struct symbolizer *sym, struct iseq_info *info, uint64_t ep, char *buf,
+			   size_t len)
+{
+	struct iseq_info *cur = info, *orig;
+	const char *prefix;
+	char inner[RVALUE_STR_MAX + 64];
+	int level = 0, hops, final = 1, n;
+
+	for (hops = 0; hops < MAX_PARENTS; hops++) {
+		switch (cur->type) {
+		case ISEQ_TYPE_METHOD:
+			prefix = method_owner(sym, cur->iseq, ep);
+			if (!prefix) {
+				prefix = "";
+				final = 0;
+			}
+			n = snprintf(buf, len, "%s%s", prefix, cur->label);
+			return n >= 0 && (size_t)n < len ? final : 0;
+		case ISEQ_TYPE_BLOCK:
+		case ISEQ_TYPE_PLAIN:
+			/* climb to the local iseq, counting the blocks on the way */
+			orig = cur;
+			if (orig->parent) {
+				while (cur->iseq != orig->local && hops++ < MAX_PARENTS) {
+					if (cur->type == ISEQ_TYPE_BLOCK)
+						level++;
+					cur = get_iseq(sym, cur->parent);
+					if (!cur)
+						goto bare;
+				}
+			}
+			if (cur == orig)
+				goto bare; /* a block without a local iseq: torn memory */
+			final = qualified_label(sym, cur, ep, inner, sizeof(inner));
+			if (level <= 1)
+				n = snprintf(buf, len, "block in %s", inner);
+			else
+				n = snprintf(buf, len, "block (%d levels) in %s", level, inner);
+			return n >= 0 && (size_t)n < len ? final : 0;
+		case ISEQ_TYPE_RESCUE:
+		case ISEQ_TYPE_ENSURE:
+		case ISEQ_TYPE_EVAL:
+			/* printed as the code around them */
+			cur = cur->parent ? get_iseq(sym, cur->parent) : NULL;
+			if (!cur)
+				goto bare;
+			continue;
+		default: /* TOP, CLASS, MAIN: <main>, <class:Foo>, <top (required)> */
+			snprintf(buf, len, "%s", cur->label);
+			return 1;
 		}
 	}
+bare:
+	snprintf(buf, len, "%s", info->label);
+	return 0;
+}
+
+int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit, uint64_t ep,
+		   struct sym_iseq *out)
+{
+	char buf[RVALUE_STR_MAX + 64];
+	struct iseq_info *info;
+	uint64_t val;
+
+	info = get_iseq(sym, iseq);
+	if (!info) {
+		sym->stats.iseq_failed++;
+		return -EFAULT;
+	}
 	out->label = info->label;
+	out->label_final = 1;
+	if (sym->off->qualified_labels) {
+		if (info->qlabel) {
+			out->label = info->qlabel;
+		} else if (qualified_label(sym, info, ep, buf, sizeof(buf))) {
+			info->qlabel = strdup(buf);
+			if (info->qlabel)
+				out->label = info->qlabel;
+		} else {
+			/* not cached: the owner may be confirmed on a later sample */
+			sym->stats.owner_unknown++;
+			out->label_final = 0;
+			free(sym->scratch_label);
+			sym->scratch_label = strdup(buf);
+			if (sym->scratch_label)
+				out->label = sym->scratch_label;
+		}
+	}
 	out->path = info->path;
 	out->first_lineno = info->first_lineno;
+	out->type = info->type;
 	if (jit) {
 		/* The pc of a JIT frame is stale: report 0, as rb_profile_frames does. */
 		out->line = 0;
@@ -292,8 +528,9 @@ int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit,
 
 int symbolize_cfunc(struct symbolizer *sym, uint64_t me, const char **name)
 {
-	char buf[RVALUE_STR_MAX + 1];
-	uint64_t val, flags, def, id;
+	char buf[RVALUE_STR_MAX + 1], full[2 * RVALUE_STR_MAX + 2];
+	uint64_t val, flags, def, id, owner;
+	const char *prefix = "";
 	char *copy;
 	int err;
 
@@ -319,11 +556,16 @@ int symbolize_cfunc(struct symbolizer *sym, uint64_t me, const char **name)
 		err = rvalue_id_name(sym->pid, sym->off, sym->symbols, id, buf, sizeof(buf));
 	if (!err && !buf[0])
 		err = -ENOENT;
+	if (!err && sym->off->qualified_labels &&
+	    procmem_u64(sym->pid, me + sym->off->me_owner, &owner) == 0)
+		prefix = owner_prefix(sym, owner);
 	if (err) {
 		sym->stats.cfunc_failed++;
 		return err;
 	}
-	copy = strdup(buf);
+	if (snprintf(full, sizeof(full), "%s%s", prefix, buf) >= (int)sizeof(full))
+		full[sizeof(full) - 1] = '\0';
+	copy = strdup(full);
 	if (!copy)
 		return -ENOMEM;
 	if (hmap_put(&sym->cfuncs, me, 0, (uintptr_t)copy)) {

@@ -16,17 +16,35 @@
 
 struct symbolizer;
 
+/* rb_iseq_type */
+enum iseq_type {
+	ISEQ_TYPE_TOP = 0,
+	ISEQ_TYPE_METHOD,
+	ISEQ_TYPE_BLOCK,
+	ISEQ_TYPE_CLASS,
+	ISEQ_TYPE_RESCUE,
+	ISEQ_TYPE_ENSURE,
+	ISEQ_TYPE_EVAL,
+	ISEQ_TYPE_MAIN,
+	ISEQ_TYPE_PLAIN,
+};
+
 struct sym_iseq {
-	const char *label; /* location.label: "foo", "block in foo", "<main>" */
-	const char *path;  /* Location#path */
+	/* As this Ruby's backtraces print it: "foo", "block in foo", "<main>" before 3.4;
+	 * "Foo::Bar#foo", "block in Foo.bar" from 3.4 on. */
+	const char *label;
+	const char *path; /* Location#path */
 	int64_t first_lineno;
 	int64_t line; /* 0 when the pc cannot be trusted (JIT frames) or is out of range */
+	enum iseq_type type;
+	int label_final; /* 0: the owner is not confirmed yet, do not cache this label */
 };
 
 struct symbolizer_stats {
-	uint64_t iseq_failed;  /* iseqs that could not be read */
-	uint64_t cfunc_failed; /* method entries that could not be named */
-	uint64_t cache_resets; /* caches dropped for exceeding their bound */
+	uint64_t iseq_failed;	/* iseqs that could not be read */
+	uint64_t cfunc_failed;	/* method entries that could not be named */
+	uint64_t cache_resets;	/* caches dropped for exceeding their bound */
+	uint64_t owner_unknown; /* 3.4+ labels printed without their owner (frame gone) */
 };
 
 /*
@@ -38,10 +56,15 @@ struct symbolizer *symbolizer__new(pid_t pid, const struct ruby_offsets *off, ui
 				   const uint64_t *cand, unsigned int ncand);
 void symbolizer__free(struct symbolizer *sym);
 
-/* 0, or -errno when the iseq cannot be read (the process is gone, or it is not an iseq). */
-int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit,
+/*
+ * A Ruby frame: iseq and pc from the control frame, ep its environment (used on 3.4+ to find the
+ * method's owner, once per method). 0, or -errno when the iseq cannot be read (the process is
+ * gone, or it is not an iseq).
+ */
+int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit, uint64_t ep,
 		   struct sym_iseq *out);
-/* Method name of a C function frame's method entry. 0 or -errno. */
+/* Label of a C function frame's method entry: "times" before 3.4, "Integer#times" after.
+ * 0 or -errno. */
 int symbolize_cfunc(struct symbolizer *sym, uint64_t me, const char **name);
 
 /* Bumped each time the caches are dropped; callers caching our results compare it. */

@@ -20,7 +20,7 @@
 /*
  * Frames per ring-buffer record. A per-CPU map value may not exceed 32 KiB on this kernel, and a
  * ring-buffer reservation has a constant size, so a deep stack travels as several records
- * ("chunks") that share a sequence number. 1024 frames x 16 bytes = 16 KiB per chunk.
+ * ("chunks") that share a sequence number. 1024 frames x 24 bytes = 24 KiB per chunk.
  */
 #define RP_CHUNK_FRAMES	      1024
 /* Control frames copied with one bpf_probe_read_user: 8 x 64 bytes = 512 bytes. */
@@ -39,11 +39,15 @@
  * One Ruby frame as the BPF walk found it: raw addresses only, symbolized in userspace.
  *   RP_FRAME_ISEQ:  addr = cfp->iseq (rb_iseq_t *), pc = cfp->pc
  *   RP_FRAME_CFUNC: addr = method entry (ep[VM_ENV_DATA_INDEX_ME_CREF]), pc = 0
- * The kind and flags live in the top byte of `info`; the low 56 bits are the pc.
+ * The kind and flags live in the top byte of `info`; the low 56 bits are the pc. `ep` is the
+ * frame's environment pointer, which leads to the method entry of a Ruby frame (its owner class,
+ * for Ruby 3.4's qualified labels); it comes free with the control frame, and userspace follows
+ * it only the first time a method is seen.
  */
 struct rp_frame {
 	__u64 addr;
 	__u64 info;
+	__u64 ep;
 };
 
 #define RP_FRAME_PC_MASK    0x00ffffffffffffffULL
@@ -144,7 +148,7 @@ struct rp_thread_tp {
 };
 
 #ifndef __cplusplus
-_Static_assert(sizeof(struct rp_frame) == 16, "rp_frame layout");
+_Static_assert(sizeof(struct rp_frame) == 24, "rp_frame layout");
 _Static_assert(sizeof(struct rp_vm_offsets) == 24, "rp_vm_offsets layout");
 _Static_assert(sizeof(struct rp_proc) == 64, "rp_proc layout");
 _Static_assert(sizeof(struct rp_thread_tp) == 16, "rp_thread_tp layout");

@@ -104,6 +104,9 @@ class E2E
     [out, stdout, stderr, st]
   end
 
+  # Whether a frame is method `name`: Ruby 3.4+ labels carry the owner ("Object#name").
+  def method?(loc, name) = loc.name == name || loc.name.end_with?("##{name}", ".#{name}")
+
   def fmt(loc, prof) = "#{loc.name} #{loc.file}:#{loc.line}#{prof.cfunc?(loc) ? " [c]" : ""}"
 
   def run(filter)

@@ -6,7 +6,7 @@ class E2E
     script = @rt.script("short_lived.rb")
     path, stdout, = rubyprofd("--duration", "20", "--", *@rt.argv(script, "2"))
     prof = PprofRaw.read(path)
-    hits = prof.samples.select { |s| prof.frames(s).any? { |l| l.name == "short_lived_work" && l.file == @rt.inside(script) } }
+    hits = prof.samples.select { |s| prof.frames(s).any? { |l| method?(l, "short_lived_work") && l.file == @rt.inside(script) } }
     n = hits.sum(&:count)
     total = prof.samples.sum(&:count)
     # The script spins for 2 s after Ruby boots: most of the process's CPU is in it.

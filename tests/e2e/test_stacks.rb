@@ -40,7 +40,7 @@ class E2E
     total = samples.sum(&:count)
     check(total >= 100, "only #{total} samples")
     shares = %w[alpha beta gamma].map do |name|
-      mine = samples.select { |s| prof.frames(s).any? { |l| l.name == "spin_#{name}" } }
+      mine = samples.select { |s| prof.frames(s).any? { |l| method?(l, "spin_#{name}") } }
       tids = mine.map { |s| s.labels["tid"] }.uniq
       names = mine.map { |s| s.labels["thread_name"] }.uniq
       check(tids.size == 1, "spin_#{name} sampled under tids #{tids.inspect}")
