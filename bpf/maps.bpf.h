@@ -11,6 +11,7 @@ struct rp_walk {
 	__u32 remaining; /* control frames left to read */
 	__u32 cfp_size;
 	__u32 off_pc, off_iseq, off_ep, off_jit;
+	__u32 first;	 /* the next frame is the first control frame (ec->cfp) */
 	__u32 batch_len; /* frames in s->cfps */
 	__u32 in_batch;	 /* next frame of the batch */
 	__u32 frames_sent;
@@ -27,8 +28,11 @@ struct rp_scratch {
 	__u8 cfps[1024]; /* a batch of control frames (a power of two, see walk.bpf.h) */
 	__u64 ep[3];	 /* ep[-2], ep[-1], ep[0] of a frame */
 	__u32 seq;	 /* sample counter of this CPU */
-	__u32 pad;
+	__u32 gc_flags;	 /* objspace flags word */
+	__u64 running_ec;
 };
+
+_Static_assert(sizeof(struct rp_scratch) <= 32768, "per-CPU map values are limited to 32 KiB");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

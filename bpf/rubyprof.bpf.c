@@ -22,6 +22,10 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+/* objspace flags word: `mode` in bits 0-1, `during_gc` in bit 5 (gc.c, 2.6 - 4.0) */
+#define RP_GC_MODE_MASK 0x3
+#define RP_GC_DURING_GC (1u << 5)
+
 /* Frame limit, set by the daemon before load (--max-frames). */
 const volatile __u32 max_frames = RP_MAX_FRAMES_DEFAULT;
 
@@ -156,6 +160,17 @@ int rp_on_sample(struct bpf_perf_event_data *ctx)
 
 	s->sample.flags = 0;
 	s->sample.truncated = 0;
+	s->sample.gc_mode = 0;
+	/* In GC? Only the thread that runs the collector (the GVL holder) is attributed to it. */
+	if (proc->gc_flags &&
+	    !bpf_probe_read_user(&s->gc_flags, sizeof(s->gc_flags), (const void *)proc->gc_flags) &&
+	    (s->gc_flags & RP_GC_DURING_GC) &&
+	    (!proc->gc_running_ec ||
+	     (!read_u64(&s->running_ec, proc->gc_running_ec) && s->running_ec == ec))) {
+		s->sample.flags |= RP_SAMPLE_GC;
+		s->sample.gc_mode = s->gc_flags & RP_GC_MODE_MASK;
+		stat_add(RP_STAT_GC, 1);
+	}
 	if (n > max_frames) {
 		s->sample.flags |= RP_SAMPLE_TRUNCATED;
 		s->sample.truncated = n - max_frames;
@@ -171,6 +186,7 @@ int rp_on_sample(struct bpf_perf_event_data *ctx)
 		.off_iseq = proc->off.cfp_iseq,
 		.off_ep = proc->off.cfp_ep,
 		.off_jit = proc->off.cfp_jit_return,
+		.first = 1,
 	};
 	s->sample.nframes = 0;
 	bpf_loop(n, rp_walk_frame, NULL, 0);

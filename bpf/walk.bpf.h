@@ -47,7 +47,7 @@ static long rp_walk_frame(__u32 idx, void *ctx)
 {
 	struct rp_scratch *s;
 	struct rp_walk *w;
-	__u32 zero = 0, n, base, nf;
+	__u32 zero = 0, n, base, nf, jit;
 	__u64 iseq, pc, ep, info, size;
 
 	s = bpf_map_lookup_elem(&scratch, &zero);
@@ -75,16 +75,23 @@ static long rp_walk_frame(__u32 idx, void *ctx)
 	w->in_batch++;
 	w->cfp += w->cfp_size;
 	w->remaining--;
+	/* YJIT leaves the pc of the frame it is running stale (even 0): only the first control
+	 * frame can be such a frame; every frame below it had its pc saved before a call. */
+	jit = w->first && w->off_jit && cfp_field(s, base, w->off_jit);
+	w->first = 0;
 
 	iseq = cfp_field(s, base, w->off_iseq);
 	ep = cfp_field(s, base, w->off_ep);
 	if (iseq) {
 		pc = cfp_field(s, base, w->off_pc);
-		if (!pc)
+		/* pc == 0: an ifunc frame (C block), skipped as Ruby does, unless it is JIT code */
+		if (!pc && !jit)
 			return 0;
 		info = (pc & RP_FRAME_PC_MASK) | (RP_FRAME_KIND_ISEQ << RP_FRAME_KIND_SHIFT);
-		if (w->off_jit && cfp_field(s, base, w->off_jit))
+		if (jit) {
 			info |= RP_FRAME_FLAG_JIT << RP_FRAME_KIND_SHIFT;
+			s->sample.flags |= RP_SAMPLE_JIT_LEAF;
+		}
 	} else {
 		if (!ep)
 			return 0;

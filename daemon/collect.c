@@ -255,6 +255,33 @@ static int reserve(struct collector *c, size_t n)
 	return 0;
 }
 
+/*
+ * Marks on top of the stack, leaf first: a sample taken while this thread ran the garbage
+ * collector gets "(garbage collection)" and its phase above the Ruby stack that triggered it;
+ * a sample whose leaf frame is JIT code gets "[JIT code]".
+ */
+static size_t add_leaf_marks(struct collector *c, const struct sampler_stack *st, size_t n)
+{
+	static const char *const phases[] = {NULL, "(marking)", "(sweeping)", "(compacting)"};
+	uint32_t marks[3];
+	size_t k = 0;
+
+	if (st->flags & RP_SAMPLE_GC) {
+		c->stats.gc++;
+		if (st->first->gc_mode < 4 && phases[st->first->gc_mode])
+			marks[k++] = mark(c, phases[st->first->gc_mode]);
+		marks[k++] = mark(c, "(garbage collection)");
+	} else if (st->flags & RP_SAMPLE_JIT_LEAF) {
+		c->stats.jit_leaf++;
+		marks[k++] = mark(c, "[JIT code]");
+	}
+	if (!k)
+		return n;
+	memmove(c->buf + k, c->buf, n * sizeof(*c->buf));
+	memcpy(c->buf, marks, k * sizeof(*marks));
+	return n + k;
+}
+
 void collector_on_stack(void *ctx, const struct sampler_stack *st)
 {
 	struct collector *c = ctx;
@@ -269,7 +296,8 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 		c->stats.unknown_pid++;
 		return;
 	}
-	if (reserve(c, st->nframes + 1))
+	/* room for the leaf marks (GC phase, GC, JIT) and one root mark */
+	if (reserve(c, st->nframes + 4))
 		return;
 	memcpy(comm, st->first->comm, sizeof(st->first->comm));
 	comm[sizeof(st->first->comm)] = '\0';
@@ -292,6 +320,7 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 		if (ret < 0)
 			return;
 		n = (size_t)ret;
+		n = add_leaf_marks(c, st, n);
 		if (st->flags & RP_SAMPLE_READ_FAIL) {
 			c->stats.failed_reads++;
 			c->buf[n++] = mark(c, "[partial stack: read failed]");

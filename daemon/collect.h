@@ -24,6 +24,8 @@ struct collector_stats {
 	uint64_t no_ec;		/* samples of threads without a Ruby context */
 	uint64_t failed_reads;	/* samples whose stack could not be read in BPF */
 	uint64_t agg_dropped;	/* samples dropped by a full aggregate table */
+	uint64_t gc;		/* samples in garbage collection */
+	uint64_t jit_leaf;	/* samples whose leaf is JIT code */
 };
 
 struct collector *collector__new(struct agg *agg);

@@ -2,16 +2,21 @@
 /* discover.c - Ruby process discovery and live validation. */
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "discover.h"
 #include "elf.h"
+#include "gcstate.h"
 #include "procmem.h"
 #include "rvalue.h"
 
@@ -20,6 +25,8 @@
 #define SCAN_BYTES	256
 /* A TLS block further than this from the thread pointer is not in the static TLS area. */
 #define STATIC_TLS_SPAN (1 << 20)
+/* Where distributions install separate debug files (gdb's default debug-file-directory). */
+#define DEBUG_DIR	"/usr/lib/debug"
 
 static const char *base_name(const char *path)
 {
@@ -115,6 +122,177 @@ static const char *sym_source(const struct elf_sym *s)
 	return s->source == ELF_SYM_DYNSYM ? ".dynsym" : ".symtab";
 }
 
+/*
+ * Opens path as a process whose root is `root` sees it: absolute symlinks and ".." stay inside
+ * that root (a container's /usr/lib/debug/x -> /etc/shadow must not reach ours), which plain
+ * "/proc/PID/root" + path does not ensure. An fd, or -errno.
+ */
+static int open_in_root(const char *root, const char *path)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	int dfd, fd;
+
+	dfd = open(root[0] ? root : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+	if (fd < 0)
+		fd = -errno;
+	close(dfd);
+	return fd;
+}
+
+/* elf_file__open on a file opened with open_in_root (through its /proc/self/fd link). */
+static struct elf_file *elf_open_fd(int fd)
+{
+	char link[64];
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	return elf_file__open(link);
+}
+
+/* CRC32 of a whole file, as .gnu_debuglink records it (zlib's crc32). 0 or -errno. */
+static int file_crc32(int fd, uint32_t *crc)
+{
+	unsigned char buf[65536];
+	uLong c = crc32(0L, Z_NULL, 0);
+	off_t off = 0;
+	ssize_t n;
+
+	for (;;) {
+		n = pread(fd, buf, sizeof(buf), off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		c = crc32(c, buf, (uInt)n);
+		off += n;
+	}
+	*crc = (uint32_t)c;
+	return 0;
+}
+
+/*
+ * A debug file candidate, if it is ef's: the same build id (build_id != NULL), or else the CRC32
+ * that .gnu_debuglink records. NULL with errno set.
+ */
+static struct elf_file *debug_candidate(const char *root, const char *path, const char *build_id,
+					uint32_t crc)
+{
+	struct elf_file *dbg = NULL;
+	char id[128];
+	uint32_t c;
+	int fd, err;
+
+	fd = open_in_root(root, path);
+	if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
+	err = -ENOENT;
+	if (!build_id && (file_crc32(fd, &c) || c != crc))
+		goto cleanup;
+	dbg = elf_open_fd(fd);
+	if (!dbg) {
+		err = -errno;
+		goto cleanup;
+	}
+	if (build_id && (elf_build_id(dbg, id, sizeof(id)) || strcmp(id, build_id))) {
+		elf_file__free(dbg);
+		dbg = NULL;
+		goto cleanup;
+	}
+	err = 0;
+cleanup:
+	close(fd);
+	if (err)
+		errno = -err;
+	return dbg;
+}
+
+struct elf_file *discover_debug_file(const char *root, const char *path, struct elf_file *ef,
+				     char *found, size_t len, const char **how)
+{
+	/* gdb's order: next to the file, in its .debug/ subdirectory, under the debug directory */
+	static const char *const link_dirs[][2] = {{"", "/"}, {"", "/.debug/"}, {DEBUG_DIR, "/"}};
+	char build_id[128], link[PATH_MAX], dir[PATH_MAX], cand[PATH_MAX * 2 + 64];
+	const char *slash;
+	struct elf_file *dbg;
+	uint32_t crc;
+	size_t i;
+
+	if (elf_build_id(ef, build_id, sizeof(build_id)) == 0 && strlen(build_id) > 2) {
+		snprintf(cand, sizeof(cand), DEBUG_DIR "/.build-id/%.2s/%s.debug", build_id,
+			 build_id + 2);
+		dbg = debug_candidate(root, cand, build_id, 0);
+		if (dbg) {
+			snprintf(found, len, "%s", cand);
+			*how = "build id";
+			return dbg;
+		}
+	}
+	slash = strrchr(path, '/');
+	if (elf_debuglink(ef, link, sizeof(link), &crc) || strchr(link, '/') || !slash ||
+	    (size_t)(slash - path) >= sizeof(dir)) {
+		errno = ENOENT;
+		return NULL;
+	}
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = '\0';
+	for (i = 0; i < sizeof(link_dirs) / sizeof(link_dirs[0]); i++) {
+		snprintf(cand, sizeof(cand), "%s%s%s%s", link_dirs[i][0], dir, link_dirs[i][1],
+			 link);
+		dbg = debug_candidate(root, cand, NULL, crc);
+		if (dbg) {
+			snprintf(found, len, "%s", cand);
+			*how = ".gnu_debuglink";
+			return dbg;
+		}
+	}
+	errno = ENOENT;
+	return NULL;
+}
+
+/*
+ * Where the Ruby object's symbols come from: its own .dynsym and .symtab, then its separate debug
+ * file, looked up inside the process's root the first time a symbol is missing.
+ */
+struct symbols_src {
+	struct elf_file *ef;
+	const char *root; /* "/proc/PID/root" */
+	const char *path; /* the object as the process sees it */
+	struct elf_file *dbg;
+	bool dbg_tried;
+	const char *dbg_how;
+	char dbg_path[PATH_MAX];
+};
+
+/* Finds `name`; `from` says where (".dynsym", or ".symtab of debug file ..."). 0 or -ENOENT. */
+static int lookup(struct symbols_src *src, const char *name, struct elf_sym *sym, char *from,
+		  size_t fromlen)
+{
+	if (elf_find_symbol(src->ef, name, sym) == 0) {
+		say(from, fromlen, "%s", sym_source(sym));
+		return 0;
+	}
+	if (!src->dbg_tried) {
+		src->dbg_tried = true;
+		src->dbg = discover_debug_file(src->root, src->path, src->ef, src->dbg_path,
+					       sizeof(src->dbg_path), &src->dbg_how);
+	}
+	if (src->dbg && elf_find_symbol(src->dbg, name, sym) == 0) {
+		say(from, fromlen, "%s of debug file \"%s\", found by %s", sym_source(sym),
+		    src->dbg_path, src->dbg_how);
+		return 0;
+	}
+	return -ENOENT;
+}
+
 /* The pthread id (== thread pointer on glibc) recorded in the EC's thread. */
 static int ec_pthread_id(pid_t pid, const struct ruby_offsets *off, const uint64_t ecw[8],
 			 uint64_t *ptid)
@@ -154,16 +332,18 @@ struct tls_loc {
 };
 
 /* The TLS module id and offset of ruby_current_ec, from the symbol or recognized in code. */
-static int find_tls_ec(pid_t pid, struct elf_file *ef, uint64_t bias, struct tls_loc *loc,
+static int find_tls_ec(pid_t pid, struct symbols_src *src, uint64_t bias, struct tls_loc *loc,
 		       char *how, size_t howlen)
 {
+	struct elf_file *ef = src->ef;
 	struct elf_sym sym, fn;
 	uint8_t code[SCAN_BYTES];
 	uint64_t slot, ti[2];
+	char from[PATH_MAX + 64];
 	size_t len;
 	int err;
 
-	err = elf_find_symbol(ef, "ruby_current_ec", &sym);
+	err = lookup(src, "ruby_current_ec", &sym, from, sizeof(from));
 	if (!err && sym.type == STT_TLS) {
 		loc->block_off = sym.value;
 		if (elf_dtpmod_slot(ef, "ruby_current_ec", &slot) == 0) {
@@ -175,12 +355,12 @@ static int find_tls_ec(pid_t pid, struct elf_file *ef, uint64_t bias, struct tls
 			loc->modid = 1;
 		}
 		say(how, howlen,
-		    "ruby_current_ec (%s, TLS module %" PRIu64 ", offset %#" PRIx64 ")",
-		    sym_source(&sym), loc->modid, loc->block_off);
+		    "ruby_current_ec (%s, TLS module %" PRIu64 ", offset %#" PRIx64 ")", from,
+		    loc->modid, loc->block_off);
 		return 0;
 	}
 	/* Stripped 3.3+: rb_thread_current() reads the EC with a general-dynamic TLS access. */
-	err = elf_find_symbol(ef, "rb_thread_current", &fn);
+	err = lookup(src, "rb_thread_current", &fn, from, sizeof(from));
 	if (err)
 		return -ENOENT;
 	len = fn.size && fn.size < sizeof(code) ? fn.size : sizeof(code);
@@ -305,28 +485,28 @@ static void add_symbols_candidate(struct ruby_target *t, uint64_t addr)
  * +8). Every candidate is checked by structure; those that do not pass yet are kept, since a
  * Ruby that is still booting has no table yet.
  */
-static void find_symbols(pid_t pid, struct elf_file *ef, const struct ruby_offsets *off,
+static void find_symbols(pid_t pid, struct symbols_src *src, const struct ruby_offsets *off,
 			 struct ruby_target *t)
 {
 	static const char *const names[] = {"ruby_global_symbols", "global_symbols"};
 	uint8_t code[SCAN_BYTES];
 	uint64_t targets[8];
 	struct elf_sym sym;
+	char from[PATH_MAX + 64];
 	size_t i, j, n, len;
 	const char *how = NULL;
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (elf_find_symbol(ef, names[i], &sym) == 0) {
+		if (lookup(src, names[i], &sym, from, sizeof(from)) == 0) {
 			add_symbols_candidate(t, t->bias + sym.value);
-			say(t->how_symbols, sizeof(t->how_symbols), "%s (%s)", names[i],
-			    sym_source(&sym));
+			say(t->how_symbols, sizeof(t->how_symbols), "%s (%s)", names[i], from);
 			how = t->how_symbols;
 			break;
 		}
 	}
-	if (!how && elf_find_symbol(ef, "rb_sym_all_symbols", &sym) == 0) {
+	if (!how && lookup(src, "rb_sym_all_symbols", &sym, from, sizeof(from)) == 0) {
 		len = sym.size && sym.size < sizeof(code) ? sym.size : sizeof(code);
-		if (elf_read_vaddr(ef, sym.value, code, len) == 0) {
+		if (elf_read_vaddr(src->ef, sym.value, code, len) == 0) {
 			n = discover_rip_targets(code, len, sym.value, targets, 8);
 			for (i = 0; i < n; i++) {
 				for (j = 0; j <= 16; j += 8)
@@ -353,21 +533,42 @@ static void find_symbols(pid_t pid, struct elf_file *ef, const struct ruby_offse
 	say(t->how_symbols + n, sizeof(t->how_symbols) - n, ", not validated yet");
 }
 
-static int open_object(pid_t pid, const struct proc_map *m, struct elf_file **ef)
+/*
+ * The path of a mapping as the process sees it. /proc/PID/maps prints paths relative to *our* root:
+ * a chrooted process's files carry its root's path in front, which is stripped here.
+ */
+static void view_path(const char *root_link, const char *maps_path, char *out, size_t len)
 {
-	char path[PATH_MAX + 64];
-	int err;
+	char root[PATH_MAX];
+	ssize_t n;
 
-	err = procs_root_path(pid, m->path, path, sizeof(path));
-	if (err)
-		return err;
-	*ef = elf_file__open(path);
-	if (*ef)
-		return 0;
+	n = readlink(root_link, root, sizeof(root) - 1);
+	if (n > 1) {
+		root[n] = '\0';
+		if (!strncmp(maps_path, root, (size_t)n) && maps_path[n] == '/') {
+			snprintf(out, len, "%s", maps_path + n);
+			return;
+		}
+	}
+	snprintf(out, len, "%s", maps_path);
+}
+
+static int open_object(pid_t pid, const char *root, const char *path, const struct proc_map *m,
+		       struct elf_file **ef)
+{
+	char mf[128];
+	int fd;
+
+	fd = open_in_root(root, path);
+	if (fd >= 0) {
+		*ef = elf_open_fd(fd);
+		close(fd);
+		if (*ef)
+			return 0;
+	}
 	/* The file may be gone or replaced (an upgrade): the mapping itself still has it. */
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start,
-		 m->end);
-	*ef = elf_file__open(path);
+	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
+	*ef = elf_file__open(mf);
 	return *ef ? 0 : -errno;
 }
 
@@ -377,10 +578,13 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 	enum discover_status st = DISCOVER_REFUSED;
 	struct rp_thread_tp *tps = NULL;
 	struct proc_maps maps = {0};
+	struct symbols_src src = {0};
 	struct elf_file *ef = NULL;
 	struct elf_sym sym;
 	struct tls_loc loc = {0};
+	struct gcstate gc;
 	uint64_t vaddr;
+	char root[64], from[PATH_MAX + 64];
 	size_t idx, ntps = 0, n;
 	int err;
 
@@ -403,8 +607,9 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 		t->nspid = pid;
 	if (container_id_of(pid, t->container_id, sizeof(t->container_id)))
 		t->container_id[0] = '\0';
-	snprintf(t->object, sizeof(t->object), "%s", maps.v[idx].path);
-	err = open_object(pid, &maps.v[idx], &ef);
+	snprintf(root, sizeof(root), "/proc/%d/root", pid);
+	view_path(root, maps.v[idx].path, t->object, sizeof(t->object));
+	err = open_object(pid, root, t->object, &maps.v[idx], &ef);
 	if (err) {
 		say(why, whylen, "cannot open \"%s\": %s", t->object, strerror(-err));
 		goto cleanup;
@@ -415,9 +620,12 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 		goto cleanup;
 	}
 	t->bias = maps.v[idx].start - vaddr;
+	src.ef = ef;
+	src.root = root;
+	src.path = t->object;
 
 	/* Version */
-	if (elf_find_symbol(ef, "ruby_version", &sym)) {
+	if (lookup(&src, "ruby_version", &sym, from, sizeof(from))) {
 		if (!is_libruby(t->object)) {
 			st = DISCOVER_NOT_RUBY;
 			goto cleanup;
@@ -466,7 +674,7 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 		    sym_source(&sym));
 		st = validate_global(pid, t->off, t->bpf.ec_global, tps, ntps, why, whylen);
 	} else {
-		err = find_tls_ec(pid, ef, t->bias, &loc, t->how_ec, sizeof(t->how_ec));
+		err = find_tls_ec(pid, &src, t->bias, &loc, t->how_ec, sizeof(t->how_ec));
 		if (err) {
 			say(why, whylen, "Ruby %s: cannot locate ruby_current_ec (%s)", t->version,
 			    strerror(-err));
@@ -484,16 +692,21 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 	if (st != DISCOVER_READY)
 		goto cleanup;
 
-	find_symbols(pid, ef, t->off, t);
-	if (elf_find_symbol(ef, "rb_vm_exec", &sym) == 0) {
+	find_symbols(pid, &src, t->off, t);
+	if (gcstate_find(pid, ef, t->bias, t->off, &gc, t->how_gc, sizeof(t->how_gc)) == 0) {
+		t->bpf.gc_flags = gc.flags;
+		t->bpf.gc_running_ec = gc.running_ec;
+	}
+	if (lookup(&src, "rb_vm_exec", &sym, from, sizeof(from)) == 0) {
 		t->vm_exec = t->bias + sym.value;
-		say(t->how_vm_exec, sizeof(t->how_vm_exec), "rb_vm_exec (%s)", sym_source(&sym));
+		say(t->how_vm_exec, sizeof(t->how_vm_exec), "rb_vm_exec (%s)", from);
 	} else {
 		say(t->how_vm_exec, sizeof(t->how_vm_exec), "rb_vm_exec not found");
 	}
 
 cleanup:
 	free(tps);
+	elf_file__free(src.dbg);
 	elf_file__free(ef);
 	procs_maps_free(&maps);
 	return st;

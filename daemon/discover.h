@@ -45,9 +45,11 @@ struct ruby_target {
 	uint64_t symbols_cand[DISCOVER_MAX_CANDIDATES];
 	unsigned int nsymbols_cand;
 	uint64_t vm_exec; /* rb_vm_exec, 0 when not found */
-	char how_ec[128]; /* which path found what, for the log */
-	char how_symbols[96];
-	char how_vm_exec[64];
+	/* Which path found what, for the log; room for a debug file's path. */
+	char how_ec[512];
+	char how_symbols[512];
+	char how_vm_exec[512];
+	char how_gc[128];
 };
 
 /* Thread pointers of every thread of pid (the sampler's task iterator). */
@@ -69,5 +71,18 @@ size_t discover_rip_targets(const uint8_t *code, size_t len, uint64_t vaddr, uin
 			    size_t max);
 /* vaddr of the tls_index of the first general-dynamic TLS access (data16 lea X(%rip),%rdi). */
 int discover_gd_tls_index(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t *tls_index);
+
+struct elf_file;
+
+/*
+ * The separate debug file of ef, the Ruby object at `path` as its process sees it, looked up the
+ * way gdb does, inside `root` (the process's "/proc/PID/root"; symlinks cannot leave it): by build
+ * id, /usr/lib/debug/.build-id/xx/rest.debug (whose build id must match); then by .gnu_debuglink
+ * NAME next to the object, in its .debug/ subdirectory, and as /usr/lib/debug/DIR/NAME (whose
+ * CRC32 must match). `found` receives the path as the process sees it, *how "build id" or
+ * ".gnu_debuglink". NULL with errno set (ENOENT: there is none).
+ */
+struct elf_file *discover_debug_file(const char *root, const char *path, struct elf_file *ef,
+				     char *found, size_t len, const char **how);
 
 #endif

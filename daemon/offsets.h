@@ -68,6 +68,9 @@ struct ruby_offsets {
 	uint16_t class_attached;  /* singleton class -> attached object */
 	uint64_t fl_singleton;	  /* FL_SINGLETON flag bit of a T_CLASS */
 
+	/* rb_ractor_t threads.running_ec, from vm->ractor.main_ractor (vm + 32); 0 before 3.0 */
+	uint16_t ractor_running_ec;
+
 	enum rstring_layout rstring;
 	uint32_t last_op_id;  /* tLAST_OP_ID: IDs above it carry a 4-bit scope */
 	uint16_t symbols_ids; /* offset of `ids` in ruby_global_symbols */

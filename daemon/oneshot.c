@@ -91,8 +91,8 @@ static void consider(struct run *r, pid_t pid)
 		hmap_put(&r->seen, (uint64_t)pid, 0, SEEN_ACTIVE);
 		log_info("pid %d: Ruby %s%s (%s)", pid, t.version,
 			 t.exact ? "" : " (unknown patch release, offsets validated)", t.object);
-		log_info("pid %d: execution context: %s; symbols: %s; %s", pid, t.how_ec,
-			 t.how_symbols, t.how_vm_exec);
+		log_info("pid %d: execution context: %s; symbols: %s; %s; %s", pid, t.how_ec,
+			 t.how_symbols, t.how_vm_exec, t.how_gc);
 		break;
 	case DISCOVER_REFUSED:
 		log_warn("pid %d: not profiled: %s", pid, why);
@@ -256,9 +256,10 @@ static void summary(struct run *r, double secs, const char *path)
 	(void)i;
 	report_top(stdout, r->agg, r->cfg->top);
 	printf("samples: %" PRIu64 " on all CPUs, %" PRIu64 " Ruby, %" PRIu64
-	       " with a Ruby stack, %" PRIu64 " without a Ruby context\n",
+	       " with a Ruby stack, %" PRIu64 " without a Ruby context, %" PRIu64 " in GC, %" PRIu64
+	       " in JIT code\n",
 	       sc.bpf[RP_STAT_SAMPLES], sc.bpf[RP_STAT_RUBY_SAMPLES], sc.bpf[RP_STAT_RUBY_STACKS],
-	       sc.bpf[RP_STAT_NO_EC] + sc.bpf[RP_STAT_NOT_GVL]);
+	       sc.bpf[RP_STAT_NO_EC] + sc.bpf[RP_STAT_NOT_GVL], cs.gc, cs.jit_leaf);
 	printf("dropped: %" PRIu64 " (ring buffer %" PRIu64 ", incomplete %" PRIu64
 	       ", table full %" PRIu64 "), failed reads: %" PRIu64 " (+%" PRIu64
 	       " frames unsymbolized), truncated: %" PRIu64 "\n",

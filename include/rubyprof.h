@@ -69,6 +69,8 @@ struct rp_frame {
 #define RP_SAMPLE_BAD_EC    0x08 /* the EC failed its shape check; no frames */
 #define RP_SAMPLE_NOT_GVL   0x10 /* Ruby < 3.0: the global EC belongs to another thread */
 #define RP_SAMPLE_READ_FAIL 0x20 /* a frame batch could not be read; the stack is partial */
+#define RP_SAMPLE_GC	    0x40 /* the VM was in garbage collection, run by this thread */
+#define RP_SAMPLE_JIT_LEAF  0x80 /* the leaf frame is JIT code (cfp->jit_return set) */
 
 /*
  * A ring-buffer record: one chunk of one sampled stack, frames leaf first. A sample is the
@@ -85,8 +87,8 @@ struct rp_sample {
 	__u16 chunk;	 /* index of this chunk */
 	__u16 nframes;	 /* frames in this record */
 	__u32 truncated; /* control frames left unwalked at the root end (last chunk) */
-	__u32 pad;
-	char comm[16]; /* thread name at sample time */
+	__u32 gc_mode;	 /* RP_SAMPLE_GC: objspace mode (1 marking, 2 sweeping, 3 compacting) */
+	char comm[16];	 /* thread name at sample time */
 	struct rp_frame frames[RP_CHUNK_FRAMES];
 };
 
@@ -122,22 +124,25 @@ struct rp_proc {
 	__u64 tls_modid;     /* RP_EC_TLS_DTV */
 	__u64 tls_block_off; /* RP_EC_TLS_DTV: st_value of ruby_current_ec */
 	__u64 ec_global;     /* RP_EC_GLOBAL: address of ruby_current_execution_context_ptr */
+	__u64 gc_flags;	     /* address of the objspace flags word (during_gc, mode); 0: unknown */
+	__u64 gc_running_ec; /* address of the main ractor's running EC (3.0+); 0: not checked */
 	struct rp_vm_offsets off;
 };
 
 /* ---- statistics (per-CPU array, index = RP_STAT_*) ---------------------------------------- */
 
-#define RP_STAT_SAMPLES	     0 /* perf_event samples taken */
-#define RP_STAT_RUBY_SAMPLES 1 /* samples of a known Ruby process */
-#define RP_STAT_RUBY_STACKS  2 /* samples that produced a Ruby stack */
-#define RP_STAT_NO_EC	     3 /* Ruby process, thread without an EC */
-#define RP_STAT_READ_FAILED  4 /* a user-memory read failed */
-#define RP_STAT_BAD_EC	     5 /* EC shape check failed */
-#define RP_STAT_RB_DROPPED   6 /* ring-buffer output failed (full) */
-#define RP_STAT_TRUNCATED    7 /* stacks cut at max_frames */
-#define RP_STAT_NOT_GVL	     8 /* Ruby < 3.0: sample of a thread that does not hold the GVL */
-#define RP_STAT_FRAMES	     9 /* frames sent */
-#define RP_STAT_MAX	     10
+#define RP_STAT_SAMPLES	     0	/* perf_event samples taken */
+#define RP_STAT_RUBY_SAMPLES 1	/* samples of a known Ruby process */
+#define RP_STAT_RUBY_STACKS  2	/* samples that produced a Ruby stack */
+#define RP_STAT_NO_EC	     3	/* Ruby process, thread without an EC */
+#define RP_STAT_READ_FAILED  4	/* a user-memory read failed */
+#define RP_STAT_BAD_EC	     5	/* EC shape check failed */
+#define RP_STAT_RB_DROPPED   6	/* ring-buffer output failed (full) */
+#define RP_STAT_TRUNCATED    7	/* stacks cut at max_frames */
+#define RP_STAT_NOT_GVL	     8	/* Ruby < 3.0: sample of a thread that does not hold the GVL */
+#define RP_STAT_FRAMES	     9	/* frames sent */
+#define RP_STAT_GC	     10 /* samples taken while this thread ran the garbage collector */
+#define RP_STAT_MAX	     11
 
 /* ---- task iterator output (fsbase of each thread of one process) -------------------------- */
 
@@ -150,7 +155,7 @@ struct rp_thread_tp {
 #ifndef __cplusplus
 _Static_assert(sizeof(struct rp_frame) == 24, "rp_frame layout");
 _Static_assert(sizeof(struct rp_vm_offsets) == 24, "rp_vm_offsets layout");
-_Static_assert(sizeof(struct rp_proc) == 64, "rp_proc layout");
+_Static_assert(sizeof(struct rp_proc) == 80, "rp_proc layout");
 _Static_assert(sizeof(struct rp_thread_tp) == 16, "rp_thread_tp layout");
 _Static_assert(__builtin_offsetof(struct rp_sample, frames) == RP_SAMPLE_HDR_SIZE,
 	       "rp_sample header");

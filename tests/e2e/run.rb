@@ -26,6 +26,8 @@ class RubyRuntime
     @name, @root, @bin = name, root, bin
   end
 
+  def version = name.delete_prefix("ruby-")
+
   # Directory for scripts and outputs, and the same directory as the Ruby process sees it.
   def workdir
     @workdir ||= begin
@@ -38,15 +40,15 @@ class RubyRuntime
     root ? path.delete_prefix(root) : path
   end
 
+  # Copies the test scripts into workdir (once); returns the path of `name` there.
   def script(name)
-    dst = File.join(workdir, name)
-    FileUtils.cp(File.join(SCRIPTS, name), dst)
-    dst
+    @copied ||= Dir[File.join(SCRIPTS, "*.rb")].each { |f| FileUtils.cp(f, workdir) }
+    File.join(workdir, name)
   end
 
   # argv that runs a script (a path in workdir) with this Ruby
-  def argv(script, *args, env: {})
-    cmd = [bin, inside(script), *args.map { |a| a.start_with?(workdir) ? inside(a) : a }]
+  def argv(script, *args, env: {}, ruby_opts: [])
+    cmd = [bin, *ruby_opts, inside(script), *args.map { |a| a.start_with?(workdir) ? inside(a) : a }]
     cmd = ["chroot", root, *cmd] if root
     env.empty? ? cmd : ["env", *env.map { |k, v| "#{k}=#{v}" }, *cmd]
   end
@@ -70,9 +72,10 @@ class E2E
   def check(cond, msg) = (cond or fail!(msg))
 
   # Starts a script that writes its facts (Marshal) to a file, and waits for them.
-  def start(script, *args, env: {}, timeout: 30)
+  def start(script, *args, env: {}, ruby_opts: [], timeout: 30)
     out = File.join(@rt.workdir, "facts-#{script}-#{rand(1 << 30)}")
-    pid = Process.spawn(*@rt.argv(@rt.script(script), out, *args, env: env), pgroup: true)
+    pid = Process.spawn(*@rt.argv(@rt.script(script), out, *args, env: env, ruby_opts: ruby_opts),
+                        pgroup: true)
     @pids << pid
     deadline = Time.now + timeout
     until File.exist?(out)
@@ -106,6 +109,11 @@ class E2E
 
   # Whether a frame is method `name`: Ruby 3.4+ labels carry the owner ("Object#name").
   def method?(loc, name) = loc.name == name || loc.name.end_with?("##{name}", ".#{name}")
+
+  # Whether a profile frame is the frame Ruby described (label, path, line).
+  def same?(loc, want) = loc.name == want["label"] && loc.file == want["path"] && loc.line == want["lineno"]
+
+  def show(frames) = frames.map { |w| "#{w["label"]} #{w["path"]}:#{w["lineno"]}" }.join("\n  ")
 
   def fmt(loc, prof) = "#{loc.name} #{loc.file}:#{loc.line}#{prof.cfunc?(loc) ? " [c]" : ""}"
 

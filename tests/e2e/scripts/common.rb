@@ -1,0 +1,18 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Shared by the test scripts: how a script reports what Ruby says about itself.
+
+def location_facts(locs)
+  locs.map { |l| { "label" => l.label, "path" => l.path, "lineno" => l.lineno } }
+end
+
+# Writes facts (Marshal) atomically to path.
+def write_facts(path, facts)
+  File.write(path + ".tmp", Marshal.dump({ "pid" => Process.pid, "version" => RUBY_VERSION }.merge(facts)))
+  File.rename(path + ".tmp", path)
+end
+
+def monotonic
+
+  Process.clock_gettime(Process::CLOCK_MONOTONIC)
+
+end

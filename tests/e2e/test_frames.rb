@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Frames as Ruby shows them (issue 4): every label kind, GC, JIT, and stacks of any depth.
+class E2E
+  # Ruby's own frames that rubyprofd marks: "[JIT code]", "(garbage collection)", ...
+  def marks(prof, frames) = frames.take_while { |l| prof.mappings[l.mapping] == "[rubyprofd]" }
+
+  # Every label kind: each case's stack equals what caller_locations said in the same process.
+  def test_labels
+    script = @rt.script("labels.rb")
+    facts_path = File.join(@rt.workdir, "labels-facts")
+    path, _, stderr, = rubyprofd("--", *@rt.argv(script, facts_path))
+    facts = Marshal.load(File.binread(facts_path))
+    prof = PprofRaw.read(path)
+    hot_line = facts["cases"].first[1][0]["lineno"]
+    failures = []
+    facts["cases"].each do |name, want|
+      # samples of this case: the caller of spin is the case's frame
+      mine = prof.samples.select do |s|
+        f = prof.frames(s)
+        f.size == want.size && f[0].line == hot_line && same?(f[1], want[1])
+      end
+      n = mine.sum(&:count)
+      exact = mine.select { |s| prof.frames(s).zip(want).all? { |f, w| same?(f, w) } }.sum(&:count)
+      if n < 5 || exact < 0.9 * n
+        best = mine.max_by(&:count)
+        failures << "#{name}: #{exact}/#{n} samples exact; Ruby says:\n  #{show(want)}" +
+                    (best ? "\n rubyprofd:\n  " + prof.frames(best).map { |l| fmt(l, prof) }.join("\n  ") : "")
+      end
+    end
+    check(failures.empty?, failures.join("\n") + "\n#{stderr}")
+    "#{facts["cases"].size} label kinds exact"
+  end
+
+  # GC: "(garbage collection)" and its phase on top of the Ruby stack that triggered it.
+  def test_gc
+    facts = start("gc_churn.rb")
+    path, = rubyprofd("--pid", facts["pid"].to_s, "--duration", "4")
+    prof = PprofRaw.read(path)
+    samples = prof.samples_of(facts["pid"])
+    total = samples.sum(&:count)
+    want = facts["frames"]
+    gc = samples.select { |s| marks(prof, prof.frames(s)).any? { |l| l.name == "(garbage collection)" } }
+    ngc = gc.sum(&:count)
+    check(ngc >= 0.5 * total, "only #{ngc}/#{total} samples in GC")
+    phased = gc.select { |s| %w[(marking) (sweeping) (compacting)].include?(prof.frames(s)[0].name) }.sum(&:count)
+    check(phased >= 0.8 * ngc, "only #{phased}/#{ngc} GC samples name their phase")
+    # below the marks and GC.start's own frames: exactly the stack Ruby reported
+    under = gc.select do |s|
+      f = prof.frames(s).drop_while { |l| prof.mappings[l.mapping] == "[rubyprofd]" || method?(l, "start") }
+      f.size == want.size && f.zip(want).all? { |a, w| same?(a, w) }
+    end.sum(&:count)
+    check(under >= 0.9 * ngc, "#{under}/#{ngc} GC samples sit on Ruby's stack:\n  #{show(want)}")
+    "#{ngc}/#{total} samples in GC, #{phased} with a phase"
+  end
+
+  # YJIT: the leaf is marked, its line is not made up, every frame below is exact.
+  def test_yjit
+    raise Skip, "YJIT came with Ruby 3.1, this is #{@rt.name}" if Gem::Version.new(@rt.version) < Gem::Version.new("3.1")
+    facts = start("jit.rb", ruby_opts: ["--yjit"])
+    raise Skip, "this Ruby (#{facts["version"]}) has no YJIT" unless facts["yjit"]
+    path, = rubyprofd("--pid", facts["pid"].to_s, "--duration", "4")
+    prof = PprofRaw.read(path)
+    samples = prof.samples_of(facts["pid"])
+    total = samples.sum(&:count)
+    want = facts["frames"] # step, batch, block in hot, loop, hot, <main>
+    jit = samples.select { |s| marks(prof, prof.frames(s)).any? { |l| l.name == "[JIT code]" } }
+    njit = jit.sum(&:count)
+    check(njit >= 0.2 * total, "only #{njit}/#{total} samples marked as JIT code")
+    bad = jit.reject do |s|
+      f = prof.frames(s).drop(1) # the mark
+      leaf = f.shift
+      # the leaf is step or batch at line 0 (rb_profile_frames' answer) or its true line
+      k = want.index { |w| w["label"] == leaf.name }
+      k && leaf.file == want[k]["path"] && [0, want[k]["lineno"]].include?(leaf.line) &&
+        f.size == want.size - k - 1 && f.zip(want.drop(k + 1)).all? { |a, w| same?(a, w) } ||
+        (k && f.size == want.size - k - 1 && f.each_with_index.all? { |a, j| same?(a, want[k + 1 + j]) || (method?(a, "batch") && a.file == want[1]["path"]) })
+    end
+    nbad = bad.sum(&:count)
+    check(nbad <= 0.1 * njit, "#{nbad}/#{njit} JIT samples differ from Ruby's stack:\n  #{show(want)}\nfirst:\n  " +
+          (bad.first ? prof.frames(bad.first).map { |l| fmt(l, prof) }.join("\n  ") : ""))
+    "#{njit}/#{total} samples in JIT code"
+  end
+
+  def deep_stack(depth, max_frames, env = {})
+    facts = start("deep.rb", depth.to_s, env: env, timeout: 60)
+    want = facts["frames"]
+    check(want.size >= depth, "Ruby reports #{want.size} frames, expected #{depth}")
+    path, stdout, = rubyprofd("--pid", facts["pid"].to_s, "--duration", "4", "--max-frames", max_frames.to_s)
+    prof = PprofRaw.read(path)
+    [facts, want, prof, prof.samples_of(facts["pid"]), stdout]
+  end
+
+  # The spinning script is in its block (Ruby's recorded stack) or between two calls of it, in
+  # Kernel#loop's C code (the same stack without the block frame).
+  def spin_stacks(want) = [want, want.drop(1)]
+
+  def whole?(frames, want) = spin_stacks(want).any? { |w| frames.size == w.size && frames.zip(w).all? { |a, b| same?(a, b) } }
+
+  # Stacks deeper than the default limit arrive whole when the limit is raised.
+  def test_deep_5000
+    _, want, prof, samples, = deep_stack(5000, 12_000)
+    total = samples.sum(&:count)
+    exact = samples.select { |s| whole?(prof.frames(s), want) }.sum(&:count)
+    check(total >= 50 && exact >= 0.9 * total, "#{exact}/#{total} samples hold all #{want.size} frames")
+    "#{exact}/#{total} samples with #{want.size} frames"
+  end
+
+  def test_deep_10000
+    _, want, prof, samples, = deep_stack(10_000, 12_000, "RUBY_THREAD_VM_STACK_SIZE" => (32 << 20).to_s)
+    total = samples.sum(&:count)
+    exact = samples.select { |s| whole?(prof.frames(s), want) }.sum(&:count)
+    check(total >= 50 && exact >= 0.9 * total, "#{exact}/#{total} samples hold all #{want.size} frames")
+    "#{exact}/#{total} samples with #{want.size} frames"
+  end
+
+  # Past --max-frames: the leaf frames, then "[truncated: N frames]", counted in the summary.
+  def test_truncated
+    _, want, prof, samples, stdout = deep_stack(5000, 1000)
+    total = samples.sum(&:count)
+    good = samples.select do |s|
+      f = prof.frames(s)
+      spin_stacks(want).any? do |w|
+        f.size == 1001 && f.first(1000).zip(w).all? { |a, b| same?(a, b) } &&
+          f.last.name == "[truncated: #{w.size - 1000} frames]"
+      end
+    end.sum(&:count)
+    check(total >= 50 && good >= 0.9 * total, "#{good}/#{total} samples keep 1000 leaf frames and a truncation frame")
+    check(stdout =~ /truncated: (\d+)/ && $1.to_i >= good, "the summary does not count them:\n#{stdout}")
+    "#{good}/#{total} samples truncated to 1000 + 1"
+  end
+end
