@@ -186,7 +186,7 @@ static struct elf_file *debug_candidate(const char *root, const char *path, cons
 {
 	struct elf_file *dbg = NULL;
 	char id[128];
-	uint32_t c;
+	uint32_t c = 0;
 	int fd, err;
 
 	fd = open_in_root(root, path);

@@ -187,8 +187,9 @@ const struct ruby_offsets *ruby_offsets_find(const char *version, bool *exact)
 	if (ruby_version_parse(version, &ma, &mi, &te))
 		return NULL;
 	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		ruby_version_parse(rows[i].first, &fa, &fi, &ft);
-		ruby_version_parse(rows[i].last, &la, &li, &lt);
+		if (ruby_version_parse(rows[i].first, &fa, &fi, &ft) ||
+		    ruby_version_parse(rows[i].last, &la, &li, &lt))
+			continue;
 		if (ma != fa || mi != fi)
 			continue;
 		*exact = version_cmp(ma, mi, te, fa, fi, ft) >= 0 &&

@@ -51,7 +51,11 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	/* libbpf's own messages are details; our callers report failures in their words. */
 	if (log_get_level() < LOG_LVL_DEBUG)
 		return 0;
+		/* libbpf hands us its own format strings */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
 	vsnprintf(buf, sizeof(buf), fmt, ap);
+#pragma GCC diagnostic pop
 	len = strlen(buf);
 	if (len && buf[len - 1] == '\n')
 		buf[len - 1] = '\0';

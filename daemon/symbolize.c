@@ -150,7 +150,7 @@ unsigned int succ_index_lookup(const uint64_t imm[SUCC_IMM_WORDS], const uint8_t
 	small = bit / 64;
 	memcpy(&rank, block, sizeof(rank));
 	memcpy(&small_ranks, block + 8, sizeof(small_ranks));
-	memcpy(&bits, block + 16 + small * 8, sizeof(bits));
+	memcpy(&bits, block + 16 + (size_t)small * 8, sizeof(bits));
 	small_rank = small == 0 ? 0 : (small_ranks >> ((small - 1) * 9)) & 0x1ff;
 	return rank + small_rank + __builtin_popcountll(bits << (63 - bit % 64));
 }
