@@ -19,6 +19,12 @@ enum rstring_layout {
 	RSTRING_LEN_FIELD = 2,	  /* >= 3.2: len at +16 (embedded or not), embedded bytes at +24 */
 };
 
+enum class_names {
+	CLASS_NAMES_NONE = 0,
+	CLASS_NAMES_IVTBL, /* __classpath__ / __attached__ in an st_table */
+	CLASS_NAMES_FIELD, /* classpath, permanent_classpath, attached_object fields */
+};
+
 /* How a thread's pthread id is reached from rb_thread_t. */
 enum thread_id_path {
 	THREAD_ID_DIRECT = 1, /* th->thread_id (<= 3.1) */
@@ -62,7 +68,12 @@ struct ruby_offsets {
 	/* Ruby 3.4+ prints labels with their owner (Foo::Bar#baz, Foo.bar, Integer#times) and hides
 	 * the method frame that owns a rescue/ensure clause. */
 	bool qualified_labels;
-	/* class names (3.3+: a classpath field in the embedded classext) */
+	/* Where class names are: hidden ivars in the classext's iv_tbl (2.6 - 3.1), shape-indexed
+	 * ivars (3.2, not read: labels stay bare), a classpath field (3.3+). */
+	enum class_names class_names;
+	uint16_t class_ext;  /* IVTBL: RClass -> rb_classext_t * */
+	uint16_t ext_iv_tbl; /* IVTBL: rb_classext_t -> st_table *iv_tbl */
+	/* FIELD: */
 	uint16_t class_classpath; /* String VALUE, 0: none */
 	uint16_t class_permanent; /* byte, bit 0: the classpath is permanent */
 	uint16_t class_attached;  /* singleton class -> attached object */

@@ -120,3 +120,70 @@ int rvalue_check_symbols(pid_t pid, const struct ruby_offsets *off, uint64_t sym
 		return -EINVAL;
 	return (flags & RUBY_T_MASK) == RUBY_T_ARRAY ? 0 : -EINVAL;
 }
+
+/* A static Symbol immediate: (ID << RUBY_SPECIAL_SHIFT) | SYMBOL_FLAG */
+#define SYMBOL_FLAG   0x0c
+#define SPECIAL_SHIFT 8
+
+int rvalue_find_id(pid_t pid, const struct ruby_offsets *off, uint64_t symbols, const char *name,
+		   uint64_t max_serial, uint64_t *id)
+{
+	uint64_t ids, chunk, hdr[5], pair[2], serial, entries = 0;
+	char buf[64];
+	size_t want = strlen(name);
+	int err;
+
+	if (!symbols || want >= sizeof(buf))
+		return -ENOENT;
+	err = procmem_u64(pid, symbols + off->symbols_ids, &ids);
+	if (err)
+		return err;
+	for (serial = 1; serial < max_serial; serial++) {
+		if (serial % ID_ENTRY_UNIT == 0 || serial == 1) {
+			/* a chunk is a heap RArray: its elements are at hdr[4] */
+			err = rvalue_array_entry(pid, ids, serial / ID_ENTRY_UNIT, &chunk);
+			if (err)
+				return err == -ERANGE ? -ENOENT : err;
+			err = procmem_read(pid, chunk, hdr, sizeof(hdr));
+			if (err)
+				return err;
+			if ((hdr[0] & RUBY_T_MASK) != RUBY_T_ARRAY || (hdr[0] & RARRAY_EMBED_FLAG))
+				return -ENOENT;
+			entries = hdr[4];
+		}
+		if (procmem_read(pid, entries + (serial % ID_ENTRY_UNIT) * ID_ENTRY_SIZE * 8, pair,
+				 sizeof(pair)))
+			continue;
+		if (rvalue_string(pid, off, pair[0], buf, sizeof(buf)) || strcmp(buf, name) != 0)
+			continue;
+		if ((pair[1] & 0xff) != SYMBOL_FLAG)
+			return -ENOENT; /* a dynamic symbol: not one of the VM's own names */
+		*id = pair[1] >> SPECIAL_SHIFT;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int rvalue_st_lookup(pid_t pid, uint64_t table, uint64_t key, uint64_t *val)
+{
+	/* st_table: ..., entries_start +32, entries_bound +40, entries +48 */
+	uint64_t hdr[7], e[3];
+	uint64_t i;
+	int err;
+
+	err = procmem_read(pid, table, hdr, sizeof(hdr));
+	if (err)
+		return err;
+	if (hdr[5] < hdr[4] || hdr[5] - hdr[4] > 256)
+		return -ENOENT;
+	for (i = hdr[4]; i < hdr[5]; i++) {
+		/* st_table_entry { hash, key, record } */
+		if (procmem_read(pid, hdr[6] + i * sizeof(e), e, sizeof(e)))
+			return -EFAULT;
+		if (e[1] == key) {
+			*val = e[2];
+			return 0;
+		}
+	}
+	return -ENOENT;
+}

@@ -51,6 +51,17 @@ int rvalue_array_entry(pid_t pid, uint64_t ary, uint64_t i, uint64_t *out);
 int rvalue_id_name(pid_t pid, const struct ruby_offsets *off, uint64_t symbols, uint64_t id,
 		   char *buf, size_t len);
 
+/*
+ * The ID whose name is `name`, searched among the first max_serial IDs of the global symbol
+ * table (names interned at boot, such as "__classpath__", come early). 0, -ENOENT or -errno.
+ */
+int rvalue_find_id(pid_t pid, const struct ruby_offsets *off, uint64_t symbols, const char *name,
+		   uint64_t max_serial, uint64_t *id);
+
+/* Value of `key` in a Ruby st_table (open addressing, 2.4+), scanning at most 256 entries.
+ * 0, -ENOENT or -errno. */
+int rvalue_st_lookup(pid_t pid, uint64_t table, uint64_t key, uint64_t *val);
+
 /* Structural check of a global symbol table candidate. 0 when it looks right, else -EINVAL. */
 int rvalue_check_symbols(pid_t pid, const struct ruby_offsets *off, uint64_t symbols);
 

@@ -41,7 +41,9 @@ struct symbolizer {
 	uint64_t cand[8];
 	unsigned int ncand;
 	int64_t next_try_ns;
-	char *scratch_label; /* an uncached label, valid until the next call */
+	char *scratch_label;	/* an uncached label, valid until the next call */
+	uint64_t hidden_ids[2]; /* IDs of __classpath__ and __attached__ (before 3.2) */
+	int hidden_ids_tried[2];
 	struct hmap iseqs;   /* iseq -> struct iseq_info * */
 	struct hmap lines;   /* (iseq, pc) -> line + 1 */
 	struct hmap cfuncs;  /* me -> char * */
@@ -340,6 +342,35 @@ static uint64_t frame_method_entry(struct symbolizer *sym, uint64_t ep)
 	return 0;
 }
 
+/* IDs of the hidden ivars that hold names before 3.2, found once per process. */
+static int hidden_id(struct symbolizer *sym, int which, uint64_t *id)
+{
+	static const char *const names[] = {"__classpath__", "__attached__"};
+
+	if (!sym->hidden_ids_tried[which]) {
+		sym->hidden_ids_tried[which] = 1;
+		if (!sym->symbols && sym->ncand)
+			retry_symbols(sym);
+		if (rvalue_find_id(sym->pid, sym->off, sym->symbols, names[which], 8192,
+				   &sym->hidden_ids[which]))
+			sym->hidden_ids[which] = 0;
+	}
+	*id = sym->hidden_ids[which];
+	return *id ? 0 : -ENOENT;
+}
+
+/* A hidden ivar of a class (2.6 - 3.1): classext -> iv_tbl (st_table) -> value. */
+static int class_ivar(struct symbolizer *sym, uint64_t klass, int which, uint64_t *val)
+{
+	uint64_t ext, tbl, id;
+
+	if (hidden_id(sym, which, &id) ||
+	    procmem_u64(sym->pid, klass + sym->off->class_ext, &ext) || !ext ||
+	    procmem_u64(sym->pid, ext + sym->off->ext_iv_tbl, &tbl) || !tbl)
+		return -ENOENT;
+	return rvalue_st_lookup(sym->pid, tbl, id, val);
+}
+
 /* The permanent class path of a class or module, or -ENOENT (anonymous, temporary). */
 static int class_path(struct symbolizer *sym, uint64_t klass, uint64_t flags, char *buf, size_t len)
 {
@@ -348,10 +379,35 @@ static int class_path(struct symbolizer *sym, uint64_t klass, uint64_t flags, ch
 
 	if ((flags & RUBY_T_MASK) != RUBY_T_CLASS && (flags & RUBY_T_MASK) != RUBY_T_MODULE)
 		return -ENOENT;
-	if (procmem_read(sym->pid, klass + sym->off->class_permanent, &permanent, 1) ||
-	    !(permanent & 1) || procmem_u64(sym->pid, klass + sym->off->class_classpath, &path))
+	switch (sym->off->class_names) {
+	case CLASS_NAMES_FIELD:
+		if (procmem_read(sym->pid, klass + sym->off->class_permanent, &permanent, 1) ||
+		    !(permanent & 1) ||
+		    procmem_u64(sym->pid, klass + sym->off->class_classpath, &path))
+			return -ENOENT;
+		break;
+	case CLASS_NAMES_IVTBL:
+		/* __classpath__ holds permanent names only (__tmp_classpath__ the others) */
+		if (class_ivar(sym, klass, 0, &path))
+			return -ENOENT;
+		break;
+	default:
 		return -ENOENT;
+	}
 	return rvalue_string(sym->pid, sym->off, path, buf, len) || !buf[0] ? -ENOENT : 0;
+}
+
+/* The object a singleton class is attached to. */
+static int attached_object(struct symbolizer *sym, uint64_t klass, uint64_t *obj)
+{
+	switch (sym->off->class_names) {
+	case CLASS_NAMES_FIELD:
+		return procmem_u64(sym->pid, klass + sym->off->class_attached, obj);
+	case CLASS_NAMES_IVTBL:
+		return class_ivar(sym, klass, 1, obj);
+	default:
+		return -ENOENT;
+	}
 }
 
 /* rb_gen_method_name()'s prefix for methods owned by klass: "Foo::Bar#", "Foo." or "". */
@@ -368,7 +424,7 @@ static const char *owner_prefix(struct symbolizer *sym, uint64_t klass)
 		return "";
 	if ((flags & RUBY_T_MASK) == RUBY_T_CLASS && (flags & sym->off->fl_singleton)) {
 		/* a singleton class: "Attached." when the attached object is a named module */
-		if (procmem_u64(sym->pid, klass + sym->off->class_attached, &attached) == 0 &&
+		if (attached_object(sym, klass, &attached) == 0 &&
 		    rvalue_flags(sym->pid, attached, &aflags) == 0 &&
 		    class_path(sym, attached, aflags, path, sizeof(path) - 1) == 0) {
 			n = strlen(path);
@@ -478,12 +534,42 @@ bare:
 	return 0;
 }
 
+/*
+ * Before 3.4 Ruby prints bare method names ("block in foo", "rescue in foo"); rubyprofd still
+ * names the owner, inside Ruby's own label: "block in Foo#foo". Same return as qualified_label.
+ */
+static int owner_in_label(struct symbolizer *sym, struct iseq_info *info, uint64_t ep, char *buf,
+			  size_t len)
+{
+	struct iseq_info *local = info;
+	const char *prefix;
+	size_t ll, nl;
+	int n;
+
+	if (info->local && info->local != info->iseq)
+		local = get_iseq(sym, info->local);
+	snprintf(buf, len, "%s", info->label);
+	if (!local || local->type != ISEQ_TYPE_METHOD)
+		return 1;
+	prefix = method_owner(sym, local->iseq, ep);
+	if (!prefix)
+		return 0;
+	ll = strlen(info->label);
+	nl = strlen(local->label);
+	/* Ruby's label ends with the method's name: put the owner in front of it */
+	if (!*prefix || nl > ll || strcmp(info->label + ll - nl, local->label) != 0)
+		return 1;
+	n = snprintf(buf, len, "%.*s%s%s", (int)(ll - nl), info->label, prefix, local->label);
+	return n >= 0 && (size_t)n < len;
+}
+
 int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit, uint64_t ep,
 		   struct sym_iseq *out)
 {
 	char buf[RVALUE_STR_MAX + 64];
 	struct iseq_info *info;
 	uint64_t val;
+	int final;
 
 	info = get_iseq(sym, iseq);
 	if (!info) {
@@ -492,10 +578,14 @@ int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit, 
 	}
 	out->label = info->label;
 	out->label_final = 1;
-	if (sym->off->qualified_labels) {
-		if (info->qlabel) {
-			out->label = info->qlabel;
-		} else if (qualified_label(sym, info, ep, buf, sizeof(buf))) {
+	if (info->qlabel) {
+		out->label = info->qlabel;
+	} else if (sym->off->class_names != CLASS_NAMES_NONE) {
+		if (sym->off->qualified_labels)
+			final = qualified_label(sym, info, ep, buf, sizeof(buf));
+		else
+			final = owner_in_label(sym, info, ep, buf, sizeof(buf));
+		if (final) {
 			info->qlabel = strdup(buf);
 			if (info->qlabel)
 				out->label = info->qlabel;
@@ -556,7 +646,7 @@ int symbolize_cfunc(struct symbolizer *sym, uint64_t me, const char **name)
 		err = rvalue_id_name(sym->pid, sym->off, sym->symbols, id, buf, sizeof(buf));
 	if (!err && !buf[0])
 		err = -ENOENT;
-	if (!err && sym->off->qualified_labels &&
+	if (!err && sym->off->class_names != CLASS_NAMES_NONE &&
 	    procmem_u64(sym->pid, me + sym->off->me_owner, &owner) == 0)
 		prefix = owner_prefix(sym, owner);
 	if (err) {

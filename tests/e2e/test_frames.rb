@@ -13,7 +13,7 @@ class E2E
     prof = PprofRaw.read(path)
     hot_line = facts["cases"].first[1][0]["lineno"]
     failures = []
-    facts["cases"].each do |name, want|
+    facts["cases"].each do |name, want, owner_labels|
       # samples of this case: the caller of spin is the case's frame
       mine = prof.samples.select do |s|
         f = prof.frames(s)
@@ -21,8 +21,14 @@ class E2E
       end
       n = mine.sum(&:count)
       exact = mine.select { |s| prof.frames(s).zip(want).all? { |f, w| same?(f, w) } }.sum(&:count)
-      if n < 5 || exact < 0.9 * n
+      # the owner, as the script knows it: rubyprofd prints it on every version
+      named = mine.select do |s|
+        f = prof.frames(s)
+        owner_labels.all? { |i, label| f[i].name == label }
+      end.sum(&:count)
+      if n < 5 || exact < 0.9 * n || named < 0.9 * n
         best = mine.max_by(&:count)
+        failures << "#{name}: owner labels #{owner_labels.inspect}: #{named}/#{n}" if named < 0.9 * n
         failures << "#{name}: #{exact}/#{n} samples exact; Ruby says:\n  #{show(want)}" +
                     (best ? "\n rubyprofd:\n  " + prof.frames(best).map { |l| fmt(l, prof) }.join("\n  ") : "")
       end
@@ -101,7 +107,7 @@ class E2E
     _, want, prof, samples, = deep_stack(5000, 12_000)
     total = samples.sum(&:count)
     exact = samples.select { |s| whole?(prof.frames(s), want) }.sum(&:count)
-    check(total >= 50 && exact >= 0.9 * total, "#{exact}/#{total} samples hold all #{want.size} frames")
+    check(total >= 20 && exact >= 0.9 * total, "#{exact}/#{total} samples hold all #{want.size} frames")
     "#{exact}/#{total} samples with #{want.size} frames"
   end
 
@@ -109,7 +115,7 @@ class E2E
     _, want, prof, samples, = deep_stack(10_000, 12_000, "RUBY_THREAD_VM_STACK_SIZE" => (32 << 20).to_s)
     total = samples.sum(&:count)
     exact = samples.select { |s| whole?(prof.frames(s), want) }.sum(&:count)
-    check(total >= 50 && exact >= 0.9 * total, "#{exact}/#{total} samples hold all #{want.size} frames")
+    check(total >= 20 && exact >= 0.9 * total, "#{exact}/#{total} samples hold all #{want.size} frames")
     "#{exact}/#{total} samples with #{want.size} frames"
   end
 
@@ -124,7 +130,7 @@ class E2E
           f.last.name == "[truncated: #{w.size - 1000} frames]"
       end
     end.sum(&:count)
-    check(total >= 50 && good >= 0.9 * total, "#{good}/#{total} samples keep 1000 leaf frames and a truncation frame")
+    check(total >= 20 && good >= 0.9 * total, "#{good}/#{total} samples keep 1000 leaf frames and a truncation frame")
     check(stdout =~ /truncated: (\d+)/ && $1.to_i >= good, "the summary does not count them:\n#{stdout}")
     "#{good}/#{total} samples truncated to 1000 + 1"
   end
