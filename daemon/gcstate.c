@@ -93,6 +93,7 @@ int gcstate_find(pid_t pid, struct elf_file *ef, uint64_t bias, const struct rub
 	    (ec == 0 || rvalue_is_heap(ec)))
 		out->running_ec = ractor + off->ractor_running_ec;
 	snprintf(how, howlen, "GC flags at objspace+%u (rb_during_gc code, vm->objspace at +%#x)%s",
-		 flags_off, objspace_off, out->running_ec ? "" : ", GVL holder not checked");
+		 flags_off, objspace_off,
+		 out->running_ec || !off->ractor_running_ec ? "" : ", GVL holder not checked");
 	return 0;
 }

@@ -19,6 +19,10 @@ def spin(name, owner_labels = {})
   end
 end
 
+# Warm-up: rubyprofd may still be finding this process (a command it just started).
+warm = monotonic + 1.0
+nil while monotonic < warm
+
 module Outer
   class Inner
     def inst
