@@ -107,6 +107,19 @@ class E2E
     [out, stdout, stderr, st]
   end
 
+  # Starts a script, profiles it with --pid for `duration` seconds, and reads the profile back.
+  Run = Struct.new(:facts, :prof, :samples, :total, :stdout)
+  def profile_script(script, *args, duration: 5, flags: [], env: {}, ruby_opts: [], timeout: 30)
+    facts = start(script, *args, env: env, ruby_opts: ruby_opts, timeout: timeout)
+    yield facts if block_given?
+    path, stdout, = rubyprofd("--pid", facts["pid"].to_s, "--duration", duration.to_s, *flags)
+    prof = PprofRaw.read(path)
+    samples = prof.samples_of(facts["pid"])
+    total = samples.sum(&:count)
+    check(total >= 20, "only #{total} samples of pid #{facts["pid"]} in #{duration} s at 99 Hz")
+    Run.new(facts, prof, samples, total, stdout)
+  end
+
   # Whether a frame is method `name`: Ruby 3.4+ labels carry the owner ("Object#name").
   def method?(loc, name) = loc.name == name || loc.name.end_with?("##{name}", ".#{name}")
 
@@ -114,9 +127,11 @@ class E2E
   # owner on every version ("block in Foo#bar"); Ruby before 3.4 prints the bare method name,
   # so there the comparison is on the method part (the owner is checked where the script knows it).
   def same?(loc, want)
-    label = qualified_ruby? ? loc.name : unqualify(loc.name)
-    label == want["label"] && loc.file == want["path"] && loc.line == want["lineno"]
+    ruby_label(loc) == want["label"] && loc.file == want["path"] && loc.line == want["lineno"]
   end
+
+  # A profile frame's label as this Ruby's own backtrace prints it.
+  def ruby_label(loc) = qualified_ruby? ? loc.name : unqualify(loc.name)
 
   def qualified_ruby? = Gem::Version.new(@rt.version) >= Gem::Version.new("3.4")
 

@@ -3,12 +3,8 @@
 class E2E
   # (a) every frame equals Ruby's own caller_locations, C functions marked, >= 90 % of samples
   def test_exact_stack
-    facts = start("exact_stack.rb")
-    path, = rubyprofd("--pid", facts["pid"].to_s, "--duration", "5")
-    prof = PprofRaw.read(path)
-    samples = prof.samples_of(facts["pid"])
-    total = samples.sum(&:count)
-    check(total >= 20, "only #{total} samples of pid #{facts["pid"]} in 5 s at 99 Hz")
+    r = profile_script("exact_stack.rb")
+    facts, prof, samples, total = r.facts, r.prof, r.samples, r.total
     want = facts["frames"]
     matching = samples.select do |s|
       frames = prof.frames(s)
@@ -31,12 +27,8 @@ class E2E
 
   # (b) three spinning threads: a third of the samples each, each under its own tid and name
   def test_three_threads
-    facts = start("threads.rb")
-    path, = rubyprofd("--pid", facts["pid"].to_s, "--duration", "6")
-    prof = PprofRaw.read(path)
-    samples = prof.samples_of(facts["pid"])
-    total = samples.sum(&:count)
-    check(total >= 20, "only #{total} samples")
+    r = profile_script("threads.rb", duration: 6)
+    facts, prof, samples, total = r.facts, r.prof, r.samples, r.total
     shares = %w[alpha beta gamma].map do |name|
       mine = samples.select { |s| prof.frames(s).any? { |l| method?(l, "spin_#{name}") } }
       tids = mine.map { |s| s.labels["tid"] }.uniq
