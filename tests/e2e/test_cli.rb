@@ -33,6 +33,27 @@ class E2E
     "#{n} samples, #{hot} at the hot line"
   end
 
+  # A process that exits while a system-wide run goes on: its samples and names stay.
+  def test_exits_mid_profile
+    result = nil
+    runner = Thread.new { result = rubyprofd("--duration", "6") }
+    sleep 1.5
+    script = @rt.script("short_lived.rb")
+    pid = Process.spawn(*@rt.argv(script, "1.5"))
+    Process.wait(pid)
+    check($?.success?, "the script failed")
+    runner.join
+    path, stdout, stderr, = result
+    prof = PprofRaw.read(path)
+    samples = prof.samples_of(pid)
+    n = samples.sum(&:count)
+    named = samples.select { |s| prof.frames(s).any? { |l| method?(l, "short_lived_work") } }.sum(&:count)
+    check(n >= 20, "only #{n} samples of pid #{pid}\n#{stderr}")
+    check(named >= 0.5 * n, "only #{named}/#{n} samples name short_lived_work after the process exited")
+    check(stderr !~ /error/, "errors:\n#{stderr}")
+    "#{named}/#{n} samples named after exit"
+  end
+
   host_only :test_no_ruby, :test_not_root
 
   # No Ruby: a plain message and a non-zero exit.
