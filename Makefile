@@ -85,7 +85,41 @@ $(BUILD)/fixtures/exetls: tests/fixtures/exetls.c | $(BUILD)/fixtures
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -g -pie -fPIE -Wl,--build-id $< -o $@
 
-FIXTURES := $(BUILD)/fixtures/libtlsfix.so $(BUILD)/fixtures/libtlsfix-stripped.so $(BUILD)/fixtures/exetls
+# Fixtures for the end-to-end tests of unusual Rubies (tests/e2e/test_environments.rb).
+# tests/fixtures/fakeruby.c is a fake Ruby 3.1 VM in an executable with its own TLS (a static Ruby);
+# -rdynamic exports its globals as Ruby exports them. Variants: one claiming an unknown minor
+# version; one with the VM globals hidden (as Ruby 3.3+ has them), its separate debug file, and its
+# stripped copy, whose .gnu_debuglink names that file. The names must contain "ruby" (discover.c).
+FIXTURE_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -O2 -g -Wl,--build-id
+FAKERUBY_FLAGS := $(FIXTURE_CFLAGS) -pie -fPIE -rdynamic
+$(BUILD)/fixtures/fakeruby-static: tests/fixtures/fakeruby.c | $(BUILD)/fixtures
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FAKERUBY_FLAGS) $< -o $@
+$(BUILD)/fixtures/fakeruby-unknown: tests/fixtures/fakeruby.c | $(BUILD)/fixtures
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FAKERUBY_FLAGS) -DFAKE_RUBY_VERSION='"3.9.0"' $< -o $@
+$(BUILD)/fixtures/fakeruby-hidden: tests/fixtures/fakeruby.c | $(BUILD)/fixtures
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FAKERUBY_FLAGS) -DFAKE_HIDDEN $< -o $@
+$(BUILD)/fixtures/fakeruby-hidden.debug: $(BUILD)/fixtures/fakeruby-hidden
+	$(call msg,OBJCOPY,$@)
+	$(Q)objcopy --only-keep-debug $< $@
+$(BUILD)/fixtures/fakeruby-stripped: $(BUILD)/fixtures/fakeruby-hidden $(BUILD)/fixtures/fakeruby-hidden.debug
+	$(call msg,STRIP,$@)
+	$(Q)objcopy --strip-all --add-gnu-debuglink=$(BUILD)/fixtures/fakeruby-hidden.debug $< $@
+
+# A host program that dlopens Debian's libruby (ruby-dev's headers, as system headers: they do not
+# build with -Wextra -Werror; linked with -ldl only).
+RUBY_PC := ruby-3.1
+RUBY_API = $(shell pkg-config --variable=RUBY_API_VERSION $(RUBY_PC))
+$(BUILD)/fixtures/dlhost: tests/fixtures/dlhost.c | $(BUILD)/fixtures
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FIXTURE_CFLAGS) $$(pkg-config --cflags-only-I $(RUBY_PC) | sed 's/-I/-isystem /g') \
+		-DLIBRUBY_SONAME='"libruby-$(RUBY_API).so.$(RUBY_API)"' $< -ldl -o $@
+
+FIXTURES := $(BUILD)/fixtures/libtlsfix.so $(BUILD)/fixtures/libtlsfix-stripped.so $(BUILD)/fixtures/exetls \
+	$(BUILD)/fixtures/fakeruby-static $(BUILD)/fixtures/fakeruby-unknown \
+	$(BUILD)/fixtures/fakeruby-hidden.debug $(BUILD)/fixtures/fakeruby-stripped $(BUILD)/fixtures/dlhost
 
 $(BUILD)/tests/%: tests/unit/%.c $(DAEMON_OBJS) | $(BUILD)/tests
 	$(call msg,CC,$@)
@@ -96,7 +130,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(DAEMON_OBJS) | $(BUILD)/tests
 test-unit: $(UNIT_BINS) $(FIXTURES)
 	$(Q)tests/run-unit.sh $(BUILD) $(UNIT_BINS)
 
-test-e2e: $(BUILD)/rubyprofd
+test-e2e: $(BUILD)/rubyprofd $(FIXTURES)
 	$(Q)ruby tests/e2e/run.rb $(BUILD)
 
 # Unit tests, then the end-to-end tests (root; skipped with the reason otherwise). One summary line.
@@ -133,3 +167,31 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(wildcard $(BUILD)/daemon/*.d $(BUILD)/tests/*.d)
+
+# ---- bench --------------------------------------------------------------------------------------
+
+# `make bench` (root, < 10 min): what rubyprofd costs the hosts it runs on, measured beside a floor
+# program (bench/floor.bpf.c) and peers, written to $(BUILD)/bench/results.md. See README.md.
+$(BUILD)/bench:
+	$(Q)mkdir -p $@
+
+$(BUILD)/bench/floor.bpf.o: bench/floor.bpf.c bench/floor.h $(BUILD)/vmlinux.h | $(BUILD)/bench
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/bench/floor.skel.h: $(BUILD)/bench/floor.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name floor_bpf > $@
+
+$(BUILD)/bench/bpfbench: bench/bpfbench.c $(BUILD)/bench/floor.skel.h
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -iquote bench -iquote $(BUILD)/bench $(LDFLAGS) $< $(LDLIBS) -o $@
+
+bench:
+	$(Q)scripts/deps.sh bench
+	$(Q)$(MAKE) --no-print-directory all $(BUILD)/bench/bpfbench
+	$(Q)ruby bench/run.rb $(BUILD)
+
+SRC_FILES += $(wildcard bench/*.c bench/*.h)
+
+-include $(wildcard $(BUILD)/bench/*.d)

@@ -61,6 +61,16 @@ struct {
 	__type(value, struct rp_scratch);
 } scratch SEC(".maps");
 
+/*
+ * Ring-buffer flags: waking the reader costs an irq_work per record (about 8 us here), and the
+ * daemon polls on a timer anyway; wake it only when the buffer is filling up.
+ */
+static __always_inline __u64 rb_flags(void)
+{
+	return bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > (2u << 20) ? BPF_RB_FORCE_WAKEUP
+									   : BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void stat_add(__u32 idx, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &idx);

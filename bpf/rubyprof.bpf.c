@@ -78,7 +78,7 @@ static __always_inline void emit_empty(struct rp_scratch *s, __u32 flags)
 	s->sample.flags = flags | RP_SAMPLE_LAST;
 	s->sample.nframes = 0;
 	s->sample.truncated = 0;
-	if (bpf_ringbuf_output(&samples, &s->sample, RP_SAMPLE_HDR_SIZE, 0))
+	if (bpf_ringbuf_output(&samples, &s->sample, RP_SAMPLE_HDR_SIZE, rb_flags()))
 		stat_add(RP_STAT_RB_DROPPED, 1);
 }
 
@@ -189,7 +189,7 @@ int rp_on_sample(struct bpf_perf_event_data *ctx)
 		.first = 1,
 	};
 	s->sample.nframes = 0;
-	bpf_loop(n, rp_walk_frame, NULL, 0);
+	bpf_loop((n + RP_CFP_BATCH - 1) / RP_CFP_BATCH, rp_walk_batch, NULL, 0);
 	/* The callback may have flushed chunks: look the scratch space up again. */
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)

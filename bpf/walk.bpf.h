@@ -24,7 +24,7 @@ static __always_inline void rp_walk_flush(struct rp_walk *w, struct rp_scratch *
 	if (nf > RP_CHUNK_FRAMES)
 		nf = RP_CHUNK_FRAMES;
 	size = RP_SAMPLE_HDR_SIZE + (__u64)nf * sizeof(struct rp_frame);
-	if (bpf_ringbuf_output(&samples, &s->sample, size, 0))
+	if (bpf_ringbuf_output(&samples, &s->sample, size, rb_flags()))
 		w->dropped = 1;
 	else
 		w->frames_sent += nf;
@@ -37,44 +37,12 @@ static __always_inline __u64 cfp_field(struct rp_scratch *s, __u32 base, __u32 o
 	return *(__u64 *)(s->cfps + ((base + off) & 0x1f8));
 }
 
-/*
- * One control frame per iteration; every RP_CFP_BATCH-th iteration first copies the next batch.
- * A per-frame callback keeps the verifier's work small, and the walk state lives in the per-CPU
- * map, not on the stack: the verifier does not track map contents, so the callback's states
- * converge instead of being explored once per iteration.
- */
-static long rp_walk_frame(__u32 idx, void *ctx)
+/* Turns the control frame at `base` in the batch into an rp_frame (or skips it). */
+static __always_inline void walk_one(struct rp_scratch *s, struct rp_walk *w, __u32 base)
 {
-	struct rp_scratch *s;
-	struct rp_walk *w;
-	__u32 zero = 0, n, base, nf, jit;
-	__u64 iseq, pc, ep, info, size;
+	__u64 iseq, pc, ep, info;
+	__u32 nf, jit;
 
-	s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!s)
-		return 1;
-	w = &s->walk;
-	if (w->remaining == 0)
-		return 1;
-	if (w->in_batch == w->batch_len) {
-		n = w->remaining < RP_CFP_BATCH ? w->remaining : RP_CFP_BATCH;
-		size = (__u64)n * w->cfp_size;
-		if (size > RP_CFP_BATCH * RP_CFP_MAX_SIZE)
-			size = RP_CFP_BATCH * RP_CFP_MAX_SIZE;
-		/* clang drops a plain mask it can prove redundant, and then bounds another register
-		 * than the one it passes: mask in asm, on the register used (cfps is 1024 bytes). */
-		asm volatile("%[size] &= 1023" : [size] "+r"(size));
-		if (bpf_probe_read_user(s->cfps, size, (const void *)w->cfp)) {
-			w->read_failed = 1;
-			return 1;
-		}
-		w->batch_len = n;
-		w->in_batch = 0;
-	}
-	base = w->in_batch * w->cfp_size;
-	w->in_batch++;
-	w->cfp += w->cfp_size;
-	w->remaining--;
 	/* YJIT leaves the pc of the frame it is running stale (even 0): only the first control
 	 * frame can be such a frame; every frame below it had its pc saved before a call. */
 	jit = w->first && w->off_jit && cfp_field(s, base, w->off_jit);
@@ -86,7 +54,7 @@ static long rp_walk_frame(__u32 idx, void *ctx)
 		pc = cfp_field(s, base, w->off_pc);
 		/* pc == 0: an ifunc frame (C block), skipped as Ruby does, unless it is JIT code */
 		if (!pc && !jit)
-			return 0;
+			return;
 		info = (pc & RP_FRAME_PC_MASK) | (RP_FRAME_KIND_ISEQ << RP_FRAME_KIND_SHIFT);
 		if (jit) {
 			info |= RP_FRAME_FLAG_JIT << RP_FRAME_KIND_SHIFT;
@@ -94,14 +62,14 @@ static long rp_walk_frame(__u32 idx, void *ctx)
 		}
 	} else {
 		if (!ep)
-			return 0;
+			return;
 		/* ep[-2] is the method entry, ep[0] the frame's flags (magic). */
 		if (bpf_probe_read_user(s->ep, sizeof(s->ep), (const void *)(ep - 16))) {
 			w->read_failed = 1;
-			return 0;
+			return;
 		}
 		if ((s->ep[2] & RP_VM_FRAME_MAGIC_MASK) != RP_VM_FRAME_MAGIC_CFUNC)
-			return 0;
+			return;
 		iseq = s->ep[0];
 		info = RP_FRAME_KIND_CFUNC << RP_FRAME_KIND_SHIFT;
 	}
@@ -110,8 +78,46 @@ static long rp_walk_frame(__u32 idx, void *ctx)
 	s->sample.frames[nf & (RP_CHUNK_FRAMES - 1)].info = info;
 	s->sample.frames[nf & (RP_CHUNK_FRAMES - 1)].ep = ep;
 	s->sample.nframes = nf + 1;
-	if (w->remaining && nf + 1 >= RP_CHUNK_FRAMES)
+	if (nf + 1 >= RP_CHUNK_FRAMES)
 		rp_walk_flush(w, s);
+}
+
+/*
+ * One batch of RP_CFP_BATCH control frames per iteration: one copy, then each frame. The walk
+ * state lives in the per-CPU map, not on the stack: the verifier does not track map contents,
+ * so the callback's states converge instead of being explored once per iteration.
+ */
+static long rp_walk_batch(__u32 idx, void *ctx)
+{
+	struct rp_scratch *s;
+	struct rp_walk *w;
+	__u32 zero = 0, n, j;
+	__u64 size;
+
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 1;
+	w = &s->walk;
+	if (w->remaining == 0)
+		return 1;
+	n = w->remaining < RP_CFP_BATCH ? w->remaining : RP_CFP_BATCH;
+	size = (__u64)n * w->cfp_size;
+	if (size > RP_CFP_BATCH * RP_CFP_MAX_SIZE)
+		size = RP_CFP_BATCH * RP_CFP_MAX_SIZE;
+	/* clang drops a plain mask it can prove redundant, and then bounds another register than
+	 * the one it passes: mask in asm, on the register used (cfps is 1024 bytes). */
+	asm volatile("%[size] &= 1023" : [size] "+r"(size));
+	if (bpf_probe_read_user(s->cfps, size, (const void *)w->cfp)) {
+		w->read_failed = 1;
+		return 1;
+	}
+	for (j = 0; j < RP_CFP_BATCH; j++) {
+		if (j >= n)
+			break;
+		walk_one(s, w, j * w->cfp_size);
+	}
+	w->cfp += (__u64)n * w->cfp_size;
+	w->remaining -= n;
 	return w->remaining ? 0 : 1;
 }
 

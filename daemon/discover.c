@@ -662,7 +662,7 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 
 	/* Execution context */
 	if (t->off->ec_is_global) {
-		err = elf_find_symbol(ef, "ruby_current_execution_context_ptr", &sym);
+		err = lookup(&src, "ruby_current_execution_context_ptr", &sym, from, sizeof(from));
 		if (err) {
 			say(why, whylen, "Ruby %s: ruby_current_execution_context_ptr not found",
 			    t->version);
@@ -670,12 +670,17 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 		}
 		t->bpf.ec_mode = RP_EC_GLOBAL;
 		t->bpf.ec_global = t->bias + sym.value;
-		say(t->how_ec, sizeof(t->how_ec), "ruby_current_execution_context_ptr (%s)",
-		    sym_source(&sym));
+		say(t->how_ec, sizeof(t->how_ec), "ruby_current_execution_context_ptr (%s)", from);
 		st = validate_global(pid, t->off, t->bpf.ec_global, tps, ntps, why, whylen);
 	} else {
 		err = find_tls_ec(pid, &src, t->bias, &loc, t->how_ec, sizeof(t->how_ec));
-		if (err) {
+		if (err == -ENOENT) {
+			say(why, whylen,
+			    "Ruby %s: cannot locate ruby_current_ec (no symbol in the file or "
+			    "a debug file, and rb_thread_current's code is not recognized)",
+			    t->version);
+			goto cleanup;
+		} else if (err) {
 			say(why, whylen, "Ruby %s: cannot locate ruby_current_ec (%s)", t->version,
 			    strerror(-err));
 			goto cleanup;

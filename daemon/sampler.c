@@ -347,7 +347,13 @@ int sampler_poll(struct sampler *s, int timeout_ms)
 {
 	int n = ring_buffer__poll(s->rb, timeout_ms);
 
-	return n == -EINTR ? 0 : n;
+	if (n == -EINTR)
+		n = 0;
+	if (n < 0)
+		return n;
+	/* Records are sent without waking us (see rb_flags in the BPF program): after a timeout,
+	 * take what arrived meanwhile. */
+	return n + ring_buffer__consume(s->rb);
 }
 
 int sampler_drain(struct sampler *s)

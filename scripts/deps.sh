@@ -9,6 +9,10 @@ pkgs=(
 	libcriterion-dev ruby ruby-dev golang-go debootstrap			# tests
 	clang-format clang-tidy cppcheck					# make check
 )
+# `scripts/deps.sh bench` (make bench) also installs the peers that the bench measures.
+if [ "${1:-}" = bench ]; then
+	pkgs+=(bpftrace ruby-stackprof)
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do

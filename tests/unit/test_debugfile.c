@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Separate debug files (discover_debug_file): a stripped fixture whose symbols live only in its
+ * debug file, found the way gdb finds it, inside a directory that stands for the process's root:
+ * by build id, then by .gnu_debuglink next to the object, in its .debug/ subdirectory and under
+ * /usr/lib/debug/DIR. A file with the right name but the wrong build id or CRC is not taken, and
+ * no symlink leads out of the root.
+ */
+#include <criterion/criterion.h>
+#include <elf.h>
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "discover.h"
+#include "elf.h"
+
+/* The object's path as the (imaginary) process sees it. */
+#define OBJECT	"/opt/fake/bin/fakeruby-stripped"
+#define DBGNAME "fakeruby-hidden.debug" /* what its .gnu_debuglink names */
+
+static char root[PATH_MAX];
+static char outside[PATH_MAX];
+static struct elf_file *obj;
+static char build_id[128];
+
+static void fixture_path(char *buf, size_t len, const char *name)
+{
+	const char *dir = getenv("RP_BUILD");
+	int n;
+
+	n = snprintf(buf, len, "%s/fixtures/%s", dir ? dir : "build", name);
+	cr_assert(n > 0 && (size_t)n < len);
+	cr_assert(access(buf, R_OK) == 0, "fixture \"%s\" missing: run make %s first", buf, buf);
+}
+
+static void mkdirs(const char *path)
+{
+	char buf[PATH_MAX], *p;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		cr_assert(mkdir(buf, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", buf,
+			  strerror(errno));
+		*p = '/';
+	}
+	cr_assert(mkdir(buf, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", buf, strerror(errno));
+}
+
+/* Copies fixture `name` to root + `dst` (creating directories). */
+static void place(const char *name, const char *dst)
+{
+	char src[PATH_MAX], to[PATH_MAX * 2], dir[PATH_MAX * 2], buf[65536];
+	FILE *in, *out;
+	size_t n;
+
+	fixture_path(src, sizeof(src), name);
+	snprintf(to, sizeof(to), "%s%s", root, dst);
+	snprintf(dir, sizeof(dir), "%s", to);
+	*strrchr(dir, '/') = '\0';
+	mkdirs(dir);
+	in = fopen(src, "rb");
+	out = fopen(to, "wb");
+	cr_assert(in && out, "copy %s to %s", src, to);
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		cr_assert_eq(fwrite(buf, 1, n, out), n);
+	fclose(in);
+	cr_assert_eq(fclose(out), 0);
+}
+
+static void build_id_path(char *buf, size_t len)
+{
+	snprintf(buf, len, "/usr/lib/debug/.build-id/%.2s/%s.debug", build_id, build_id + 2);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static void setup(void)
+{
+	char path[PATH_MAX];
+
+	snprintf(root, sizeof(root), "/tmp/rp-debugfile-XXXXXX");
+	cr_assert_not_null(mkdtemp(root));
+	snprintf(outside, sizeof(outside), "/tmp/rp-debugfile-out-XXXXXX");
+	cr_assert_not_null(mkdtemp(outside));
+	fixture_path(path, sizeof(path), "fakeruby-stripped");
+	obj = elf_file__open(path);
+	cr_assert_not_null(obj, "%s: %s", path, strerror(errno));
+	cr_assert_eq(elf_build_id(obj, build_id, sizeof(build_id)), 0);
+	/* the premise: the stripped object does not have the VM's symbols itself */
+	cr_assert_neq(elf_find_symbol(obj, "ruby_current_ec", NULL), 0);
+	cr_assert_neq(elf_find_symbol(obj, "rb_vm_exec", NULL), 0);
+}
+
+static void teardown(void)
+{
+	elf_file__free(obj);
+	nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	nftw(outside, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Finds the debug file under root; checks where, how, and that it holds the hidden symbols. */
+static void expect_found(const char *want_path, const char *want_how)
+{
+	struct elf_file *dbg;
+	struct elf_sym sym;
+	const char *how = NULL;
+	char found[PATH_MAX];
+
+	dbg = discover_debug_file(root, OBJECT, obj, found, sizeof(found), &how);
+	cr_assert_not_null(dbg, "no debug file found (want %s): %s", want_path, strerror(errno));
+	cr_assert_str_eq(found, want_path);
+	cr_assert_str_eq(how, want_how);
+	cr_assert_eq(elf_find_symbol(dbg, "ruby_current_ec", &sym), 0);
+	cr_assert_eq(sym.type, STT_TLS);
+	cr_assert_eq(sym.source, ELF_SYM_SYMTAB);
+	cr_assert_eq(elf_find_symbol(dbg, "rb_vm_exec", &sym), 0);
+	cr_assert_eq(sym.type, STT_FUNC);
+	cr_assert_eq(elf_find_symbol(dbg, "ruby_global_symbols", &sym), 0);
+	elf_file__free(dbg);
+}
+
+static void expect_none(void)
+{
+	const char *how = NULL;
+	char found[PATH_MAX];
+
+	errno = 0;
+	cr_assert_null(discover_debug_file(root, OBJECT, obj, found, sizeof(found), &how));
+	cr_assert_eq(errno, ENOENT, "errno %d (%s)", errno, strerror(errno));
+}
+
+TestSuite(debugfile, .init = setup, .fini = teardown);
+
+Test(debugfile, nothing_there)
+{
+	expect_none();
+}
+
+Test(debugfile, by_build_id)
+{
+	char p[PATH_MAX];
+
+	build_id_path(p, sizeof(p));
+	place("fakeruby-hidden.debug", p);
+	expect_found(p, "build id");
+}
+
+Test(debugfile, debuglink_next_to_the_object)
+{
+	place("fakeruby-hidden.debug", "/opt/fake/bin/" DBGNAME);
+	expect_found("/opt/fake/bin/" DBGNAME, ".gnu_debuglink");
+}
+
+Test(debugfile, debuglink_in_debug_subdirectory)
+{
+	place("fakeruby-hidden.debug", "/opt/fake/bin/.debug/" DBGNAME);
+	expect_found("/opt/fake/bin/.debug/" DBGNAME, ".gnu_debuglink");
+}
+
+Test(debugfile, debuglink_under_usr_lib_debug)
+{
+	place("fakeruby-hidden.debug", "/usr/lib/debug/opt/fake/bin/" DBGNAME);
+	expect_found("/usr/lib/debug/opt/fake/bin/" DBGNAME, ".gnu_debuglink");
+}
+
+Test(debugfile, build_id_comes_first)
+{
+	char p[PATH_MAX];
+
+	build_id_path(p, sizeof(p));
+	place("fakeruby-hidden.debug", "/opt/fake/bin/" DBGNAME);
+	place("fakeruby-hidden.debug", p);
+	expect_found(p, "build id");
+}
+
+Test(debugfile, wrong_crc_is_not_taken)
+{
+	/* the right name, another file: its CRC32 is not the one .gnu_debuglink records */
+	place("exetls", "/opt/fake/bin/" DBGNAME);
+	place("exetls", "/opt/fake/bin/.debug/" DBGNAME);
+	expect_none();
+	/* the next location in gdb's order is still tried */
+	place("fakeruby-hidden.debug", "/usr/lib/debug/opt/fake/bin/" DBGNAME);
+	expect_found("/usr/lib/debug/opt/fake/bin/" DBGNAME, ".gnu_debuglink");
+}
+
+Test(debugfile, wrong_build_id_is_not_taken)
+{
+	char p[PATH_MAX];
+
+	build_id_path(p, sizeof(p));
+	place("exetls", p);
+	expect_none();
+	place("fakeruby-hidden.debug", "/opt/fake/bin/.debug/" DBGNAME);
+	expect_found("/opt/fake/bin/.debug/" DBGNAME, ".gnu_debuglink");
+}
+
+Test(debugfile, symlinks_stay_inside_the_root)
+{
+	char target[PATH_MAX * 2], link[PATH_MAX * 2], p[PATH_MAX];
+
+	/* An absolute symlink to a good debug file outside the root: as the process sees it, the
+	 * target does not exist. */
+	snprintf(target, sizeof(target), "%s/real.debug", outside);
+	fixture_path(p, sizeof(p), "fakeruby-hidden.debug");
+	cr_assert_eq(symlink(p, target), 0);
+	mkdirs(strcat(strcpy(link, root), "/opt/fake/bin"));
+	strcat(link, "/" DBGNAME);
+	cr_assert_eq(symlink(target, link), 0, "symlink: %s", strerror(errno));
+	expect_none();
+
+	/* The same absolute target, once it exists inside the root, is what the process sees. */
+	place("fakeruby-hidden.debug", target);
+	expect_found("/opt/fake/bin/" DBGNAME, ".gnu_debuglink");
+}
