@@ -60,6 +60,11 @@ static __always_inline int find_ec(const struct rp_proc *proc, __u64 tp, __u64 *
 		/* glibc: tcbhead_t.dtv at tp + 8; dtv entries are {void *val; void *to_free}. */
 		if (read_u64(&dtv, tp + 8) || !dtv)
 			return -1;
+		/* dtv[-1] counts the slots: a thread made before the dlopen has fewer */
+		if (read_u64(&block, dtv - 16))
+			return -1;
+		if (proc->tls_modid > block)
+			return 0;
 		if (read_u64(&block, dtv + proc->tls_modid * 16))
 			return -1;
 		/* TLS_DTV_UNALLOCATED: this thread never touched libruby's TLS, so it runs no Ruby. */

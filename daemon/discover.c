@@ -553,6 +553,45 @@ static void view_path(const char *root_link, const char *maps_path, char *out, s
 	snprintf(out, len, "%s", maps_path);
 }
 
+/* Target of the last `jmp rel32` in a function's code. */
+static int last_tail_jump(struct elf_file *ef, const char *name, uint64_t *target)
+{
+	uint8_t code[SCAN_BYTES * 2];
+	struct elf_sym fn;
+	size_t len, i;
+	int32_t disp;
+	int found = 0;
+
+	if (elf_find_symbol(ef, name, &fn) || !fn.size)
+		return -ENOENT;
+	len = fn.size < sizeof(code) ? fn.size : sizeof(code);
+	if (elf_read_vaddr(ef, fn.value, code, len))
+		return -EFAULT;
+	for (i = 0; i + 5 <= len; i++) {
+		if (code[i] != 0xe9)
+			continue;
+		memcpy(&disp, code + i + 1, sizeof(disp));
+		*target = fn.value + i + 5 + (int64_t)disp;
+		found = 1;
+	}
+	return found ? 0 : -ENOENT;
+}
+
+/*
+ * rb_vm_exec is hidden from 3.3 on; rb_iseq_eval and rb_iseq_eval_main both end with a tail
+ * jump to it (docs/ruby-internals.md, section 12.4). Their common target, inside .text.
+ */
+static int vm_exec_from_tail_jumps(struct elf_file *ef, uint64_t *vm_exec)
+{
+	uint64_t a, b, text, size;
+
+	if (last_tail_jump(ef, "rb_iseq_eval", &a) || last_tail_jump(ef, "rb_iseq_eval_main", &b) ||
+	    a != b || elf_section(ef, ".text", &text, &size) || a < text || a >= text + size)
+		return -ENOENT;
+	*vm_exec = a;
+	return 0;
+}
+
 static int open_object(pid_t pid, const char *root, const char *path, const struct proc_map *m,
 		       struct elf_file **ef)
 {
@@ -686,12 +725,11 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 			goto cleanup;
 		}
 		st = validate_tls(pid, t->off, &loc, tps, ntps, &t->bpf, why, whylen);
+		n = strlen(t->how_ec);
 		if (st == DISCOVER_READY && t->bpf.ec_mode == RP_EC_TLS_STATIC)
-			n = strlen(t->how_ec),
 			say(t->how_ec + n, sizeof(t->how_ec) - n, ", static TLS at fsbase%+" PRId64,
 			    (int64_t)t->bpf.tls_off);
 		else if (st == DISCOVER_READY)
-			n = strlen(t->how_ec),
 			say(t->how_ec + n, sizeof(t->how_ec) - n, ", through the DTV");
 	}
 	if (st != DISCOVER_READY)
@@ -705,6 +743,10 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 	if (lookup(&src, "rb_vm_exec", &sym, from, sizeof(from)) == 0) {
 		t->vm_exec = t->bias + sym.value;
 		say(t->how_vm_exec, sizeof(t->how_vm_exec), "rb_vm_exec (%s)", from);
+	} else if (vm_exec_from_tail_jumps(ef, &vaddr) == 0) {
+		t->vm_exec = t->bias + vaddr;
+		say(t->how_vm_exec, sizeof(t->how_vm_exec),
+		    "rb_vm_exec (tail jump of rb_iseq_eval and rb_iseq_eval_main)");
 	} else {
 		say(t->how_vm_exec, sizeof(t->how_vm_exec), "rb_vm_exec not found");
 	}

@@ -258,3 +258,19 @@ class E2E
       (shared ? "; Ruby threads share tids" : "; no tid shared")
   end
 end
+
+class E2E
+  # What discovery found in this Ruby, and by which path (-v): the execution context, the global
+  # symbol table (C function names), rb_vm_exec and the GC flags, on stripped builds too.
+  def test_discovery_paths
+    facts = start("exact_stack.rb")
+    pid = facts["pid"]
+    _, _, stderr, = rubyprofd("--pid", pid.to_s, "--duration", "1", "-v")
+    line = how_line(stderr, pid)
+    check(line !~ /not found|not validated/, "something was not found: #{line}")
+    check(line =~ /symbols: (ruby_global_symbols|global_symbols|rb_sym_all_symbols)/, "symbols: #{line}")
+    check(line =~ /rb_vm_exec \(/, "rb_vm_exec: #{line}")
+    check(line =~ /GC flags at objspace\+\d+/, "GC flags: #{line}")
+    line.sub(/.*execution context: /, "")
+  end
+end
