@@ -91,7 +91,7 @@ class E2E
     check(how =~ /ruby_current_ec \(\.dynsym, TLS module 1, offset 0\), static TLS at fsbase-\d+/,
           "unexpected discovery path: #{how}")
     check(how =~ /ruby_global_symbols \(\.dynsym\)/ && how =~ /rb_vm_exec \(\.dynsym\)/, "unexpected symbols: #{how}")
-    matching, total = check_exact_stack(PprofRaw.read(path), pid, facts["frames"], min_total: 100)
+    matching, total = check_exact_stack(PprofRaw.read(path), pid, facts["frames"], min_total: 20)
     "#{matching}/#{total} samples, #{facts["frames"].size} frames; #{how[/static TLS at fsbase-\d+/]}"
   end
 
@@ -129,7 +129,7 @@ class E2E
     check(how =~ /ruby_current_ec \(\.dynsym, TLS module (\d+), offset 0x8\), through the DTV/,
           "the EC is not reached through the DTV: #{how}")
     modid = $1
-    matching, total = check_exact_stack(PprofRaw.read(path), pid, facts["frames"], min_total: 100)
+    matching, total = check_exact_stack(PprofRaw.read(path), pid, facts["frames"], min_total: 20)
     "#{matching}/#{total} samples, #{facts["frames"].size} frames; TLS module #{modid}, through the DTV"
   end
 
@@ -174,7 +174,7 @@ class E2E
       ["ruby_current_ec (#{from}, TLS module 1", "ruby_global_symbols (#{from})", "rb_vm_exec (#{from})"].each do |want|
         check(how.include?(want), "expected #{want.inspect} in: #{how}")
       end
-      matching, total = check_exact_stack(PprofRaw.read(path), pid, facts["frames"], min_total: 100)
+      matching, total = check_exact_stack(PprofRaw.read(path), pid, facts["frames"], min_total: 20)
       FileUtils.rm_f(File.join(root, where))
       results << "#{how_found}: #{matching}/#{total}"
     end
@@ -219,7 +219,7 @@ class E2E
     samples = prof.samples_of(pid)
     ns = samples.map { |s| s.labels["ns_pid"] }.uniq
     check(ns == [facts["pid"].to_s], "ns_pid labels #{ns.inspect}, Ruby says its pid is #{facts["pid"]}")
-    matching, total = check_exact_stack(prof, pid, facts["frames"], min_total: 100)
+    matching, total = check_exact_stack(prof, pid, facts["frames"], min_total: 20)
     "pid #{pid}, ns_pid #{facts["pid"]}: #{matching}/#{total} samples, #{facts["frames"].size} frames"
   end
 
@@ -235,7 +235,7 @@ class E2E
     prof = PprofRaw.read(path)
     samples = prof.samples_of(pid)
     total = samples.sum(&:count)
-    check(total >= 100, "only #{total} samples")
+    check(total >= 20, "only #{total} samples")
     names = %w[alpha beta gamma]
     spinning = samples.select { |s| prof.frames(s).any? { |l| l.name =~ /\bspin_(#{names.join("|")})\b/ } }
     spin_total = spinning.sum(&:count)
