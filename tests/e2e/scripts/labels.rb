@@ -51,6 +51,14 @@ module Outer
     spin("class body", 1 => "<class:Inner>")
   end
 
+  # An operator method called from C: its name comes from the operator part of the ID table
+  class Eq
+    def ==(other)
+      spin("operator", 1 => "Outer::Eq#==", 2 => "Array#==")
+      true
+    end
+  end
+
   module Util
     def self.helper
       spin("module function", 1 => "Outer::Util.helper")
@@ -74,4 +82,5 @@ def obj.single
 end
 obj.single
 { a: 1 }.each { spin("Hash#each", 1 => "block in <main>", 2 => "Hash#each") }
+[Outer::Eq.new] == [Outer::Eq.new]
 write_facts(OUT, "cases" => CASES)
