@@ -65,10 +65,13 @@ struct {
  * Ring-buffer flags: waking the reader costs an irq_work per record (about 8 us here), and the
  * daemon polls on a timer anyway; wake it only when the buffer is filling up.
  */
+const volatile __u64 rb_wakeup_bytes = 1u << 20; /* set by the daemon: a quarter of the buffer */
+
 static __always_inline __u64 rb_flags(void)
 {
-	return bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > (2u << 20) ? BPF_RB_FORCE_WAKEUP
-									   : BPF_RB_NO_WAKEUP;
+	return bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > rb_wakeup_bytes
+		       ? BPF_RB_FORCE_WAKEUP
+		       : BPF_RB_NO_WAKEUP;
 }
 
 static __always_inline void stat_add(__u32 idx, __u64 n)

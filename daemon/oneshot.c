@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +31,10 @@
 volatile sig_atomic_t oneshot_stop;
 
 #define MAX_STACKS	     (1u << 20)
-#define RINGBUF_BYTES	     (16u << 20)
+/* The ring buffer holds at least 32 of the deepest stacks, and 4 MiB (its pages count twice
+ * in the daemon's RSS: the kernel maps the data area two times). */
+#define RINGBUF_MIN_BYTES    (4u << 20)
+#define RINGBUF_STACKS	     32
 /* How often /proc is scanned for new Ruby processes, and how long a Ruby that is not yet
  * initialized is waited for. */
 #define SCAN_INTERVAL_CMD_NS 50000000LL
@@ -45,11 +50,25 @@ struct run {
 	int child_status;
 	int child_exited;
 	struct hmap seen; /* pid -> state (below) */
+	struct hmap exes; /* (pid, hash of its executable) -> scan at which to look again */
+	uint64_t nscan;
 	size_t refused;
 	int64_t start_ns, wall_start_ns;
 };
 
 enum { SEEN_NOT_RUBY = 1, SEEN_REFUSED, SEEN_ACTIVE, SEEN_EXITED, SEEN_RETRY_BASE = 100 };
+
+static size_t ringbuf_size(unsigned int max_frames)
+{
+	size_t want =
+		(size_t)RINGBUF_STACKS * (RP_SAMPLE_HDR_SIZE * (max_frames / RP_CHUNK_FRAMES + 1) +
+					  (size_t)max_frames * sizeof(struct rp_frame));
+	size_t size = RINGBUF_MIN_BYTES;
+
+	while (size < want)
+		size <<= 1;
+	return size;
+}
 
 static int64_t now_ns(clockid_t clk)
 {
@@ -64,6 +83,32 @@ static int threads_of(void *ctx, pid_t pid, struct rp_thread_tp *out, size_t max
 	return sampler_thread_pointers(ctx, (uint32_t)pid, out, max, n);
 }
 
+#define RECHECK_SCANS 20
+
+static uint64_t exe_hash(pid_t pid)
+{
+	char link[64], exe[PATH_MAX];
+	uint64_t h = 0xcbf29ce484222325ULL;
+	ssize_t n, i;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+	n = readlink(link, exe, sizeof(exe));
+	for (i = 0; i < n; i++)
+		h = (h ^ (unsigned char)exe[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* Remembers what a non-Ruby process runs, and says whether to look at it again. */
+static bool worth_a_look(struct run *r, pid_t pid)
+{
+	uint64_t h = exe_hash(pid), when;
+
+	if (hmap_get(&r->exes, (uint64_t)pid, h, &when) && r->nscan < when)
+		return false;
+	hmap_put(&r->exes, (uint64_t)pid, h, r->nscan + RECHECK_SCANS);
+	return true;
+}
+
 static void consider(struct run *r, pid_t pid)
 {
 	struct ruby_target t;
@@ -75,7 +120,10 @@ static void consider(struct run *r, pid_t pid)
 	hmap_get(&r->seen, (uint64_t)pid, 0, &state);
 	if (state == SEEN_REFUSED || state == SEEN_ACTIVE || state == SEEN_EXITED)
 		return;
-	/* A process that was not Ruby may exec Ruby later: look again (reading maps is cheap). */
+	/* A process that was not Ruby is looked at again after an exec, or now and then (a program
+	 * that loads libruby later); named processes and a command's children at every scan. */
+	if (state == SEEN_NOT_RUBY && !r->cfg->npids && r->child <= 0 && !worth_a_look(r, pid))
+		return;
 	st = discover_ruby(pid, threads_of, r->sampler, &t, why, sizeof(why));
 	switch (st) {
 	case DISCOVER_READY:
@@ -113,6 +161,8 @@ static void consider(struct run *r, pid_t pid)
 			log_warn("pid %d is not a Ruby process (no libruby or ruby executable "
 				 "mapped)",
 				 pid);
+		if (state != SEEN_NOT_RUBY)
+			worth_a_look(r, pid);
 		hmap_put(&r->seen, (uint64_t)pid, 0, SEEN_NOT_RUBY);
 		break;
 	case DISCOVER_NO_ACCESS:
@@ -151,6 +201,9 @@ static void scan(struct run *r)
 	size_t n = 0, i;
 	int err;
 
+	r->nscan++;
+	if (r->exes.len > (1u << 16))
+		hmap_clear(&r->exes); /* bounded: forget old processes, at the cost of a re-read */
 	hmap_foreach(&r->seen, mark_exit, r);
 	if (r->cfg->npids) {
 		for (i = 0; i < r->cfg->npids; i++)
@@ -276,7 +329,7 @@ int oneshot_run(const struct config *cfg)
 	struct sampler_opts sopts = {
 		.frequency = cfg->frequency,
 		.max_frames = cfg->max_frames,
-		.ringbuf_bytes = RINGBUF_BYTES,
+		.ringbuf_bytes = ringbuf_size(cfg->max_frames),
 	};
 	struct run r = {.cfg = cfg, .child = -1};
 	int64_t deadline = 0, next_scan = 0, now, interval;

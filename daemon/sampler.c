@@ -185,6 +185,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts, sampler_stack_fn f
 		goto cleanup;
 	}
 	s->skel->rodata->max_frames = s->max_frames;
+	s->skel->rodata->rb_wakeup_bytes = opts->ringbuf_bytes / 4;
 	err = bpf_map__set_max_entries(s->skel->maps.samples, opts->ringbuf_bytes);
 	if (err)
 		goto cleanup;
