@@ -175,7 +175,7 @@ clean:
 $(BUILD)/bench:
 	$(Q)mkdir -p $@
 
-$(BUILD)/bench/floor.bpf.o: bench/floor.bpf.c bench/floor.h $(BUILD)/vmlinux.h | $(BUILD)/bench
+$(BUILD)/bench/floor.bpf.o: bench/floor.bpf.c bench/floor.h include/rubyprof.h $(BUILD)/vmlinux.h | $(BUILD)/bench
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 

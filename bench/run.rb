@@ -1,0 +1,917 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# `make bench`: what rubyprofd costs the host it runs on, measured beside a floor and peers.
+#
+#   ruby bench/run.rb BUILD_DIR
+#
+# Needs root. Writes BUILD_DIR/bench/results.md (the table, also printed) and results.json (every
+# raw figure). Every number is measured in this run; nothing is carried over. Because this kind of
+# machine is noisy (2 shared vCPUs), every figure is a ratio or a difference between phases with
+# and without the thing measured, alternated (A/B/A/B), and comes with the spread of its
+# repetitions; throughput phases alternate every TOGGLE_PHASE seconds, with the profiler's
+# sampling switched off and on under it (bpfbench toggle), so that slow drifts cancel.
+#
+# The driver runs on CPU 0, the workload under test alone on the last CPU, so that a profiler's
+# userspace work lands on CPU 0 and what the workload loses is the sampling itself.
+# BENCH_QUICK=1 halves the phases (for trying the bench out; figures get noisier).
+require "json"
+require "fileutils"
+require "zlib"
+require "etc"
+
+BUILD = File.expand_path(ARGV.fetch(0, "build"))
+SRC = File.expand_path("..", __dir__)
+RUBYPROFD = File.join(BUILD, "rubyprofd")
+BPFBENCH = File.join(BUILD, "bench", "bpfbench")
+OUT = File.join(BUILD, "bench")
+TARGET = File.join(__dir__, "target.rb")
+QUICK = ENV["BENCH_QUICK"] == "1"
+SCALE = QUICK ? 0.5 : 1.0
+
+# Phase lengths (seconds) and repetitions; the whole run stays well under 10 minutes.
+IRQ_HZ = 999
+IRQ_PAIRS = 12
+IRQ_PHASE = 0.4 * SCALE
+DEPTHS = [10, 100, 1000, 4000].freeze
+DEPTH_HZ = 99
+DEPTH_PAIRS = 3
+DEPTH_PHASE = 1.5 * SCALE
+SLOW_HZ = [19, 99, 999].freeze
+TOGGLE_PHASE = 0.2           # seconds with, then without sampling
+SLOW_MAIN_S = 40 * SCALE     # rubyprofd at 99 Hz, the budgeted figure
+SLOW_S = 12 * SCALE          # every other profiler setting
+DAEMON_HZ = 19
+DAEMON_NPROCS = [1, 10, 50].freeze
+DAEMON_WINDOWS = 3
+DAEMON_WINDOW = 3.0 * SCALE
+LATENCY_RUNS = 3
+LATENCY_RUBIES = 2
+LATENCY_HZ = 99
+
+# Budgets of issue 5.
+BUDGET_SLOWDOWN_99 = 0.5     # % at 99 Hz
+BUDGET_BPF_100 = 5.0         # µs per sample at 100 frames
+BUDGET_BPF_4000 = 120.0      # µs per sample at 4000 frames
+BUDGET_FLOOR_RATIO = 2.0     # x the floor
+BUDGET_DAEMON_CPU = 0.5      # % of a core with 50 Ruby processes at 19 Hz
+BUDGET_DAEMON_RSS = 32.0     # MiB
+
+# Constants shared with the BPF side, read from the header rather than copied.
+HEADER = File.read(File.join(SRC, "include", "rubyprof.h"))
+def header_const(name)
+  Integer(HEADER[/^#define #{name}\s+(\d+)/, 1] || raise("#{name} not in include/rubyprof.h"))
+end
+RP_STAT = %w[SAMPLES RUBY_SAMPLES RUBY_STACKS FRAMES RB_DROPPED].to_h { |n| [n, header_const("RP_STAT_#{n}")] }
+RP_EC_TLS_STATIC = header_const("RP_EC_TLS_STATIC")
+BPF_PROG_TYPE_PERF_EVENT = 7
+
+def mono
+  Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
+end
+
+def log(msg)
+  warn format("bench [%5.1fs] %s", (mono - START) / 1e9, msg)
+end
+
+def median(xs)
+  s = xs.sort
+  s.empty? ? nil : (s.size.odd? ? s[s.size / 2] : (s[s.size / 2 - 1] + s[s.size / 2]) / 2.0)
+end
+
+# ---- child processes ---------------------------------------------------------------------------
+
+# A child whose output lines (stdout and stderr) are collected with their arrival time.
+class Child
+  ALL = []
+  attr_reader :pid, :argv
+
+  def initialize(argv, env: {})
+    @argv = argv
+    @lines = []
+    @mutex = Mutex.new
+    @cond = ConditionVariable.new
+    r, w = IO.pipe
+    @pid = Process.spawn(env, *argv, in: File::NULL, out: w, err: w)
+    w.close
+    @status = nil
+    @reader = Thread.new do
+      r.each_line do |l|
+        t = mono
+        @mutex.synchronize do
+          @lines << [t, l.chomp]
+          @cond.broadcast
+        end
+      end
+      r.close
+      @mutex.synchronize { @cond.broadcast }
+    end
+    ALL << self
+  end
+
+  def lines
+    @mutex.synchronize { @lines.dup }
+  end
+
+  def text
+    lines.map(&:last).join("\n")
+  end
+
+  # Waits for `count` lines matching re; returns them as [time, line].
+  def wait_for(re, timeout: 30, count: 1)
+    deadline = mono + timeout * 1e9
+    @mutex.synchronize do
+      loop do
+        found = @lines.select { |_, l| l =~ re }
+        return found if found.size >= count
+
+        left = (deadline - mono) / 1e9
+        raise "#{@argv.first(4).join(' ')}: no line matching #{re.inspect} in #{timeout} s:\n#{text_unlocked}" if left <= 0
+        if exited? && !@reader.alive?
+          raise "#{@argv.first(4).join(' ')} exited (#{@status}) before #{re.inspect}:\n#{text_unlocked}"
+        end
+
+        @cond.wait(@mutex, [left, 0.05].min)
+      end
+    end
+  end
+
+  def exited?
+    return true if @status
+
+    pid, st = Process.waitpid2(@pid, Process::WNOHANG)
+    @status = st if pid
+    !@status.nil?
+  end
+
+  def signal(sig)
+    Process.kill(sig, @pid) unless exited?
+  rescue Errno::ESRCH
+    nil
+  end
+
+  # Sends sig, waits up to timeout seconds, then kills. Returns the exit status.
+  def stop(sig = :INT, timeout: 60)
+    signal(sig)
+    deadline = mono + timeout * 1e9
+    sleep 0.01 until exited? || mono > deadline
+    unless exited?
+      signal(:KILL)
+      _, @status = Process.waitpid2(@pid)
+    end
+    @reader.join(5)
+    @status
+  end
+
+  private
+
+  def text_unlocked
+    @lines.last(20).map(&:last).join("\n")
+  end
+end
+
+at_exit do
+  Child::ALL.each { |c| c.signal(:KILL) unless c.exited? }
+end
+
+# ---- BPF statistics from outside -----------------------------------------------------------------
+
+# The perf_event BPF programs a process holds, from /proc/PID/fdinfo: {prog_id => {run_time_ns:, run_cnt:}}.
+def perf_progs(pid)
+  progs = {}
+  Dir.glob("/proc/#{pid}/fdinfo/*").each do |f|
+    info = begin
+      File.read(f)
+    rescue StandardError
+      next
+    end
+    next unless info =~ /^prog_type:\s+#{BPF_PROG_TYPE_PERF_EVENT}$/ && info =~ /^prog_id:\s+(\d+)/
+
+    id = Integer(Regexp.last_match(1))
+    progs[id] = { run_time_ns: Integer(info[/^run_time_ns:\s+(\d+)/, 1] || 0),
+                  run_cnt: Integer(info[/^run_cnt:\s+(\d+)/, 1] || 0) }
+  end
+  progs
+end
+
+def bpftool_json(*args)
+  out = IO.popen(["bpftool", "-j", *args], err: File::NULL, &:read)
+  raise "bpftool #{args.join(' ')} failed" unless $?.success?
+
+  JSON.parse(out)
+end
+
+# Waits until pid has a perf_event program that has run, i.e. sampling has started.
+def wait_sampling(child, timeout: 30)
+  deadline = mono + timeout * 1e9
+  loop do
+    progs = perf_progs(child.pid)
+    return progs.keys.first if progs.values.any? { |p| p[:run_cnt].positive? }
+    raise "#{child.argv.first(3).join(' ')} exited before sampling:\n#{child.text}" if child.exited?
+    raise "#{child.argv.first(3).join(' ')}: no perf_event program running after #{timeout} s" if mono > deadline
+
+    sleep 0.02
+  end
+end
+
+# A running rubyprofd and what the bench reads of it: its program's run time, its stats map.
+class Rubyprofd
+  attr_reader :child, :prog_id, :output
+
+  def initialize(args, output:, register: [], cpus: nil, wrap: nil)
+    @output = output
+    argv = [RUBYPROFD, "--oneshot", "-v", "--duration", "3600", "-o", output, *args]
+    @wrapped = !wrap.nil?
+    argv = [*wrap, *argv] if wrap
+    argv = ["taskset", "-c", cpus, *argv] if cpus
+    @child = Child.new(argv)
+    register.each { |pid| @child.wait_for(/pid #{pid}: Ruby /) }
+    @prog_id = wait_sampling(self)
+  end
+
+  # With a wrapper (bpfbench rusage), rubyprofd is the wrapper's child.
+  def pid
+    return @pid if @pid
+    return @pid = @child.pid unless @wrapped
+
+    kids = File.read("/proc/#{@child.pid}/task/#{@child.pid}/children").split.map(&:to_i)
+    kids.empty? ? @child.pid : (@pid = kids.first)
+  end
+
+  def text
+    @child.text
+  end
+
+  def exited?
+    @child.exited?
+  end
+
+  def argv
+    @child.argv
+  end
+
+  def maps
+    @maps ||= begin
+      ids = bpftool_json("prog", "show", "id", @prog_id.to_s).fetch("map_ids")
+      ids.to_h { |id| [bpftool_json("map", "show", "id", id.to_s).fetch("name"), id] }
+    end
+  end
+
+  # Sums of the per-CPU stats counters, by RP_STAT index.
+  def counters
+    dump = bpftool_json("map", "dump", "id", maps.fetch("stats").to_s)
+    dump.to_h do |e|
+      f = e.fetch("formatted")
+      [f.fetch("key"), f.fetch("values").sum { |v| v.fetch("value") }]
+    end
+  end
+
+  def procs
+    bpftool_json("map", "dump", "id", maps.fetch("procs").to_s).to_h do |e|
+      f = e.fetch("formatted")
+      [f.fetch("key"), f.fetch("value")]
+    end
+  end
+
+  def snapshot
+    p = perf_progs(pid).fetch(@prog_id)
+    { t: mono, run_time_ns: p[:run_time_ns], run_cnt: p[:run_cnt], counters: counters }
+  end
+
+  def stop
+    @child.stop(:INT)
+  end
+end
+
+def delta(a, b)
+  c = ->(k) { b[:counters].fetch(RP_STAT.fetch(k), 0) - a[:counters].fetch(RP_STAT.fetch(k), 0) }
+  { seconds: (b[:t] - a[:t]) / 1e9, run_time_ns: b[:run_time_ns] - a[:run_time_ns],
+    run_cnt: b[:run_cnt] - a[:run_cnt], ruby_samples: c["RUBY_SAMPLES"],
+    ruby_stacks: c["RUBY_STACKS"], frames: c["FRAMES"], dropped: c["RB_DROPPED"] }
+end
+
+# BPF time per sample of a registered Ruby process, in ns: the run time of the samples that hit
+# other processes (c0 ns each, measured alone) is taken out.
+def per_ruby_sample(d, c0)
+  return nil if d[:ruby_samples].zero?
+
+  (d[:run_time_ns] - c0 * (d[:run_cnt] - d[:ruby_samples])) / d[:ruby_samples].to_f
+end
+
+def cpu_ns(pid)
+  Dir.glob("/proc/#{pid}/task/*/schedstat").sum { |f| Integer(File.read(f).split.first) }
+rescue Errno::ENOENT, Errno::ESRCH
+  0
+end
+
+def proc_status(pid)
+  File.read("/proc/#{pid}/status").scan(/^(\w+):\s+(\d+) kB/).to_h { |k, v| [k, Integer(v)] }
+end
+
+# ---- the bench -----------------------------------------------------------------------------------
+
+class Bench
+  def initialize
+    @ncpus = Etc.nprocessors
+    @wcpu = @ncpus - 1
+    @all_cpus = "0-#{@ncpus - 1}"
+    @r = {}
+  end
+
+  def ruby(*args, cpus: @all_cpus, nice: nil)
+    argv = ["taskset", "-c", cpus.to_s]
+    argv += ["nice", "-n", nice.to_s] if nice
+    Child.new(argv + ["ruby", TARGET, *args])
+  end
+
+  def run
+    check_environment
+    old_stats = File.read("/proc/sys/kernel/bpf_stats_enabled").strip
+    File.write("/proc/sys/kernel/bpf_stats_enabled", "1")
+    begin
+      measure_interrupt
+      measure_c0
+      measure_depths
+      measure_slowdown
+      measure_daemon
+      measure_latency
+    ensure
+      File.write("/proc/sys/kernel/bpf_stats_enabled", old_stats)
+    end
+    @r[:runtime_s] = (mono - START) / 1e9
+    machine_during_run
+    File.write(File.join(OUT, "results.json"), JSON.pretty_generate(@r))
+    md = table
+    File.write(File.join(OUT, "results.md"), md)
+    puts md
+  end
+
+  def check_environment
+    abort "bench: needs root (BPF, perf events, other processes' memory): run 'sudo make bench'" unless Process.uid.zero?
+    [RUBYPROFD, BPFBENCH].each { |f| abort "bench: #{f} missing: run 'make bench'" unless File.executable?(f) }
+    %w[bpftool bpftrace taskset].each do |t|
+      abort "bench: #{t} not found: run 'sudo scripts/deps.sh bench'" unless system("which #{t} >/dev/null 2>&1")
+    end
+    abort "bench: stackprof not installed: run 'sudo scripts/deps.sh bench'" unless system("ruby", "-rstackprof", "-e", "")
+    abort "bench: needs at least 2 CPUs (workload and profiler apart)" if @ncpus < 2
+    FileUtils.mkdir_p(OUT)
+    # The driver (and what it starts without another CPU list) stays on CPU 0.
+    system("taskset", "-a", "-p", "-c", "0", Process.pid.to_s, out: File::NULL) or abort "bench: taskset failed"
+    @r[:machine] = machine
+    log "machine: #{@r[:machine][:summary]}"
+  end
+
+  def machine
+    cpu = File.read("/proc/cpuinfo")[/^model name\s*:\s*(.+)$/, 1]
+    vm = File.read("/proc/cpuinfo")[/^flags\s*:.*\bhypervisor\b/] ? "virtual machine" : nil
+    container = IO.popen(%w[systemd-detect-virt --container], err: File::NULL, &:read).to_s.strip
+    container = nil if container.empty? || container == "none"
+    os = File.read("/etc/os-release")[/^PRETTY_NAME="?([^"\n]+)/, 1]
+    kernel = `uname -r`.strip
+    mem = File.read("/proc/meminfo")[/MemTotal:\s+(\d+)/, 1].to_i / 1024 / 1024.0
+    ruby = `ruby -e 'print RUBY_VERSION'`
+    where = [vm, container && "#{container} container"].compact.join(", ")
+    { cpu: cpu, ncpus: @ncpus, vm: vm, container: container, os: os, kernel: kernel, mem_gib: mem.round(1),
+      ruby: ruby, load_at_start: File.read("/proc/loadavg").split.first(3).join(" "), cpu_ticks_at_start: cpu_ticks,
+      summary: "#{@ncpus} CPUs #{cpu}#{where.empty? ? '' : " (#{where})"}, #{mem.round(1)} GiB, #{os}, " \
+               "Linux #{kernel}, Ruby #{ruby}" }
+  end
+
+  # /proc/stat's aggregate line: user nice system idle iowait irq softirq steal.
+  def cpu_ticks
+    File.read("/proc/stat")[/^cpu\s+(.+)$/, 1].split.map(&:to_i)
+  end
+
+  # How busy the machine was with other work during the run, and how much the hypervisor took.
+  def machine_during_run
+    a = @r[:machine][:cpu_ticks_at_start]
+    b = cpu_ticks
+    d = b.zip(a).map { |x, y| x - y }
+    total = d.first(8).sum.to_f
+    @r[:machine][:steal_pct] = 100 * d[7] / total
+    @r[:machine][:load_at_end] = File.read("/proc/loadavg").split.first(3).join(" ")
+  end
+
+  # -- 1. the sampling interrupt itself ----------------------------------------------------------
+
+  # Gaps up to 256 µs are interrupts; longer ones are another task's or the hypervisor's time slice.
+  IRQ_GAP_BUCKETS = 18
+
+  def measure_interrupt
+    log "sampling interrupt: empty perf_event program at #{IRQ_HZ} Hz on CPU #{@wcpu}, #{IRQ_PAIRS} off/on pairs"
+    out = IO.popen(["taskset", "-c", @wcpu.to_s, BPFBENCH, "irq", "-c", @wcpu.to_s, "-F", IRQ_HZ.to_s,
+                    "-n", IRQ_PAIRS.to_s, "-p", IRQ_PHASE.to_s], &:read)
+    raise "bpfbench irq failed" unless $?.success?
+
+    j = JSON.parse(out)
+    pairs = j.fetch("pairs").map do |p|
+      short = ->(k) { p.fetch(k).first(IRQ_GAP_BUCKETS).sum }
+      extra = short.call("on_gap_ns") - short.call("off_gap_ns") * p["on_ns"].to_f / p["off_ns"]
+      { irq_ns: extra / p["irqs"], prog_ns: p["prog_ns"].to_f / p["irqs"], irqs: p["irqs"] }
+    end
+    @r[:irq] = { hz: IRQ_HZ, threshold_ns: j["threshold_ns"], pairs: pairs,
+                 irq_ns: median(pairs.map { |p| p[:irq_ns] }), prog_ns: median(pairs.map { |p| p[:prog_ns] }) }
+    log format("  %.2f µs per interrupt (empty program %.0f ns)", @r[:irq][:irq_ns] / 1e3, @r[:irq][:prog_ns])
+  end
+
+  def irq_ns
+    @r[:irq][:irq_ns]
+  end
+
+  # -- 2. cost of a sample that is not a registered Ruby's ---------------------------------------
+
+  def measure_c0
+    log "cost of a sample outside the targets (c0): rubyprofd and the floor, with unregistered Rubies busy"
+    spinners = [0, @wcpu].map { |c| ruby("deep", "10", cpus: c, nice: 10) }
+    spinners.each { |s| s.wait_for(/READY/) }
+    sleeper = Child.new(%w[sleep 3600])
+    rp = Rubyprofd.new(["-F", DEPTH_HZ.to_s, "--pid", sleeper.pid.to_s], output: File.join(OUT, "c0.pb.gz"), cpus: "0")
+    a = rp.snapshot
+    sleep DEPTH_PHASE
+    d = delta(a, rp.snapshot)
+    rp.stop
+    floor = run_floor([])
+    sleeper.stop(:KILL)
+    spinners.each { |s| s.stop(:KILL) }
+    @r[:c0] = { ours_ns: d[:run_time_ns] / d[:run_cnt].to_f, floor_ns: floor[:run_time_ns] / floor[:run_cnt].to_f,
+                ours_samples: d[:run_cnt], floor_samples: floor[:run_cnt] }
+    log format("  rubyprofd %.0f ns, floor %.0f ns per sample", @r[:c0][:ours_ns], @r[:c0][:floor_ns])
+  end
+
+  def run_floor(targets, ring: false)
+    argv = ["taskset", "-c", "0", BPFBENCH, "floor", "-F", DEPTH_HZ.to_s, "-d", DEPTH_PHASE.to_s, "-w", "0.3"]
+    argv << "-R" if ring
+    targets.each { |t| argv += ["-t", t] }
+    out = IO.popen(argv, &:read)
+    raise "bpfbench floor failed" unless $?.success?
+
+    JSON.parse(out, symbolize_names: true)
+  end
+
+  # -- 3. BPF time per sample by stack depth -----------------------------------------------------
+
+  def measure_depths
+    @r[:depth] = {}
+    DEPTHS.each do |depth|
+      log "BPF time per sample at #{depth} frames: rubyprofd, floor, floor + shipping alternated, #{DEPTH_PAIRS} times at #{DEPTH_HZ} Hz"
+      spinners = [0, @wcpu].map { |c| ruby("deep", depth.to_s, cpus: c, nice: 10) }
+      spinners.each { |s| s.wait_for(/READY/) }
+      pids = spinners.map(&:pid)
+      ours = []
+      floor = []
+      floor_rb = []
+      targets = nil
+      DEPTH_PAIRS.times do
+        rp = Rubyprofd.new(["-F", DEPTH_HZ.to_s, *pids.flat_map { |p| ["--pid", p.to_s] }],
+                           output: File.join(OUT, "depth-#{depth}.pb.gz"), register: pids, cpus: "0")
+        targets ||= floor_targets(rp, pids)
+        sleep 0.2
+        a = rp.snapshot
+        sleep DEPTH_PHASE
+        d = delta(a, rp.snapshot)
+        rp.stop
+        ours << d.merge(per_sample_ns: per_ruby_sample(d, @r[:c0][:ours_ns]),
+                        frames_per_stack: d[:ruby_stacks].zero? ? 0 : d[:frames] / d[:ruby_stacks].to_f)
+        next unless targets
+
+        f = run_floor(targets)
+        floor << f.merge(per_sample_ns: per_floor_sample(f), frames_per_stack: f[:frames] / [f[:target_samples], 1].max.to_f)
+        f = run_floor(targets, ring: true)
+        floor_rb << f.merge(per_sample_ns: per_floor_sample(f))
+      end
+      spinners.each { |s| s.stop(:KILL) }
+      ratios = floor.empty? ? [] : ours.zip(floor).map { |o, f| o[:per_sample_ns] / f[:per_sample_ns] }
+      @r[:depth][depth] = { ours: ours, floor: floor, floor_rb: floor_rb, ratios: ratios,
+                            floor_note: targets ? nil : "EC not in static TLS" }
+      fmt = ->(xs) { xs.map { |x| format('%.2f', x[:per_sample_ns] / 1e3) }.join("/") }
+      log format("  rubyprofd %s µs, floor %s µs, floor + shipping %s µs, %.1f frames/stack",
+                 fmt.call(ours), fmt.call(floor), fmt.call(floor_rb), ours.first[:frames_per_stack])
+    end
+  end
+
+  def per_floor_sample(f)
+    (f[:run_time_ns] - @r[:c0][:floor_ns] * (f[:run_cnt] - f[:target_samples])) / [f[:target_samples], 1].max.to_f
+  end
+
+  # The floor walks exactly what rubyprofd walks: take the offsets rubyprofd validated.
+  def floor_targets(rp, pids)
+    procs = rp.procs
+    pids.map do |pid|
+      v = procs.fetch(pid)
+      return nil unless v.fetch("ec_mode") == RP_EC_TLS_STATIC
+
+      o = v.fetch("off")
+      [pid, v.fetch("tls_off"), o.fetch("ec_vm_stack"), o.fetch("ec_vm_stack_size"), o.fetch("ec_cfp"),
+       o.fetch("cfp_size")].join(":")
+    end
+  end
+
+  # -- 4. slowdown of CPU-bound workloads ----------------------------------------------------------
+
+  def slow_configs
+    SLOW_HZ.map { |hz| [:rubyprofd, hz] } + [[:bpftrace, 99], [:stackprof, 99]]
+  end
+
+  # Each profiler runs for a while on the workload; meanwhile its sampling is switched off and on
+  # every TOGGLE_PHASE seconds (bpfbench toggle; stackprof through signals), so that every phase
+  # with sampling has phases without it a fraction of a second before and after.
+  def measure_slowdown
+    @r[:slowdown] = {}
+    %w[methods blocks].each do |kind|
+      log "slowdown, #{kind} workload on CPU #{@wcpu}: sampling off/on every #{TOGGLE_PHASE} s"
+      w = ruby("workload", kind, cpus: @wcpu)
+      w.wait_for(/READY/)
+      sleep 1.0 # warm up: method caches, allocator
+      runs = slow_configs.to_h do |who, hz|
+        secs = who == :rubyprofd && hz == 99 ? SLOW_MAIN_S : SLOW_S
+        ["#{who}@#{hz}", toggled_run(w, who, hz, secs)]
+      end
+      w.stop(:KILL)
+      @r[:slowdown][kind] = slowdown_results(w, runs)
+    end
+  end
+
+  def toggled_run(w, who, hz, secs)
+    case who
+    when :rubyprofd
+      rp = Rubyprofd.new(["-F", hz.to_s, "--pid", w.pid.to_s], output: File.join(OUT, "slowdown.pb.gz"),
+                         register: [w.pid], cpus: "0")
+      sleep 0.2
+      a = rp.snapshot
+      phases = toggle(rp.pid, secs)
+      d = delta(a, rp.snapshot)
+      rp.stop
+      { who: who, hz: hz, phases: phases, bpf: d }
+    when :bpftrace
+      bt = Child.new(["taskset", "-c", "0", "bpftrace", "-e", "profile:hz:#{hz} /pid == #{w.pid}/ { @[ustack] = count(); }"])
+      prog = wait_sampling(bt)
+      sleep 0.2
+      a = perf_progs(bt.pid).fetch(prog)
+      phases = toggle(bt.pid, secs)
+      b = perf_progs(bt.pid).fetch(prog)
+      bt.stop(:INT)
+      { who: who, hz: hz, phases: phases, bpf: { run_time_ns: b[:run_time_ns] - a[:run_time_ns], run_cnt: b[:run_cnt] - a[:run_cnt] } }
+    when :stackprof
+      { who: who, hz: hz, phases: stackprof_toggle(w, secs) }
+    end
+  end
+
+  def toggle(pid, secs)
+    out = IO.popen(["taskset", "-c", "0", BPFBENCH, "toggle", "-p", pid.to_s, "-d", secs.to_s, "-P", TOGGLE_PHASE.to_s], &:read)
+    raise "bpfbench toggle failed" unless $?.success?
+
+    j = JSON.parse(out)
+    ends = j["phases"].drop(1).map(&:last) + [j["end"]]
+    j["phases"].zip(ends).map { |(on, t1), t2| { on: on == 1, t1: t1, t2: t2 } }
+  end
+
+  # stackprof runs in the workload: switched by signals, at the workload's next report.
+  def stackprof_toggle(w, secs)
+    start = mono
+    seen = w.lines.size
+    k = 0
+    while (k + 1) * TOGGLE_PHASE < secs
+      k += 1
+      sleep [start + k * TOGGLE_PHASE * 1e9 - mono, 0].max / 1e9
+      w.signal(k.odd? ? :USR1 : :USR2)
+    end
+    w.signal(:USR2) if k.odd?
+    sleep TOGGLE_PHASE
+    switches = w.lines.drop(seen).filter_map { |_, l| l =~ /\ASTACKPROF (on|off) (\d+)\z/ && [Regexp.last_match(1) == "on", Integer(Regexp.last_match(2))] }
+    bounds = [[false, start]] + switches
+    bounds.each_cons(2).map { |(on, t1), (_, t2)| { on: on, t1: t1, t2: t2 } }
+  end
+
+  # Work per second of the workload thread's CPU time in [t1, t2], from its own clocks; nil when
+  # the phase holds too few reports. CPU time, not wall time: other tasks on the workload's CPU
+  # (this machine is shared) do not count, while the sampling interrupts and BPF programs that hit
+  # the thread do (this kernel has no IRQ time accounting: interrupt time is charged to the
+  # interrupted task). The first report interval after a switch is left out.
+  def throughput(recs, t1, t2)
+    inside = recs.select { |t, _, _| t >= t1 + 25_000_000 && t <= t2 }
+    return nil if inside.size < 3
+
+    { thr: (inside.last[2] - inside.first[2]) / ((inside.last[1] - inside.first[1]) / 1e9),
+      cpu_s: (inside.last[1] - inside.first[1]) / 1e9 * (t2 - t1) / (inside.last[0] - inside.first[0]) }
+  end
+
+  # Slowdown of each phase with sampling against the mean of the two phases without it around it,
+  # and the null (A/A): the same figure for each phase without sampling against the two phases
+  # without sampling around it, which shows the noise.
+  def neighbour_effects(ph)
+    effect = ->(a, b, c) { 100.0 * (1 - b[:thr][:thr] / ((a[:thr][:thr] + c[:thr][:thr]) / 2)) }
+    ok = ->(*ps) { ps.all? { |p| p[:thr] } }
+    on = ph.each_cons(3).filter_map { |a, b, c| effect.call(a, b, c) if b[:on] && !a[:on] && !c[:on] && ok.call(a, b, c) }
+    offs = ph.reject { |p| p[:on] }
+    null = offs.each_cons(3).filter_map { |a, b, c| effect.call(a, b, c) if ok.call(a, b, c) }
+    [on, null]
+  end
+
+  def mean_ci(xs)
+    return nil if xs.size < 3
+
+    m = xs.sum / xs.size
+    sd = Math.sqrt(xs.sum { |x| (x - m)**2 } / (xs.size - 1))
+    { mean: m, ci95: 1.96 * sd / Math.sqrt(xs.size), n: xs.size, median: median(xs) }
+  end
+
+  def slowdown_results(w, runs)
+    recs = w.lines.filter_map { |_, l| l.split.map { |x| Integer(x) } if l =~ /\A\d+ \d+ \d+\z/ }
+    res = { configs: {} }
+    nulls = []
+    runs.each do |key, run|
+      run[:phases].each { |p| p[:thr] = throughput(recs, p[:t1], p[:t2]) }
+      on, off = neighbour_effects(run[:phases])
+      nulls.concat(off)
+      c = { effects: on, stat: mean_ci(on), null: mean_ci(off) }
+      cpu_on = run[:phases].select { |p| p[:on] && p[:thr] }.sum { |p| p[:thr][:cpu_s] }
+      if run[:who] == :rubyprofd
+        d = run[:bpf]
+        # All of rp_on_sample's run time (also its runs on the other CPU) per sample of the
+        # workload: an upper bound that needs no estimate of what those other runs cost.
+        c[:per_sample_ns] = d[:ruby_samples].zero? ? nil : d[:run_time_ns] / d[:ruby_samples].to_f
+        # Samples per second of the workload's CPU time (counters run only while sampling is on).
+        c[:rate] = d[:ruby_samples] / cpu_on
+        c[:derived] = 100.0 * c[:rate] * (c[:per_sample_ns] + irq_ns - @r[:irq][:prog_ns]) / 1e9
+      elsif run[:who] == :bpftrace
+        # All of bpftrace's BPF time, also its runs on the other CPU, charged to the workload.
+        c[:bpf_per_s_ns] = run[:bpf][:run_time_ns] / cpu_on
+        c[:derived] = 100.0 * (c[:bpf_per_s_ns] + run[:hz] * (irq_ns - @r[:irq][:prog_ns])) / 1e9
+      end
+      c[:phases] = run[:phases].map { |p| { on: p[:on], thr: p[:thr] && p[:thr][:thr] } }
+      res[:configs][key] = c
+    end
+    res[:null] = mean_ci(nulls)
+    res[:units_per_s] = median(runs.values.flat_map { |r| r[:phases].reject { |p| p[:on] }.filter_map { |p| p[:thr] && p[:thr][:thr] } })
+    log "  " + res[:configs].map { |k, c| c[:stat] ? format("%s %+.2f±%.2f%%", k, c[:stat][:mean], c[:stat][:ci95]) : "#{k} n/a" }.join(", ") +
+        format(", A/A %+.2f±%.2f%%", res[:null][:mean], res[:null][:ci95])
+    res
+  end
+
+  # -- 5. daemon cost ---------------------------------------------------------------------------------
+
+  def measure_daemon
+    @r[:daemon] = {}
+    rubies = []
+    DAEMON_NPROCS.each do |n|
+      log "daemon cost with #{n} busy Ruby processes at #{DAEMON_HZ} Hz (whole host, as the service)"
+      while rubies.size < n
+        rubies << ruby("workload", rubies.size.even? ? "methods" : "blocks", "quiet", nice: 10)
+      end
+      rubies.each { |r| r.wait_for(/READY/) }
+      @r[:daemon][n] = daemon_run("daemon-#{n}", [], rubies.map(&:pid))
+    end
+    # The same 50 named with --pid: no scan of /proc for new processes. The difference to the
+    # whole-host run is what that scan costs; the rest is taking in and aggregating samples.
+    n = DAEMON_NPROCS.last
+    log "daemon cost with the same #{n} Ruby processes named with --pid (no /proc scan)"
+    @r[:daemon_pids] = daemon_run("daemon-#{n}-pids", rubies.flat_map { |r| ["--pid", r.pid.to_s] }, rubies.map(&:pid))
+    rubies.each { |r| r.stop(:KILL) }
+  end
+
+  def daemon_run(name, args, pids)
+    rusage_file = File.join(OUT, "#{name}.rusage.json")
+    FileUtils.rm_f(rusage_file)
+    t0 = mono
+    rp = Rubyprofd.new(["-F", DAEMON_HZ.to_s, *args], output: File.join(OUT, "#{name}.pb.gz"),
+                       register: pids, wrap: [BPFBENCH, "rusage", rusage_file, "--"])
+    ready_s = (mono - t0) / 1e9
+    startup_cpu = cpu_ns(rp.pid)
+    ringbuf = bpftool_json("map", "show", "id", rp.maps.fetch("samples").to_s).fetch("max_entries")
+    sleep 0.5
+    windows = DAEMON_WINDOWS.times.map do
+      c1 = cpu_ns(rp.pid)
+      t1 = mono
+      sleep DAEMON_WINDOW
+      100.0 * (cpu_ns(rp.pid) - c1) / (mono - t1)
+    end
+    status = proc_status(rp.pid)
+    rp.stop
+    ru = JSON.parse(File.read(rusage_file), symbolize_names: true)
+    r = { cpu_pct: windows, startup_cpu_ms: startup_cpu / 1e6, ready_s: ready_s, maxrss_mib: ru[:maxrss_kib] / 1024.0,
+          profiled: rp.text[/rubyprofd: (\d+) Ruby process/, 1].to_i, ringbuf_mib: ringbuf / 1048576.0,
+          rss_anon_mib: status.fetch("RssAnon", 0) / 1024.0, rss_file_mib: status.fetch("RssFile", 0) / 1024.0,
+          rss_shmem_mib: status.fetch("RssShmem", 0) / 1024.0, utime_ms: ru[:utime_us] / 1e3, stime_ms: ru[:stime_us] / 1e3 }
+    log format("  %.3f%% of a core (median), peak RSS %.1f MiB, startup %.0f ms CPU, %d processes profiled",
+               median(windows), r[:maxrss_mib], r[:startup_cpu_ms], r[:profiled])
+    r
+  end
+
+  # -- 6. latency -------------------------------------------------------------------------------------
+
+  def measure_latency
+    log "latency: exec of a new Ruby to its first sample; end of a run to its profile on disk (#{LATENCY_RUNS} runs)"
+    rng = Random.new(mono)
+    firsts = []
+    writes = []
+    LATENCY_RUNS.times do |run|
+      path = File.join(OUT, "latency-#{run}.pb.gz")
+      FileUtils.rm_f(path)
+      rp = Rubyprofd.new(["-F", LATENCY_HZ.to_s], output: path)
+      sleep 0.3
+      stamps = LATENCY_RUBIES.times.map do |j|
+        sleep rng.rand(0.1..0.5) # not in step with the daemon's scan for new processes
+        prefix = "lat#{run}x#{j}"
+        t0 = mono
+        c = ruby("stamp", t0.to_s, prefix, "1.2")
+        boot = Integer(c.wait_for(/\ABOOT \d+\z/).first.last.split.last)
+        sleep 0.01 until c.exited? || mono - t0 > 5e9
+        c.stop(:TERM)
+        { prefix: prefix, boot_ms: boot / 1e6 }
+      end
+      t_sig = mono
+      rp.child.signal(:INT)
+      sleep 0.0005 until File.exist?(path) || rp.exited?
+      written = (mono - t_sig) / 1e6
+      rp.stop
+      raise "no profile written:\n#{rp.text}" unless File.exist?(path)
+
+      writes << written
+      strings = Zlib::GzipReader.open(path, &:read).b
+      stamps.each do |s|
+        ms = strings.scan(/#{s[:prefix]}_(\d+)ms/n).map { |m| Integer(m[0]) }.min
+        firsts << s.merge(first_sample_ms: ms)
+      end
+    end
+    @r[:latency] = { first: firsts, write_ms: writes }
+    log format("  first sample after %s ms; profile on disk after %s ms",
+               firsts.map { |f| f[:first_sample_ms] || '-' }.join("/"), writes.map { |w| format('%.0f', w) }.join("/"))
+  end
+
+  # -- the table --------------------------------------------------------------------------------------
+
+  def us(ns)
+    ns.nil? ? "n/a" : format(ns < 10_000 ? "%.2f µs" : "%.1f µs", ns / 1e3)
+  end
+
+  def spread(xs, fmt)
+    xs = xs.compact
+    return "n/a" if xs.empty?
+
+    lo, hi = xs.minmax
+    "#{format(fmt, median(xs))} [#{format(fmt, lo)} … #{format(fmt, hi)}]"
+  end
+
+  def table
+    rows = []
+    irq = @r[:irq]
+    rows << ["Sampling interrupt (empty perf_event program)", "#{irq[:hz]} Hz on 1 CPU, #{irq[:pairs].size} off/on pairs",
+             spread(irq[:pairs].map { |p| p[:irq_ns] / 1e3 }, "%.2f") + " µs per interrupt",
+             "empty program itself: #{format('%.0f', irq[:prog_ns])} ns", "—", ""]
+    c0 = @r[:c0]
+    rows << ["BPF time per sample of another process", "#{DEPTH_HZ} Hz", "#{format('%.0f', c0[:ours_ns])} ns",
+             "floor #{format('%.0f', c0[:floor_ns])} ns", "—", ""]
+    DEPTHS.each { |d| rows << depth_row(d) }
+    %w[methods blocks].each do |kind|
+      s = @r[:slowdown][kind]
+      slow_configs.each { |who, hz| rows << slow_row(kind, s, who, hz) }
+      rows << ["Workload noise, #{kind}", "phases without sampling vs those around them (A/A)", pct_ci(s[:null]) +
+               " (#{s[:null][:n]} phases)", format("the null: what the slowdown rows read with no effect; %.0f units " \
+                                                 "per CPU-second", s[:units_per_s]), "—", ""]
+    end
+    DAEMON_NPROCS.each { |n| rows << daemon_row(n) }
+    rows << daemon_row(DAEMON_NPROCS.last, @r[:daemon_pids], pid_mode: true)
+    lat = @r[:latency]
+    boots = lat[:first].map { |f| f[:boot_ms] }
+    firsts = lat[:first].map { |f| f[:first_sample_ms] }
+    rows << ["Latency: exec of a new Ruby → its first sample", "#{LATENCY_HZ} Hz, whole host, #{firsts.size} Rubies",
+             spread(firsts, "%.0f") + " ms", "of which Ruby's own boot (exec to its first line) #{spread(boots, '%.0f')} ms; " \
+             "the rest is the wait for the daemon's periodic /proc scan, then discovery", "—",
+             firsts.include?(nil) ? "a Ruby was never sampled" : ""]
+    rows << ["Latency: end of run (SIGINT) → profile on disk", "#{LATENCY_HZ} Hz, #{lat[:write_ms].size} runs",
+             spread(lat[:write_ms], "%.0f") + " ms", "a sample waits for the run (--duration) to end, then this",
+             "—", ""]
+    m = @r[:machine]
+    head = "rubyprofd `make bench` on #{m[:summary]}. Load average #{m[:load_at_start]} at the start, " \
+           "#{m[:load_at_end]} at the end; the hypervisor took #{format('%.1f', m[:steal_pct])} % of the CPU time " \
+           "(steal). Bench runtime: #{format('%.0f', @r[:runtime_s])} s.\n\n" \
+           "Figures: median [min … max] over the repetitions of this run. BPF time per sample = run_time_ns / " \
+           "run_cnt (kernel.bpf_stats_enabled) over a phase, less the runs in other processes (their cost measured " \
+           "alone). Slowdown: the profiler runs while its sampling is switched off and on every " \
+           "#{TOGGLE_PHASE} s; each phase with sampling = 1 − its throughput / the mean of the phases without it " \
+           "just before and after, given as mean ± 95 % interval; throughput is work per second of the workload " \
+           "thread's CPU time. Derived = (BPF time per sample + interrupt cost) × samples per second of that CPU " \
+           "time, all of the profiler's BPF time charged to the workload (an upper bound).\n\n"
+    head + "| Measure | Setting | Result | Beside it | Budget | Verdict |\n|---|---|---|---|---|---|\n" +
+      rows.map { |r| "| #{r.join(' | ')} |" }.join("\n") + "\n"
+  end
+
+  def depth_row(depth)
+    d = @r[:depth][depth]
+    ours = d[:ours].map { |o| o[:per_sample_ns] }
+    floor = d[:floor].map { |f| f[:per_sample_ns] }
+    floor_rb = d[:floor_rb].map { |f| f[:per_sample_ns] }
+    o = median(ours)
+    f = median(floor)
+    frb = median(floor_rb)
+    fps = median(d[:ours].map { |x| x[:frames_per_stack] })
+    beside = if f
+               "floor #{spread(floor.map { |x| x / 1e3 }, '%.2f')} µs (×#{spread(d[:ratios], '%.2f')}); " \
+                 "floor + shipping the same bytes through a ring buffer #{spread(floor_rb.map { |x| x / 1e3 }, '%.2f')} µs"
+             else
+               "floor n/a (#{d[:floor_note]})"
+             end
+    budget = []
+    budget << "≤ #{BUDGET_BPF_100.to_i} µs" if depth == 100
+    budget << "≤ #{BUDGET_BPF_4000.to_i} µs" if depth == 4000
+    budget << "≤ #{BUDGET_FLOOR_RATIO.to_i}× floor"
+    miss = []
+    miss << format("%.1f µs > %d µs", o / 1e3, BUDGET_BPF_100) if depth == 100 && o / 1e3 > BUDGET_BPF_100
+    miss << format("%.1f µs > %d µs", o / 1e3, BUDGET_BPF_4000) if depth == 4000 && o / 1e3 > BUDGET_BPF_4000
+    ratio = median(d[:ratios])
+    miss << format("×%.1f the floor", ratio) if ratio && ratio > BUDGET_FLOOR_RATIO
+    verdict = if miss.empty?
+                ratio ? "PASS" : "PASS (floor n/a)"
+              elsif f && frb
+                # What rubyprofd spends above the floor: delivering the record (the floor + ring
+                # buffer run shows it) and the rest (decoding frames, chunk copies).
+                ship = frb - f
+                rest = o - frb
+                top = if ship >= rest
+                        format("shipping the frames through the ring buffer (%.1f µs: floor + shipping − floor)",
+                               ship / 1e3)
+                      else
+                        format("what rubyprofd does beyond walking and shipping raw frames (%.1f µs: decoding " \
+                               "each frame, the sample header%s)", rest / 1e3,
+                               depth >= 1000 ? format("; %.0f ns per frame", rest / fps) : "")
+                      end
+                format("MISS: %s; dominated by %s", miss.join(", "), top)
+              else
+                "MISS: #{miss.join(', ')}"
+              end
+    ["BPF time per sample, #{depth} frames", format("%d Hz, 2 Rubies, %.0f frames walked", DEPTH_HZ, fps),
+     "#{spread(ours.map { |x| x / 1e3 }, '%.2f')} µs", beside, budget.join(", "), verdict]
+  end
+
+  def pct_ci(st)
+    st ? format("%+.2f ± %.2f %%", st[:mean], st[:ci95]) : "n/a"
+  end
+
+  def slow_row(kind, s, who, hz)
+    c = s[:configs]["#{who}@#{hz}"]
+    name = { rubyprofd: "rubyprofd #{hz} Hz", bpftrace: "bpftrace profile:hz:#{hz} ustack",
+             stackprof: "stackprof cpu mode, #{hz} Hz (in-process)" }.fetch(who)
+    st = c[:stat]
+    measured = st ? "#{pct_ci(st)} (#{st[:n]} phases)" : "n/a"
+    irq = irq_ns - @r[:irq][:prog_ns]
+    beside = case who
+             when :rubyprofd
+               format("derived ≤ %.3f %% = (≤ %s BPF + %s interrupt) × %.0f samples/s", c[:derived],
+                      us(c[:per_sample_ns]), us(irq), c[:rate])
+             when :bpftrace
+               format("derived ≤ %.3f %% (all its BPF time, %.0f µs/s, + interrupts)", c[:derived],
+                      c[:bpf_per_s_ns] / 1e3)
+             else "in-process (SIGPROF handler): no BPF figure"
+             end
+    budget = who == :rubyprofd && hz == 99 ? "≤ #{BUDGET_SLOWDOWN_99} %" : "—"
+    return ["Slowdown, #{kind} workload", name, measured, beside, budget, ""] if budget == "—"
+
+    # Judged on the derived figure, which noise cannot move; the measured one must not contradict
+    # it (its 95 % interval must reach down to the budget).
+    irq_share = irq / (c[:per_sample_ns] + irq)
+    shares = format("interrupt %.0f %%, BPF %.0f %%", 100 * irq_share, 100 * (1 - irq_share))
+    verdict = if c[:derived] > BUDGET_SLOWDOWN_99
+                format("MISS: derived %.2f %%, most of it %s (%s)", c[:derived],
+                       irq_share > 0.5 ? "the sampling interrupt itself" : "BPF time per sample", shares)
+              elsif st.nil?
+                format("PASS on the derived %.2f %% (%s); too few phases to measure", c[:derived], shares)
+              elsif st[:mean] - st[:ci95] <= BUDGET_SLOWDOWN_99
+                format("PASS: derived %.2f %% (%s); the measured %s does not contradict it", c[:derived], shares,
+                       pct_ci(st))
+              else
+                format("MISS: measured %s, above the budget beyond its 95 %% interval (derived only %.2f %%)",
+                       pct_ci(st), c[:derived])
+              end
+    ["Slowdown, #{kind} workload", name, measured, beside, budget, verdict]
+  end
+
+  def daemon_row(n, d = @r[:daemon][n], pid_mode: false)
+    cpu = median(d[:cpu_pct])
+    judged = n == DAEMON_NPROCS.last && !pid_mode
+    budget = judged ? "≤ #{BUDGET_DAEMON_CPU} % of a core, ≤ #{BUDGET_DAEMON_RSS.to_i} MiB" : "—"
+    verdict = ""
+    if judged
+      miss = []
+      if cpu > BUDGET_DAEMON_CPU
+        pids = median(@r[:daemon_pids][:cpu_pct])
+        miss << format("CPU %.2f %%: the /proc scan for new processes ≈ %.2f %% (this minus the --pid run), " \
+                       "polling the ring buffer and handling samples ≈ %.2f %% (the --pid run)", cpu, cpu - pids, pids)
+      end
+      if d[:maxrss_mib] > BUDGET_DAEMON_RSS
+        miss << format("RSS %.1f MiB, of which %.1f MiB file-backed: the %.0f MiB BPF ring buffer, whose data " \
+                       "pages are mapped twice; heap only %.1f MiB", d[:maxrss_mib], d[:rss_file_mib],
+                       d[:ringbuf_mib], d[:rss_anon_mib])
+      end
+      verdict = miss.empty? ? "PASS" : "MISS: #{miss.join('; ')}"
+    end
+    ["Daemon, #{n} busy Ruby process#{n == 1 ? '' : 'es'}",
+     "#{DAEMON_HZ} Hz, #{pid_mode ? "--pid for each (no /proc scan)" : "whole host"} (#{d[:profiled]} profiled), " \
+     "#{DAEMON_WINDOWS} windows of #{DAEMON_WINDOW} s",
+     "#{spread(d[:cpu_pct], '%.3f')} % of a core; peak RSS #{format('%.1f', d[:maxrss_mib])} MiB",
+     format("startup: %.0f ms CPU, sampling after %.1f s; RSS: heap %.1f, file-backed %.1f MiB",
+            d[:startup_cpu_ms], d[:ready_s], d[:rss_anon_mib], d[:rss_file_mib]),
+     budget, verdict]
+  end
+
+end
+
+START = mono
+Bench.new.run
