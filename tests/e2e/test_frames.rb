@@ -33,6 +33,16 @@ class E2E
                     (best ? "\n rubyprofd:\n  " + prof.frames(best).map { |l| fmt(l, prof) }.join("\n  ") : "")
       end
     end
+    unless failures.empty?
+      # for diagnosis: the stacks at the hot line that belong to no case
+      known = facts["cases"].map { |_, want, _| want[1] }
+      stray = prof.samples.select do |s|
+        f = prof.frames(s)
+        f[0]&.line == hot_line && f[1] && known.none? { |w| same?(f[1], w) }
+      end.max_by(3, &:count)
+      failures << "stacks at the hot line that match no case:\n  " +
+                  stray.map { |s| "#{s.count}: " + prof.frames(s).map { |l| fmt(l, prof) }.join(" < ") }.join("\n  ")
+    end
     check(failures.empty?, failures.join("\n") + "\n#{stderr}")
     "#{facts["cases"].size} label kinds exact"
   end
