@@ -252,10 +252,15 @@ static int insn_info_index(struct symbolizer *sym, struct iseq_info *info, unsig
 	return 0;
 }
 
+/*
+ * Line of pc, as calc_pos() computes it. 0 for a pc outside the iseq (Ruby's answer too); -1 when
+ * the table could not be read (not cached: a later sample tries again).
+ */
 static int64_t compute_line(struct symbolizer *sym, struct iseq_info *info, uint64_t pc)
 {
 	uint64_t pos;
 	uint32_t index, line;
+	int err;
 
 	if (pc < info->iseq_encoded || (pc - info->iseq_encoded) % 8)
 		return 0;
@@ -265,11 +270,12 @@ static int64_t compute_line(struct symbolizer *sym, struct iseq_info *info, uint
 	/* The pc points at the next instruction: Ruby looks up pos - 1 (vm_backtrace.c calc_pos). */
 	if (pos)
 		pos--;
-	if (insn_info_index(sym, info, (unsigned int)pos, &index))
-		return 0;
+	err = insn_info_index(sym, info, (unsigned int)pos, &index);
+	if (err)
+		return err == -EFAULT ? -1 : 0; /* no table (size 0) is Ruby's line 0 too */
 	if (procmem_u32(sym->pid,
 			info->insns_body + (uint64_t)index * sym->off->insn_info_entry_size, &line))
-		return 0;
+		return -1;
 	return (int32_t)line;
 }
 
@@ -612,6 +618,12 @@ int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit, 
 		return 0;
 	}
 	out->line = compute_line(sym, info, pc);
+	if (out->line < 0) {
+		out->line = 0;
+		out->label_final = 0; /* keep the caller from caching this frame */
+		sym->stats.line_failed++;
+		return 0;
+	}
 	hmap_put(&sym->lines, iseq, pc, (uint64_t)(out->line + 1));
 	return 0;
 }

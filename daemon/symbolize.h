@@ -37,7 +37,7 @@ struct sym_iseq {
 	int64_t first_lineno;
 	int64_t line; /* 0 when the pc cannot be trusted (JIT frames) or is out of range */
 	enum iseq_type type;
-	int label_final; /* 0: the owner is not confirmed yet, do not cache this label */
+	int label_final; /* 0: owner or line not confirmed yet: do not cache this frame */
 };
 
 struct symbolizer_stats {
@@ -45,6 +45,7 @@ struct symbolizer_stats {
 	uint64_t cfunc_failed;	/* method entries that could not be named */
 	uint64_t cache_resets;	/* caches dropped for exceeding their bound */
 	uint64_t owner_unknown; /* 3.4+ labels printed without their owner (frame gone) */
+	uint64_t line_failed;	/* line tables that could not be read (line 0 given) */
 };
 
 /*
