@@ -16,15 +16,20 @@ class E2E
     "#{n} samples, the run ended with the command"
   end
 
+  # Runs rubyprofd system-wide (no --pid) for `duration` seconds; after `delay` seconds, yields.
+  # Returns [profile, stderr, what the block returned].
+  def while_profiling(duration, delay)
+    result = nil
+    runner = Thread.new { result = rubyprofd("--duration", duration.to_s) }
+    sleep delay
+    value = yield
+    runner.join
+    [PprofRaw.read(result[0]), result[2], value]
+  end
+
   # A Ruby started after rubyprofd is already running (system-wide mode, no --pid).
   def test_started_later
-    result = nil
-    runner = Thread.new { result = rubyprofd("--duration", "8") }
-    sleep 2
-    facts = start("exact_stack.rb")
-    runner.join
-    path, stdout, stderr, = result
-    prof = PprofRaw.read(path)
+    prof, stderr, facts = while_profiling(8, 2) { start("exact_stack.rb") }
     samples = prof.samples_of(facts["pid"])
     n = samples.sum(&:count)
     hot = samples.select { |s| (f = prof.frames(s).first) && f.line == facts["frames"][0]["lineno"] }.sum(&:count)
@@ -35,16 +40,13 @@ class E2E
 
   # A process that exits while a system-wide run goes on: its samples and names stay.
   def test_exits_mid_profile
-    result = nil
-    runner = Thread.new { result = rubyprofd("--duration", "6") }
-    sleep 1.5
     script = @rt.script("short_lived.rb")
-    pid = Process.spawn(*@rt.argv(script, "1.5"))
-    Process.wait(pid)
-    check($?.success?, "the script failed")
-    runner.join
-    path, stdout, stderr, = result
-    prof = PprofRaw.read(path)
+    prof, stderr, pid = while_profiling(6, 1.5) do
+      pid = Process.spawn(*@rt.argv(script, "1.5"))
+      Process.wait(pid)
+      check($?.success?, "the script failed")
+      pid
+    end
     samples = prof.samples_of(pid)
     n = samples.sum(&:count)
     named = samples.select { |s| prof.frames(s).any? { |l| method?(l, "short_lived_work") } }.sum(&:count)
