@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * pprof.c - builds a perftools.profiles.Profile (profile.proto, proto3) without a protobuf
- * library: strings, mappings, functions and locations are interned in open-addressing hash
- * tables, samples are kept in flat pools, and the message is encoded by hand into one growable
- * buffer, then gzip'd with zlib.
+ * library: strings, mappings, functions and locations are interned through hash maps (hmap.h),
+ * samples are kept in flat pools, and the message is encoded by hand into one growable buffer,
+ * then gzip'd with zlib.
  *
  * A NULL string argument means "" (string table index 0), which proto3 leaves out of the
  * encoding.
@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "hmap.h"
 #include "pprof.h"
 
 /* ---- growable arrays ---------------------------------------------------------------------- */
@@ -61,75 +62,16 @@ static void *vec_at(const struct vec *v, size_t i)
 	return (char *)v->data + i * v->elem;
 }
 
-/* ---- open-addressing hash table of indices ------------------------------------------------ */
+/* ---- content-addressed tables -------------------------------------------------------------- */
 
 /*
- * The table holds indices into an entry array kept elsewhere; the entry's hash is cached in the
- * slot so that growing never rehashes keys and most mismatches cost no comparison.
+ * Strings and records are interned in a struct hmap keyed by a hash of their content (plus the
+ * string's length) with their index as value. Different contents may share a hash, so a key
+ * holds every index added under it and each is compared with the content.
  */
-struct htab_slot {
-	uint32_t idx1; /* entry index + 1; 0: empty */
-	uint32_t hash;
-};
 
-struct htab {
-	struct htab_slot *slots;
-	size_t cap; /* power of two, or 0 */
-	size_t count;
-};
-
-/* Whether entry idx equals key. */
-typedef bool (*htab_eq_fn)(const void *ctx, uint32_t idx, const void *key);
-
-/* The slot holding key, or the empty slot where it belongs. The table must have room. */
-static struct htab_slot *htab_probe(const struct htab *ht, uint32_t hash, htab_eq_fn eq,
-				    const void *ctx, const void *key)
-{
-	size_t mask = ht->cap - 1;
-	size_t i = hash & mask;
-	struct htab_slot *s;
-
-	/* Bounded: the load factor stays below 3/4, so an empty slot is always reached. */
-	for (;;) {
-		s = &ht->slots[i];
-		if (!s->idx1)
-			return s;
-		if (s->hash == hash && eq(ctx, s->idx1 - 1, key))
-			return s;
-		i = (i + 1) & mask;
-	}
-}
-
-/* Makes room for one more entry (load factor <= 3/4). 0 or -ENOMEM. */
-static int htab_reserve(struct htab *ht)
-{
-	struct htab_slot *slots, *s;
-	size_t cap, i, j;
-
-	if ((ht->count + 1) * 4 <= ht->cap * 3)
-		return 0;
-	if (ht->cap > SIZE_MAX / 2 / sizeof(*slots))
-		return -ENOMEM;
-	cap = ht->cap ? ht->cap * 2 : 256;
-	slots = calloc(cap, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	for (i = 0; i < ht->cap; i++) {
-		if (!ht->slots[i].idx1)
-			continue;
-		j = ht->slots[i].hash & (cap - 1);
-		for (s = &slots[j]; s->idx1; s = &slots[j])
-			j = (j + 1) & (cap - 1);
-		*s = ht->slots[i];
-	}
-	free(ht->slots);
-	ht->slots = slots;
-	ht->cap = cap;
-	return 0;
-}
-
-/* FNV-1a, folded to 32 bits. */
-static uint32_t fnv1a(const void *data, size_t len)
+/* FNV-1a. */
+static uint64_t fnv1a(const void *data, size_t len)
 {
 	const unsigned char *b = data;
 	uint64_t h = 0xcbf29ce484222325ULL;
@@ -139,7 +81,7 @@ static uint32_t fnv1a(const void *data, size_t len)
 		h ^= b[i];
 		h *= 0x100000001b3ULL;
 	}
-	return (uint32_t)(h ^ (h >> 32));
+	return h;
 }
 
 /* ---- interned strings --------------------------------------------------------------------- */
@@ -149,32 +91,12 @@ struct pp_str {
 	size_t len;
 };
 
-struct str_key {
-	const char *s;
-	size_t len;
-};
-
-static bool str_eq(const void *ctx, uint32_t idx, const void *key)
-{
-	const struct pp_str *e = vec_at(ctx, idx);
-	const struct str_key *k = key;
-
-	return e->len == k->len && !memcmp(e->s, k->s, k->len);
-}
-
 /* ---- interned records: fixed-width arrays of uint64_t, compared bytewise -------------------- */
 
 struct rtab {
-	struct vec recs; /* elem = width * sizeof(uint64_t) */
-	struct htab ht;
+	struct vec recs;   /* elem = width * sizeof(uint64_t) */
+	struct hmap index; /* content hash -> index into recs */
 };
-
-static bool rec_eq(const void *ctx, uint32_t idx, const void *key)
-{
-	const struct vec *recs = ctx;
-
-	return !memcmp(vec_at(recs, idx), key, recs->elem);
-}
 
 /* ---- the profile -------------------------------------------------------------------------- */
 
@@ -219,8 +141,8 @@ struct pp_label {
 };
 
 struct pprof {
-	struct vec strs; /* struct pp_str; [0] is "" */
-	struct htab str_ht;
+	struct vec strs;       /* struct pp_str; [0] is "" */
+	struct hmap str_index; /* content hash, length -> index into strs */
 	struct rtab mappings;
 	struct rtab functions;
 	struct rtab locations;
@@ -237,67 +159,68 @@ struct pprof {
 /* String table index of s (NULL: ""). 0 or -ENOMEM. */
 static int str_intern(struct pprof *p, const char *s, uint64_t *idx)
 {
-	struct str_key key;
-	struct htab_slot *slot;
+	struct hmap_iter it = {0};
+	const struct pp_str *old;
 	struct pp_str *e;
-	uint32_t hash;
+	uint64_t hash, i;
+	size_t len;
 	int err;
 
 	if (!s)
 		s = "";
-	key.s = s;
-	key.len = strlen(s);
-	hash = fnv1a(s, key.len);
-	err = htab_reserve(&p->str_ht);
+	len = strlen(s);
+	hash = fnv1a(s, len);
+	while (hmap_next_dup(&p->str_index, hash, len, &it, &i)) {
+		old = vec_at(&p->strs, i);
+		if (old->len == len && !memcmp(old->s, s, len)) {
+			*idx = i;
+			return 0;
+		}
+	}
+	if (p->strs.len >= UINT32_MAX)
+		return -ENOMEM;
+	err = vec_reserve(&p->strs, 1);
 	if (err)
 		return err;
-	slot = htab_probe(&p->str_ht, hash, str_eq, &p->strs, &key);
-	if (!slot->idx1) {
-		if (p->strs.len >= UINT32_MAX)
-			return -ENOMEM;
-		err = vec_reserve(&p->strs, 1);
-		if (err)
-			return err;
-		e = vec_at(&p->strs, p->strs.len);
-		e->s = malloc(key.len + 1);
-		if (!e->s)
-			return -ENOMEM;
-		memcpy(e->s, s, key.len + 1);
-		e->len = key.len;
-		slot->idx1 = (uint32_t)++p->strs.len;
-		slot->hash = hash;
-		p->str_ht.count++;
+	e = vec_at(&p->strs, p->strs.len);
+	e->s = malloc(len + 1);
+	if (!e->s)
+		return -ENOMEM;
+	memcpy(e->s, s, len + 1);
+	e->len = len;
+	err = hmap_add(&p->str_index, hash, len, p->strs.len);
+	if (err) {
+		free(e->s);
+		return err;
 	}
-	*idx = slot->idx1 - 1;
+	*idx = p->strs.len++;
 	return 0;
 }
 
 /* Id (index + 1) of the record rec in t, added if new; 0 with errno = ENOMEM on failure. */
 static uint64_t rec_intern(struct rtab *t, const uint64_t *rec)
 {
-	struct htab_slot *slot;
-	uint32_t hash;
+	struct hmap_iter it = {0};
+	uint64_t hash, i;
 	int err;
 
 	hash = fnv1a(rec, t->recs.elem);
-	err = htab_reserve(&t->ht);
+	while (hmap_next_dup(&t->index, hash, 0, &it, &i)) {
+		if (!memcmp(vec_at(&t->recs, i), rec, t->recs.elem))
+			return i + 1;
+	}
+	if (t->recs.len >= UINT32_MAX) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	err = vec_reserve(&t->recs, 1);
 	if (err)
 		goto cleanup;
-	slot = htab_probe(&t->ht, hash, rec_eq, &t->recs, rec);
-	if (!slot->idx1) {
-		if (t->recs.len >= UINT32_MAX) {
-			err = -ENOMEM;
-			goto cleanup;
-		}
-		err = vec_reserve(&t->recs, 1);
-		if (err)
-			goto cleanup;
-		memcpy(vec_at(&t->recs, t->recs.len), rec, t->recs.elem);
-		slot->idx1 = (uint32_t)++t->recs.len;
-		slot->hash = hash;
-		t->ht.count++;
-	}
-	return slot->idx1;
+	err = hmap_add(&t->index, hash, 0, t->recs.len);
+	if (err)
+		goto cleanup;
+	memcpy(vec_at(&t->recs, t->recs.len), rec, t->recs.elem);
+	return ++t->recs.len;
 cleanup:
 	errno = -err;
 	return 0;
@@ -311,7 +234,7 @@ static void rtab_init(struct rtab *t, size_t width)
 static void rtab_release(struct rtab *t)
 {
 	free(t->recs.data);
-	free(t->ht.slots);
+	hmap_clear(&t->index);
 }
 
 void pprof__free(struct pprof *p)
@@ -323,7 +246,7 @@ void pprof__free(struct pprof *p)
 	for (i = 0; i < p->strs.len; i++)
 		free(((struct pp_str *)vec_at(&p->strs, i))->s);
 	free(p->strs.data);
-	free(p->str_ht.slots);
+	hmap_clear(&p->str_index);
 	rtab_release(&p->mappings);
 	rtab_release(&p->functions);
 	rtab_release(&p->locations);
