@@ -8,8 +8,14 @@
  * bpf_probe_read_user. Each frame becomes a raw (address, pc) pair; strings are resolved in
  * userspace. Stacks go to userspace through a ring buffer in chunks of RP_CHUNK_FRAMES frames.
  *
- * A second program, an iter/task, reports the thread pointer (fsbase) of each thread of one process,
- * so that the daemon can locate and validate TLS without stopping the process.
+ * The walk itself (walk.bpf.h, rp_sample_ruby) can be called by any program of the project.
+ *
+ * Process life cycle: the scheduler's exec, fork and exit tracepoints keep `procs` true to the
+ * kernel at once (an exec or exit drops the pid's entry, a fork of a profiled Ruby copies it to
+ * the child) and tell the daemon through the same ring buffer (RP_REC_PROC records).
+ *
+ * An iter/task program reports the thread pointer (fsbase) of each thread of one process, so that
+ * the daemon can locate and validate TLS without stopping the process.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -22,17 +28,8 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* objspace flags word: `mode` in bits 0-1, `during_gc` in bit 5 (gc.c, 2.6 - 4.0) */
-#define RP_GC_MODE_MASK 0x3
-#define RP_GC_DURING_GC (1u << 5)
-
-/* Frame limit, set by the daemon before load (--max-frames). */
-const volatile __u32 max_frames = RP_MAX_FRAMES_DEFAULT;
-
-static __always_inline __u64 thread_pointer(void)
+static __always_inline __u64 task_thread_pointer(struct task_struct *task)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-
 #if defined(__TARGET_ARCH_x86)
 	return BPF_CORE_READ(task, thread.fsbase);
 #elif defined(__TARGET_ARCH_arm64)
@@ -42,174 +39,133 @@ static __always_inline __u64 thread_pointer(void)
 #endif
 }
 
-static __always_inline int read_u64(__u64 *dst, __u64 addr)
+/* The start time of task's process: with the pid, what identifies a process over time. */
+static __always_inline __u64 process_start_time(struct task_struct *task)
 {
-	return bpf_probe_read_user(dst, sizeof(*dst), (const void *)addr);
-}
-
-/* The sampled thread's EC, 0 when it has none. Returns -1 when a read failed. */
-static __always_inline int find_ec(const struct rp_proc *proc, __u64 tp, __u64 *ec)
-{
-	__u64 dtv, block;
-
-	*ec = 0;
-	switch (proc->ec_mode) {
-	case RP_EC_TLS_STATIC:
-		return read_u64(ec, tp + proc->tls_off) ? -1 : 0;
-	case RP_EC_TLS_DTV:
-		/* glibc: tcbhead_t.dtv at tp + 8; dtv entries are {void *val; void *to_free}. */
-		if (read_u64(&dtv, tp + 8) || !dtv)
-			return -1;
-		/* dtv[-1] counts the slots: a thread made before the dlopen has fewer */
-		if (read_u64(&block, dtv - 16))
-			return -1;
-		if (proc->tls_modid > block)
-			return 0;
-		if (read_u64(&block, dtv + proc->tls_modid * 16))
-			return -1;
-		/* TLS_DTV_UNALLOCATED: this thread never touched libruby's TLS, so it runs no Ruby. */
-		if (block == 0 || block == (__u64)-1)
-			return 0;
-		return read_u64(ec, block + proc->tls_block_off) ? -1 : 0;
-	case RP_EC_GLOBAL:
-		return read_u64(ec, proc->ec_global) ? -1 : 0;
-	}
-	return -1;
-}
-
-/* Sends a header-only sample (no frames) so that the thread's CPU time is still accounted. */
-static __always_inline void emit_empty(struct rp_scratch *s, __u32 flags)
-{
-	s->sample.flags = flags | RP_SAMPLE_LAST;
-	s->sample.nframes = 0;
-	s->sample.truncated = 0;
-	if (bpf_ringbuf_output(&samples, &s->sample, RP_SAMPLE_HDR_SIZE, rb_flags()))
-		stat_add(RP_STAT_RB_DROPPED, 1);
+	return BPF_CORE_READ(task, group_leader, start_time);
 }
 
 SEC("perf_event")
 int rp_on_sample(struct bpf_perf_event_data *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid(), t0 = bpf_ktime_get_ns();
 	__u32 tgid = id >> 32, zero = 0;
+	struct task_struct *task;
 	struct rp_proc *proc;
 	struct rp_scratch *s;
-	__u64 tp, ec, vm_stack, vm_stack_size, cfp, top, end, n, th, ptid;
 
 	stat_add(RP_STAT_SAMPLES, 1);
 	if (tgid == 0)
-		return 0;
+		goto out;
 	proc = bpf_map_lookup_elem(&procs, &tgid);
 	if (!proc)
-		return 0;
+		goto out;
+	task = bpf_get_current_task_btf();
+	/* The entry was made for an earlier process with this pid (its exit was not seen yet):
+	 * never walk another process's memory with it. */
+	if (proc->start_time && proc->start_time != process_start_time(task)) {
+		stat_add(RP_STAT_STALE_PID, 1);
+		goto out;
+	}
 	stat_add(RP_STAT_RUBY_SAMPLES, 1);
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
-		return 0;
-
-	s->sample.time_ns = bpf_ktime_get_ns();
-	s->sample.pid = tgid;
-	s->sample.tid = (__u32)id;
-	s->sample.cpu = bpf_get_smp_processor_id();
-	s->sample.seq = s->seq++;
-	s->sample.chunk = 0;
+		goto out;
+	s->sample.hdr.state = RP_TSTATE_ON_CPU;
+	s->sample.hdr.wunit = RP_WEIGHT_COUNT;
+	s->sample.hdr.weight = 1;
+	s->sample.hdr.time_ns = t0;
+	s->sample.hdr.pid = tgid;
+	s->sample.hdr.tid = (__u32)id;
 	bpf_get_current_comm(s->sample.comm, sizeof(s->sample.comm));
+	rp_sample_ruby(s, proc, task_thread_pointer(task));
+out:
+	stat_add(RP_STAT_RUN_NS, bpf_ktime_get_ns() - t0);
+	return 0;
+}
 
-	tp = thread_pointer();
-	if (find_ec(proc, tp, &ec)) {
-		stat_add(RP_STAT_READ_FAILED, 1);
-		emit_empty(s, RP_SAMPLE_READ_FAIL);
-		return 0;
-	}
-	if (!ec) {
-		stat_add(RP_STAT_NO_EC, 1);
-		emit_empty(s, RP_SAMPLE_NO_EC);
-		return 0;
-	}
-	/* vm_stack, vm_stack_size and cfp are the first three words of the EC in every version. */
-	if (bpf_probe_read_user(s->ec, sizeof(s->ec), (const void *)ec)) {
-		stat_add(RP_STAT_READ_FAILED, 1);
-		emit_empty(s, RP_SAMPLE_READ_FAIL);
-		return 0;
-	}
-	vm_stack = s->ec[(proc->off.ec_vm_stack / 8) & 7];
-	vm_stack_size = s->ec[(proc->off.ec_vm_stack_size / 8) & 7];
-	cfp = s->ec[(proc->off.ec_cfp / 8) & 7];
+/* ---- process life cycle ----------------------------------------------------------------- */
 
-	if (proc->ec_mode == RP_EC_GLOBAL) {
-		/* Before 3.0 the global EC is the GVL holder's: count it only for its own thread. */
-		th = s->ec[(proc->off.ec_thread_ptr / 8) & 7];
-		if (!th || read_u64(&ptid, th + proc->off.th_thread_id)) {
-			stat_add(RP_STAT_READ_FAILED, 1);
-			emit_empty(s, RP_SAMPLE_READ_FAIL);
-			return 0;
-		}
-		if (ptid != tp) {
-			stat_add(RP_STAT_NOT_GVL, 1);
-			emit_empty(s, RP_SAMPLE_NOT_GVL);
-			return 0;
-		}
-	}
+static __always_inline void proc_event(struct task_struct *task, __u32 event, __u32 flags,
+				       __u32 ppid)
+{
+	struct rp_proc_event *e;
 
-	/* Shape check: the stack is at most 1 GiB of VALUEs and cfp lies inside it. */
-	top = vm_stack + vm_stack_size * 8;
-	if (!vm_stack || vm_stack_size == 0 || vm_stack_size > (1ULL << 27) || cfp < vm_stack ||
-	    cfp >= top || !proc->off.cfp_size) {
-		stat_add(RP_STAT_BAD_EC, 1);
-		emit_empty(s, RP_SAMPLE_BAD_EC);
+	e = bpf_ringbuf_reserve(&samples, sizeof(*e), 0);
+	if (!e) {
+		stat_add(RP_STAT_EVENTS_LOST, 1);
+		return;
+	}
+	e->hdr.version = RP_REC_VERSION;
+	e->hdr.kind = RP_REC_PROC;
+	e->hdr.state = RP_TSTATE_NONE;
+	e->hdr.wunit = RP_WEIGHT_COUNT;
+	e->hdr.size = sizeof(*e);
+	e->hdr.weight = 0;
+	e->hdr.time_ns = bpf_ktime_get_ns();
+	e->hdr.pid = BPF_CORE_READ(task, tgid);
+	e->hdr.tid = BPF_CORE_READ(task, pid);
+	e->event = event;
+	e->flags = flags;
+	e->ppid = ppid;
+	e->pad = 0;
+	e->start_time = process_start_time(task);
+	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
+	/* The daemon acts on these at once (a new Ruby is looked at within milliseconds). */
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	stat_add(RP_STAT_PROC_EVENTS, 1);
+}
+
+/* A new program: whatever the daemon knew of this pid is void until it looks again. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(rp_on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid), flags = 0;
+
+	if (bpf_map_delete_elem(&procs, &tgid) == 0)
+		flags |= RP_PROC_F_PROFILED;
+	proc_event(p, RP_PROC_EXEC, flags, 0);
+	return 0;
+}
+
+/*
+ * A fork of a profiled Ruby (Puma, Unicorn and Sidekiq workers are forked from a booted master)
+ * shares its parent's layout: sample it from its first tick with a copy of the parent's entry,
+ * which the daemon then validates. Threads and vfork-style children (same mm) are not processes
+ * of their own.
+ */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(rp_on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
+	struct rp_proc *pp, copy;
+
+	if (ptgid == ctgid || BPF_CORE_READ(child, pid) != ctgid)
 		return 0;
-	}
-	/* The last slot is a dummy frame; the one below it (<main> or a thread's block) is real. */
-	end = top - proc->off.cfp_size;
-	n = cfp < end ? (end - cfp) / proc->off.cfp_size : 0;
-
-	s->sample.flags = 0;
-	s->sample.truncated = 0;
-	s->sample.gc_mode = 0;
-	/* In GC? Only the thread that runs the collector (the GVL holder) is attributed to it. */
-	if (proc->gc_flags &&
-	    !bpf_probe_read_user(&s->gc_flags, sizeof(s->gc_flags), (const void *)proc->gc_flags) &&
-	    (s->gc_flags & RP_GC_DURING_GC) &&
-	    (!proc->gc_running_ec ||
-	     (!read_u64(&s->running_ec, proc->gc_running_ec) && s->running_ec == ec))) {
-		s->sample.flags |= RP_SAMPLE_GC;
-		s->sample.gc_mode = s->gc_flags & RP_GC_MODE_MASK;
-		stat_add(RP_STAT_GC, 1);
-	}
-	if (n > max_frames) {
-		s->sample.flags |= RP_SAMPLE_TRUNCATED;
-		s->sample.truncated = n - max_frames;
-		n = max_frames;
-		stat_add(RP_STAT_TRUNCATED, 1);
-	}
-
-	s->walk = (struct rp_walk){
-		.cfp = cfp,
-		.remaining = n,
-		.cfp_size = proc->off.cfp_size,
-		.off_pc = proc->off.cfp_pc,
-		.off_iseq = proc->off.cfp_iseq,
-		.off_ep = proc->off.cfp_ep,
-		.off_jit = proc->off.cfp_jit_return,
-		.first = 1,
-	};
-	s->sample.nframes = 0;
-	bpf_loop((n + RP_CFP_BATCH - 1) / RP_CFP_BATCH, rp_walk_batch, NULL, 0);
-	/* The callback may have flushed chunks: look the scratch space up again. */
-	s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!s)
+	pp = bpf_map_lookup_elem(&procs, &ptgid);
+	if (!pp)
 		return 0;
-	if (s->walk.read_failed) {
-		s->sample.flags |= RP_SAMPLE_READ_FAIL;
-		stat_add(RP_STAT_READ_FAILED, 1);
+	if (BPF_CORE_READ(child, mm) == BPF_CORE_READ(parent, mm))
+		return 0;
+	__builtin_memcpy(&copy, pp, sizeof(copy));
+	copy.start_time = BPF_CORE_READ(child, start_time);
+	if (bpf_map_update_elem(&procs, &ctgid, &copy, BPF_ANY) == 0) {
+		stat_add(RP_STAT_FORK_COPIED, 1);
+		proc_event(child, RP_PROC_FORK, RP_PROC_F_PROFILED, ptgid);
 	}
-	s->sample.flags |= RP_SAMPLE_LAST;
-	rp_walk_flush(&s->walk, s);
-	stat_add(RP_STAT_FRAMES, s->walk.frames_sent);
-	if (s->walk.dropped)
-		stat_add(RP_STAT_RB_DROPPED, 1);
-	else
-		stat_add(RP_STAT_RUBY_STACKS, 1);
+	return 0;
+}
+
+/* The last thread of a profiled process exited: forget it here, and tell the daemon. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(rp_on_exit, struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+
+	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+		return 0;
+	if (bpf_map_delete_elem(&procs, &tgid) == 0)
+		proc_event(p, RP_PROC_EXIT, RP_PROC_F_PROFILED, 0);
 	return 0;
 }
 
@@ -230,6 +186,7 @@ int rp_iter_threads(struct bpf_iter__task *ctx)
 #elif defined(__TARGET_ARCH_arm64)
 	out.fsbase = task->thread.uw.tp_value;
 #endif
+	out.start_time = task->group_leader->start_time;
 	bpf_seq_write(ctx->meta->seq, &out, sizeof(out));
 	return 0;
 }

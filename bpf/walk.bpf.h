@@ -24,6 +24,7 @@ static __always_inline void rp_walk_flush(struct rp_walk *w, struct rp_scratch *
 	if (nf > RP_CHUNK_FRAMES)
 		nf = RP_CHUNK_FRAMES;
 	size = RP_SAMPLE_HDR_SIZE + (__u64)nf * sizeof(struct rp_frame);
+	s->sample.hdr.size = size;
 	if (bpf_ringbuf_output(&samples, &s->sample, size, rb_flags()))
 		w->dropped = 1;
 	else
@@ -119,6 +120,173 @@ static long rp_walk_batch(__u32 idx, void *ctx)
 	w->cfp += (__u64)n * w->cfp_size;
 	w->remaining -= n;
 	return w->remaining ? 0 : 1;
+}
+
+/* objspace flags word: `mode` in bits 0-1, `during_gc` in bit 5 (gc.c, 2.6 - 4.0) */
+#define RP_GC_MODE_MASK 0x3
+#define RP_GC_DURING_GC (1u << 5)
+
+/* Frame limit, set by the daemon before load (--max-frames). */
+const volatile __u32 max_frames = RP_MAX_FRAMES_DEFAULT;
+
+static __always_inline int read_u64(__u64 *dst, __u64 addr)
+{
+	return bpf_probe_read_user(dst, sizeof(*dst), (const void *)addr);
+}
+
+/* The sampled thread's EC, 0 when it has none. Returns -1 when a read failed. */
+static __always_inline int find_ec(const struct rp_proc *proc, __u64 tp, __u64 *ec)
+{
+	__u64 dtv, block;
+
+	*ec = 0;
+	switch (proc->ec_mode) {
+	case RP_EC_TLS_STATIC:
+		return read_u64(ec, tp + proc->tls_off) ? -1 : 0;
+	case RP_EC_TLS_DTV:
+		/* glibc: tcbhead_t.dtv at tp + 8; dtv entries are {void *val; void *to_free}. */
+		if (read_u64(&dtv, tp + 8) || !dtv)
+			return -1;
+		/* dtv[-1] counts the slots: a thread made before the dlopen has fewer */
+		if (read_u64(&block, dtv - 16))
+			return -1;
+		if (proc->tls_modid > block)
+			return 0;
+		if (read_u64(&block, dtv + proc->tls_modid * 16))
+			return -1;
+		/* TLS_DTV_UNALLOCATED: this thread never touched libruby's TLS, so it runs no Ruby. */
+		if (block == 0 || block == (__u64)-1)
+			return 0;
+		return read_u64(ec, block + proc->tls_block_off) ? -1 : 0;
+	case RP_EC_GLOBAL:
+		return read_u64(ec, proc->ec_global) ? -1 : 0;
+	}
+	return -1;
+}
+
+/* Sends a header-only sample (no frames) so that the thread's time is still accounted. */
+static __always_inline void emit_empty(struct rp_scratch *s, __u32 flags)
+{
+	s->sample.flags = flags | RP_SAMPLE_LAST;
+	s->sample.nframes = 0;
+	s->sample.truncated = 0;
+	s->sample.hdr.size = RP_SAMPLE_HDR_SIZE;
+	if (bpf_ringbuf_output(&samples, &s->sample, RP_SAMPLE_HDR_SIZE, rb_flags()))
+		stat_add(RP_STAT_RB_DROPPED, 1);
+}
+
+/*
+ * Walks the Ruby stack of the thread whose thread pointer is `tp` (the current thread: its memory
+ * is read with bpf_probe_read_user) and sends it as RP_REC_STACK records. The caller has filled
+ * s->sample.hdr (pid, tid, time, weight, state) and comm; any BPF program of the project can call
+ * this (perf_event now; a tracepoint or an iterator with its own reads later).
+ */
+static __always_inline void rp_sample_ruby(struct rp_scratch *s, const struct rp_proc *proc,
+					   __u64 tp)
+{
+	__u32 zero = 0;
+	__u64 ec, vm_stack, vm_stack_size, cfp, top, end, n, th, ptid;
+
+	s->sample.hdr.version = RP_REC_VERSION;
+	s->sample.hdr.kind = RP_REC_STACK;
+	s->sample.cpu = bpf_get_smp_processor_id();
+	s->sample.seq = s->seq++;
+	s->sample.chunk = 0;
+	s->sample.gc_mode = 0;
+
+	if (find_ec(proc, tp, &ec)) {
+		stat_add(RP_STAT_READ_FAILED, 1);
+		emit_empty(s, RP_SAMPLE_READ_FAIL);
+		return;
+	}
+	if (!ec) {
+		stat_add(RP_STAT_NO_EC, 1);
+		emit_empty(s, RP_SAMPLE_NO_EC);
+		return;
+	}
+	/* vm_stack, vm_stack_size and cfp are the first three words of the EC in every version. */
+	if (bpf_probe_read_user(s->ec, sizeof(s->ec), (const void *)ec)) {
+		stat_add(RP_STAT_READ_FAILED, 1);
+		emit_empty(s, RP_SAMPLE_READ_FAIL);
+		return;
+	}
+	vm_stack = s->ec[(proc->off.ec_vm_stack / 8) & 7];
+	vm_stack_size = s->ec[(proc->off.ec_vm_stack_size / 8) & 7];
+	cfp = s->ec[(proc->off.ec_cfp / 8) & 7];
+
+	if (proc->ec_mode == RP_EC_GLOBAL) {
+		/* Before 3.0 the global EC is the GVL holder's: count it only for its own thread. */
+		th = s->ec[(proc->off.ec_thread_ptr / 8) & 7];
+		if (!th || read_u64(&ptid, th + proc->off.th_thread_id)) {
+			stat_add(RP_STAT_READ_FAILED, 1);
+			emit_empty(s, RP_SAMPLE_READ_FAIL);
+			return;
+		}
+		if (ptid != tp) {
+			stat_add(RP_STAT_NOT_GVL, 1);
+			emit_empty(s, RP_SAMPLE_NOT_GVL);
+			return;
+		}
+	}
+
+	/* Shape check: the stack is at most 1 GiB of VALUEs and cfp lies inside it. */
+	top = vm_stack + vm_stack_size * 8;
+	if (!vm_stack || vm_stack_size == 0 || vm_stack_size > (1ULL << 27) || cfp < vm_stack ||
+	    cfp >= top || !proc->off.cfp_size) {
+		stat_add(RP_STAT_BAD_EC, 1);
+		emit_empty(s, RP_SAMPLE_BAD_EC);
+		return;
+	}
+	/* The last slot is a dummy frame; the one below it (<main> or a thread's block) is real. */
+	end = top - proc->off.cfp_size;
+	n = cfp < end ? (end - cfp) / proc->off.cfp_size : 0;
+
+	s->sample.flags = 0;
+	s->sample.truncated = 0;
+	/* In GC? Only the thread that runs the collector (the GVL holder) is attributed to it. */
+	if (proc->gc_flags &&
+	    !bpf_probe_read_user(&s->gc_flags, sizeof(s->gc_flags), (const void *)proc->gc_flags) &&
+	    (s->gc_flags & RP_GC_DURING_GC) &&
+	    (!proc->gc_running_ec ||
+	     (!read_u64(&s->running_ec, proc->gc_running_ec) && s->running_ec == ec))) {
+		s->sample.flags |= RP_SAMPLE_GC;
+		s->sample.gc_mode = s->gc_flags & RP_GC_MODE_MASK;
+		stat_add(RP_STAT_GC, 1);
+	}
+	if (n > max_frames) {
+		s->sample.flags |= RP_SAMPLE_TRUNCATED;
+		s->sample.truncated = n - max_frames;
+		n = max_frames;
+		stat_add(RP_STAT_TRUNCATED, 1);
+	}
+
+	s->walk = (struct rp_walk){
+		.cfp = cfp,
+		.remaining = n,
+		.cfp_size = proc->off.cfp_size,
+		.off_pc = proc->off.cfp_pc,
+		.off_iseq = proc->off.cfp_iseq,
+		.off_ep = proc->off.cfp_ep,
+		.off_jit = proc->off.cfp_jit_return,
+		.first = 1,
+	};
+	s->sample.nframes = 0;
+	bpf_loop((n + RP_CFP_BATCH - 1) / RP_CFP_BATCH, rp_walk_batch, NULL, 0);
+	/* The callback may have flushed chunks: look the scratch space up again. */
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return;
+	if (s->walk.read_failed) {
+		s->sample.flags |= RP_SAMPLE_READ_FAIL;
+		stat_add(RP_STAT_READ_FAILED, 1);
+	}
+	s->sample.flags |= RP_SAMPLE_LAST;
+	rp_walk_flush(&s->walk, s);
+	stat_add(RP_STAT_FRAMES, s->walk.frames_sent);
+	if (s->walk.dropped)
+		stat_add(RP_STAT_RB_DROPPED, 1);
+	else
+		stat_add(RP_STAT_RUBY_STACKS, 1);
 }
 
 #endif

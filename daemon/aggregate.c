@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* aggregate.c - interned frames and counted stacks. */
+/* aggregate.c - frames interned per process, stacks counted per interval. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,35 +7,50 @@
 #include "aggregate.h"
 #include "hmap.h"
 
-struct stack_entry {
-	uint64_t hash;
-	pid_t pid, tid;
-	uint32_t thread_name; /* string id */
-	uint32_t nframes;
-	uint32_t *frames;
-	uint64_t count;
-};
+#define FNV_INIT 0xcbf29ce484222325ULL
 
-struct agg {
-	/* strings: id -> string, (hash, ...) lookups through `str_index` */
-	char **strs;
-	size_t nstrs, strs_cap;
-	struct hmap
-		str_index; /* (fnv hash, len) -> first id + 1 of that key; chained by str_next */
+/* Interned strings and frames of one process. */
+struct frametab {
+	char **strs; /* id -> string; 0 is "" */
 	uint32_t *str_next;
-
+	size_t nstrs, strs_cap;
+	struct hmap str_index;	  /* (fnv hash, len) -> first id + 1, chained through str_next */
 	struct agg_frame *frames; /* id -> frame (index 0 unused) */
 	size_t nframes, frames_cap;
 	struct hmap frame_index; /* packed frame key -> id */
+	uint64_t bytes;
+};
 
+struct agg_proc {
+	struct agg_proc_info info; /* strings point into the fields below */
+	char *container, *service, *ruby_version;
+	struct frametab ft;
+	uint32_t generation;
+	bool exited;
+	bool full;    /* the frame table refused a frame in this interval */
+	size_t index; /* in agg.procs */
+};
+
+struct stack_entry {
+	uint64_t hash;
+	struct agg_proc *proc;
+	pid_t tid;
+	uint32_t nframes;
+	char *thread_name;
+	uint32_t *frames;
+	uint32_t next; /* index + 1 of the next entry with the same hash, 0: none */
+	int64_t values[AGG_MAX_VALUES];
+};
+
+struct agg {
+	size_t nvalues, max_stacks;
+	struct agg_proc **procs;
+	size_t nprocs, procs_cap;
 	struct stack_entry *stacks;
-	size_t nstacks, stacks_cap, max_stacks;
-	uint32_t *slots; /* open addressing over stacks: index + 1, 0 = empty */
-	size_t nslots;
-
-	struct hmap procs; /* pid -> nspid << 32 | container string id */
-
-	uint64_t total, dropped;
+	size_t nstacks, stacks_cap;
+	struct hmap stack_index; /* hash -> first index + 1, chained through stack_entry.next */
+	uint64_t total;
+	struct agg_stats stats;
 };
 
 static uint64_t fnv1a(const void *data, size_t len, uint64_t h)
@@ -50,58 +65,45 @@ static uint64_t fnv1a(const void *data, size_t len, uint64_t h)
 	return h;
 }
 
-#define FNV_INIT 0xcbf29ce484222325ULL
+/* ---- per-process frame table ------------------------------------------------------------ */
 
-struct agg *agg__new(size_t max_stacks)
+static int frametab_init(struct frametab *ft)
 {
-	struct agg *a = calloc(1, sizeof(*a));
-
-	if (!a)
-		return NULL;
-	a->max_stacks = max_stacks;
+	memset(ft, 0, sizeof(*ft));
 	/* string 0 is "" and frame 0 is unused, so that ids are never 0 */
-	a->strs_cap = 256;
-	a->strs = calloc(a->strs_cap, sizeof(*a->strs));
-	a->str_next = calloc(a->strs_cap, sizeof(*a->str_next));
-	a->frames_cap = 256;
-	a->frames = calloc(a->frames_cap, sizeof(*a->frames));
-	if (!a->strs || !a->str_next || !a->frames)
-		goto fail;
-	a->strs[0] = strdup("");
-	if (!a->strs[0])
-		goto fail;
-	a->nstrs = 1;
-	a->nframes = 1;
-	return a;
-fail:
-	agg__free(a);
-	errno = ENOMEM;
-	return NULL;
+	ft->strs_cap = 64;
+	ft->strs = calloc(ft->strs_cap, sizeof(*ft->strs));
+	ft->str_next = calloc(ft->strs_cap, sizeof(*ft->str_next));
+	ft->frames_cap = 64;
+	ft->frames = calloc(ft->frames_cap, sizeof(*ft->frames));
+	if (!ft->strs || !ft->str_next || !ft->frames)
+		return -ENOMEM;
+	ft->strs[0] = strdup("");
+	if (!ft->strs[0])
+		return -ENOMEM;
+	ft->nstrs = 1;
+	ft->nframes = 1;
+	return 0;
 }
 
-void agg__free(struct agg *a)
+static void frametab_free(struct frametab *ft)
 {
 	size_t i;
 
-	if (!a)
-		return;
-	for (i = 0; i < a->nstrs; i++)
-		free(a->strs[i]);
-	free(a->strs);
-	free(a->str_next);
-	hmap_clear(&a->str_index);
-	free(a->frames);
-	hmap_clear(&a->frame_index);
-	for (i = 0; i < a->nstacks; i++)
-		free(a->stacks[i].frames);
-	free(a->stacks);
-	free(a->slots);
-	hmap_clear(&a->procs);
-	free(a);
+	if (ft->strs) {
+		for (i = 0; i < ft->nstrs; i++)
+			free(ft->strs[i]);
+	}
+	free(ft->strs);
+	free(ft->str_next);
+	hmap_clear(&ft->str_index);
+	free(ft->frames);
+	hmap_clear(&ft->frame_index);
+	memset(ft, 0, sizeof(*ft));
 }
 
 /* Id of string s, added if new; (uint32_t)-1 on ENOMEM. */
-static uint32_t intern(struct agg *a, const char *s)
+static uint32_t intern(struct frametab *ft, const char *s)
 {
 	size_t len = strlen(s), ncap;
 	uint64_t h = fnv1a(s, len, FNV_INIT), head = 0;
@@ -110,143 +112,231 @@ static uint32_t intern(struct agg *a, const char *s)
 
 	if (!len)
 		return 0;
-	if (hmap_get(&a->str_index, h, len, &head)) {
-		for (id = (uint32_t)head - 1; id; id = a->str_next[id]) {
-			if (strcmp(a->strs[id], s) == 0)
+	if (hmap_get(&ft->str_index, h, len, &head)) {
+		for (id = (uint32_t)head - 1; id; id = ft->str_next[id]) {
+			if (strcmp(ft->strs[id], s) == 0)
 				return id;
 		}
 	}
-	if (a->nstrs == a->strs_cap) {
-		ncap = a->strs_cap * 2;
-		ns = realloc(a->strs, ncap * sizeof(*ns));
+	if (ft->nstrs == ft->strs_cap) {
+		ncap = ft->strs_cap * 2;
+		ns = realloc(ft->strs, ncap * sizeof(*ns));
 		if (!ns)
 			return (uint32_t)-1;
-		a->strs = ns;
-		nn = realloc(a->str_next, ncap * sizeof(*nn));
+		ft->strs = ns;
+		nn = realloc(ft->str_next, ncap * sizeof(*nn));
 		if (!nn)
 			return (uint32_t)-1;
-		a->str_next = nn;
-		a->strs_cap = ncap;
+		ft->str_next = nn;
+		ft->strs_cap = ncap;
 	}
-	id = (uint32_t)a->nstrs;
-	a->strs[id] = strdup(s);
-	if (!a->strs[id])
+	id = (uint32_t)ft->nstrs;
+	ft->strs[id] = strdup(s);
+	if (!ft->strs[id])
 		return (uint32_t)-1;
-	a->str_next[id] = head ? (uint32_t)head - 1 : 0;
-	if (hmap_put(&a->str_index, h, len, id + 1)) {
-		free(a->strs[id]);
+	ft->str_next[id] = head ? (uint32_t)head - 1 : 0;
+	if (hmap_put(&ft->str_index, h, len, id + 1)) {
+		free(ft->strs[id]);
 		return (uint32_t)-1;
 	}
-	a->nstrs++;
+	ft->nstrs++;
+	ft->bytes += len + 1;
 	return id;
 }
 
-uint32_t agg_frame_id(struct agg *a, enum agg_frame_kind kind, const char *name, const char *file,
-		      int64_t start_line, int64_t line)
+/* ---- agg ---------------------------------------------------------------------------------- */
+
+struct agg *agg__new(size_t nvalues, size_t max_stacks)
 {
-	uint32_t name_id = intern(a, name ? name : ""), file_id = intern(a, file ? file : "");
+	struct agg *a;
+
+	if (nvalues == 0 || nvalues > AGG_MAX_VALUES) {
+		errno = EINVAL;
+		return NULL;
+	}
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return NULL;
+	a->nvalues = nvalues;
+	a->max_stacks = max_stacks;
+	return a;
+}
+
+static void free_stacks(struct agg *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->nstacks; i++) {
+		free(a->stacks[i].frames);
+		free(a->stacks[i].thread_name);
+	}
+	a->nstacks = 0;
+	a->total = 0;
+	hmap_clear(&a->stack_index);
+}
+
+static void proc_free(struct agg_proc *p)
+{
+	if (!p)
+		return;
+	frametab_free(&p->ft);
+	free(p->container);
+	free(p->service);
+	free(p->ruby_version);
+	free(p);
+}
+
+void agg__free(struct agg *a)
+{
+	size_t i;
+
+	if (!a)
+		return;
+	free_stacks(a);
+	free(a->stacks);
+	for (i = 0; i < a->nprocs; i++)
+		proc_free(a->procs[i]);
+	free(a->procs);
+	free(a);
+}
+
+struct agg_proc *agg_proc__new(struct agg *a, const struct agg_proc_info *info)
+{
+	struct agg_proc *p, **np;
+
+	if (a->nprocs == a->procs_cap) {
+		np = realloc(a->procs, (a->procs_cap ? a->procs_cap * 2 : 16) * sizeof(*np));
+		if (!np)
+			return NULL;
+		a->procs = np;
+		a->procs_cap = a->procs_cap ? a->procs_cap * 2 : 16;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->info = *info;
+	p->container = strdup(info->container ? info->container : "");
+	p->service = strdup(info->service ? info->service : "");
+	p->ruby_version = strdup(info->ruby_version ? info->ruby_version : "");
+	if (!p->container || !p->service || !p->ruby_version || frametab_init(&p->ft)) {
+		proc_free(p);
+		errno = ENOMEM;
+		return NULL;
+	}
+	p->info.container = p->container;
+	p->info.service = p->service;
+	p->info.ruby_version = p->ruby_version;
+	p->index = a->nprocs;
+	a->procs[a->nprocs++] = p;
+	return p;
+}
+
+void agg_proc_exit(struct agg *a, struct agg_proc *p)
+{
+	p->exited = true;
+}
+
+const struct agg_proc_info *agg_proc_info(const struct agg_proc *p)
+{
+	return &p->info;
+}
+
+uint32_t agg_proc_generation(const struct agg_proc *p)
+{
+	return p->generation;
+}
+
+uint32_t agg_frame_id(struct agg_proc *p, enum agg_frame_kind kind, const char *name,
+		      const char *file, int64_t start_line, int64_t line)
+{
+	struct frametab *ft = &p->ft;
+	uint32_t name_id, file_id, id;
 	uint64_t k1, k2, val;
 	struct agg_frame *nf, *f;
-	uint32_t id;
 
-	if (name_id == (uint32_t)-1 || file_id == (uint32_t)-1)
+	if (ft->nframes >= AGG_MAX_FRAMES_PER_PROC) {
+		p->full = true;
+		errno = ENOSPC;
 		return 0;
+	}
+	name_id = intern(ft, name ? name : "");
+	file_id = intern(ft, file ? file : "");
+	if (name_id == (uint32_t)-1 || file_id == (uint32_t)-1) {
+		errno = ENOMEM;
+		return 0;
+	}
 	k1 = (uint64_t)name_id << 32 | file_id;
 	k2 = (uint64_t)(uint32_t)line << 32 | ((uint64_t)(uint32_t)start_line & 0x3fffffff) << 2 |
 	     (uint64_t)kind;
-	if (hmap_get(&a->frame_index, k1, k2, &val))
+	if (hmap_get(&ft->frame_index, k1, k2, &val))
 		return (uint32_t)val;
-	if (a->nframes == a->frames_cap) {
-		nf = realloc(a->frames, a->frames_cap * 2 * sizeof(*nf));
-		if (!nf)
+	if (ft->nframes == ft->frames_cap) {
+		nf = realloc(ft->frames, ft->frames_cap * 2 * sizeof(*nf));
+		if (!nf) {
+			errno = ENOMEM;
 			return 0;
-		a->frames = nf;
-		a->frames_cap *= 2;
+		}
+		ft->frames = nf;
+		ft->frames_cap *= 2;
 	}
-	id = (uint32_t)a->nframes;
-	f = &a->frames[id];
+	id = (uint32_t)ft->nframes;
+	f = &ft->frames[id];
 	f->kind = kind;
-	f->name = a->strs[name_id];
-	f->file = a->strs[file_id];
+	f->name = ft->strs[name_id];
+	f->file = ft->strs[file_id];
 	f->start_line = start_line;
 	f->line = line;
-	if (hmap_put(&a->frame_index, k1, k2, id))
+	if (hmap_put(&ft->frame_index, k1, k2, id)) {
+		errno = ENOMEM;
 		return 0;
-	a->nframes++;
+	}
+	ft->nframes++;
 	return id;
 }
 
-const struct agg_frame *agg_frame_get(const struct agg *a, uint32_t id)
+const struct agg_frame *agg_frame_get(const struct agg_proc *p, uint32_t id)
 {
-	return id && id < a->nframes ? &a->frames[id] : NULL;
+	return id && id < p->ft.nframes ? &p->ft.frames[id] : NULL;
 }
 
-static uint64_t stack_hash(pid_t pid, pid_t tid, uint32_t tname, const uint32_t *frames, size_t n)
+static uint64_t stack_hash(const struct agg_proc *p, pid_t tid, const char *tname,
+			   const uint32_t *frames, size_t n)
 {
 	uint64_t h = FNV_INIT;
 
-	h = fnv1a(&pid, sizeof(pid), h);
+	h = fnv1a(&p, sizeof(p), h);
 	h = fnv1a(&tid, sizeof(tid), h);
-	h = fnv1a(&tname, sizeof(tname), h);
+	h = fnv1a(tname, strlen(tname), h);
 	return fnv1a(frames, n * sizeof(*frames), h);
 }
 
-static int rehash(struct agg *a)
+int agg_add(struct agg *a, struct agg_proc *p, pid_t tid, const char *thread_name,
+	    const uint32_t *frames, size_t nframes, const int64_t *values)
 {
-	size_t nslots = a->nslots ? a->nslots * 2 : 1024, i, j;
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (i = 0; i < a->nstacks; i++) {
-		for (j = a->stacks[i].hash & (nslots - 1); slots[j]; j = (j + 1) & (nslots - 1))
-			;
-		slots[j] = (uint32_t)i + 1;
-	}
-	free(a->slots);
-	a->slots = slots;
-	a->nslots = nslots;
-	return 0;
-}
-
-int agg_set_process(struct agg *a, pid_t pid, pid_t nspid, const char *container)
-{
-	uint32_t cid = intern(a, container ? container : "");
-
-	if (cid == (uint32_t)-1)
-		return -ENOMEM;
-	return hmap_put(&a->procs, (uint64_t)pid, 0, (uint64_t)(uint32_t)nspid << 32 | cid);
-}
-
-int agg_add(struct agg *a, pid_t pid, pid_t tid, const char *thread_name, const uint32_t *frames,
-	    size_t nframes, uint64_t count)
-{
-	uint32_t tname = intern(a, thread_name ? thread_name : "");
+	const char *tname = thread_name ? thread_name : "";
 	struct stack_entry *e, *ns;
-	uint64_t h;
-	size_t j;
+	uint64_t h, head = 0;
+	uint32_t idx;
+	size_t i;
 
-	if (tname == (uint32_t)-1)
-		return -ENOMEM;
-	h = stack_hash(pid, tid, tname, frames, nframes);
-	if (a->nslots) {
-		for (j = h & (a->nslots - 1); a->slots[j]; j = (j + 1) & (a->nslots - 1)) {
-			e = &a->stacks[a->slots[j] - 1];
-			if (e->hash == h && e->pid == pid && e->tid == tid &&
-			    e->thread_name == tname && e->nframes == nframes &&
+	h = stack_hash(p, tid, tname, frames, nframes);
+	if (hmap_get(&a->stack_index, h, 0, &head)) {
+		for (idx = (uint32_t)head; idx; idx = e->next) {
+			e = &a->stacks[idx - 1];
+			if (e->hash == h && e->proc == p && e->tid == tid &&
+			    e->nframes == nframes && strcmp(e->thread_name, tname) == 0 &&
 			    memcmp(e->frames, frames, nframes * sizeof(*frames)) == 0) {
-				e->count += count;
-				a->total += count;
+				for (i = 0; i < a->nvalues; i++)
+					e->values[i] += values[i];
+				a->total += (uint64_t)values[0];
 				return 0;
 			}
 		}
 	}
 	if (a->nstacks >= a->max_stacks) {
-		a->dropped += count;
+		a->stats.dropped_full += (uint64_t)values[0];
 		return -ENOSPC;
 	}
-	if ((a->nstacks + 1) * 2 > a->nslots && rehash(a))
-		return -ENOMEM;
 	if (a->nstacks == a->stacks_cap) {
 		ns = realloc(a->stacks, (a->stacks_cap ? a->stacks_cap * 2 : 256) * sizeof(*ns));
 		if (!ns)
@@ -255,21 +345,25 @@ int agg_add(struct agg *a, pid_t pid, pid_t tid, const char *thread_name, const 
 		a->stacks_cap = a->stacks_cap ? a->stacks_cap * 2 : 256;
 	}
 	e = &a->stacks[a->nstacks];
+	memset(e, 0, sizeof(*e));
 	e->frames = malloc((nframes ? nframes : 1) * sizeof(*frames));
-	if (!e->frames)
+	e->thread_name = strdup(tname);
+	if (!e->frames || !e->thread_name ||
+	    hmap_put(&a->stack_index, h, 0, (uint64_t)a->nstacks + 1)) {
+		free(e->frames);
+		free(e->thread_name);
 		return -ENOMEM;
+	}
 	memcpy(e->frames, frames, nframes * sizeof(*frames));
 	e->hash = h;
-	e->pid = pid;
+	e->proc = p;
 	e->tid = tid;
-	e->thread_name = tname;
 	e->nframes = (uint32_t)nframes;
-	e->count = count;
-	for (j = h & (a->nslots - 1); a->slots[j]; j = (j + 1) & (a->nslots - 1))
-		;
-	a->slots[j] = (uint32_t)a->nstacks + 1;
+	e->next = (uint32_t)head;
+	for (i = 0; i < a->nvalues; i++)
+		e->values[i] = values[i];
 	a->nstacks++;
-	a->total += count;
+	a->total += (uint64_t)values[0];
 	return 0;
 }
 
@@ -279,14 +373,24 @@ void agg_foreach(const struct agg *a, void (*fn)(void *ctx, const struct agg_sta
 	size_t i;
 
 	for (i = 0; i < a->nstacks; i++) {
-		st.pid = a->stacks[i].pid;
+		st.proc = a->stacks[i].proc;
+		st.pid = a->stacks[i].proc->info.pid;
 		st.tid = a->stacks[i].tid;
-		st.thread_name = a->strs[a->stacks[i].thread_name];
+		st.thread_name = a->stacks[i].thread_name;
 		st.frames = a->stacks[i].frames;
 		st.nframes = a->stacks[i].nframes;
-		st.count = a->stacks[i].count;
+		st.values = a->stacks[i].values;
 		fn(ctx, &st);
 	}
+}
+
+void agg_foreach_proc(const struct agg *a, void (*fn)(void *ctx, const struct agg_proc *p),
+		      void *ctx)
+{
+	size_t i;
+
+	for (i = 0; i < a->nprocs; i++)
+		fn(ctx, a->procs[i]);
 }
 
 uint64_t agg_total(const struct agg *a)
@@ -294,14 +398,63 @@ uint64_t agg_total(const struct agg *a)
 	return a->total;
 }
 
-uint64_t agg_dropped(const struct agg *a)
-{
-	return a->dropped;
-}
-
 size_t agg_nstacks(const struct agg *a)
 {
 	return a->nstacks;
+}
+
+void agg_stats(const struct agg *a, struct agg_stats *out)
+{
+	size_t i;
+
+	*out = a->stats;
+	out->procs = a->nprocs;
+	out->stacks = a->nstacks;
+	out->interned_frames = 0;
+	out->interned_bytes = 0;
+	for (i = 0; i < a->nprocs; i++) {
+		out->interned_frames += a->procs[i]->ft.nframes - 1;
+		out->interned_bytes += a->procs[i]->ft.bytes;
+	}
+}
+
+void agg_cut(struct agg *a)
+{
+	size_t i, n = 0;
+	struct agg_proc *p;
+
+	free_stacks(a);
+	/* A long interval's table of stacks is given back; the next grows again as needed. */
+	if (a->stacks_cap > 4096) {
+		free(a->stacks);
+		a->stacks = NULL;
+		a->stacks_cap = 0;
+	}
+	for (i = 0; i < a->nprocs; i++) {
+		p = a->procs[i];
+		if (p->exited) {
+			proc_free(p);
+			a->stats.procs_freed++;
+			continue;
+		}
+		if (p->full) {
+			frametab_free(&p->ft);
+			if (frametab_init(&p->ft)) {
+				/* out of memory: the next frames are refused and counted */
+				frametab_free(&p->ft);
+			}
+			p->full = false;
+			p->generation++;
+			a->stats.frame_resets++;
+		}
+		p->index = n;
+		a->procs[n++] = p;
+	}
+	a->nprocs = n;
+	if (a->procs_cap > 64 && n < a->procs_cap / 4) {
+		a->procs_cap = n > 16 ? n : 16;
+		a->procs = realloc(a->procs, a->procs_cap * sizeof(*a->procs)) ?: a->procs;
+	}
 }
 
 /* pprof export ------------------------------------------------------------------------------ */
@@ -309,8 +462,8 @@ size_t agg_nstacks(const struct agg *a)
 struct export_ctx {
 	const struct agg *a;
 	struct pprof *p;
-	int64_t period;
-	uint64_t *locs;	  /* frame id -> location id (0: not yet added) */
+	const char *service;
+	uint64_t **locs;  /* per process index: frame id -> location id (0: not yet added) */
 	uint64_t maps[4]; /* mapping per frame kind */
 	uint64_t *buf;
 	size_t buf_cap;
@@ -323,13 +476,21 @@ static const char *const kind_mapping[] = {
 	[AGG_FRAME_MARK] = "[rubyprofd]",
 };
 
-static uint64_t frame_location(struct export_ctx *x, uint32_t id)
+static uint64_t frame_location(struct export_ctx *x, const struct agg_proc *proc, uint32_t id)
 {
-	const struct agg_frame *f = &x->a->frames[id];
-	uint64_t fn;
+	const struct agg_frame *f = agg_frame_get(proc, id);
+	uint64_t fn, *locs;
 
-	if (x->locs[id])
-		return x->locs[id];
+	if (!f)
+		return 0;
+	if (!x->locs[proc->index]) {
+		x->locs[proc->index] = calloc(proc->ft.nframes, sizeof(uint64_t));
+		if (!x->locs[proc->index])
+			return 0;
+	}
+	locs = x->locs[proc->index];
+	if (locs[id])
+		return locs[id];
 	if (!x->maps[f->kind]) {
 		x->maps[f->kind] = pprof_mapping(x->p, 0, 0, 0, kind_mapping[f->kind], "");
 		if (!x->maps[f->kind])
@@ -340,21 +501,22 @@ static uint64_t frame_location(struct export_ctx *x, uint32_t id)
 	fn = pprof_function(x->p, f->name, "", f->file, f->start_line);
 	if (!fn)
 		return 0;
-	x->locs[id] = pprof_location(x->p, x->maps[f->kind], 0, fn, f->line);
-	return x->locs[id];
+	locs[id] = pprof_location(x->p, x->maps[f->kind], 0, fn, f->line);
+	return locs[id];
 }
 
 static void export_stack(void *ctx, const struct agg_stack *st)
 {
 	struct export_ctx *x = ctx;
+	const struct agg_proc_info *info = &st->proc->info;
 	struct pprof_label labels[5];
 	int64_t values[2];
 	size_t i, nl = 0;
-	uint64_t *nb, proc = 0;
-	pid_t nspid;
-	uint32_t container;
+	uint64_t *nb;
 
 	if (x->err)
+		return;
+	if (x->service && strcmp(info->service, x->service) != 0)
 		return;
 	if (st->nframes > x->buf_cap) {
 		nb = realloc(x->buf, st->nframes * sizeof(*nb));
@@ -366,38 +528,36 @@ static void export_stack(void *ctx, const struct agg_stack *st)
 		x->buf_cap = st->nframes;
 	}
 	for (i = 0; i < st->nframes; i++) {
-		x->buf[i] = frame_location(x, st->frames[i]);
+		x->buf[i] = frame_location(x, st->proc, st->frames[i]);
 		if (!x->buf[i]) {
 			x->err = -ENOMEM;
 			return;
 		}
 	}
 	labels[nl++] = (struct pprof_label){.key = "pid", .num = st->pid};
-	if (hmap_get(&x->a->procs, (uint64_t)st->pid, 0, &proc)) {
-		nspid = (pid_t)(proc >> 32);
-		container = (uint32_t)proc;
-		if (nspid && nspid != st->pid)
-			labels[nl++] = (struct pprof_label){.key = "ns_pid", .num = nspid};
-		if (container)
-			labels[nl++] = (struct pprof_label){.key = "container_id",
-							    .str = x->a->strs[container]};
-	}
+	if (info->nspid && info->nspid != st->pid)
+		labels[nl++] = (struct pprof_label){.key = "ns_pid", .num = info->nspid};
+	if (info->container[0])
+		labels[nl++] = (struct pprof_label){.key = "container_id", .str = info->container};
 	labels[nl++] = (struct pprof_label){.key = "tid", .num = st->tid};
 	if (st->thread_name && st->thread_name[0])
 		labels[nl++] = (struct pprof_label){.key = "thread_name", .str = st->thread_name};
-	values[0] = (int64_t)st->count;
-	values[1] = (int64_t)st->count * x->period;
+	values[0] = st->values[0];
+	values[1] = x->a->nvalues > 1 ? st->values[1] : 0;
 	x->err = pprof_add_sample(x->p, x->buf, st->nframes, values, labels, nl);
 }
 
-int agg_to_pprof(const struct agg *a, struct pprof *p, int64_t period_ns)
+int agg_to_pprof(const struct agg *a, struct pprof *p, const char *service)
 {
-	struct export_ctx x = {.a = a, .p = p, .period = period_ns};
+	struct export_ctx x = {.a = a, .p = p, .service = service};
+	size_t i;
 
-	x.locs = calloc(a->nframes, sizeof(*x.locs));
+	x.locs = calloc(a->nprocs ? a->nprocs : 1, sizeof(*x.locs));
 	if (!x.locs)
 		return -ENOMEM;
 	agg_foreach(a, export_stack, &x);
+	for (i = 0; i < a->nprocs; i++)
+		free(x.locs[i]);
 	free(x.locs);
 	free(x.buf);
 	return x.err;

@@ -15,42 +15,57 @@
 struct target {
 	struct ruby_target t;
 	struct symbolizer *sym;
-	struct hmap frames; /* (addr, pc or caller frame id) -> agg frame id */
+	struct agg_proc *proc;
+	uint32_t generation; /* agg_proc_generation() that `frames` holds ids of */
+	struct hmap frames;  /* (addr, pc or caller frame id) -> agg frame id */
 };
 
 struct collector {
 	struct agg *agg;
-	struct target **targets;
-	size_t ntargets, cap;
-	struct hmap by_pid; /* pid -> index + 1 */
-	uint32_t *buf;	    /* frame ids of the stack being added */
-	uint8_t *kind;	    /* RP_FRAME_KIND_* of its raw frames */
+	int64_t period_ns;
+	struct hmap by_pid; /* pid -> struct target * */
+	size_t live, profiled;
+	uint32_t *buf; /* frame ids of the stack being added */
+	uint8_t *kind; /* RP_FRAME_KIND_* of its raw frames */
 	size_t buf_cap;
 	struct collector_stats stats;
 };
 
-struct collector *collector__new(struct agg *agg)
+struct collector *collector__new(struct agg *agg, int64_t period_ns)
 {
 	struct collector *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
 	c->agg = agg;
+	c->period_ns = period_ns;
 	return c;
+}
+
+void collector_set_period(struct collector *c, int64_t period_ns)
+{
+	c->period_ns = period_ns;
+}
+
+static void target_free(struct target *t)
+{
+	if (!t)
+		return;
+	symbolizer__free(t->sym);
+	hmap_clear(&t->frames);
+	free(t);
+}
+
+static void free_target(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
+{
+	target_free((struct target *)(uintptr_t)val);
 }
 
 void collector__free(struct collector *c)
 {
-	size_t i;
-
 	if (!c)
 		return;
-	for (i = 0; i < c->ntargets; i++) {
-		symbolizer__free(c->targets[i]->sym);
-		hmap_clear(&c->targets[i]->frames);
-		free(c->targets[i]);
-	}
-	free(c->targets);
+	hmap_foreach(&c->by_pid, free_target, NULL);
 	hmap_clear(&c->by_pid);
 	free(c->buf);
 	free(c->kind);
@@ -59,9 +74,10 @@ void collector__free(struct collector *c)
 
 static struct target *find(const struct collector *c, pid_t pid)
 {
-	uint64_t idx;
+	uint64_t val;
 
-	return hmap_get(&c->by_pid, (uint64_t)pid, 0, &idx) ? c->targets[idx - 1] : NULL;
+	return hmap_get(&c->by_pid, (uint64_t)pid, 0, &val) ? (struct target *)(uintptr_t)val
+							    : NULL;
 }
 
 const struct ruby_target *collector_find(const struct collector *c, pid_t pid)
@@ -73,57 +89,102 @@ const struct ruby_target *collector_find(const struct collector *c, pid_t pid)
 
 size_t collector_count(const struct collector *c)
 {
-	return c->ntargets;
+	return c->live;
 }
 
-int collector_add(struct collector *c, const struct ruby_target *rt)
+size_t collector_profiled(const struct collector *c)
 {
-	struct target *t, **nt;
-	size_t i;
+	return c->profiled;
+}
 
-	if (agg_set_process(c->agg, rt->pid, rt->nspid, rt->container_id))
-		return -ENOMEM;
-	t = find(c, rt->pid);
-	if (t) {
-		/* The pid was reused by a new Ruby: start over with fresh caches. */
-		symbolizer__free(t->sym);
-		hmap_clear(&t->frames);
-		t->t = *rt;
-		t->sym = symbolizer__new(rt->pid, rt->off, rt->symbols, rt->symbols_cand,
-					 rt->nsymbols_cand);
-		return t->sym ? 0 : -ENOMEM;
-	}
-	if (c->ntargets == c->cap) {
-		nt = realloc(c->targets, (c->cap ? c->cap * 2 : 16) * sizeof(*nt));
-		if (!nt)
-			return -ENOMEM;
-		c->targets = nt;
-		c->cap = c->cap ? c->cap * 2 : 16;
-	}
+void collector_remove(struct collector *c, pid_t pid)
+{
+	struct target *t = find(c, pid);
+
+	if (!t)
+		return;
+	/* Its samples so far are interned in the aggregate, which keeps them until the interval
+	 * ends; the symbolizer and caches die with the process. */
+	agg_proc_exit(c->agg, t->proc);
+	hmap_del(&c->by_pid, (uint64_t)pid, 0, NULL);
+	target_free(t);
+	c->live--;
+}
+
+int collector_add(struct collector *c, const struct ruby_target *rt, const char *service)
+{
+	struct agg_proc_info info = {
+		.pid = rt->pid,
+		.nspid = rt->nspid,
+		.container = rt->container_id,
+		.service = service,
+		.ruby_version = rt->version,
+	};
+	struct target *t;
+
+	/* A pid seen again is a new process (pid reuse, or a validated fork child). */
+	collector_remove(c, rt->pid);
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
 	t->t = *rt;
 	t->sym =
 		symbolizer__new(rt->pid, rt->off, rt->symbols, rt->symbols_cand, rt->nsymbols_cand);
-	if (!t->sym) {
-		free(t);
+	t->proc = t->sym ? agg_proc__new(c->agg, &info) : NULL;
+	if (!t->proc) {
+		target_free(t);
 		return -ENOMEM;
 	}
-	i = c->ntargets;
-	if (hmap_put(&c->by_pid, (uint64_t)rt->pid, 0, i + 1)) {
-		symbolizer__free(t->sym);
-		free(t);
+	if (hmap_put(&c->by_pid, (uint64_t)rt->pid, 0, (uintptr_t)t)) {
+		agg_proc_exit(c->agg, t->proc);
+		target_free(t);
 		return -ENOMEM;
 	}
-	c->targets[i] = t;
-	c->ntargets++;
+	c->live++;
+	c->profiled++;
 	return 0;
 }
 
-static uint32_t mark(struct collector *c, const char *name)
+int collector_update(struct collector *c, const struct ruby_target *rt)
 {
-	return agg_frame_id(c->agg, AGG_FRAME_MARK, name, "", 0, 0);
+	struct target *t = find(c, rt->pid);
+
+	if (!t)
+		return -ENOENT;
+	t->t = *rt;
+	return 0;
+}
+
+int collector_fork(struct collector *c, pid_t child, pid_t parent, struct ruby_target *out)
+{
+	struct target *pt = find(c, parent);
+	struct ruby_target rt;
+
+	if (!pt)
+		return -ENOENT;
+	rt = pt->t;
+	rt.pid = child;
+	/* the child's own namespace pid is read when it is validated */
+	rt.nspid = pt->t.nspid == pt->t.pid ? child : 0;
+	if (out)
+		*out = rt;
+	return collector_add(c, &rt, agg_proc_info(pt->proc)->service);
+}
+
+static uint32_t mark(struct target *t, const char *name)
+{
+	return agg_frame_id(t->proc, AGG_FRAME_MARK, name, "", 0, 0);
+}
+
+/* A cached frame id is only valid while the process's frame table is the same. */
+static void check_generation(struct target *t)
+{
+	uint32_t gen = agg_proc_generation(t->proc);
+
+	if (gen != t->generation) {
+		hmap_clear(&t->frames);
+		t->generation = gen;
+	}
 }
 
 /* Caller context of C function frames: Ruby reports the path and line of the nearest Ruby frame
@@ -151,10 +212,10 @@ static uint32_t iseq_frame(struct collector *c, struct target *t, const struct r
 	if (symbolize_iseq(t->sym, f->addr, pc, jit, f->ep, &si)) {
 		c->stats.frames_failed++;
 		*type = ISEQ_TYPE_METHOD;
-		return mark(c, "[unknown Ruby frame]");
+		return mark(t, "[unknown Ruby frame]");
 	}
 	*type = si.type;
-	id = agg_frame_id(c->agg, AGG_FRAME_RUBY, si.label, si.path, si.first_lineno, si.line);
+	id = agg_frame_id(t->proc, AGG_FRAME_RUBY, si.label, si.path, si.first_lineno, si.line);
 	if (!id || !si.label_final)
 		return id;
 	if (t->frames.len >= MAX_FRAME_CACHE)
@@ -176,10 +237,10 @@ static uint32_t cfunc_frame(struct collector *c, struct target *t, const struct 
 	if (symbolize_cfunc(t->sym, f->addr, &name)) {
 		/* not cached: the name may be readable later (a booting Ruby's symbol table) */
 		c->stats.frames_failed++;
-		return agg_frame_id(c->agg, AGG_FRAME_CFUNC, "[unknown C function]", caller->path,
+		return agg_frame_id(t->proc, AGG_FRAME_CFUNC, "[unknown C function]", caller->path,
 				    0, caller->line);
 	}
-	id = agg_frame_id(c->agg, AGG_FRAME_CFUNC, name, caller->path, 0, caller->line);
+	id = agg_frame_id(t->proc, AGG_FRAME_CFUNC, name, caller->path, 0, caller->line);
 	if (!id)
 		return 0;
 	if (t->frames.len >= MAX_FRAME_CACHE)
@@ -218,7 +279,7 @@ static int stack_frames(struct collector *c, struct target *t, const struct samp
 		if (c->kind[i] == RP_FRAME_KIND_ISEQ) {
 			if (!c->buf[i])
 				continue;
-			af = agg_frame_get(c->agg, c->buf[i]);
+			af = agg_frame_get(t->proc, c->buf[i]);
 			caller.path = af->file;
 			caller.line = af->line;
 			caller.frame = c->buf[i];
@@ -260,7 +321,8 @@ static int reserve(struct collector *c, size_t n)
  * collector gets "(garbage collection)" and its phase above the Ruby stack that triggered it;
  * a sample whose leaf frame is JIT code gets "[JIT code]".
  */
-static size_t add_leaf_marks(struct collector *c, const struct sampler_stack *st, size_t n)
+static size_t add_leaf_marks(struct collector *c, struct target *t, const struct sampler_stack *st,
+			     size_t n)
 {
 	static const char *const phases[] = {NULL, "(marking)", "(sweeping)", "(compacting)"};
 	uint32_t marks[3];
@@ -269,11 +331,11 @@ static size_t add_leaf_marks(struct collector *c, const struct sampler_stack *st
 	if (st->flags & RP_SAMPLE_GC) {
 		c->stats.gc++;
 		if (st->first->gc_mode < 4 && phases[st->first->gc_mode])
-			marks[k++] = mark(c, phases[st->first->gc_mode]);
-		marks[k++] = mark(c, "(garbage collection)");
+			marks[k++] = mark(t, phases[st->first->gc_mode]);
+		marks[k++] = mark(t, "(garbage collection)");
 	} else if (st->flags & RP_SAMPLE_JIT_LEAF) {
 		c->stats.jit_leaf++;
-		marks[k++] = mark(c, "[JIT code]");
+		marks[k++] = mark(t, "[JIT code]");
 	}
 	if (!k)
 		return n;
@@ -286,16 +348,18 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 {
 	struct collector *c = ctx;
 	char comm[sizeof(st->first->comm) + 1], label[64];
+	int64_t values[2];
 	struct target *t;
-	size_t n = 0;
+	size_t i, n = 0;
 	int ret;
 
 	c->stats.stacks++;
-	t = find(c, (pid_t)st->first->pid);
+	t = find(c, (pid_t)st->first->hdr.pid);
 	if (!t) {
 		c->stats.unknown_pid++;
 		return;
 	}
+	check_generation(t);
 	/* room for the leaf marks (GC phase, GC, JIT) and one root mark */
 	if (reserve(c, st->nframes + 4))
 		return;
@@ -304,33 +368,45 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 
 	if (st->flags & RP_SAMPLE_NO_EC) {
 		c->stats.no_ec++;
-		c->buf[n++] = mark(c, "[no Ruby context]");
+		c->buf[n++] = mark(t, "[no Ruby context]");
 	} else if (st->flags & RP_SAMPLE_NOT_GVL) {
 		/* Ruby < 3.0 only knows the GVL holder's stack. */
 		c->stats.no_ec++;
-		c->buf[n++] = mark(c, "[running without the GVL]");
+		c->buf[n++] = mark(t, "[running without the GVL]");
 	} else if (st->flags & RP_SAMPLE_BAD_EC) {
 		c->stats.failed_reads++;
-		c->buf[n++] = mark(c, "[invalid Ruby context]");
+		c->buf[n++] = mark(t, "[invalid Ruby context]");
 	} else if (st->nframes == 0 && (st->flags & RP_SAMPLE_READ_FAIL)) {
 		c->stats.failed_reads++;
-		c->buf[n++] = mark(c, "[stack read failed]");
+		c->buf[n++] = mark(t, "[stack read failed]");
 	} else {
 		ret = stack_frames(c, t, st);
 		if (ret < 0)
 			return;
 		n = (size_t)ret;
-		n = add_leaf_marks(c, st, n);
+		n = add_leaf_marks(c, t, st, n);
 		if (st->flags & RP_SAMPLE_READ_FAIL) {
 			c->stats.failed_reads++;
-			c->buf[n++] = mark(c, "[partial stack: read failed]");
+			c->buf[n++] = mark(t, "[partial stack: read failed]");
 		} else if (st->flags & RP_SAMPLE_TRUNCATED) {
 			c->stats.truncated++;
 			snprintf(label, sizeof(label), "[truncated: %u frames]", st->truncated);
-			c->buf[n++] = mark(c, label);
+			c->buf[n++] = mark(t, label);
 		}
 	}
-	if (agg_add(c->agg, t->t.pid, (pid_t)st->first->tid, comm, c->buf, n, 1) == -ENOSPC)
+	/* a frame that could not be interned (its table is full until the interval ends) */
+	for (i = 0; i < n; i++) {
+		if (!c->buf[i]) {
+			c->stats.agg_dropped++;
+			return;
+		}
+	}
+	values[0] = (int64_t)st->first->hdr.weight;
+	values[1] = st->first->hdr.wunit == RP_WEIGHT_NS
+			    ? (int64_t)st->first->hdr.weight
+			    : (int64_t)st->first->hdr.weight * c->period_ns;
+	ret = agg_add(c->agg, t->proc, (pid_t)st->first->hdr.tid, comm, c->buf, n, values);
+	if (ret == -ENOSPC || ret == -ENOMEM)
 		c->stats.agg_dropped++;
 }
 

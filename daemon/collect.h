@@ -28,16 +28,29 @@ struct collector_stats {
 	uint64_t jit_leaf;	/* samples whose leaf is JIT code */
 };
 
-struct collector *collector__new(struct agg *agg);
+/* period_ns: the second value of a cpu-clock sample (1e9 / frequency). */
+struct collector *collector__new(struct agg *agg, int64_t period_ns);
 void collector__free(struct collector *c);
+void collector_set_period(struct collector *c, int64_t period_ns);
 
-/* Starts keeping a validated Ruby process. 0 or -errno. */
-int collector_add(struct collector *c, const struct ruby_target *t);
+/* Starts keeping a validated Ruby process (replacing an earlier process with its pid), under
+ * `service`. 0 or -errno. */
+int collector_add(struct collector *c, const struct ruby_target *t, const char *service);
+/* A forked child of a kept process: kept with its parent's layout until it is validated on its
+ * own. *out (may be NULL) receives the derived target. 0, -ENOENT (parent unknown), -ENOMEM. */
+int collector_fork(struct collector *c, pid_t child, pid_t parent, struct ruby_target *out);
+/* Refreshes what is known of a kept process (a fork child validated on its own): its caches
+ * and samples stay. 0 or -ENOENT. */
+int collector_update(struct collector *c, const struct ruby_target *t);
+/* The process exited or exec'd: its symbolizer goes now, its samples stay in the aggregate
+ * until the interval ends. */
+void collector_remove(struct collector *c, pid_t pid);
 const struct ruby_target *collector_find(const struct collector *c, pid_t pid);
-/* Number of processes kept (live or exited). */
+/* Processes kept now, and ever. */
 size_t collector_count(const struct collector *c);
+size_t collector_profiled(const struct collector *c);
 
-/* sampler_stack_fn: called for each complete stack. ctx is the collector. */
+/* sampler_handlers.on_stack: called for each complete stack. ctx is the collector. */
 void collector_on_stack(void *ctx, const struct sampler_stack *st);
 
 void collector_stats(const struct collector *c, struct collector_stats *out);

@@ -3,6 +3,8 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,4 +217,43 @@ int procs_root_path(pid_t pid, const char *path, char *buf, size_t len)
 	int n = snprintf(buf, len, "/proc/%d/root%s", pid, path);
 
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int procs_parse_start_ticks(const char *stat, uint64_t *ticks)
+{
+	const char *p = strrchr(stat, ')');
+	unsigned long long v;
+	int field;
+
+	if (!p)
+		return -EINVAL;
+	/* after "pid (comm)" come field 3 (state) ... field 22 (starttime) */
+	p++;
+	for (field = 2; field < 21; field++) {
+		p = strchr(p + 1, ' ');
+		if (!p)
+			return -EINVAL;
+	}
+	if (sscanf(p, " %llu", &v) != 1)
+		return -EINVAL;
+	*ticks = v;
+	return 0;
+}
+
+int procs_start_ticks(pid_t pid, uint64_t *ticks)
+{
+	char fname[64], buf[1024];
+	ssize_t n;
+	int fd;
+
+	snprintf(fname, sizeof(fname), "/proc/%d/stat", pid);
+	fd = open(fname, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -errno : -EIO;
+	buf[n] = '\0';
+	return procs_parse_start_ticks(buf, ticks);
 }

@@ -29,6 +29,12 @@ void procs_maps_free(struct proc_maps *m);
 /* Parses one maps line into m (path strdup'd). 0 or -EINVAL. Exposed for tests. */
 int procs_parse_maps_line(const char *line, struct proc_map *m);
 
+/* Start time of the process (field 22 of /proc/PID/stat, clock ticks after boot): with the pid,
+ * what tells a process from a later one with the same pid. 0 or -errno. */
+int procs_start_ticks(pid_t pid, uint64_t *ticks);
+/* Parses the text of a /proc/PID/stat file (the command may contain spaces and ')'). */
+int procs_parse_start_ticks(const char *stat, uint64_t *ticks);
+
 /* PPid from /proc/PID/status. 0 or -errno. */
 int procs_ppid(pid_t pid, pid_t *ppid);
 /* pid in the process's own (innermost) pid namespace, from the NSpid line. 0 or -errno. */

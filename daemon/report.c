@@ -13,26 +13,39 @@ struct fn_row {
 	enum agg_frame_kind kind;
 	uint64_t self, total;
 	uint64_t last_stack; /* stack number that last counted `total`, to count it once */
+	size_t next;	     /* index + 1 of the next row with the same hash */
 };
 
+static uint64_t str_hash(const char *s, uint64_t h)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h * 0x100000001b3ULL;
+}
+
 struct top_ctx {
-	const struct agg *a;
-	struct hmap by_fn; /* (name ptr, file ptr) -> row index + 1 */
+	struct hmap by_fn; /* (hash of name and file, kind) -> first row index + 1, chained */
 	struct fn_row *rows;
 	size_t nrows, cap;
 	uint64_t nstack;
 	int err;
 };
 
-static struct fn_row *row_of(struct top_ctx *x, uint32_t frame_id)
+/* One row per function (name, file, kind) across every process: the same method in two
+ * processes is one line of the summary. */
+static struct fn_row *row_of(struct top_ctx *x, const struct agg_frame *f)
 {
-	const struct agg_frame *f = agg_frame_get(x->a, frame_id);
+	uint64_t h = str_hash(f->file, str_hash(f->name, 0xcbf29ce484222325ULL)), head = 0;
 	struct fn_row *nr;
-	uint64_t idx;
+	size_t idx;
 
-	/* interned strings: equal pointers are equal strings */
-	if (hmap_get(&x->by_fn, (uintptr_t)f->name, (uintptr_t)f->file, &idx))
-		return &x->rows[idx - 1];
+	if (hmap_get(&x->by_fn, h, f->kind, &head)) {
+		for (idx = head; idx; idx = x->rows[idx - 1].next) {
+			nr = &x->rows[idx - 1];
+			if (strcmp(nr->name, f->name) == 0 && strcmp(nr->file, f->file) == 0)
+				return nr;
+		}
+	}
 	if (x->nrows == x->cap) {
 		nr = realloc(x->rows, (x->cap ? x->cap * 2 : 64) * sizeof(*nr));
 		if (!nr)
@@ -45,7 +58,8 @@ static struct fn_row *row_of(struct top_ctx *x, uint32_t frame_id)
 	nr->name = f->name;
 	nr->file = f->file;
 	nr->kind = f->kind;
-	if (hmap_put(&x->by_fn, (uintptr_t)f->name, (uintptr_t)f->file, x->nrows + 1))
+	nr->next = head;
+	if (hmap_put(&x->by_fn, h, f->kind, x->nrows + 1))
 		return NULL;
 	x->nrows++;
 	return nr;
@@ -61,16 +75,16 @@ static void count_stack(void *ctx, const struct agg_stack *st)
 		return;
 	x->nstack++;
 	for (i = 0; i < st->nframes; i++) {
-		r = row_of(x, st->frames[i]);
+		r = row_of(x, agg_frame_get(st->proc, st->frames[i]));
 		if (!r) {
 			x->err = -ENOMEM;
 			return;
 		}
 		if (i == 0)
-			r->self += st->count;
+			r->self += (uint64_t)st->values[0];
 		if (r->last_stack != x->nstack) {
 			r->last_stack = x->nstack;
-			r->total += st->count;
+			r->total += (uint64_t)st->values[0];
 		}
 	}
 }
@@ -88,7 +102,7 @@ static int by_self(const void *a, const void *b)
 
 int report_top(FILE *out, const struct agg *a, unsigned int top)
 {
-	struct top_ctx x = {.a = a};
+	struct top_ctx x = {0};
 	uint64_t total = agg_total(a);
 	size_t i;
 

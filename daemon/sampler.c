@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -29,15 +30,17 @@ struct sampler {
 	struct rubyprof_bpf *skel;
 	struct ring_buffer *rb;
 	struct bpf_link **links;
+	int *pfds; /* perf event of each link (owned by the link) */
 	int nlinks;
 	struct bpf_link *iter_link;
 	struct cpu_asm *cpus;
 	int ncpus; /* possible CPUs */
+	struct bpf_link *life_links[3];
+	bool lifecycle;
 	unsigned int frequency;
 	unsigned int max_frames;
-	sampler_stack_fn fn;
-	void *ctx;
-	uint64_t incomplete;
+	struct sampler_handlers h;
+	uint64_t incomplete, bad_records;
 	char *verifier_log;
 };
 
@@ -90,19 +93,19 @@ static void deliver(struct sampler *s, struct cpu_asm *a)
 		.truncated = a->first.truncated,
 	};
 
-	s->fn(s->ctx, &st);
+	s->h.on_stack(s->h.ctx, &st);
 	a->active = 0;
 }
 
-static int on_record(void *ctx, void *data, size_t size)
+static int on_stack_chunk(struct sampler *s, const struct rp_sample *r, size_t size)
 {
-	struct sampler *s = ctx;
-	const struct rp_sample *r = data;
 	struct cpu_asm *a;
 	size_t nf;
 
-	if (size < RP_SAMPLE_HDR_SIZE || r->cpu >= (uint32_t)s->ncpus)
+	if (size < RP_SAMPLE_HDR_SIZE || r->cpu >= (uint32_t)s->ncpus) {
+		s->bad_records++;
 		return 0;
+	}
 	nf = r->nframes;
 	if (RP_SAMPLE_HDR_SIZE + nf * sizeof(struct rp_frame) > size)
 		nf = (size - RP_SAMPLE_HDR_SIZE) / sizeof(struct rp_frame);
@@ -135,7 +138,35 @@ static int on_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-struct sampler *sampler__new(const struct sampler_opts *opts, sampler_stack_fn fn, void *ctx)
+/* The one dispatcher of ring-buffer records: by kind, each checked against its size. */
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+	const struct rp_rec *rec = data;
+
+	if (size < sizeof(*rec) || rec->version != RP_REC_VERSION || rec->size > size) {
+		s->bad_records++;
+		return 0;
+	}
+	switch (rec->kind) {
+	case RP_REC_STACK:
+		return on_stack_chunk(s, data, rec->size);
+	case RP_REC_PROC:
+		if (rec->size < sizeof(struct rp_proc_event)) {
+			s->bad_records++;
+			return 0;
+		}
+		if (s->h.on_proc)
+			s->h.on_proc(s->h.ctx, data);
+		return 0;
+	default:
+		/* a kind of a newer program: skipped by its size */
+		s->bad_records++;
+		return 0;
+	}
+}
+
+struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampler_handlers *h)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oopts);
 	struct sampler *s;
@@ -144,8 +175,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts, sampler_stack_fn f
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
-	s->fn = fn;
-	s->ctx = ctx;
+	s->h = *h;
 	s->frequency = opts->frequency;
 	s->max_frames = opts->max_frames;
 	libbpf_set_print(libbpf_print);
@@ -227,7 +257,10 @@ void sampler__free(struct sampler *s)
 		return;
 	for (i = 0; i < s->nlinks; i++)
 		bpf_link__destroy(s->links[i]);
+	for (i = 0; i < 3; i++)
+		bpf_link__destroy(s->life_links[i]);
 	free(s->links);
+	free(s->pfds);
 	bpf_link__destroy(s->iter_link);
 	ring_buffer__free(s->rb);
 	rubyprof_bpf__destroy(s->skel);
@@ -278,6 +311,28 @@ cleanup:
 	return ret;
 }
 
+/*
+ * Exec, fork and exit from the scheduler's tracepoints. Without them (a kernel without BTF
+ * tracepoints), the daemon still finds processes by scanning /proc, only later.
+ */
+static int attach_lifecycle(struct sampler *s)
+{
+	struct bpf_program *progs[3] = {s->skel->progs.rp_on_exec, s->skel->progs.rp_on_fork,
+					s->skel->progs.rp_on_exit};
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		s->life_links[i] = bpf_program__attach(progs[i]);
+		if (!s->life_links[i]) {
+			log_warn("cannot attach %s: %s; new processes are found by scanning /proc",
+				 bpf_program__name(progs[i]), strerror(errno));
+			return 0;
+		}
+	}
+	s->lifecycle = true;
+	return 0;
+}
+
 int sampler_attach(struct sampler *s)
 {
 	struct perf_event_attr attr = {
@@ -292,7 +347,8 @@ int sampler_attach(struct sampler *s)
 
 	online = calloc(s->ncpus, 1);
 	s->links = calloc(s->ncpus, sizeof(*s->links));
-	if (!online || !s->links) {
+	s->pfds = calloc(s->ncpus, sizeof(*s->pfds));
+	if (!online || !s->links || !s->pfds) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -321,12 +377,42 @@ int sampler_attach(struct sampler *s)
 				  strerror(-err));
 			goto cleanup;
 		}
+		s->pfds[s->nlinks] = fd;
 		s->nlinks++;
 	}
-	err = 0;
+	err = attach_lifecycle(s);
 cleanup:
 	free(online);
 	return err;
+}
+
+bool sampler_has_lifecycle(const struct sampler *s)
+{
+	return s->lifecycle;
+}
+
+int sampler_fd(const struct sampler *s)
+{
+	return ring_buffer__epoll_fd(s->rb);
+}
+
+int sampler_consume(struct sampler *s)
+{
+	return ring_buffer__consume(s->rb);
+}
+
+int sampler_set_frequency(struct sampler *s, unsigned int frequency)
+{
+	uint64_t freq = frequency;
+	int i;
+
+	/* For an event opened with freq = 1, PERF_EVENT_IOC_PERIOD takes the new frequency. */
+	for (i = 0; i < s->nlinks; i++) {
+		if (ioctl(s->pfds[i], PERF_EVENT_IOC_PERIOD, &freq))
+			return -errno;
+	}
+	s->frequency = frequency;
+	return 0;
 }
 
 int sampler_set_proc(struct sampler *s, uint32_t pid, const struct rp_proc *proc)
@@ -382,6 +468,7 @@ int sampler_counters(struct sampler *s, struct sampler_counters *out)
 			out->bpf[key] += vals[i];
 	}
 	out->incomplete = s->incomplete;
+	out->bad_records = s->bad_records;
 	free(vals);
 	return err;
 }

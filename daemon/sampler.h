@@ -7,6 +7,7 @@
 #ifndef RP_SAMPLER_H
 #define RP_SAMPLER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,21 +30,37 @@ struct sampler_stack {
 	uint32_t truncated; /* control frames cut at the root end */
 };
 
-typedef void (*sampler_stack_fn)(void *ctx, const struct sampler_stack *stack);
+/* What the dispatcher calls for each kind of record. */
+struct sampler_handlers {
+	void (*on_stack)(void *ctx, const struct sampler_stack *stack);
+	void (*on_proc)(void *ctx, const struct rp_proc_event *ev); /* may be NULL */
+	void *ctx;
+};
 
 /* Userspace-side counters, next to the BPF stats. */
 struct sampler_counters {
 	uint64_t bpf[RP_STAT_MAX];
-	uint64_t incomplete; /* stacks missing a chunk (a chunk was dropped) */
+	uint64_t incomplete;  /* stacks missing a chunk (a chunk was dropped) */
+	uint64_t bad_records; /* records of an unknown kind or version, or malformed */
 };
 
 /* Opens and loads the BPF object; nothing is attached yet. NULL with errno set; a verifier
  * failure logs the tail of the verifier log. */
-struct sampler *sampler__new(const struct sampler_opts *opts, sampler_stack_fn fn, void *ctx);
+struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampler_handlers *h);
 void sampler__free(struct sampler *s);
 
-/* Starts sampling on every online CPU. 0 or -errno. */
+/* Starts sampling on every online CPU, and the process life-cycle tracepoints. 0 or -errno. */
 int sampler_attach(struct sampler *s);
+/* Whether exec/fork/exit events arrive (else the caller must scan /proc more often). */
+bool sampler_has_lifecycle(const struct sampler *s);
+
+/* The ring buffer's epoll fd: readable when records wait (see sampler_consume). */
+int sampler_fd(const struct sampler *s);
+/* Delivers every waiting record without blocking. Number of records, or -errno. */
+int sampler_consume(struct sampler *s);
+
+/* Changes the sampling frequency of every CPU's event. 0 or -errno. */
+int sampler_set_frequency(struct sampler *s, unsigned int frequency);
 
 /* Enables / disables sampling of a process. 0 or -errno. */
 int sampler_set_proc(struct sampler *s, uint32_t pid, const struct rp_proc *proc);

@@ -60,7 +60,38 @@ struct rp_frame {
 #define rp_frame_kind(f) (((f)->info >> RP_FRAME_KIND_SHIFT) & 0x7f)
 #define rp_frame_pc(f)	 ((f)->info & RP_FRAME_PC_MASK)
 
-/* ---- samples ------------------------------------------------------------------------------ */
+/* ---- records in the ring buffer ----------------------------------------------------------- */
+
+/*
+ * Every record in the ring buffer starts with struct rp_rec: a kind, its size and a weight, so that
+ * Ruby stacks, process events and the kinds of later work (native stack copies, wall-clock samples
+ * with a thread state) share one buffer and one dispatcher in the daemon. A reader skips kinds it
+ * does not know (by `size`) and refuses a version it does not know.
+ */
+#define RP_REC_VERSION 1
+
+#define RP_REC_STACK 1 /* struct rp_sample: one chunk of a sampled Ruby stack */
+#define RP_REC_PROC  2 /* struct rp_proc_event: exec, fork or exit of a process */
+
+/* rp_rec.wunit: what `weight` counts */
+#define RP_WEIGHT_COUNT 0 /* samples */
+#define RP_WEIGHT_NS	1 /* nanoseconds (wall-clock and off-CPU samples) */
+
+/* rp_rec.state: the sampled thread's state (0 for records that are not samples) */
+#define RP_TSTATE_NONE	 0
+#define RP_TSTATE_ON_CPU 1 /* a cpu-clock sample: the thread was running */
+
+struct rp_rec {
+	__u8 version;  /* RP_REC_VERSION */
+	__u8 kind;     /* RP_REC_* */
+	__u8 state;    /* RP_TSTATE_* */
+	__u8 wunit;    /* RP_WEIGHT_* */
+	__u32 size;    /* bytes of this record, this header included */
+	__u64 weight;  /* the sample's value in `wunit` (1 for a cpu-clock sample) */
+	__u64 time_ns; /* bpf_ktime_get_ns() */
+	__u32 pid;     /* tgid, in the initial pid namespace */
+	__u32 tid;
+};
 
 /* rp_sample.flags */
 #define RP_SAMPLE_LAST	    0x01 /* last chunk of this sample */
@@ -73,14 +104,12 @@ struct rp_frame {
 #define RP_SAMPLE_JIT_LEAF  0x80 /* the leaf frame is JIT code (cfp->jit_return set) */
 
 /*
- * A ring-buffer record: one chunk of one sampled stack, frames leaf first. A sample is the
- * sequence of chunks with the same (cpu, seq), chunk = 0, 1, ..., the last flagged RP_SAMPLE_LAST.
- * Only the header and `nframes` frames are sent.
+ * RP_REC_STACK: one chunk of one sampled stack, frames leaf first. A sample is the sequence of
+ * chunks with the same (cpu, seq), chunk = 0, 1, ..., the last flagged RP_SAMPLE_LAST. Only the
+ * header and `nframes` frames are sent (hdr.size says how many bytes).
  */
 struct rp_sample {
-	__u64 time_ns; /* bpf_ktime_get_ns() */
-	__u32 pid;     /* tgid, in the initial pid namespace */
-	__u32 tid;
+	struct rp_rec hdr;
 	__u32 cpu;
 	__u32 seq;	 /* per-CPU sample counter */
 	__u32 flags;	 /* RP_SAMPLE_* */
@@ -92,7 +121,33 @@ struct rp_sample {
 	struct rp_frame frames[RP_CHUNK_FRAMES];
 };
 
-#define RP_SAMPLE_HDR_SIZE 56
+#define RP_SAMPLE_HDR_SIZE 72
+
+/* RP_REC_PROC events */
+#define RP_PROC_EXEC 1 /* the process (hdr.pid) ran execve: a new program */
+#define RP_PROC_FORK 2 /* hdr.pid is a new process, forked from `ppid` (a profiled Ruby) */
+#define RP_PROC_EXIT 3 /* the last thread of hdr.pid exited */
+
+/* rp_proc_event.flags */
+#define RP_PROC_F_PROFILED                                                                         \
+	0x1 /* exec/exit: its procs entry was removed; fork: copied to the child */
+
+/*
+ * RP_REC_PROC: a process life-cycle event from the scheduler tracepoints. The BPF side already
+ * acted on it (an exec or exit removes the procs entry, a fork of a profiled Ruby copies it), so
+ * that no sample is attributed to a program or process the daemon has not validated.
+ * Sent for every exec (a new Ruby is found within milliseconds), and for forks and exits of
+ * profiled processes only.
+ */
+struct rp_proc_event {
+	struct rp_rec hdr;
+	__u32 event; /* RP_PROC_* */
+	__u32 flags; /* RP_PROC_F_* */
+	__u32 ppid;  /* RP_PROC_FORK: the parent's tgid */
+	__u32 pad;
+	__u64 start_time; /* the process's start time (task->start_time, ns): its identity with pid */
+	char comm[16];
+};
 
 /* ---- per-process configuration (procs map, keyed by tgid) --------------------------------- */
 
@@ -126,6 +181,9 @@ struct rp_proc {
 	__u64 ec_global;     /* RP_EC_GLOBAL: address of ruby_current_execution_context_ptr */
 	__u64 gc_flags;	     /* address of the objspace flags word (during_gc, mode); 0: unknown */
 	__u64 gc_running_ec; /* address of the main ractor's running EC (3.0+); 0: not checked */
+	/* task->start_time of the process this entry was validated for: a sample of another
+	 * process that got the same pid is never walked with it (0: not checked). */
+	__u64 start_time;
 	struct rp_vm_offsets off;
 };
 
@@ -142,7 +200,12 @@ struct rp_proc {
 #define RP_STAT_NOT_GVL	     8	/* Ruby < 3.0: sample of a thread that does not hold the GVL */
 #define RP_STAT_FRAMES	     9	/* frames sent */
 #define RP_STAT_GC	     10 /* samples taken while this thread ran the garbage collector */
-#define RP_STAT_MAX	     11
+#define RP_STAT_PROC_EVENTS  11 /* process events sent */
+#define RP_STAT_EVENTS_LOST  12 /* process events lost (ring buffer full) */
+#define RP_STAT_STALE_PID    13 /* samples of a pid whose procs entry was for an earlier process */
+#define RP_STAT_FORK_COPIED  14 /* procs entries copied to a forked child */
+#define RP_STAT_RUN_NS	     15 /* time spent in the sampling program (ns, measured inside it) */
+#define RP_STAT_MAX	     16
 
 /* ---- task iterator output (fsbase of each thread of one process) -------------------------- */
 
@@ -150,13 +213,16 @@ struct rp_thread_tp {
 	__u32 tid;
 	__u32 pad;
 	__u64 fsbase;
+	__u64 start_time; /* the process's (group leader's) start time, as rp_proc.start_time */
 };
 
 #ifndef __cplusplus
 _Static_assert(sizeof(struct rp_frame) == 24, "rp_frame layout");
 _Static_assert(sizeof(struct rp_vm_offsets) == 24, "rp_vm_offsets layout");
-_Static_assert(sizeof(struct rp_proc) == 80, "rp_proc layout");
-_Static_assert(sizeof(struct rp_thread_tp) == 16, "rp_thread_tp layout");
+_Static_assert(sizeof(struct rp_proc) == 88, "rp_proc layout");
+_Static_assert(sizeof(struct rp_thread_tp) == 24, "rp_thread_tp layout");
+_Static_assert(sizeof(struct rp_rec) == 32, "rp_rec layout");
+_Static_assert(sizeof(struct rp_proc_event) == 72, "rp_proc_event layout");
 _Static_assert(__builtin_offsetof(struct rp_sample, frames) == RP_SAMPLE_HDR_SIZE,
 	       "rp_sample header");
 _Static_assert(sizeof(struct rp_sample) <= 32768, "per-CPU map values are limited to 32 KiB");

@@ -2,6 +2,8 @@
 /* Frame interning, stack counting, the table bound, and the hash map under them. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "aggregate.h"
 #include "hmap.h"
@@ -35,43 +37,58 @@ static void add_up(void *ctx, const struct agg_stack *st)
 {
 	struct sum *s = ctx;
 
-	s->count += st->count;
+	s->count += (uint64_t)st->values[0];
 	s->stacks++;
 }
 
-Test(aggregate, frames_are_interned)
+static struct agg_proc *proc(struct agg *a, pid_t pid, const char *service)
 {
-	struct agg *a = agg__new(100);
+	struct agg_proc_info info = {.pid = pid, .nspid = pid, .service = service};
+	struct agg_proc *p = agg_proc__new(a, &info);
+
+	cr_assert_not_null(p);
+	return p;
+}
+
+static const int64_t ONE[2] = {1, 10}, TWO[2] = {2, 20}, FOUR[2] = {4, 40};
+
+Test(aggregate, frames_are_interned_per_process)
+{
+	struct agg *a = agg__new(2, 100);
+	struct agg_proc *p = proc(a, 1, "app"), *q = proc(a, 2, "app");
 	uint32_t x, y, z;
 
-	cr_assert_not_null(a);
-	x = agg_frame_id(a, AGG_FRAME_RUBY, "foo", "/a.rb", 1, 10);
-	y = agg_frame_id(a, AGG_FRAME_RUBY, "foo", "/a.rb", 1, 10);
-	z = agg_frame_id(a, AGG_FRAME_RUBY, "foo", "/a.rb", 1, 11);
+	x = agg_frame_id(p, AGG_FRAME_RUBY, "foo", "/a.rb", 1, 10);
+	y = agg_frame_id(p, AGG_FRAME_RUBY, "foo", "/a.rb", 1, 10);
+	z = agg_frame_id(p, AGG_FRAME_RUBY, "foo", "/a.rb", 1, 11);
 	cr_assert_neq(x, 0);
 	cr_assert_eq(x, y);
 	cr_assert_neq(x, z);
 	/* the same name as a C function is another frame */
-	cr_assert_neq(agg_frame_id(a, AGG_FRAME_CFUNC, "foo", "/a.rb", 1, 10), x);
-	cr_assert_str_eq(agg_frame_get(a, z)->name, "foo");
-	cr_assert_eq(agg_frame_get(a, z)->line, 11);
-	cr_assert_null(agg_frame_get(a, 0));
+	cr_assert_neq(agg_frame_id(p, AGG_FRAME_CFUNC, "foo", "/a.rb", 1, 10), x);
+	cr_assert_str_eq(agg_frame_get(p, z)->name, "foo");
+	cr_assert_eq(agg_frame_get(p, z)->line, 11);
+	cr_assert_null(agg_frame_get(p, 0));
+	/* another process has its own table */
+	cr_assert_null(agg_frame_get(q, z));
+	cr_assert_eq(agg_frame_id(q, AGG_FRAME_RUBY, "bar", "/b.rb", 1, 1), 1);
 	agg__free(a);
 }
 
 Test(aggregate, stacks_are_counted_per_thread)
 {
-	struct agg *a = agg__new(100);
+	struct agg *a = agg__new(2, 100);
+	struct agg_proc *p = proc(a, 10, "app");
 	uint32_t f[3];
 	struct sum s = {0};
 
-	f[0] = agg_frame_id(a, AGG_FRAME_RUBY, "leaf", "/a.rb", 1, 2);
-	f[1] = agg_frame_id(a, AGG_FRAME_RUBY, "mid", "/a.rb", 5, 6);
-	f[2] = agg_frame_id(a, AGG_FRAME_RUBY, "<main>", "/a.rb", 0, 9);
-	cr_assert_eq(agg_add(a, 10, 10, "ruby", f, 3, 1), 0);
-	cr_assert_eq(agg_add(a, 10, 10, "ruby", f, 3, 2), 0);
-	cr_assert_eq(agg_add(a, 10, 11, "worker", f, 3, 1), 0);	  /* another thread */
-	cr_assert_eq(agg_add(a, 10, 10, "ruby", f + 1, 2, 1), 0); /* another stack */
+	f[0] = agg_frame_id(p, AGG_FRAME_RUBY, "leaf", "/a.rb", 1, 2);
+	f[1] = agg_frame_id(p, AGG_FRAME_RUBY, "mid", "/a.rb", 5, 6);
+	f[2] = agg_frame_id(p, AGG_FRAME_RUBY, "<main>", "/a.rb", 0, 9);
+	cr_assert_eq(agg_add(a, p, 10, "ruby", f, 3, ONE), 0);
+	cr_assert_eq(agg_add(a, p, 10, "ruby", f, 3, TWO), 0);
+	cr_assert_eq(agg_add(a, p, 11, "worker", f, 3, ONE), 0);   /* another thread */
+	cr_assert_eq(agg_add(a, p, 10, "ruby", f + 1, 2, ONE), 0); /* another stack */
 	cr_assert_eq(agg_nstacks(a), 3);
 	cr_assert_eq(agg_total(a), 5);
 	agg_foreach(a, add_up, &s);
@@ -82,33 +99,92 @@ Test(aggregate, stacks_are_counted_per_thread)
 
 Test(aggregate, full_table_counts_drops)
 {
-	struct agg *a = agg__new(2);
-	uint32_t f = agg_frame_id(a, AGG_FRAME_RUBY, "x", "", 0, 0);
+	struct agg *a = agg__new(2, 2);
+	struct agg_proc *p = proc(a, 1, "");
+	uint32_t f = agg_frame_id(p, AGG_FRAME_RUBY, "x", "", 0, 0);
+	struct agg_stats st;
 
-	cr_assert_eq(agg_add(a, 1, 1, "", &f, 1, 1), 0);
-	cr_assert_eq(agg_add(a, 2, 2, "", &f, 1, 1), 0);
-	cr_assert_eq(agg_add(a, 3, 3, "", &f, 1, 4), -ENOSPC);
-	cr_assert_eq(agg_dropped(a), 4);
+	cr_assert_eq(agg_add(a, p, 1, "", &f, 1, ONE), 0);
+	cr_assert_eq(agg_add(a, p, 2, "", &f, 1, ONE), 0);
+	cr_assert_eq(agg_add(a, p, 3, "", &f, 1, FOUR), -ENOSPC);
+	agg_stats(a, &st);
+	cr_assert_eq(st.dropped_full, 4);
 	/* existing stacks still count */
-	cr_assert_eq(agg_add(a, 1, 1, "", &f, 1, 1), 0);
+	cr_assert_eq(agg_add(a, p, 1, "", &f, 1, ONE), 0);
 	cr_assert_eq(agg_total(a), 3);
 	agg__free(a);
 }
 
-Test(aggregate, many_stacks_rehash)
+Test(aggregate, many_stacks)
 {
-	struct agg *a = agg__new(1u << 20);
+	struct agg *a = agg__new(2, 1u << 20);
+	struct agg_proc *p = proc(a, 1, "");
 	uint32_t f[2];
 	struct sum s = {0};
 	int i;
 
-	f[1] = agg_frame_id(a, AGG_FRAME_RUBY, "root", "/r.rb", 0, 1);
+	f[1] = agg_frame_id(p, AGG_FRAME_RUBY, "root", "/r.rb", 0, 1);
 	for (i = 0; i < 5000; i++) {
 		f[0] = (uint32_t)(i % 1000) + 1000; /* ids need not be interned for counting */
-		cr_assert_eq(agg_add(a, 1, i / 1000, "t", f, 2, 1), 0);
+		cr_assert_eq(agg_add(a, p, i / 1000, "t", f, 2, ONE), 0);
 	}
 	cr_assert_eq(agg_nstacks(a), 5000);
 	agg_foreach(a, add_up, &s);
 	cr_assert_eq(s.count, 5000);
+	agg__free(a);
+}
+
+/* An interval ends: counts go, frames stay; an exited process goes after its last interval. */
+Test(aggregate, cut_keeps_frames_and_frees_exited)
+{
+	struct agg *a = agg__new(2, 100);
+	struct agg_proc *p = proc(a, 1, "a"), *q = proc(a, 2, "b");
+	uint32_t fp = agg_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2);
+	uint32_t fq = agg_frame_id(q, AGG_FRAME_RUBY, "y", "/y.rb", 1, 2);
+	struct agg_stats st;
+
+	cr_assert_eq(agg_add(a, p, 1, "", &fp, 1, ONE), 0);
+	cr_assert_eq(agg_add(a, q, 2, "", &fq, 1, TWO), 0);
+	agg_proc_exit(a, q);
+	/* its stacks are still in this interval */
+	cr_assert_eq(agg_total(a), 3);
+	agg_stats(a, &st);
+	cr_assert_eq(st.procs, 2);
+	agg_cut(a);
+	agg_stats(a, &st);
+	cr_assert_eq(agg_total(a), 0);
+	cr_assert_eq(agg_nstacks(a), 0);
+	cr_assert_eq(st.procs, 1);
+	cr_assert_eq(st.procs_freed, 1);
+	/* p's frames are still interned under the same id */
+	cr_assert_eq(agg_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2), fp);
+	cr_assert_eq(agg_add(a, p, 1, "", &fp, 1, ONE), 0);
+	cr_assert_eq(agg_total(a), 1);
+	agg__free(a);
+}
+
+struct count_svc {
+	uint64_t n;
+};
+
+Test(aggregate, pprof_per_service)
+{
+	struct agg *a = agg__new(2, 100);
+	struct agg_proc *p = proc(a, 1, "shop"), *q = proc(a, 2, "jobs");
+	uint32_t fp = agg_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2);
+	uint32_t fq = agg_frame_id(q, AGG_FRAME_RUBY, "y", "/y.rb", 1, 2);
+	struct pprof *pp = pprof__new();
+	uint8_t *out = NULL;
+	size_t len = 0;
+
+	cr_assert_eq(agg_add(a, p, 1, "", &fp, 1, ONE), 0);
+	cr_assert_eq(agg_add(a, q, 2, "", &fq, 1, TWO), 0);
+	cr_assert_eq(agg_to_pprof(a, pp, "shop"), 0);
+	cr_assert_eq(pprof_encode(pp, 0, &out, &len), 0);
+	/* only shop's frame is in it */
+	cr_assert_not_null(memmem(out, len, "/x.rb", 5));
+	cr_assert_null(memmem(out, len, "/y.rb", 5));
+	free(out);
+	pprof__free(pp);
 	agg__free(a);
 }

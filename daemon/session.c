@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* session.c - sampler + tracker + collector + aggregate, shared by both modes. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "session.h"
+
+/* Distinct stacks per interval; past it, samples are dropped and counted. */
+#define MAX_STACKS	  (1u << 20)
+/* The ring buffer holds at least 32 of the deepest stacks, and 4 MiB (its pages count twice
+ * in the daemon's RSS: the kernel maps the data area two times). */
+#define RINGBUF_MIN_BYTES (4u << 20)
+#define RINGBUF_STACKS	  32
+
+struct session {
+	struct session_opts opts;
+	struct sampler *sampler;
+	struct tracker *tracker;
+	struct collector *coll;
+	struct agg *agg;
+	unsigned int frequency;
+	int64_t now; /* of the records being consumed */
+	/* start time of the last process whose threads the iterator listed */
+	pid_t iter_pid;
+	uint64_t iter_start;
+};
+
+int64_t session_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static size_t ringbuf_size(unsigned int max_frames)
+{
+	size_t want = (size_t)RINGBUF_STACKS *
+		      ((size_t)RP_SAMPLE_HDR_SIZE * (max_frames / RP_CHUNK_FRAMES + 1) +
+		       (size_t)max_frames * sizeof(struct rp_frame));
+	size_t size = RINGBUF_MIN_BYTES;
+
+	while (size < want)
+		size <<= 1;
+	return size;
+}
+
+static int64_t period_ns(unsigned int frequency)
+{
+	return 1000000000LL / frequency;
+}
+
+/* ---- the tracker's callbacks ------------------------------------------------------------ */
+
+static int threads_of(void *ctx, pid_t pid, struct rp_thread_tp *out, size_t max, size_t *n)
+{
+	struct session *s = ctx;
+	int err = sampler_thread_pointers(s->sampler, (uint32_t)pid, out, max, n);
+
+	if (!err && *n) {
+		s->iter_pid = pid;
+		s->iter_start = out[0].start_time;
+	}
+	return err;
+}
+
+static int on_enable(void *ctx, const struct ruby_target *t, bool fresh)
+{
+	struct session *s = ctx;
+	struct rp_thread_tp tp;
+	struct rp_proc bpf = t->bpf;
+	char service[128] = "";
+	size_t n = 0;
+	int err;
+
+	if (s->opts.identify) {
+		err = s->opts.identify(s->opts.identify_ctx, t, service, sizeof(service));
+		if (err)
+			return err;
+	}
+	/* The BPF side walks this pid only while it is this process (not a later one). */
+	if (s->iter_pid != t->pid && threads_of(s, t->pid, &tp, 1, &n) == 0 && !n)
+		return -ESRCH;
+	bpf.start_time = s->iter_pid == t->pid ? s->iter_start : 0;
+	if (!fresh && collector_update(s->coll, t) == 0)
+		return sampler_set_proc(s->sampler, (uint32_t)t->pid, &bpf);
+	err = collector_add(s->coll, t, service);
+	if (!err)
+		err = sampler_set_proc(s->sampler, (uint32_t)t->pid, &bpf);
+	if (err)
+		collector_remove(s->coll, t->pid);
+	return err;
+}
+
+static int on_fork(void *ctx, pid_t child, pid_t parent)
+{
+	struct session *s = ctx;
+
+	return collector_fork(s->coll, child, parent, NULL);
+}
+
+static void on_disable(void *ctx, pid_t pid)
+{
+	struct session *s = ctx;
+
+	sampler_del_proc(s->sampler, (uint32_t)pid);
+	collector_remove(s->coll, pid);
+}
+
+/* ---- the dispatcher's callbacks --------------------------------------------------------- */
+
+static void on_proc_event(void *ctx, const struct rp_proc_event *ev)
+{
+	struct session *s = ctx;
+
+	tracker_on_event(s->tracker, ev, s->now);
+}
+
+static void on_stack(void *ctx, const struct sampler_stack *st)
+{
+	struct session *s = ctx;
+
+	collector_on_stack(s->coll, st);
+}
+
+struct session *session__new(const struct session_opts *opts)
+{
+	struct sampler_opts sopts = {
+		.frequency = opts->frequency,
+		.max_frames = opts->max_frames,
+		.ringbuf_bytes = ringbuf_size(opts->max_frames),
+	};
+	struct tracker_opts topts = {.pids = opts->pids, .npids = opts->npids};
+	struct tracker_ops tops = {
+		.enable = on_enable,
+		.fork = on_fork,
+		.disable = on_disable,
+		.threads = threads_of,
+	};
+	struct sampler_handlers h = {.on_stack = on_stack, .on_proc = on_proc_event};
+	struct session *s;
+	int err = -ENOMEM;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->opts = *opts;
+	s->opts.pids = NULL; /* the tracker keeps its own copy */
+	s->frequency = opts->frequency;
+	tops.ctx = s;
+	h.ctx = s;
+	s->agg = agg__new(2, MAX_STACKS);
+	s->coll = s->agg ? collector__new(s->agg, period_ns(opts->frequency)) : NULL;
+	s->tracker = s->coll ? tracker__new(&topts, &tops) : NULL;
+	if (!s->tracker) {
+		log_error("out of memory");
+		goto fail;
+	}
+	s->sampler = sampler__new(&sopts, &h);
+	if (!s->sampler) {
+		err = -errno;
+		goto fail;
+	}
+	return s;
+fail:
+	session__free(s);
+	errno = -err;
+	return NULL;
+}
+
+void session__free(struct session *s)
+{
+	if (!s)
+		return;
+	/* the sampler first: nothing may arrive for the parts freed after it */
+	sampler__free(s->sampler);
+	tracker__free(s->tracker);
+	collector__free(s->coll);
+	agg__free(s->agg);
+	free(s);
+}
+
+int session_start(struct session *s)
+{
+	int err = sampler_attach(s->sampler);
+
+	if (err)
+		return err;
+	session_scan(s, session_now());
+	return 0;
+}
+
+void session_set_root(struct session *s, pid_t root)
+{
+	tracker_set_root(s->tracker, root);
+}
+
+int session_fd(const struct session *s)
+{
+	return sampler_fd(s->sampler);
+}
+
+int session_run(struct session *s, int64_t now)
+{
+	int n;
+
+	s->now = now;
+	n = sampler_consume(s->sampler);
+	if (n < 0)
+		return n;
+	tracker_tick(s->tracker, now);
+	return 0;
+}
+
+int64_t session_next_due(const struct session *s)
+{
+	return tracker_next_due(s->tracker);
+}
+
+void session_scan(struct session *s, int64_t now)
+{
+	/* samples of a process found gone must be symbolized before it is forgotten */
+	s->now = now;
+	sampler_consume(s->sampler);
+	tracker_scan(s->tracker, now);
+}
+
+bool session_has_lifecycle(const struct session *s)
+{
+	return sampler_has_lifecycle(s->sampler);
+}
+
+bool session_all_gone(const struct session *s)
+{
+	return tracker_all_gone(s->tracker);
+}
+
+int session_set_frequency(struct session *s, unsigned int frequency)
+{
+	int err;
+
+	if (frequency == s->frequency)
+		return 0;
+	err = sampler_set_frequency(s->sampler, frequency);
+	if (err)
+		return err;
+	s->frequency = frequency;
+	collector_set_period(s->coll, period_ns(frequency));
+	return 0;
+}
+
+unsigned int session_frequency(const struct session *s)
+{
+	return s->frequency;
+}
+
+struct agg *session_agg(struct session *s)
+{
+	return s->agg;
+}
+
+size_t session_active(const struct session *s)
+{
+	return collector_count(s->coll);
+}
+
+size_t session_profiled(const struct session *s)
+{
+	return collector_profiled(s->coll);
+}
+
+void session_counters(struct session *s, struct session_counters *out)
+{
+	memset(out, 0, sizeof(*out));
+	sampler_counters(s->sampler, &out->sampler);
+	collector_stats(s->coll, &out->collector);
+	tracker_stats(s->tracker, &out->tracker);
+	agg_stats(s->agg, &out->agg);
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * session.h - one profiling session, shared by --oneshot and the service: the sampler (BPF),
+ * the process tracker, the collector (symbolization) and the aggregate, wired so that each
+ * ring-buffer record goes to its one consumer. The modes are loops around session_run().
+ */
+#ifndef RP_SESSION_H
+#define RP_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "aggregate.h"
+#include "collect.h"
+#include "discover.h"
+#include "sampler.h"
+#include "tracker.h"
+
+/* Decides the service (app) of a validated Ruby: 0, or -ECANCELED to leave it alone. */
+typedef int (*session_identify_fn)(void *ctx, const struct ruby_target *t, char *service,
+				   size_t len);
+
+struct session_opts {
+	unsigned int frequency;
+	unsigned int max_frames;
+	const pid_t *pids; /* only these (none: every Ruby) */
+	size_t npids;
+	session_identify_fn identify; /* NULL: no service names */
+	void *identify_ctx;
+};
+
+struct session_counters {
+	struct sampler_counters sampler;
+	struct collector_stats collector;
+	struct tracker_stats tracker;
+	struct agg_stats agg;
+};
+
+struct session;
+
+/* Loads the BPF side (nothing attached yet). NULL with errno set; failures are logged. */
+struct session *session__new(const struct session_opts *opts);
+void session__free(struct session *s);
+
+/* Attaches the sampler and the life-cycle tracepoints, then scans /proc once. 0 or -errno. */
+int session_start(struct session *s);
+/* Only root and its descendants (a command started by the session's owner). */
+void session_set_root(struct session *s, pid_t root);
+
+/* The fd to wait on (readable when records wait). */
+int session_fd(const struct session *s);
+/* Consumes every waiting record and runs the tracker's due checks. 0 or -errno. */
+int session_run(struct session *s, int64_t now_ns);
+/* When session_run next has work without a record arriving (CLOCK_MONOTONIC), or INT64_MAX. */
+int64_t session_next_due(const struct session *s);
+/* A /proc rescan (the safety net under the life-cycle events). */
+void session_scan(struct session *s, int64_t now_ns);
+/* Whether process events arrive from the kernel (else scan often). */
+bool session_has_lifecycle(const struct session *s);
+bool session_all_gone(const struct session *s);
+
+/* Changes the sampling frequency (the caller cuts the interval first). 0 or -errno. */
+int session_set_frequency(struct session *s, unsigned int frequency);
+unsigned int session_frequency(const struct session *s);
+
+/* The aggregate of the current interval; agg_cut() on it starts the next. */
+struct agg *session_agg(struct session *s);
+/* Ruby processes profiled now / ever. */
+size_t session_active(const struct session *s);
+size_t session_profiled(const struct session *s);
+void session_counters(struct session *s, struct session_counters *out);
+
+int64_t session_now(void);
+
+#endif

@@ -1,0 +1,33 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# An app as a fleet runs it: a process title (as Puma or Sidekiq set it) and a method that keeps
+# the CPU busy until killed. Usage: ruby app.rb OUT TITLE METHOD   (TITLE "-": keep the title)
+require_relative "common"
+
+OUT, TITLE, WORK = ARGV
+
+def spin(seconds)
+  deadline = monotonic + seconds
+  x = 0
+  x += 1 while monotonic < deadline
+  x
+end
+
+def shop_work
+  spin(0.05)
+end
+def jobs_work
+  spin(0.05)
+end
+def later_work
+  spin(0.05)
+end
+def reuse_a_work
+  spin(0.05)
+end
+def reuse_b_work
+  spin(0.05)
+end
+
+$0 = TITLE unless TITLE == "-"
+write_facts(OUT, {})
+loop { send(WORK) }

@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# A master that forks workers without exec, as Puma, Unicorn and Sidekiq swarm do. Each child
+# spins in child_work for SECONDS of CPU and reports its pid and CPU time; the master spins in
+# master_work meanwhile. Usage: ruby forker.rb OUT CHILDREN SECONDS
+require_relative "common"
+
+OUT = ARGV.fetch(0)
+N = Integer(ARGV.fetch(1))
+SECONDS = Float(ARGV.fetch(2))
+
+def cpu
+  Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
+end
+
+def child_work(seconds)
+  deadline = monotonic + seconds
+  x = 0
+  x += 1 while monotonic < deadline
+  x
+end
+
+def master_work
+  child_work(0.05)
+end
+
+# warm up: the master is profiled before it forks
+t = monotonic
+master_work while monotonic < t + 1.5
+children = {}
+N.times do
+  r, w = IO.pipe
+  pid = fork do
+    r.close
+    child_work(SECONDS)
+    w.write(Marshal.dump(cpu))
+    w.close
+    exit!(0)
+  end
+  w.close
+  children[pid] = r
+end
+cpus = children.to_h { |pid, r| [pid, Marshal.load(r.read)] }
+children.each_key { |pid| Process.wait(pid) }
+write_facts(OUT, { "children" => cpus })
+loop { master_work }

@@ -1,0 +1,88 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Process life cycle from the kernel: forks profiled from their first moments, an exec of a profiled
+# pid, a pid reused by another process. No stack may be attributed to the wrong process.
+class E2E
+  # Workers forked from a booted master (no exec) are profiled from their first samples.
+  def test_fork_children
+    children = nil
+    prof, stderr, facts = while_profiling(9, 0.5) do
+      f = start("forker.rb", "3", "1.5", timeout: 40)
+      children = f["children"]
+      f
+    end
+    # The children exited before the run ended: their samples carry their own pid.
+    details = children.map do |pid, cpu|
+      samples = prof.samples_of(pid)
+      n = samples.sum(&:count)
+      named = samples.select { |s| prof.frames(s).any? { |l| method?(l, "child_work") } }.sum(&:count)
+      expected = cpu * 99
+      check(n >= 0.6 * expected,
+            "fork child #{pid}: #{n} samples for #{format("%.2f", cpu)} s of CPU (~#{expected.round} expected)\n#{stderr}")
+      check(named >= 0.9 * n, "fork child #{pid}: only #{named}/#{n} samples in child_work")
+      "#{n}/#{expected.round}"
+    end
+    master = prof.samples_of(facts["pid"]).sum(&:count)
+    check(master >= 20, "only #{master} samples of the master")
+    "children's samples/expected: #{details.join(", ")}; master #{master}"
+  end
+
+  # A profiled Ruby that execs another Ruby program keeps its pid: the new program is profiled
+  # on its own, and no stack mixes the two.
+  def test_exec_in_place
+    prof, stderr, facts = while_profiling(8, 0.5) { start("exec_into.rb", "2.5") }
+    samples = prof.samples_of(facts["pid"])
+    a = samples.select { |s| prof.frames(s).any? { |l| method?(l, "exec_a_work") } }
+    b = samples.select { |s| prof.frames(s).any? { |l| method?(l, "exec_b_work") } }
+    check(a.sum(&:count) >= 20, "only #{a.sum(&:count)} samples before the exec\n#{stderr}")
+    check(b.sum(&:count) >= 20, "only #{b.sum(&:count)} samples after the exec\n#{stderr}")
+    mixed = samples.select do |s|
+      files = prof.frames(s).map(&:file).reject(&:empty?).uniq
+      files.size > 1 && files.any? { |f| f.end_with?("exec_b.rb") } && files.any? { |f| f.end_with?("exec_into.rb") }
+    end
+    check(mixed.empty?, "#{mixed.size} stacks mix the program before and after the exec")
+    unknown = samples.count { |s| prof.frames(s).any? { |l| l.name.start_with?("[unknown") } }
+    check(unknown.zero?, "#{unknown} stacks with unknown frames")
+    "#{a.sum(&:count)} samples before, #{b.sum(&:count)} after the exec"
+  end
+
+  # A pid reused by a new process (made to happen through ns_last_pid) is a new process: it is
+  # profiled on its own, and nothing of the old one is attributed to it.
+  def test_pid_reused
+    last_pid = "/proc/sys/kernel/ns_last_pid"
+    raise Skip, "#{last_pid} is not writable here" unless File.writable?(last_pid)
+
+    reused = nil
+    prof, stderr, = while_profiling(9, 0.5) do
+      first = start("app.rb", "-", "reuse_a_work")
+      sleep 2
+      Process.kill("KILL", -first["pid"])
+      Process.waitpid(first["pid"]) rescue nil
+      @pids.delete(first["pid"])
+      # the next pid the kernel hands out is the old one; another process may take it first
+      5.times do
+        File.write(last_pid, (first["pid"] - 1).to_s)
+        second = start("app.rb", "-", "reuse_b_work")
+        if second["pid"] == first["pid"]
+          reused = second["pid"]
+          break
+        end
+        stop_all
+      end
+      sleep 3
+    end
+    raise Skip, "the pid was taken by another process five times" unless reused
+
+    samples = prof.samples_of(reused)
+    a = samples.select { |s| prof.frames(s).any? { |l| method?(l, "reuse_a_work") } }.sum(&:count)
+    b = samples.select { |s| prof.frames(s).any? { |l| method?(l, "reuse_b_work") } }.sum(&:count)
+    bad = samples.count do |s|
+      names = prof.frames(s).map(&:name)
+      names.any? { |n| n.start_with?("[unknown") } ||
+        (names.any? { |n| n.end_with?("reuse_a_work") } && names.any? { |n| n.end_with?("reuse_b_work") })
+    end
+    check(a >= 20, "only #{a} samples of the first process\n#{stderr}")
+    check(b >= 20, "only #{b} samples of the second process with the same pid\n#{stderr}")
+    check(bad.zero?, "#{bad} stacks are unknown or mix the two processes")
+    "pid #{reused}: #{a} samples of the first process, #{b} of the second"
+  end
+end
