@@ -79,7 +79,7 @@ Test(config, bad_numbers_are_refused, .init = cr_redirect_stderr)
 		{"rubyprofd", "--oneshot", "-p", "abc", NULL},
 		{"rubyprofd", "--oneshot", "--max-frames", "0", NULL},
 		{"rubyprofd", "--oneshot", "--bogus", NULL, NULL},
-		{"rubyprofd", "-d", "5", NULL, NULL}, /* no --oneshot */
+		{"rubyprofd", "-d", "5", NULL, NULL}, /* --duration without --oneshot */
 	};
 	struct config cfg;
 	size_t i;
