@@ -562,11 +562,14 @@ static int key_set(struct parse_ctx *ctx, enum key_id id, const char *val, const
 		}
 		return 0;
 	case KEY_METRICS_ADDRESS:
-		if (n && (n >= sizeof(cfg->metrics_address) || check_address(val, err, errlen))) {
-			if (n >= sizeof(cfg->metrics_address))
-				snprintf(err, errlen, "'%s' is too long", val);
+		if (n >= sizeof(cfg->metrics_address)) {
+			snprintf(err, errlen, "'%s' is longer than %zu bytes", val,
+				 sizeof(cfg->metrics_address) - 1);
 			return -EINVAL;
 		}
+		/* empty: no endpoint */
+		if (n && check_address(val, err, errlen))
+			return -EINVAL;
 		memcpy(cfg->metrics_address, val, n + 1);
 		return 0;
 	case KEY_RESCAN_INTERVAL:
