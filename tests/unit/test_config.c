@@ -1,10 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Command-line parsing: defaults, strict numbers, the command after "--". */
+/*
+ * The configuration: command-line parsing (defaults, strict numbers, the command after "--"),
+ * the file under it (real files in a temporary directory), errors word for word, reload.
+ */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
+#include <fcntl.h>
+#include <ftw.h>
 #include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "config.h"
+#include "log.h"
+#include "rubyprof.h"
+
+#define STR_(x) #x
+#define STR(x)	STR_(x)
 
 static enum config_result parse(struct config *cfg, char **argv)
 {
@@ -79,7 +93,7 @@ Test(config, bad_numbers_are_refused, .init = cr_redirect_stderr)
 		{"rubyprofd", "--oneshot", "-p", "abc", NULL},
 		{"rubyprofd", "--oneshot", "--max-frames", "0", NULL},
 		{"rubyprofd", "--oneshot", "--bogus", NULL, NULL},
-		{"rubyprofd", "-d", "5", NULL, NULL}, /* no --oneshot */
+		{"rubyprofd", "-d", "5", NULL, NULL}, /* --duration without --oneshot */
 	};
 	struct config cfg;
 	size_t i;
@@ -104,4 +118,845 @@ Test(config, help_and_version, .init = cr_redirect_stdout)
 
 	cr_assert_eq(parse(&cfg, h), CONFIG_EXIT_OK);
 	cr_assert_eq(parse(&cfg, v), CONFIG_EXIT_OK);
+}
+
+/* ---- the file and the service ----------------------------------------------------------------- */
+
+/* Each test runs in its own process (Criterion forks): one directory per test. */
+static char tmpdir[] = "/tmp/rp-test-config-XXXXXX";
+/* struct config is about 300 KiB: not on the stack, and two for the reload tests */
+static struct config cfg, cfg2;
+
+static void setup(void)
+{
+	cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static void teardown(void)
+{
+	nftw(tmpdir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* tmpdir/name; the string is the caller's, as config_file may point to it. */
+static char *path_of(const char *name)
+{
+	char *p;
+
+	cr_assert_neq(asprintf(&p, "%s/%s", tmpdir, name), -1);
+	return p;
+}
+
+static char *write_conf(const char *name, const char *text)
+{
+	char *p = path_of(name);
+	FILE *f = fopen(p, "w");
+
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(text, 1, strlen(text), f), strlen(text));
+	cr_assert_eq(fclose(f), 0);
+	return p;
+}
+
+static int count(char **argv)
+{
+	int argc = 0;
+
+	while (argv[argc])
+		argc++;
+	return argc;
+}
+
+/*
+ * Parses with `def` as the default file, with stderr in *err (the caller frees it): fd 2 goes
+ * to a temporary file for the call, so that every message is compared whole.
+ */
+static enum config_result parse_err(struct config *c, char **argv, const char *def, char **err)
+{
+	enum config_result res;
+	FILE *tmp = tmpfile();
+	int saved;
+	long n;
+
+	cr_assert_not_null(tmp);
+	fflush(stderr);
+	saved = dup(2);
+	cr_assert_geq(saved, 0);
+	cr_assert_geq(dup2(fileno(tmp), 2), 0);
+	res = config_parse_with_default(c, count(argv), argv, def);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	n = ftell(tmp);
+	cr_assert_geq(n, 0);
+	*err = calloc(1, (size_t)n + 1);
+	cr_assert_not_null(*err);
+	rewind(tmp);
+	cr_assert_eq(fread(*err, 1, (size_t)n, tmp), (size_t)n);
+	fclose(tmp);
+	return res;
+}
+
+/* Parses and expects success with nothing said. */
+static void parse_ok(struct config *c, char **argv, const char *def)
+{
+	char *err;
+
+	cr_assert_eq(parse_err(c, argv, def, &err), CONFIG_RUN, "stderr: %s", err);
+	cr_assert_str_empty(err);
+	free(err);
+}
+
+/* Parses and expects exactly this message. */
+static void parse_bad(char **argv, const char *def, const char *want)
+{
+	char *err;
+
+	cr_assert_eq(parse_err(&cfg, argv, def, &err), CONFIG_EXIT_BAD, "argv[1] %s", argv[1]);
+	cr_assert_str_eq(err, want);
+	free(err);
+}
+
+/* A file with this text, read by the service as --config; expects this message for line `msg`. */
+static void file_bad(const char *text, const char *msg)
+{
+	char *p = write_conf("bad.conf", text);
+	char *argv[] = {"rubyprofd", "--config", p, NULL};
+	char *want;
+
+	cr_assert_neq(asprintf(&want, "rubyprofd: %s:%s\n", p, msg), -1);
+	parse_bad(argv, "/nonexistent/default.conf", want);
+	free(want);
+	free(p);
+}
+
+TestSuite(conffile, .init = setup, .fini = teardown);
+
+Test(conffile, every_key_from_the_file)
+{
+	char *p = write_conf("all.conf", "# every key\n"
+					 "frequency = 49\n"
+					 "interval = 2.5\n"
+					 "max_frames = 300\n"
+					 "spool_dir = /srv/spool\n"
+					 "spool_max_bytes = 64M\n"
+					 "spool_max_age = 90m\n"
+					 "metrics_address = 127.0.0.1:9464\n"
+					 "rescan_interval = 0\n"
+					 "hostname = web-1.example\n"
+					 "label = env=prod\n"
+					 "log_level = debug\n"
+					 "rule = comm ~ ^sidekiq$ => name=jobs\n");
+	char *argv[] = {"rubyprofd", "--config", p, NULL};
+
+	parse_ok(&cfg, argv, "/nonexistent/default.conf");
+	cr_assert_not(cfg.oneshot);
+	cr_assert_eq(cfg.config_file, p, "points into argv");
+	cr_assert_not(cfg.config_file_missing);
+	cr_assert_eq(cfg.frequency, 49);
+	cr_assert_float_eq(cfg.interval, 2.5, 1e-9);
+	cr_assert_eq(cfg.max_frames, 300);
+	cr_assert_str_eq(cfg.spool_dir, "/srv/spool");
+	cr_assert_eq(cfg.spool_max_bytes, 64ULL << 20);
+	cr_assert_float_eq(cfg.spool_max_age, 5400, 1e-9);
+	cr_assert_str_eq(cfg.metrics_address, "127.0.0.1:9464");
+	cr_assert_float_eq(cfg.rescan_interval, 0, 1e-9);
+	cr_assert_str_eq(cfg.hostname, "web-1.example");
+	cr_assert_eq(cfg.nlabels, 1);
+	cr_assert_str_eq(cfg.labels[0].key, "env");
+	cr_assert_str_eq(cfg.labels[0].value, "prod");
+	cr_assert_eq(cfg.log_level, LOG_LVL_DEBUG);
+	cr_assert_eq(cfg.nrules, 1);
+	cr_assert_str_eq(cfg.rules[0].text, "comm ~ ^sidekiq$ => name=jobs");
+	free(p);
+}
+
+Test(conffile, value_forms)
+{
+	char *p = write_conf("forms.conf", "spool_max_bytes = 1048576\n"
+					   "spool_max_age = 7d\n"
+					   "metrics_address = [::1]:9464\n"
+					   "rescan_interval = 12.5\n"
+					   "interval = 3600\n");
+	char *argv[] = {"rubyprofd", "--config", p, NULL};
+	char *sizes[][2] = {{"2G", "2147483648"}, {"1536K", "1572864"}, {"1M", "1048576"}};
+	char *ages[][2] = {{"45", "45"}, {"45s", "45"}, {"1.5h", "5400"}, {"2d", "172800"}};
+	char *a2[] = {"rubyprofd", "--config",	      p,    "--spool-max-bytes",
+		      NULL,	   "--spool-max-age", NULL, NULL};
+	size_t i;
+
+	parse_ok(&cfg, argv, "/nonexistent/default.conf");
+	cr_assert_eq(cfg.spool_max_bytes, 1048576);
+	cr_assert_float_eq(cfg.spool_max_age, 7 * 86400.0, 1e-9);
+	cr_assert_str_eq(cfg.metrics_address, "[::1]:9464");
+	cr_assert_float_eq(cfg.rescan_interval, 12.5, 1e-9);
+	cr_assert_float_eq(cfg.interval, 3600, 1e-9);
+	for (i = 0; i < 3; i++) {
+		a2[4] = sizes[i][0];
+		a2[6] = "1h";
+		parse_ok(&cfg, a2, "/nonexistent/default.conf");
+		cr_assert_eq(cfg.spool_max_bytes, strtoull(sizes[i][1], NULL, 10), "%s", a2[4]);
+	}
+	for (i = 0; i < 4; i++) {
+		a2[4] = "1M";
+		a2[6] = ages[i][0];
+		parse_ok(&cfg, a2, "/nonexistent/default.conf");
+		cr_assert_float_eq(cfg.spool_max_age, strtod(ages[i][1], NULL), 1e-9, "%s", a2[6]);
+	}
+	free(p);
+}
+
+Test(conffile, every_flag_wins_over_the_file)
+{
+	char *p = write_conf("all.conf", "frequency = 49\n"
+					 "interval = 2.5\n"
+					 "max_frames = 300\n"
+					 "spool_dir = /srv/spool\n"
+					 "spool_max_bytes = 64M\n"
+					 "spool_max_age = 90m\n"
+					 "metrics_address = 127.0.0.1:9464\n"
+					 "rescan_interval = 0\n"
+					 "hostname = web-1\n"
+					 "label = env=prod\n"
+					 "label = team=shop\n"
+					 "log_level = debug\n"
+					 "rule = comm ~ ^a$ => name=a\n");
+	char *argv[] = {"rubyprofd",
+			"--config",
+			p,
+			"-F",
+			"7",
+			"--interval",
+			"60",
+			"--max-frames",
+			"100",
+			"--spool-dir",
+			"/tmp/s",
+			"--spool-max-bytes",
+			"2G",
+			"--spool-max-age",
+			"1h",
+			"--metrics-address",
+			"0.0.0.0:1",
+			"--rescan-interval",
+			"5",
+			"--hostname",
+			"web-2",
+			"--label",
+			"env=staging",
+			"--label",
+			"zone=b",
+			"--log-level",
+			"warn",
+			"--rule",
+			"comm ~ ^b$ => ignore",
+			"-p",
+			"42",
+			NULL};
+
+	parse_ok(&cfg, argv, "/nonexistent/default.conf");
+	cr_assert_eq(cfg.frequency, 7);
+	cr_assert_float_eq(cfg.interval, 60, 1e-9);
+	cr_assert_eq(cfg.max_frames, 100);
+	cr_assert_str_eq(cfg.spool_dir, "/tmp/s");
+	cr_assert_eq(cfg.spool_max_bytes, 2ULL << 30);
+	cr_assert_float_eq(cfg.spool_max_age, 3600, 1e-9);
+	cr_assert_str_eq(cfg.metrics_address, "0.0.0.0:1");
+	cr_assert_float_eq(cfg.rescan_interval, 5, 1e-9);
+	cr_assert_str_eq(cfg.hostname, "web-2");
+	cr_assert_eq(cfg.log_level, LOG_LVL_WARN);
+	cr_assert_eq(cfg.npids, 1);
+	cr_assert_eq(cfg.pids[0], 42);
+	/* a --label replaces the file's label of that name and keeps the others */
+	cr_assert_eq(cfg.nlabels, 3);
+	cr_assert_str_eq(cfg.labels[0].key, "env");
+	cr_assert_str_eq(cfg.labels[0].value, "staging");
+	cr_assert_str_eq(cfg.labels[1].key, "team");
+	cr_assert_str_eq(cfg.labels[1].value, "shop");
+	cr_assert_str_eq(cfg.labels[2].key, "zone");
+	/* a --rule comes before the file's rules: the first match wins */
+	cr_assert_eq(cfg.nrules, 2);
+	cr_assert_str_eq(cfg.rules[0].text, "comm ~ ^b$ => ignore");
+	cr_assert_str_eq(cfg.rules[0].where, "--rule");
+	cr_assert_str_eq(cfg.rules[1].text, "comm ~ ^a$ => name=a");
+	free(p);
+}
+
+Test(conffile, verbose_and_quiet_win_over_log_level)
+{
+	char *p = write_conf("l.conf", "log_level = warn\n");
+	char *q[] = {"rubyprofd", "--config", p, "--log-level", "debug", "-q", NULL};
+	char *v[] = {"rubyprofd", "--config", p, "-v", NULL};
+	char *vv[] = {"rubyprofd", "--config", p, "-vv", NULL};
+	char *file[] = {"rubyprofd", "--config", p, NULL};
+
+	parse_ok(&cfg, q, NULL);
+	cr_assert_eq(cfg.log_level, LOG_LVL_ERROR);
+	parse_ok(&cfg, v, NULL);
+	cr_assert_eq(cfg.log_level, LOG_LVL_INFO);
+	parse_ok(&cfg, vv, NULL);
+	cr_assert_eq(cfg.log_level, LOG_LVL_DEBUG);
+	parse_ok(&cfg, file, NULL);
+	cr_assert_eq(cfg.log_level, LOG_LVL_WARN);
+	free(p);
+}
+
+Test(conffile, defaults_of_the_service)
+{
+	char *def = path_of("absent.conf");
+	char *argv[] = {"rubyprofd", NULL};
+
+	/* a missing default file is no error: every default */
+	parse_ok(&cfg, argv, def);
+	cr_assert_not(cfg.oneshot);
+	cr_assert_eq(cfg.config_file, def);
+	cr_assert(cfg.config_file_missing);
+	cr_assert_eq(cfg.frequency, 19);
+	cr_assert_float_eq(cfg.interval, 10, 1e-9);
+	cr_assert_eq(cfg.max_frames, 4096);
+	cr_assert_str_eq(cfg.spool_dir, "/var/lib/rubyprofd/spool");
+	cr_assert_eq(cfg.spool_max_bytes, 256ULL << 20);
+	cr_assert_float_eq(cfg.spool_max_age, 86400, 1e-9);
+	cr_assert_str_empty(cfg.metrics_address);
+	cr_assert_float_eq(cfg.rescan_interval, 30, 1e-9);
+	cr_assert_str_empty(cfg.hostname);
+	cr_assert_eq(cfg.nlabels, 0);
+	cr_assert_eq(cfg.nrules, 0);
+	cr_assert_eq(cfg.log_level, LOG_LVL_INFO);
+	cr_assert_float_eq(cfg.duration, 0, 1e-9);
+	cr_assert_null(cfg.command);
+	cr_assert_null(cfg.output);
+	free(def);
+}
+
+Test(conffile, the_default_file_is_read_when_present)
+{
+	char *def = write_conf("rubyprofd.conf", "frequency = 3\n");
+	char *argv[] = {"rubyprofd", NULL};
+
+	parse_ok(&cfg, argv, def);
+	cr_assert_eq(cfg.config_file, def);
+	cr_assert_not(cfg.config_file_missing);
+	cr_assert_eq(cfg.frequency, 3);
+	free(def);
+}
+
+Test(conffile, config_parse_uses_the_etc_file)
+{
+	char *argv[] = {"rubyprofd", NULL};
+
+	if (access(CONFIG_DEFAULT_FILE, F_OK) == 0)
+		cr_skip_test("%s exists on this machine", CONFIG_DEFAULT_FILE);
+	optind = 0;
+	cr_assert_eq(config_parse(&cfg, 1, argv), CONFIG_RUN);
+	cr_assert_str_eq(cfg.config_file, "/etc/rubyprofd/rubyprofd.conf");
+	cr_assert(cfg.config_file_missing);
+}
+
+Test(conffile, defaults_of_oneshot_read_no_file)
+{
+	/* a broken default file: --oneshot must not read it */
+	char *def = write_conf("rubyprofd.conf", "frequncy = 3\n");
+	char *argv[] = {"rubyprofd", "--oneshot", NULL};
+
+	parse_ok(&cfg, argv, def);
+	cr_assert(cfg.oneshot);
+	cr_assert_null(cfg.config_file);
+	cr_assert_eq(cfg.frequency, 99);
+	cr_assert_eq(cfg.log_level, -1);
+	cr_assert_float_eq(cfg.duration, 10, 1e-9);
+	cr_assert_eq(cfg.top, 15);
+	free(def);
+}
+
+Test(conffile, oneshot_with_config_ignores_service_keys)
+{
+	char *p = write_conf("both.conf", "frequency = 49\n"
+					  "max_frames = 200\n"
+					  "interval = 5\n"
+					  "spool_dir = /srv/x\n"
+					  "label = env=prod\n"
+					  "rule = comm ~ x => ignore\n"
+					  "metrics_address = 127.0.0.1:1\n"
+					  "log_level = error\n");
+	char *argv[] = {"rubyprofd", "--oneshot", "--config", p, NULL};
+
+	parse_ok(&cfg, argv, NULL);
+	cr_assert_eq(cfg.config_file, p);
+	cr_assert_eq(cfg.frequency, 49);
+	cr_assert_eq(cfg.max_frames, 200);
+	cr_assert_eq(cfg.log_level, LOG_LVL_ERROR);
+	cr_assert_float_eq(cfg.interval, 10, 1e-9);
+	cr_assert_str_eq(cfg.spool_dir, "/var/lib/rubyprofd/spool");
+	cr_assert_eq(cfg.nlabels, 0);
+	cr_assert_eq(cfg.nrules, 0);
+	cr_assert_str_empty(cfg.metrics_address);
+	free(p);
+}
+
+Test(conffile, missing_config_file_is_an_error)
+{
+	char *p = path_of("absent.conf");
+	char *argv[] = {"rubyprofd", "--config", p, NULL};
+	char *one[] = {"rubyprofd", "--oneshot", "--config", p, NULL};
+	char *want;
+
+	cr_assert_neq(
+		asprintf(&want, "rubyprofd: cannot read '%s': No such file or directory\n", p), -1);
+	parse_bad(argv, NULL, want);
+	parse_bad(one, NULL, want);
+	free(want);
+	free(p);
+}
+
+Test(conffile, unreadable_file_is_an_error)
+{
+	/* a directory opens, but reading it fails (and does so for root too) */
+	char *argv[] = {"rubyprofd", "--config", tmpdir, NULL};
+	char *want;
+
+	cr_assert_neq(asprintf(&want, "rubyprofd: cannot read '%s': Is a directory\n", tmpdir), -1);
+	parse_bad(argv, NULL, want);
+	/* the default path too: only its absence is fine */
+	argv[1] = NULL;
+	parse_bad(argv, tmpdir, want);
+	free(want);
+}
+
+Test(conffile, error_messages)
+{
+	char long_line[4200];
+	char long_value[300];
+
+	file_bad("frequncy = 5\n", "1: unknown key 'frequncy'");
+	file_bad("# c\n\nfrequency = 0\n", "3: frequency: '0' is not a number from 1 to 10000");
+	file_bad("frequency = 10001\n", "1: frequency: '10001' is not a number from 1 to 10000");
+	file_bad("frequency = -5\n", "1: frequency: '-5' is not a number from 1 to 10000");
+	file_bad("frequency =\n", "1: frequency: '' is not a number from 1 to 10000");
+	file_bad("\n\n\n\n\n\njust words\n", "7: line is not 'key = value'");
+	file_bad("= 5\n", "1: line is not 'key = value'");
+	file_bad("frequency = 5\nmax_frames = 9\n frequency = 6\n",
+		 "3: frequency: given twice (first on line 1)");
+	file_bad("pid = 5\n", "1: unknown key 'pid' (--pid is a command-line flag only)");
+	file_bad("duration = 5\n",
+		 "1: unknown key 'duration' (--duration is a command-line flag only)");
+	file_bad("max-frames = 5\n", "1: unknown key 'max-frames' (did you mean 'max_frames'?)");
+	file_bad("interval = 0.5\n",
+		 "1: interval: '0.5' is not a number of seconds from 1 to 3600");
+	file_bad("interval = 1e3\n",
+		 "1: interval: '1e3' is not a number of seconds from 1 to 3600");
+	file_bad("interval = 3601\n",
+		 "1: interval: '3601' is not a number of seconds from 1 to 3600");
+	file_bad("max_frames = 0\n",
+		 "1: max_frames: '0' is not a number from 1 to " STR(RP_MAX_FRAMES_LIMIT));
+	file_bad("spool_dir = spool\n", "1: spool_dir: 'spool' is not an absolute path");
+	file_bad("spool_max_bytes = 1023K\n",
+		 "1: spool_max_bytes: '1023K' is not a size from 1M to 1048576G (bytes, or a "
+		 "number with the suffix K, M or G)");
+	file_bad("spool_max_bytes = 5MB\n",
+		 "1: spool_max_bytes: '5MB' is not a size from 1M to 1048576G (bytes, or a number "
+		 "with the suffix K, M or G)");
+	file_bad("spool_max_bytes = 99999999999999999999999G\n",
+		 "1: spool_max_bytes: '99999999999999999999999G' is not a size from 1M to "
+		 "1048576G (bytes, or a number with the suffix K, M or G)");
+	file_bad("spool_max_age = 2w\n",
+		 "1: spool_max_age: '2w' is not a duration from 1s to 3650d (a number with the "
+		 "suffix s, m, h or d)");
+	file_bad("spool_max_age = 0s\n",
+		 "1: spool_max_age: '0s' is not a duration from 1s to 3650d (a number with the "
+		 "suffix s, m, h or d)");
+	file_bad("metrics_address = localhost:9464\n",
+		 "1: metrics_address: 'localhost:9464' is not ADDRESS:PORT (an IPv4 address as in "
+		 "127.0.0.1:9464, or an IPv6 one as in [::1]:9464)");
+	file_bad("metrics_address = ::1:9464\n",
+		 "1: metrics_address: '::1:9464' is not ADDRESS:PORT (an IPv4 address as in "
+		 "127.0.0.1:9464, or an IPv6 one as in [::1]:9464)");
+	file_bad("metrics_address = [::1]9464\n",
+		 "1: metrics_address: '[::1]9464' is not ADDRESS:PORT (an IPv4 address as in "
+		 "127.0.0.1:9464, or an IPv6 one as in [::1]:9464)");
+	file_bad("metrics_address = 127.0.0.1:65536\n",
+		 "1: metrics_address: '127.0.0.1:65536': the port must be a number from 1 to "
+		 "65535");
+	file_bad("metrics_address = [::1]:0\n",
+		 "1: metrics_address: '[::1]:0': the port must be a number from 1 to 65535");
+	file_bad("rescan_interval = 0.5\n",
+		 "1: rescan_interval: '0.5' is not 0 (no rescans) or a number of seconds from 1 "
+		 "to 3600");
+	file_bad("hostname = a/b\n",
+		 "1: hostname: 'a/b' is not a host name (at most 255 bytes, without '/', blanks or "
+		 "control characters)");
+	file_bad("label = 1x=y\n",
+		 "1: label: '1x' is not a label name ([a-zA-Z_][a-zA-Z0-9_]*, at most 63 bytes)");
+	file_bad("label = env\n", "1: label: 'env' is not KEY=VALUE");
+	file_bad("label = service_name=x\n", "1: label: the label name 'service_name' is reserved");
+	file_bad("label = __name__=x\n", "1: label: the label name '__name__' is reserved");
+	file_bad("label = env=\n",
+		 "1: label: label 'env': the value must be 1 to 128 bytes without control "
+		 "characters");
+	file_bad("label = env=a\nlabel = env=b\n", "2: label: label 'env' is given twice");
+	memset(long_value, 'v', sizeof(long_value));
+	memcpy(long_value, "label = k=", 10);
+	strcpy(long_value + 10 + 129, "\n");
+	file_bad(long_value, "1: label: label 'k': the value must be 1 to 128 bytes without "
+			     "control characters");
+	file_bad("rule = \"\"\n", "1: rule: a rule must be 1 to 511 bytes");
+	file_bad("log_level = verbose\n",
+		 "1: log_level: 'verbose' is not one of error, warn, info, debug");
+	file_bad("hostname = \"abc\n", "1: hostname: no closing '\"'");
+	file_bad("hostname = \"a\\nb\"\n",
+		 "1: hostname: unknown escape '\\n' in quotes (only \\\" and \\\\)");
+	file_bad("hostname = \"a\" b\n", "1: hostname: text after the closing '\"'");
+	memset(long_line, 'x', sizeof(long_line));
+	memcpy(long_line, "rule = ", 7);
+	strcpy(long_line + 4097, "\n");
+	file_bad(long_line, "1: line longer than 4096 bytes");
+	file_bad("hostname = a\nb\n", "2: line is not 'key = value'");
+}
+
+Test(conffile, a_line_of_4096_bytes_is_fine)
+{
+	char line[4200];
+	char *p;
+
+	/* "hostname = " and 4085 blanks before the value: 4096 bytes in all, and no newline */
+	memset(line, ' ', sizeof(line));
+	memcpy(line, "hostname = ", 11);
+	strcpy(line + 4096 - 3, "h-1");
+	p = write_conf("long.conf", line);
+	{
+		char *argv[] = {"rubyprofd", "--config", p, NULL};
+
+		parse_ok(&cfg, argv, NULL);
+	}
+	cr_assert_str_eq(cfg.hostname, "h-1");
+	free(p);
+}
+
+Test(conffile, a_nul_byte_is_an_error)
+{
+	char *p = path_of("nul.conf");
+	char *argv[] = {"rubyprofd", "--config", p, NULL};
+	char *want;
+	FILE *f = fopen(p, "w");
+
+	cr_assert_not_null(f);
+	fwrite("hostname = a\0b\n", 1, 15, f);
+	fclose(f);
+	cr_assert_neq(asprintf(&want, "rubyprofd: %s:1: line with a NUL byte\n", p), -1);
+	parse_bad(argv, NULL, want);
+	free(want);
+	free(p);
+}
+
+Test(conffile, comments_blanks_and_quotes)
+{
+	char *p = write_conf("q.conf",
+			     "# a comment\n"
+			     "   \t# an indented comment\n"
+			     "\n"
+			     "   \t  \n"
+			     "  hostname\t=\t web#1  \r\n"
+			     "label = note=a # b\n"
+			     "label = quoted=\"  spaced \\\"and\\\\ escaped\\\" \"\n"
+			     "label=tight=x\n"
+			     "rule = \"cmdline ~ --queue[= ]\\\"?mail => name=mailer # q\"\n"
+			     "metrics_address = \"\"\n");
+	char *argv[] = {"rubyprofd", "--config", p, NULL};
+
+	parse_ok(&cfg, argv, NULL);
+	/* '#' inside a value is no comment */
+	cr_assert_str_eq(cfg.hostname, "web#1");
+	cr_assert_eq(cfg.nlabels, 3);
+	cr_assert_str_eq(cfg.labels[0].value, "a # b");
+	cr_assert_str_eq(cfg.labels[1].key, "quoted");
+	/* only the whole value is unquoted: here the quotes are part of it */
+	cr_assert_str_eq(cfg.labels[1].value, "\"  spaced \\\"and\\\\ escaped\\\" \"");
+	cr_assert_str_eq(cfg.labels[2].key, "tight");
+	cr_assert_str_eq(cfg.labels[2].value, "x");
+	cr_assert_eq(cfg.nrules, 1);
+	cr_assert_str_eq(cfg.rules[0].text, "cmdline ~ --queue[= ]\"?mail => name=mailer # q");
+	cr_assert_str_empty(cfg.metrics_address);
+	free(p);
+}
+
+Test(conffile, a_quoted_value_keeps_blanks_and_escapes)
+{
+	char *p = write_conf("q.conf", "label = \"k=  two  blanks \\\"quoted\\\" back\\\\slash \"\n"
+				       "spool_dir = \"/srv/with space\"\n");
+	char *argv[] = {"rubyprofd", "--config", p, NULL};
+
+	parse_ok(&cfg, argv, NULL);
+	cr_assert_str_eq(cfg.labels[0].key, "k");
+	cr_assert_str_eq(cfg.labels[0].value, "  two  blanks \"quoted\" back\\slash ");
+	cr_assert_str_eq(cfg.spool_dir, "/srv/with space");
+	free(p);
+}
+
+Test(conffile, repeatable_keys_keep_their_order_and_place)
+{
+	char *p = write_conf("r.conf", "label = a=1\n"
+				       "rule = comm ~ ^a => name=a\n"
+				       "label = b=2\n"
+				       "\n"
+				       "rule = exe ~ /b$ => ignore\n"
+				       "rule = env:APP ~ (.+) => name=$1 team=$1\n");
+	char *argv[] = {"rubyprofd", "--config", p, NULL};
+	char *where;
+
+	parse_ok(&cfg, argv, NULL);
+	cr_assert_eq(cfg.nlabels, 2);
+	cr_assert_str_eq(cfg.labels[0].key, "a");
+	cr_assert_str_eq(cfg.labels[1].value, "2");
+	cr_assert_eq(cfg.nrules, 3);
+	cr_assert_str_eq(cfg.rules[0].text, "comm ~ ^a => name=a");
+	cr_assert_str_eq(cfg.rules[2].text, "env:APP ~ (.+) => name=$1 team=$1");
+	cr_assert_neq(asprintf(&where, "%s:2", p), -1);
+	cr_assert_str_eq(cfg.rules[0].where, where);
+	free(where);
+	cr_assert_neq(asprintf(&where, "%s:6", p), -1);
+	cr_assert_str_eq(cfg.rules[2].where, where);
+	free(where);
+	free(p);
+}
+
+Test(conffile, at_most_16_labels)
+{
+	char text[2048] = "", *p, *want;
+	int i, n = 0;
+
+	for (i = 0; i < 16; i++)
+		n += snprintf(text + n, sizeof(text) - n, "label = l%d=v\n", i);
+	p = write_conf("16.conf", text);
+	{
+		char *argv[] = {"rubyprofd", "--config", p, NULL};
+		char *more[] = {"rubyprofd", "--config", p, "--label", "x=y", NULL};
+		/* replacing one of the file's is no 17th */
+		char *same[] = {"rubyprofd", "--config", p, "--label", "l3=flag", NULL};
+
+		parse_ok(&cfg, argv, NULL);
+		cr_assert_eq(cfg.nlabels, 16);
+		parse_bad(more, NULL, "rubyprofd: --label: more than 16 labels (file and flags)\n");
+		parse_ok(&cfg, same, NULL);
+		cr_assert_eq(cfg.nlabels, 16);
+		cr_assert_str_eq(cfg.labels[3].value, "flag");
+	}
+	free(p);
+	snprintf(text + n, sizeof(text) - n, "label = l16=v\n");
+	p = write_conf("17.conf", text);
+	{
+		char *argv[] = {"rubyprofd", "--config", p, NULL};
+
+		cr_assert_neq(asprintf(&want,
+				       "rubyprofd: %s:17: label: more than 16 labels (file and "
+				       "flags)\n",
+				       p),
+			      -1);
+		parse_bad(argv, NULL, want);
+		free(want);
+	}
+	free(p);
+}
+
+Test(conffile, a_label_twice_in_the_flags)
+{
+	char *argv[] = {"rubyprofd", "--label", "a=1", "--label", "a=2", NULL};
+
+	parse_bad(argv, "/nonexistent/default.conf",
+		  "rubyprofd: --label: label 'a' is given twice\n");
+}
+
+Test(conffile, at_most_64_rules)
+{
+	char text[8192] = "", *p, *want;
+	int i, n = 0;
+
+	for (i = 0; i < 64; i++)
+		n += snprintf(text + n, sizeof(text) - n, "rule = comm ~ ^r%d$ => ignore\n", i);
+	p = write_conf("64.conf", text);
+	{
+		char *argv[] = {"rubyprofd", "--config", p, NULL};
+		char *more[] = {"rubyprofd", "--config", p, "--rule", "comm ~ x => ignore", NULL};
+
+		parse_ok(&cfg, argv, NULL);
+		cr_assert_eq(cfg.nrules, 64);
+		cr_assert_str_eq(cfg.rules[63].text, "comm ~ ^r63$ => ignore");
+		parse_bad(more, NULL, "rubyprofd: --rule: more than 64 rules (file and flags)\n");
+	}
+	free(p);
+	snprintf(text + n, sizeof(text) - n, "rule = comm ~ ^r64$ => ignore\n");
+	p = write_conf("65.conf", text);
+	{
+		char *argv[] = {"rubyprofd", "--config", p, NULL};
+
+		cr_assert_neq(asprintf(&want,
+				       "rubyprofd: %s:65: rule: more than 64 rules (file and "
+				       "flags)\n",
+				       p),
+			      -1);
+		parse_bad(argv, NULL, want);
+		free(want);
+	}
+	free(p);
+}
+
+Test(conffile, flag_rules_go_first_in_their_order)
+{
+	char *p = write_conf("r.conf", "rule = f1\nrule = f2\nrule = f3\n");
+	char *argv[] = {"rubyprofd", "--config", p, "--rule", "a1", "--rule", "a2", NULL};
+	const char *want[] = {"a1", "a2", "f1", "f2", "f3"};
+	size_t i;
+
+	parse_ok(&cfg, argv, NULL);
+	cr_assert_eq(cfg.nrules, 5);
+	for (i = 0; i < 5; i++)
+		cr_assert_str_eq(cfg.rules[i].text, want[i], "rule %zu", i);
+	cr_assert_str_eq(cfg.rules[1].where, "--rule");
+	cr_assert_str_neq(cfg.rules[2].where, "--rule");
+}
+
+Test(conffile, reload_reads_the_new_file_and_flags_still_win)
+{
+	char *p = write_conf("svc.conf", "frequency = 49\n"
+					 "interval = 5\n"
+					 "label = env=prod\n"
+					 "label = team=a\n"
+					 "rule = comm ~ a => name=a\n");
+	char *argv[] = {"rubyprofd", "--config",  p,	"--interval", "20",
+			"--label",   "team=flag", "-v", NULL};
+	char *copy[9];
+
+	memcpy(copy, argv, sizeof(argv));
+	parse_ok(&cfg, argv, NULL);
+	cr_assert_eq(cfg.frequency, 49);
+	cr_assert_float_eq(cfg.interval, 20, 1e-9);
+	cr_assert_eq(cfg.nlabels, 2);
+
+	free(write_conf("svc.conf", "frequency = 29\n"
+				    "interval = 7\n"
+				    "label = team=b\n"
+				    "label = dc=west\n"
+				    "rule = comm ~ b => name=b\n"
+				    "rule = comm ~ c => ignore\n"));
+	/* the same argv again, as on SIGHUP; getopt's state from the first parse is gone */
+	parse_ok(&cfg2, argv, NULL);
+	cr_assert_eq(memcmp(copy, argv, sizeof(argv)), 0, "argv is left as it was");
+	cr_assert_eq(cfg2.frequency, 29);
+	cr_assert_float_eq(cfg2.interval, 20, 1e-9);
+	cr_assert_eq(cfg2.log_level, LOG_LVL_INFO);
+	cr_assert_eq(cfg2.nlabels, 2);
+	cr_assert_str_eq(cfg2.labels[0].key, "team");
+	cr_assert_str_eq(cfg2.labels[0].value, "flag");
+	cr_assert_str_eq(cfg2.labels[1].key, "dc");
+	cr_assert_eq(cfg2.nrules, 2);
+	cr_assert_str_eq(cfg2.rules[0].text, "comm ~ b => name=b");
+	/* the first result owns its data: the reload did not change it */
+	cr_assert_eq(cfg.frequency, 49);
+	cr_assert_str_eq(cfg.labels[0].value, "prod");
+	cr_assert_str_eq(cfg.rules[0].text, "comm ~ a => name=a");
+
+	/* a broken file on reload is an error, not a half-applied configuration */
+	free(write_conf("svc.conf", "frequency = 29\nfrequncy = 3\n"));
+	{
+		char *err;
+
+		cr_assert_eq(parse_err(&cfg2, argv, NULL, &err), CONFIG_EXIT_BAD);
+		free(err);
+	}
+	free(p);
+}
+
+Test(conffile, oneshot_only_flags_refused_for_the_service)
+{
+	const char *def = "/nonexistent/default.conf";
+	char *d[] = {"rubyprofd", "-d", "5", NULL};
+	char *o[] = {"rubyprofd", "--output", "x.pb.gz", NULL};
+	char *top[] = {"rubyprofd", "--top", "3", NULL};
+	char *cmd[] = {"rubyprofd", "--", "ruby", "x.rb", NULL};
+	char *bare[] = {"rubyprofd", "ruby", NULL};
+
+	parse_bad(d, def, "rubyprofd: --duration: only with --oneshot\n");
+	parse_bad(o, def, "rubyprofd: --output: only with --oneshot\n");
+	parse_bad(top, def, "rubyprofd: --top: only with --oneshot\n");
+	parse_bad(cmd, def, "rubyprofd: a COMMAND ('ruby'): only with --oneshot\n");
+	parse_bad(bare, def, "rubyprofd: a COMMAND ('ruby'): only with --oneshot\n");
+}
+
+Test(conffile, service_only_flags_refused_with_oneshot)
+{
+	char *flags[][2] = {
+		{"--interval", "5"},
+		{"--spool-dir", "/x"},
+		{"--spool-max-bytes", "1G"},
+		{"--spool-max-age", "1h"},
+		{"--metrics-address", "127.0.0.1:1"},
+		{"--rescan-interval", "5"},
+		{"--label", "a=b"},
+		{"--rule", "comm ~ x => ignore"},
+	};
+	char *want;
+	size_t i;
+
+	for (i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		/* --oneshot after the flag: the mode is known before any flag applies */
+		char *argv[] = {"rubyprofd", flags[i][0], flags[i][1], "--oneshot", NULL};
+
+		cr_assert_neq(asprintf(&want,
+				       "rubyprofd: %s: only for the service, not with --oneshot\n",
+				       flags[i][0]),
+			      -1);
+		parse_bad(argv, NULL, want);
+		free(want);
+	}
+}
+
+Test(conffile, flags_in_both_modes)
+{
+	char *argv[] = {"rubyprofd", "--oneshot", "--hostname", "h", "--log-level",
+			"debug",     "-F",	  "5",		NULL};
+
+	parse_ok(&cfg, argv, NULL);
+	cr_assert_str_eq(cfg.hostname, "h");
+	cr_assert_eq(cfg.log_level, LOG_LVL_DEBUG);
+	cr_assert_eq(cfg.frequency, 5);
+}
+
+Test(conffile, flag_errors)
+{
+	const char *def = "/nonexistent/default.conf";
+	char *f[] = {"rubyprofd", "-F", "0", NULL};
+	char *m[] = {"rubyprofd", "--metrics-address", "127.0.0.1", NULL};
+	char *c[] = {"rubyprofd", "--config", "", NULL};
+	char *u[] = {"rubyprofd", "--bogus", NULL};
+	char *l[] = {"rubyprofd", "--label", "service_name=x", NULL};
+
+	parse_bad(f, def, "rubyprofd: --frequency: '0' is not a number from 1 to 10000\n");
+	parse_bad(m, def,
+		  "rubyprofd: --metrics-address: '127.0.0.1' is not ADDRESS:PORT (an IPv4 address "
+		  "as in 127.0.0.1:9464, or an IPv6 one as in [::1]:9464)\n");
+	parse_bad(c, def, "rubyprofd: --config: the file name is empty\n");
+	parse_bad(u, def,
+		  "rubyprofd: unknown or incomplete option '--bogus'\n"
+		  "Try 'rubyprofd --help'.\n");
+	parse_bad(l, def, "rubyprofd: --label: the label name 'service_name' is reserved\n");
+}
+
+Test(conffile, help_shows_both_modes, .init = cr_redirect_stdout)
+{
+	char *h[] = {"rubyprofd", "--help", NULL};
+	struct config *c = &cfg;
+	char out[8192];
+	size_t n;
+
+	cr_assert_eq(config_parse_with_default(c, 2, h, "/nonexistent"), CONFIG_EXIT_OK);
+	fflush(stdout);
+	n = fread(out, 1, sizeof(out) - 1, cr_get_redirected_stdout());
+	out[n] = '\0';
+	cr_assert(strstr(out, "Usage: rubyprofd [OPTIONS]"), "%s", out);
+	cr_assert(strstr(out, "rubyprofd --oneshot [OPTIONS] [-- COMMAND [ARGS...]]"));
+	cr_assert(strstr(out, "--spool-max-bytes"));
+	cr_assert(strstr(out, "--config FILE"));
 }
