@@ -8,12 +8,14 @@
 #include <errno.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -291,6 +293,10 @@ static void render(void *ctx, struct mbuf *out)
 		write_nasty_body(out);
 		metrics_render_stats(s->m, out);
 	}
+}
+
+static void noop_render(void *ctx, struct mbuf *out)
+{
 }
 
 /* The daemon's main loop, in miniature. */
@@ -635,11 +641,70 @@ Test(metrics_server, peer_that_gives_up_is_aborted, .init = start, .fini = stop)
 	free(body);
 }
 
-/* ---- addresses ----------------------------------------------------------------------------- */
-
-static void noop_render(void *ctx, struct mbuf *out)
+/* Drives the loop in this thread until fd has something to read: nothing blocks. */
+static void pump_until_readable(int epfd, struct metrics *m, int fd)
 {
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	struct epoll_event evs[8];
+	int i, n, rounds;
+
+	for (rounds = 0; rounds < 100 && poll(&pfd, 1, 0) == 0; rounds++) {
+		n = epoll_wait(epfd, evs, 8, 100);
+		for (i = 0; i < n; i++)
+			metrics_handle(m, evs[i].data.fd, evs[i].events, epfd);
+	}
+	cr_assert_eq(poll(&pfd, 1, 0), 1, "no response");
 }
+
+Test(metrics_server, out_of_fds_pauses_the_listener)
+{
+	struct epoll_event ev = {.events = EPOLLIN}, out;
+	const char *req = "GET / HTTP/1.1\r\n\r\n";
+	struct metrics_stats st;
+	struct rlimit old, low;
+	struct metrics *m;
+	char *resp;
+	int epfd, fd;
+
+	m = metrics__new("127.0.0.1:0", noop_render, NULL);
+	cr_assert_not_null(m);
+	srv.m = m; /* for client() */
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	ev.data.fd = metrics_listen_fd(m);
+	cr_assert_eq(epoll_ctl(epfd, EPOLL_CTL_ADD, ev.data.fd, &ev), 0);
+
+	/* Room for the client's socket and not one fd more: the accept fails with EMFILE. */
+	fd = dup(0);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = fd + 1;
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	fd = client();
+	send_all(fd, req, strlen(req));
+	cr_assert_eq(epoll_wait(epfd, &out, 1, 5000), 1);
+	metrics_handle(m, out.data.fd, out.events, epfd);
+	metrics_stats(m, &st);
+	cr_assert_eq(st.accept_errors, 1);
+	cr_assert_eq(st.accepted, 0);
+	/* The connection still waits, but the loop is not woken for it again and again. */
+	cr_assert_eq(epoll_wait(epfd, &out, 1, 0), 0);
+
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	metrics_tick(m, epfd); /* re-arms the listener */
+	pump_until_readable(epfd, m, fd);
+	resp = read_all(fd, NULL);
+	cr_assert(!strncmp(resp, "HTTP/1.1 200 OK\r\n", 17), "%s", resp);
+	metrics_stats(m, &st);
+	cr_assert_eq(st.accepted, 1);
+	free(resp);
+	close(fd);
+	metrics__free(m);
+	close(epfd);
+}
+
+/* ---- addresses ----------------------------------------------------------------------------- */
 
 Test(metrics_address, busy_port_is_a_clear_error)
 {
