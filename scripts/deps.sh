@@ -9,6 +9,7 @@ pkgs=(
 	libcriterion-dev ruby ruby-dev golang-go debootstrap			# tests
 	clang-format clang-tidy cppcheck					# make check
 	python3								# test_spool reads sidecars with its json module
+	curl prometheus							# tests: metrics endpoint client, promtool
 )
 # `scripts/deps.sh bench` (make bench) also installs the peers that the bench measures.
 if [ "${1:-}" = bench ]; then

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * metrics.h - a Prometheus endpoint (text exposition format 0.0.4) served from the daemon's own
+ * single-threaded epoll loop: no threads, nothing blocks.
+ *
+ * HTTP/1.x, one request per connection: GET /metrics answers 200 with a body the render callback
+ * builds at request time; GET / a pointer to /metrics; other paths 404; other methods 405; a
+ * malformed request 400; a request head over METRICS_MAX_REQUEST bytes 431; a render that failed
+ * (sticky mbuf error) 500. After its response a connection is closed. At most
+ * METRICS_MAX_CLIENTS at once: more are accepted and closed at once, and counted. A client that
+ * makes no progress for METRICS_IDLE_MS is dropped by metrics_tick().
+ *
+ * Wiring into the loop: add metrics_listen_fd() to the epoll set for EPOLLIN with
+ * ev.data.fd = that fd. metrics_handle() adds and removes its client fds itself, also with
+ * ev.data.fd = fd; route every event whose fd metrics_owns() to metrics_handle(). Call
+ * metrics_tick() at least once a second. metrics_handle() may take the listener out of the set
+ * while the process is out of fds (else level-triggered EPOLLIN would spin); metrics_tick() puts
+ * it back.
+ */
+#ifndef RP_METRICS_H
+#define RP_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#define METRICS_MAX_CLIENTS 16
+#define METRICS_MAX_REQUEST 4096       /* request line and headers */
+#define METRICS_MAX_BODY    (4u << 20) /* one rendered body; past it the render fails (500) */
+#define METRICS_MAX_NAME    128	       /* metric and label names */
+#define METRICS_IDLE_MS	    2000
+
+struct metrics;
+struct mbuf; /* growable text buffer, bounded by METRICS_MAX_BODY */
+
+/* Writes the exposition body with the mbuf_* writers. Errors are sticky in out. */
+typedef void (*metrics_render_fn)(void *ctx, struct mbuf *out);
+
+/*
+ * address: "HOST:PORT" with a numeric IPv4 host, or "[V6]:PORT" (e.g. "127.0.0.1:9464",
+ * "[::1]:9464"); port 0 takes an ephemeral port (tests). Host names are refused: resolving them
+ * would block. NULL with errno: EINVAL (address syntax), EADDRINUSE (port busy: callers print
+ * "metrics_address %s: %s" with strerror), or what socket/bind/listen failed with.
+ */
+struct metrics *metrics__new(const char *address, metrics_render_fn fn, void *ctx);
+void metrics__free(struct metrics *m);
+
+/* Parses address as metrics__new does: 0 or -EINVAL. For checking a configuration early. */
+int metrics_parse_address(const char *address, struct sockaddr_storage *ss, socklen_t *sslen);
+
+int metrics_listen_fd(const struct metrics *m);
+int metrics_port(const struct metrics *m); /* the bound port, in host order */
+bool metrics_owns(const struct metrics *m, int fd);
+/* Any event on the listener or a client fd; unknown fds are ignored. */
+void metrics_handle(struct metrics *m, int fd, uint32_t events, int epfd);
+/* Drops clients idle for more than METRICS_IDLE_MS; re-arms a paused listener. */
+void metrics_tick(struct metrics *m, int epfd);
+
+struct metrics_stats {
+	uint64_t accepted;
+	uint64_t rejected;     /* over METRICS_MAX_CLIENTS: accepted and closed at once */
+	uint64_t idle_dropped; /* no progress for METRICS_IDLE_MS */
+	uint64_t aborted;      /* peer closed or failed before a whole request */
+	uint64_t accept_errors;
+	uint64_t responses[6]; /* by METRICS_CODE_* */
+};
+enum {
+	METRICS_CODE_200,
+	METRICS_CODE_400,
+	METRICS_CODE_404,
+	METRICS_CODE_405,
+	METRICS_CODE_431,
+	METRICS_CODE_500
+};
+
+void metrics_stats(const struct metrics *m, struct metrics_stats *out);
+/* The endpoint's own counters as rubyprofd_metrics_* families, for the render callback. */
+void metrics_render_stats(const struct metrics *m, struct mbuf *out);
+
+/* ---- writers ------------------------------------------------------------------------------- */
+
+struct mbuf *mbuf__new(void); /* NULL, errno */
+void mbuf__free(struct mbuf *b);
+/* The text so far (NUL-terminated; "" when empty) and its length. */
+const char *mbuf_data(const struct mbuf *b, size_t *len);
+/* 0, or the first error a writer hit: -ENOMEM, -E2BIG (METRICS_MAX_BODY), -EINVAL (bad name or
+ * type, or a sample outside its family). Writers do nothing once it is set. */
+int mbuf_error(const struct mbuf *b);
+
+/*
+ * Starts a family: "# HELP" (skipped when help is NULL or empty) and "# TYPE" lines. name must
+ * match [a-zA-Z_:][a-zA-Z0-9_:]*; type is "counter" or "gauge". Counter names should end in
+ * "_total" (promtool's lint). Call once per family, then its samples.
+ */
+void mbuf_family(struct mbuf *b, const char *name, const char *type, const char *help);
+/*
+ * One sample of the current family (name must be the family's). labels: built with mbuf_label,
+ * or NULL/"" for none. Integral values print exactly without exponent (|v| < 2^63); others
+ * shortest round-trip; NaN, +Inf, -Inf as the format spells them.
+ */
+void mbuf_sample(struct mbuf *b, const char *name, const char *labels, double value);
+/*
+ * Appends key="value" to the NUL-terminated label list dst (with a comma when dst is not
+ * empty), escaping \, " and newline, and replacing bytes that are not UTF-8 with U+FFFD (a
+ * scraper rejects the whole body otherwise; paths from /proc are arbitrary bytes).
+ * 0, -EINVAL (key not [a-zA-Z_][a-zA-Z0-9_]* or starting "__"), -ENOSPC (dst unchanged).
+ */
+int mbuf_label(char *dst, size_t len, const char *key, const char *value);
+
+#endif

@@ -1,0 +1,780 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The metrics endpoint: the writers' exact text (checked by Debian's promtool), and the server
+ * on a real loopback socket, driven by an epoll loop in a thread as the daemon's loop drives it,
+ * fetched with curl and with raw sockets.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "metrics.h"
+
+/* ---- writers ------------------------------------------------------------------------------- */
+
+/* Label values a Ruby host really produces: paths with quotes, backslashes, newlines, bytes
+ * that are not UTF-8, and non-ASCII text. */
+static const char *const nasty[] = {
+	"/srv/app/\"quoted\".rb",
+	"C:\\ruby\\bin\\ruby.exe",
+	"line1\nline2",
+	"bad \xff byte",
+	"overlong \xc0\xaf surrogate \xed\xa0\x80 truncated \xe2\x82",
+	"ünïcödé € 😀",
+	"",
+};
+
+static void write_nasty_body(struct mbuf *b)
+{
+	char labels[512];
+	size_t i;
+
+	mbuf_family(b, "rubyprofd_samples_total", "counter",
+		    "Samples taken, by script.\nHelp with a \\ and a newline.");
+	for (i = 0; i < sizeof(nasty) / sizeof(nasty[0]); i++) {
+		labels[0] = '\0';
+		cr_assert_eq(mbuf_label(labels, sizeof(labels), "script", nasty[i]), 0);
+		cr_assert_eq(mbuf_label(labels, sizeof(labels), "pid", "42"), 0);
+		mbuf_sample(b, "rubyprofd_samples_total", labels, (double)(i + 1) * 1000);
+	}
+	mbuf_family(b, "rubyprofd_ratio", "gauge", "Values of every kind.");
+	mbuf_sample(b, "rubyprofd_ratio", "k=\"nan\"", NAN);
+	mbuf_sample(b, "rubyprofd_ratio", "k=\"pinf\"", INFINITY);
+	mbuf_sample(b, "rubyprofd_ratio", "k=\"ninf\"", -INFINITY);
+	mbuf_sample(b, "rubyprofd_ratio", "k=\"big\"", 0x1p53);
+	mbuf_sample(b, "rubyprofd_ratio", "k=\"frac\"", 0.1);
+	mbuf_sample(b, "rubyprofd_ratio", "k=\"neg\"", -2.25);
+}
+
+Test(metrics_writers, exact_text)
+{
+	struct mbuf *b = mbuf__new();
+	const char *text;
+
+	cr_assert_not_null(b);
+	write_nasty_body(b);
+	cr_assert_eq(mbuf_error(b), 0);
+	text = mbuf_data(b, NULL);
+	cr_assert_str_eq(
+		text,
+		"# HELP rubyprofd_samples_total Samples taken, by script.\\nHelp with a \\\\ and a "
+		"newline.\n"
+		"# TYPE rubyprofd_samples_total counter\n"
+		"rubyprofd_samples_total{script=\"/srv/app/\\\"quoted\\\".rb\",pid=\"42\"} 1000\n"
+		"rubyprofd_samples_total{script=\"C:\\\\ruby\\\\bin\\\\ruby.exe\",pid=\"42\"} "
+		"2000\n"
+		"rubyprofd_samples_total{script=\"line1\\nline2\",pid=\"42\"} 3000\n"
+		"rubyprofd_samples_total{script=\"bad \xef\xbf\xbd byte\",pid=\"42\"} 4000\n"
+		"rubyprofd_samples_total{script=\"overlong \xef\xbf\xbd\xef\xbf\xbd surrogate "
+		"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd truncated "
+		"\xef\xbf\xbd\xef\xbf\xbd\",pid=\"42\"} "
+		"5000\n"
+		"rubyprofd_samples_total{script=\"ünïcödé € 😀\",pid=\"42\"} 6000\n"
+		"rubyprofd_samples_total{script=\"\",pid=\"42\"} 7000\n"
+		"# HELP rubyprofd_ratio Values of every kind.\n"
+		"# TYPE rubyprofd_ratio gauge\n"
+		"rubyprofd_ratio{k=\"nan\"} NaN\n"
+		"rubyprofd_ratio{k=\"pinf\"} +Inf\n"
+		"rubyprofd_ratio{k=\"ninf\"} -Inf\n"
+		"rubyprofd_ratio{k=\"big\"} 9007199254740992\n"
+		"rubyprofd_ratio{k=\"frac\"} 0.1\n"
+		"rubyprofd_ratio{k=\"neg\"} -2.25\n");
+	mbuf__free(b);
+}
+
+static const char *value_text(double v)
+{
+	static char line[128];
+	struct mbuf *b = mbuf__new();
+	const char *text;
+
+	mbuf_family(b, "v", "gauge", NULL);
+	mbuf_sample(b, "v", NULL, v);
+	cr_assert_eq(mbuf_error(b), 0);
+	text = mbuf_data(b, NULL);
+	cr_assert(!strncmp(text, "# TYPE v gauge\nv ", 17), "%s", text);
+	snprintf(line, sizeof(line), "%s", text + 17);
+	mbuf__free(b);
+	line[strcspn(line, "\n")] = '\0';
+	return line;
+}
+
+Test(metrics_writers, numbers)
+{
+	cr_assert_str_eq(value_text(0), "0");
+	cr_assert_str_eq(value_text(-0.0), "0");
+	cr_assert_str_eq(value_text(1), "1");
+	cr_assert_str_eq(value_text(-7), "-7");
+	cr_assert_str_eq(value_text(1e15), "1000000000000000");
+	cr_assert_str_eq(value_text(0x1p53 - 1), "9007199254740991");
+	cr_assert_str_eq(value_text(0x1p53), "9007199254740992");
+	cr_assert_str_eq(value_text(0x1p62), "4611686018427387904");
+	cr_assert_str_eq(value_text(0.1), "0.1");
+	cr_assert_str_eq(value_text(1.0 / 3), "0.3333333333333333");
+	cr_assert_str_eq(value_text(1e-300), "1e-300");
+	cr_assert_str_eq(value_text(1e300), "1e+300");
+	cr_assert_str_eq(value_text(0.1 + 0.2), "0.30000000000000004");
+	cr_assert_eq(strtod(value_text(1e300), NULL), 1e300);
+	cr_assert_str_eq(value_text(NAN), "NaN");
+	cr_assert_str_eq(value_text(-INFINITY), "-Inf");
+}
+
+Test(metrics_writers, labels)
+{
+	char l[32] = "";
+
+	cr_assert_eq(mbuf_label(l, sizeof(l), "a", "1"), 0);
+	cr_assert_eq(mbuf_label(l, sizeof(l), "b_2", "x\"y"), 0);
+	cr_assert_str_eq(l, "a=\"1\",b_2=\"x\\\"y\"");
+	cr_assert_eq(mbuf_label(l, sizeof(l), "c", "01234567890"), -ENOSPC);
+	cr_assert_str_eq(l, "a=\"1\",b_2=\"x\\\"y\"", "dst unchanged when full");
+	cr_assert_eq(mbuf_label(l, sizeof(l), "c", "0123456789"), 0, "exactly fits: %s", l);
+	cr_assert_eq(strlen(l), sizeof(l) - 1);
+	l[0] = '\0';
+	cr_assert_eq(mbuf_label(l, sizeof(l), "1a", "x"), -EINVAL);
+	cr_assert_eq(mbuf_label(l, sizeof(l), "a-b", "x"), -EINVAL);
+	cr_assert_eq(mbuf_label(l, sizeof(l), "__name__", "x"), -EINVAL);
+	cr_assert_eq(mbuf_label(l, sizeof(l), "", "x"), -EINVAL);
+	cr_assert_str_eq(l, "");
+}
+
+Test(metrics_writers, errors_are_sticky)
+{
+	struct mbuf *b = mbuf__new();
+
+	mbuf_family(b, "a_total", "counter", "A.");
+	mbuf_sample(b, "b_total", NULL, 1); /* outside its family */
+	cr_assert_eq(mbuf_error(b), -EINVAL);
+	mbuf_family(b, "c", "gauge", "C.");
+	cr_assert_eq(mbuf_error(b), -EINVAL);
+	cr_assert_str_eq(mbuf_data(b, NULL), "# HELP a_total A.\n# TYPE a_total counter\n");
+	mbuf__free(b);
+
+	b = mbuf__new();
+	mbuf_family(b, "x", "histogram", "X.");
+	cr_assert_eq(mbuf_error(b), -EINVAL);
+	mbuf__free(b);
+	b = mbuf__new();
+	mbuf_family(b, "9x", "gauge", "X.");
+	cr_assert_eq(mbuf_error(b), -EINVAL);
+	mbuf__free(b);
+	b = mbuf__new();
+	mbuf_sample(b, "x", NULL, 1); /* no family at all */
+	cr_assert_eq(mbuf_error(b), -EINVAL);
+	mbuf__free(b);
+}
+
+Test(metrics_writers, body_is_bounded)
+{
+	struct mbuf *b = mbuf__new();
+	size_t len = 0, i;
+
+	mbuf_family(b, "rubyprofd_filler", "gauge", "Filler.");
+	for (i = 0; i < METRICS_MAX_BODY && !mbuf_error(b); i++)
+		mbuf_sample(b, "rubyprofd_filler",
+			    "k=\"vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv\"", i);
+	cr_assert_eq(mbuf_error(b), -E2BIG);
+	mbuf_data(b, &len);
+	cr_assert_leq(len, METRICS_MAX_BODY);
+	cr_assert_gt(len, METRICS_MAX_BODY - 200);
+	mbuf__free(b);
+}
+
+/* Runs promtool check metrics on path; its exit status, and its output in out. */
+static int promtool(const char *path, char *out, size_t len)
+{
+	char cmd[512];
+	size_t n;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "promtool check metrics < '%s' 2>&1", path);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	n = fread(out, 1, len - 1, p);
+	out[n] = '\0';
+	return pclose(p);
+}
+
+/* promtool must print nothing and exit 0: no parse error, no lint. */
+static void promtool_accepts(const char *path)
+{
+	char out[4096];
+	int status = promtool(path, out, sizeof(out));
+
+	cr_assert_eq(status, 0, "promtool exit status %d: %s", status, out);
+	cr_assert_str_empty(out, "promtool: %s", out);
+}
+
+static void write_file(const char *path, const char *text, size_t len)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(text, 1, len, f), len);
+	cr_assert_eq(fclose(f), 0);
+}
+
+Test(metrics_writers, promtool_accepts_the_text)
+{
+	static const char unescaped[] = "# HELP x_total X.\n# TYPE x_total counter\n"
+					"x_total{a=\"\"\"} 1\n";
+	static const char lint[] = "# TYPE x counter\nx 1\n";
+	char path[] = "/tmp/rp-metrics-XXXXXX", out[4096];
+	struct mbuf *b = mbuf__new();
+	const char *text;
+	size_t len;
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	write_nasty_body(b);
+	text = mbuf_data(b, &len);
+	write_file(path, text, len);
+	promtool_accepts(path);
+
+	/* The judge can fail: an unescaped quote, and a counter without HELP or _total. */
+	write_file(path, unescaped, strlen(unescaped));
+	cr_assert_neq(promtool(path, out, sizeof(out)), 0);
+	write_file(path, lint, strlen(lint));
+	cr_assert_neq(promtool(path, out, sizeof(out)), 0);
+	cr_assert_not_null(strstr(out, "no help text"), "%s", out);
+	unlink(path);
+	mbuf__free(b);
+}
+
+/* ---- server -------------------------------------------------------------------------------- */
+
+enum render_mode { RENDER_NORMAL, RENDER_FAIL, RENDER_BIG };
+
+struct server {
+	struct metrics *m;
+	int epfd;
+	pthread_t thread;
+	atomic_bool stop;
+	atomic_int mode;
+	atomic_int foreign; /* events on fds metrics does not own: must stay 0 */
+};
+
+static struct server srv;
+
+static void render(void *ctx, struct mbuf *out)
+{
+	struct server *s = ctx;
+	int fd, small = 4096;
+	size_t i;
+
+	switch (atomic_load(&s->mode)) {
+	case RENDER_FAIL:
+		mbuf_sample(out, "no_family", NULL, 1);
+		return;
+	case RENDER_BIG:
+		/* Runs in the loop's thread, so asking metrics_owns is safe: small send buffers
+		 * on the client's socket make the server's sends stop at EAGAIN. */
+		for (fd = 0; fd < 1024; fd++)
+			if (fd != metrics_listen_fd(s->m) && metrics_owns(s->m, fd))
+				setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+		mbuf_family(out, "rubyprofd_big", "gauge", "A body larger than socket buffers.");
+		for (i = 0; i < 60000; i++)
+			mbuf_sample(out, "rubyprofd_big", "k=\"some label value to fill it\"", i);
+		return;
+	default:
+		write_nasty_body(out);
+		metrics_render_stats(s->m, out);
+	}
+}
+
+static void noop_render(void *ctx, struct mbuf *out)
+{
+}
+
+/* The daemon's main loop, in miniature. */
+static void *loop(void *arg)
+{
+	struct server *s = arg;
+	struct epoll_event evs[8];
+	int n, i;
+
+	while (!atomic_load(&s->stop)) {
+		n = epoll_wait(s->epfd, evs, 8, 50);
+		for (i = 0; i < n; i++) {
+			if (metrics_owns(s->m, evs[i].data.fd))
+				metrics_handle(s->m, evs[i].data.fd, evs[i].events, s->epfd);
+			else
+				atomic_fetch_add(&s->foreign, 1);
+		}
+		metrics_tick(s->m, s->epfd);
+	}
+	return NULL;
+}
+
+static void start(void)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+
+	memset(&srv, 0, sizeof(srv));
+	srv.m = metrics__new("127.0.0.1:0", render, &srv);
+	cr_assert_not_null(srv.m, "metrics__new: %s", strerror(errno));
+	cr_assert_gt(metrics_port(srv.m), 0);
+	srv.epfd = epoll_create1(EPOLL_CLOEXEC);
+	cr_assert_geq(srv.epfd, 0);
+	ev.data.fd = metrics_listen_fd(srv.m);
+	cr_assert_eq(epoll_ctl(srv.epfd, EPOLL_CTL_ADD, ev.data.fd, &ev), 0);
+	cr_assert_eq(pthread_create(&srv.thread, NULL, loop, &srv), 0);
+}
+
+static void stop(void)
+{
+	atomic_store(&srv.stop, true);
+	pthread_join(srv.thread, NULL);
+	cr_expect_eq(atomic_load(&srv.foreign), 0);
+	metrics__free(srv.m);
+	close(srv.epfd);
+}
+
+/*
+ * A blocking client; a receive that waits 10 s fails the test instead of hanging it. rcvbuf:
+ * a small receive buffer (a small TCP window), so the server's sends hit EAGAIN; 0: default.
+ */
+static int client_with(int rcvbuf)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(metrics_port(srv.m))};
+	struct timeval tv = {.tv_sec = 10};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert_geq(fd, 0);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	if (rcvbuf)
+		cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)), 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0, "connect: %s",
+		     strerror(errno));
+	return fd;
+}
+
+static int client(void)
+{
+	return client_with(0);
+}
+
+static void send_all(int fd, const char *data, size_t len)
+{
+	ssize_t n;
+
+	while (len) {
+		n = send(fd, data, len, MSG_NOSIGNAL);
+		cr_assert_gt(n, 0, "send: %s", strerror(errno));
+		data += n;
+		len -= n;
+	}
+}
+
+/* Everything until the server closes; NULL-terminated, caller frees. */
+static char *read_all(int fd, size_t *len)
+{
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	ssize_t r;
+
+	cr_assert_not_null(buf);
+	for (;;) {
+		if (cap - n < 4096) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			cr_assert_not_null(buf);
+		}
+		r = recv(fd, buf + n, cap - n - 1, 0);
+		cr_assert_geq(r, 0, "recv: %s", strerror(errno));
+		if (r == 0)
+			break;
+		n += r;
+	}
+	buf[n] = '\0';
+	if (len)
+		*len = n;
+	return buf;
+}
+
+static char *request_with(int rcvbuf, const char *raw, size_t *len)
+{
+	int fd = client_with(rcvbuf);
+	char *resp;
+
+	send_all(fd, raw, strlen(raw));
+	resp = read_all(fd, len);
+	close(fd);
+	return resp;
+}
+
+static char *request(const char *raw, size_t *len)
+{
+	return request_with(0, raw, len);
+}
+
+static void assert_status(const char *raw, const char *status_line)
+{
+	char *resp = request(raw, NULL);
+
+	cr_assert(!strncmp(resp, status_line, strlen(status_line)), "%s -> %s", raw, resp);
+	cr_assert_not_null(strstr(resp, "\r\nConnection: close\r\n"));
+	free(resp);
+}
+
+/* The body of GET /metrics, after checking the head says what the body is. */
+static char *fetch_metrics_with(int rcvbuf)
+{
+	size_t len, body_len;
+	char *resp = request_with(rcvbuf, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &len);
+	char *body = strstr(resp, "\r\n\r\n");
+	const char *cl;
+
+	cr_assert(!strncmp(resp, "HTTP/1.1 200 OK\r\n", 17), "%s", resp);
+	cr_assert_not_null(
+		strstr(resp, "\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
+	cl = strstr(resp, "\r\nContent-Length: ");
+	cr_assert(cl && body && cl < body);
+	body += 4;
+	body_len = len - (body - resp);
+	cr_assert_eq(strtoull(cl + 18, NULL, 10), body_len);
+	memmove(resp, body, body_len + 1);
+	return resp;
+}
+
+static char *fetch_metrics(void)
+{
+	return fetch_metrics_with(0);
+}
+
+static void assert_line(const char *body, const char *line)
+{
+	char want[256];
+
+	snprintf(want, sizeof(want), "\n%s\n", line);
+	cr_assert_not_null(strstr(body, want), "no line \"%s\" in:\n%s", line, body);
+}
+
+Test(metrics_server, statuses, .init = start, .fini = stop)
+{
+	char big[METRICS_MAX_REQUEST + 100];
+
+	assert_status("GET /metrics HTTP/1.1\r\n\r\n", "HTTP/1.1 200 OK\r\n");
+	assert_status("GET /metrics?name[]=x HTTP/1.0\n\n", "HTTP/1.1 200 OK\r\n");
+	assert_status("GET / HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 200 OK\r\n");
+	assert_status("GET /nope HTTP/1.1\r\n\r\n", "HTTP/1.1 404 Not Found\r\n");
+	assert_status("GET /metrics/ HTTP/1.1\r\n\r\n", "HTTP/1.1 404 Not Found\r\n");
+	assert_status("POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+		      "HTTP/1.1 405 Method Not Allowed\r\nContent-Type: text/plain; "
+		      "charset=utf-8\r\nContent-Length: 29\r\nConnection: close\r\nAllow: GET\r\n");
+	assert_status("HEAD /metrics HTTP/1.1\r\n\r\n", "HTTP/1.1 405 Method Not Allowed\r\n");
+	assert_status("garbage\r\n\r\n", "HTTP/1.1 400 Bad Request\r\n");
+	assert_status("GET  /metrics HTTP/1.1\r\n\r\n", "HTTP/1.1 400 Bad Request\r\n");
+	assert_status("GET /metrics HTTP/2.0\r\n\r\n", "HTTP/1.1 400 Bad Request\r\n");
+	assert_status("GET metrics HTTP/1.1\r\n\r\n", "HTTP/1.1 400 Bad Request\r\n");
+
+	/* A head that never ends within the limit: 431, and the response survives the unread
+	 * rest of the request (no reset). */
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	memcpy(big, "GET /metrics HTTP/1.1\r\nX-Long: ", 31);
+	assert_status(big, "HTTP/1.1 431 Request Header Fields Too Large\r\n");
+
+	char *body = fetch_metrics();
+	assert_line(body, "rubyprofd_metrics_responses_total{code=\"200\"} 3");
+	assert_line(body, "rubyprofd_metrics_responses_total{code=\"400\"} 4");
+	assert_line(body, "rubyprofd_metrics_responses_total{code=\"404\"} 2");
+	assert_line(body, "rubyprofd_metrics_responses_total{code=\"405\"} 2");
+	assert_line(body, "rubyprofd_metrics_responses_total{code=\"431\"} 1");
+	assert_line(body, "rubyprofd_metrics_clients_accepted_total 13");
+	free(body);
+}
+
+Test(metrics_server, render_failure_is_500, .init = start, .fini = stop)
+{
+	atomic_store(&srv.mode, RENDER_FAIL);
+	assert_status("GET /metrics HTTP/1.1\r\n\r\n", "HTTP/1.1 500 Internal Server Error\r\n");
+}
+
+Test(metrics_server, body_larger_than_socket_buffers, .init = start, .fini = stop)
+{
+	char *body;
+
+	atomic_store(&srv.mode, RENDER_BIG);
+	/* A small window: the server's sends stop at EAGAIN and go on at EPOLLOUT. */
+	body = fetch_metrics_with(4096); /* checks Content-Length against what arrived */
+	assert_line(body, "rubyprofd_big{k=\"some label value to fill it\"} 59999");
+	cr_assert_gt(strlen(body), 2u << 20);
+	free(body);
+}
+
+/* curl as the client, promtool as the judge of what it got. */
+static int curl(const char *args, const char *path, const char *out)
+{
+	char cmd[512], code[16] = "";
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "curl -sS -o '%s' -w '%%{http_code}' %s http://127.0.0.1:%d%s",
+		 out, args, metrics_port(srv.m), path);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	cr_assert_not_null(fgets(code, sizeof(code), p));
+	cr_assert_eq(pclose(p), 0, "%s", cmd);
+	return atoi(code);
+}
+
+Test(metrics_server, curl_and_promtool, .init = start, .fini = stop)
+{
+	char path[] = "/tmp/rp-metrics-XXXXXX";
+	char page[512];
+	FILE *f;
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(curl("", "/metrics", path), 200);
+	promtool_accepts(path);
+	cr_assert_eq(curl("", "/", path), 200);
+	f = fopen(path, "r");
+	cr_assert_not_null(fgets(page, sizeof(page), f));
+	fclose(f);
+	cr_assert_not_null(strstr(page, "href=\"/metrics\""), "%s", page);
+	cr_assert_eq(curl("", "/other", path), 404);
+	cr_assert_eq(curl("-X POST", "/metrics", path), 405);
+	cr_assert_eq(curl("-X DELETE", "/", path), 405);
+	unlink(path);
+}
+
+/* true when the server closed fd without a response (EOF or reset). */
+static bool closed_without_response(int fd)
+{
+	char c;
+	ssize_t n = recv(fd, &c, 1, 0);
+
+	cr_assert(n == 0 || (n < 0 && errno == ECONNRESET), "recv %zd: %s", n, strerror(errno));
+	return true;
+}
+
+Test(metrics_server, client_limit, .init = start, .fini = stop)
+{
+	int fds[METRICS_MAX_CLIENTS], extra, i, fresh = -1, tries;
+	const char *req = "GET /metrics HTTP/1.1\r\n\r\n";
+	char *body;
+
+	for (i = 0; i < METRICS_MAX_CLIENTS; i++)
+		fds[i] = client();
+	/* The accept queue is FIFO: this one is accepted after the 16 and finds no slot. */
+	extra = client();
+	cr_assert(closed_without_response(extra));
+	close(extra);
+
+	/* The 16 are still served: one of them asks for the counters. */
+	send_all(fds[0], req, strlen(req));
+	body = read_all(fds[0], NULL);
+	assert_line(body, "rubyprofd_metrics_clients_rejected_total 1");
+	assert_line(body, "rubyprofd_metrics_clients 16");
+	assert_line(body, "rubyprofd_metrics_clients_accepted_total 16");
+	free(body);
+
+	/* Slots come back: once fds[0] is closed a new client is served. Its close reaches the
+	 * loop asynchronously, so a new client may still be turned away a few times. */
+	close(fds[0]);
+	for (tries = 0; tries < 100; tries++) {
+		char probe[32] = "";
+		ssize_t n;
+
+		fresh = client();
+		send_all(fresh, req, strlen(req));
+		n = recv(fresh, probe, sizeof(probe) - 1, 0);
+		if (n > 0) {
+			cr_assert(!strncmp(probe, "HTTP/1.1 200 OK", 15), "%s", probe);
+			break;
+		}
+		close(fresh);
+		fresh = -1;
+		usleep(20000);
+	}
+	cr_assert_geq(fresh, 0, "no slot came back");
+	close(fresh);
+	for (i = 1; i < METRICS_MAX_CLIENTS; i++)
+		close(fds[i]);
+}
+
+Test(metrics_server, idle_clients_are_dropped, .init = start, .fini = stop)
+{
+	int silent = client(), partial = client();
+	char *body;
+
+	send_all(partial, "GET /met", 8);
+	/* Both wait (up to the 10 s receive timeout) for the loop's tick to drop them. */
+	cr_assert(closed_without_response(silent));
+	cr_assert(closed_without_response(partial));
+	close(silent);
+	close(partial);
+
+	body = fetch_metrics();
+	assert_line(body, "rubyprofd_metrics_clients_idle_dropped_total 2");
+	assert_line(body, "rubyprofd_metrics_clients 1"); /* the fetch itself */
+	free(body);
+}
+
+Test(metrics_server, peer_that_gives_up_is_aborted, .init = start, .fini = stop)
+{
+	int fd = client();
+	char *body;
+
+	send_all(fd, "GET /metr", 9);
+	shutdown(fd, SHUT_WR);
+	cr_assert(closed_without_response(fd));
+	close(fd);
+	body = fetch_metrics();
+	assert_line(body, "rubyprofd_metrics_clients_aborted_total 1");
+	free(body);
+}
+
+/* Drives the loop in this thread until fd has something to read: nothing blocks. */
+static void pump_until_readable(int epfd, struct metrics *m, int fd)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	struct epoll_event evs[8];
+	int i, n, rounds;
+
+	for (rounds = 0; rounds < 100 && poll(&pfd, 1, 0) == 0; rounds++) {
+		n = epoll_wait(epfd, evs, 8, 100);
+		for (i = 0; i < n; i++)
+			metrics_handle(m, evs[i].data.fd, evs[i].events, epfd);
+	}
+	cr_assert_eq(poll(&pfd, 1, 0), 1, "no response");
+}
+
+Test(metrics_server, out_of_fds_pauses_the_listener)
+{
+	struct epoll_event ev = {.events = EPOLLIN}, out;
+	const char *req = "GET / HTTP/1.1\r\n\r\n";
+	struct metrics_stats st;
+	struct rlimit old, low;
+	struct metrics *m;
+	char *resp;
+	int epfd, fd;
+
+	m = metrics__new("127.0.0.1:0", noop_render, NULL);
+	cr_assert_not_null(m);
+	srv.m = m; /* for client() */
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	ev.data.fd = metrics_listen_fd(m);
+	cr_assert_eq(epoll_ctl(epfd, EPOLL_CTL_ADD, ev.data.fd, &ev), 0);
+
+	/* Room for the client's socket and not one fd more: the accept fails with EMFILE. */
+	fd = dup(0);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = fd + 1;
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	fd = client();
+	send_all(fd, req, strlen(req));
+	cr_assert_eq(epoll_wait(epfd, &out, 1, 5000), 1);
+	metrics_handle(m, out.data.fd, out.events, epfd);
+	metrics_stats(m, &st);
+	cr_assert_eq(st.accept_errors, 1);
+	cr_assert_eq(st.accepted, 0);
+	/* The connection still waits, but the loop is not woken for it again and again. */
+	cr_assert_eq(epoll_wait(epfd, &out, 1, 0), 0);
+
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	metrics_tick(m, epfd); /* re-arms the listener */
+	pump_until_readable(epfd, m, fd);
+	resp = read_all(fd, NULL);
+	cr_assert(!strncmp(resp, "HTTP/1.1 200 OK\r\n", 17), "%s", resp);
+	metrics_stats(m, &st);
+	cr_assert_eq(st.accepted, 1);
+	free(resp);
+	close(fd);
+	metrics__free(m);
+	close(epfd);
+}
+
+/* ---- addresses ----------------------------------------------------------------------------- */
+
+Test(metrics_address, busy_port_is_a_clear_error)
+{
+	struct metrics *a = metrics__new("127.0.0.1:0", noop_render, NULL), *b;
+	char address[64], msg[128];
+
+	cr_assert_not_null(a);
+	snprintf(address, sizeof(address), "127.0.0.1:%d", metrics_port(a));
+	b = metrics__new(address, noop_render, NULL);
+	cr_assert_null(b);
+	cr_assert_eq(errno, EADDRINUSE);
+	/* How the daemon words it. */
+	snprintf(msg, sizeof(msg), "metrics_address %s: %s", address, strerror(errno));
+	cr_assert(strstr(msg, ": Address already in use"), "%s", msg);
+	metrics__free(a);
+	/* Freed: the port can be bound again at once (SO_REUSEADDR). */
+	b = metrics__new(address, noop_render, NULL);
+	cr_assert_not_null(b, "%s", strerror(errno));
+	metrics__free(b);
+}
+
+Test(metrics_address, parsing)
+{
+	static const char *const good[] = {"127.0.0.1:9464", "0.0.0.0:1", "[::1]:9464",
+					   "[::]:65535", "[::ffff:127.0.0.1]:80"};
+	static const char *const bad[] = {
+		"",
+		"127.0.0.1",
+		"127.0.0.1:",
+		":9464",
+		"localhost:9464",
+		"::1:9464",
+		"[::1]9464",
+		"[::1]:",
+		"127.0.0.1:65536",
+		"1.2.3:80",
+		"127.0.0.1:+80",
+		"127.0.0.1:080808",
+		"127.0.0.1: 80",
+		"[127.0.0.1]:80",
+		"[::1:80",
+		"127.0.0.1:80x",
+	};
+	struct sockaddr_storage ss;
+	socklen_t len;
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		cr_assert_eq(metrics_parse_address(good[i], &ss, &len), 0, "%s", good[i]);
+	cr_assert_eq(metrics_parse_address("[::1]:9464", &ss, &len), 0);
+	cr_assert_eq(ss.ss_family, AF_INET6);
+	cr_assert_eq(ntohs(((struct sockaddr_in6 *)&ss)->sin6_port), 9464);
+	cr_assert_eq(metrics_parse_address("127.0.0.1:9464", &ss, &len), 0);
+	cr_assert_eq(ss.ss_family, AF_INET);
+	cr_assert_eq(ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr), INADDR_LOOPBACK);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(metrics_parse_address(bad[i], &ss, &len), -EINVAL, "\"%s\"", bad[i]);
+	cr_assert_null(metrics__new("localhost:9464", noop_render, NULL));
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_null(metrics__new("127.0.0.1:0", NULL, NULL));
+	cr_assert_eq(errno, EINVAL);
+}
+
+Test(metrics_address, ipv6_loopback)
+{
+	struct metrics *m = metrics__new("[::1]:0", noop_render, NULL);
+
+	if (!m && (errno == EAFNOSUPPORT || errno == EADDRNOTAVAIL))
+		cr_skip_test("no IPv6 loopback here: %s", strerror(errno));
+	cr_assert_not_null(m, "%s", strerror(errno));
+	cr_assert_gt(metrics_port(m), 0);
+	metrics__free(m);
+}
