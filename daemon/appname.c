@@ -22,9 +22,9 @@
 #include "appname.h"
 
 /* Bounds on what is read from /proc; a file cut at its bound sets app_identity.truncated. */
-#define CGROUP_READ_MAX	 (64 * 1024)
-#define CMDLINE_READ_MAX (64 * 1024)
-#define ENVIRON_READ_MAX (256 * 1024)
+#define CGROUP_READ_MAX	 (64 * 1024UL)
+#define CMDLINE_READ_MAX (64 * 1024UL)
+#define ENVIRON_READ_MAX (256 * 1024UL)
 #define COMM_READ_MAX	 64
 /* argv entries looked at for the script; options and the script come first. */
 #define ARGS_MAX	 64
@@ -1041,11 +1041,13 @@ static char *join_cmdline(const char *cmd, size_t len)
 /* The value of NAME in a NUL-separated environment block, strdup'd; NULL when absent. */
 static char *env_value(const char *env, size_t len, const char *name, int *err)
 {
-	const char *p = env, *end = env + len, *nul;
+	const char *p, *end, *nul;
 	size_t nlen = strlen(name);
 	char *v;
 
-	while (env && p < end) {
+	if (!env)
+		return NULL;
+	for (p = env, end = env + len; p < end;) {
 		nul = memchr(p, '\0', (size_t)(end - p));
 		if (!nul)
 			nul = end;

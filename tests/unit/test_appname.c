@@ -156,6 +156,12 @@ Test(appname, systemd_v2_escapes_and_user_services)
 	/* the unit as systemctl takes it, escapes and all */
 	cr_assert_str_eq(id.unit, "shop\\x2dweb.service");
 	expect(V2_USER_SERVICE, APP_RB, "shop", "systemd");
+	/* a subgroup the service made under Delegate= is still the service */
+	expect("0::/system.slice/shop.service/worker\n", APP_RB, "shop", "systemd");
+	/* systemd prefixes '_' to cgroup names that clash with kernel files */
+	identify("0::/system.slice/_cpu.service\n", APP_RB, "/usr/bin/ruby", NULL, &id);
+	cr_assert_str_eq(id.unit, "cpu.service");
+	cr_assert_str_eq(id.service, "cpu");
 }
 
 Test(appname, systemd_template_instance)
@@ -321,6 +327,8 @@ Test(appname, ruby_scripts)
 	       "job", "script");
 	expect(V2_ROOT, ARGV("ruby", "-wIlib", "x.rb"), "x", "script");
 	expect(V2_ROOT, ARGV("ruby", "-wI", "lib", "x.rb"), "x", "script");
+	expect(V2_ROOT, ARGV("ruby", "-wd", "--yjit-exec-mem-size=64", "--jit", "y.rb"), "y",
+	       "script");
 	expect(V2_ROOT, ARGV("ruby", "--", "-dash.rb"), "-dash", "script");
 	expect(V2_ROOT, ARGV("ruby", "-S", "rake", "jobs:work"), "rake", "script");
 	/* $0 = "shop worker": one entry with spaces */
