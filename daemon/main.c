@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* main.c - rubyprofd: parse the options, install signal handlers, run. */
+/* main.c - rubyprofd: parse the options, then run the service or a --oneshot profile. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,6 +7,7 @@
 #include "config.h"
 #include "log.h"
 #include "oneshot.h"
+#include "service.h"
 
 static void on_signal(int sig)
 {
@@ -26,12 +27,9 @@ int main(int argc, char **argv)
 	case CONFIG_RUN:
 		break;
 	}
-	if (!cfg.oneshot) {
-		/* the service's loop is not wired in yet */
-		fprintf(stderr, "rubyprofd: the service mode is not part of this build yet; run "
-				"'rubyprofd --oneshot'\n");
-		return 2;
-	}
+	signal(SIGPIPE, SIG_IGN);
+	if (!cfg.oneshot)
+		return service_run(&cfg, argc, argv);
 	/* --oneshot is quiet by default: its output is the summary */
 	log_set_level(cfg.log_level >= 0 ? (enum log_level)cfg.log_level : LOG_LVL_WARN);
 
@@ -40,7 +38,6 @@ int main(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 
 	return oneshot_run(&cfg);
 }

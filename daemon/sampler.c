@@ -403,12 +403,17 @@ int sampler_consume(struct sampler *s)
 
 int sampler_set_frequency(struct sampler *s, unsigned int frequency)
 {
-	uint64_t freq = frequency;
+	/*
+	 * The kernel turns a cpu-clock event opened with freq = 1 into a fixed period at creation
+	 * (perf_swevent_init_hrtimer clears attr.freq), so PERF_EVENT_IOC_PERIOD then takes a
+	 * period in nanoseconds, not a frequency: passing the frequency would fire it every few
+	 * microseconds.
+	 */
+	uint64_t period = 1000000000ULL / (frequency ? frequency : 1);
 	int i;
 
-	/* For an event opened with freq = 1, PERF_EVENT_IOC_PERIOD takes the new frequency. */
 	for (i = 0; i < s->nlinks; i++) {
-		if (ioctl(s->pfds[i], PERF_EVENT_IOC_PERIOD, &freq))
+		if (ioctl(s->pfds[i], PERF_EVENT_IOC_PERIOD, &period))
 			return -errno;
 	}
 	s->frequency = frequency;

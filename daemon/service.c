@@ -1,0 +1,712 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * service.c - the always-on service: profiles every Ruby on the host and, every interval, writes
+ * one pprof per service (app) into the spool. One main loop waits on the ring buffer, signals
+ * and the metrics socket; timers are the loop's timeout.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "appname.h"
+#include "config.h"
+#include "hmap.h"
+#include "log.h"
+#include "metrics.h"
+#include "notify.h"
+#include "pprof.h"
+#include "privs.h"
+#include "service.h"
+#include "session.h"
+#include "spool.h"
+
+/* Records are sent without waking the reader: read them at least this often, so that a
+ * process that exits keeps its names. */
+#define POLL_NS		  20000000LL
+/* Without life-cycle events the /proc scan is all there is. */
+#define SCAN_NO_EVENTS_NS 500000000LL
+/* Services with labels remembered at once (pruned at each interval's end). */
+#define MAX_SERVICES	  4096
+#define SERVICE_MAX	  128
+
+/* What is known of a service beyond its name: labels from the rule that named it. */
+struct svc {
+	char name[SERVICE_MAX];
+	struct app_identity id;
+	bool seen; /* has a live process (pruning) */
+};
+
+struct service {
+	struct config *cfg;  /* the one in force (replaced on SIGHUP) */
+	struct config *orig; /* the caller's (not ours to free) */
+	int argc;
+	char **argv;
+	struct session *session;
+	struct spool *spool;
+	struct metrics *metrics;
+	struct appname_rules *rules;
+	struct hmap svcs; /* hash of name -> struct svc * (chained by probing with k2) */
+	char hostname[256];
+	int epfd, sigfd;
+	int64_t interval_start, interval_start_wall, next_scan, next_watchdog;
+	uint64_t watchdog_usec;
+	uint64_t profiles_written, profile_errors, intervals, reloads, reload_errors;
+	bool stop;
+};
+
+static int64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
+}
+
+static struct svc *svc_find(struct service *sv, const char *name)
+{
+	struct hmap_iter it = {0};
+	uint64_t val;
+
+	while (hmap_next_dup(&sv->svcs, name_hash(name), 0, &it, &val)) {
+		if (strcmp(((struct svc *)(uintptr_t)val)->name, name) == 0)
+			return (struct svc *)(uintptr_t)val;
+	}
+	return NULL;
+}
+
+/* session_identify_fn: the service of a validated Ruby, from the rules, its unit, container... */
+static int identify(void *ctx, const struct ruby_target *t, char *service, size_t len)
+{
+	struct service *sv = ctx;
+	struct app_identity id;
+	struct svc *s;
+	int err;
+
+	err = appname_identify(t->pid, sv->rules, &id);
+	if (err)
+		return err;
+	if (id.ignore)
+		return -ECANCELED;
+	snprintf(service, len, "%s", id.service);
+	log_info("pid %d: service \"%s\" (from its %s)", t->pid, id.service, id.source);
+	s = svc_find(sv, id.service);
+	if (s) {
+		s->id = id;
+		return 0;
+	}
+	if (sv->svcs.len >= MAX_SERVICES)
+		return 0; /* named, but without its rule labels */
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return 0;
+	snprintf(s->name, sizeof(s->name), "%s", id.service);
+	s->id = id;
+	if (hmap_add(&sv->svcs, name_hash(s->name), 0, (uintptr_t)s))
+		free(s);
+	return 0;
+}
+
+/* ---- interval profiles ------------------------------------------------------------------ */
+
+struct names {
+	const char **v;
+	size_t n, cap;
+	struct service *sv;
+};
+
+static void collect_service(void *ctx, const struct agg_proc *p)
+{
+	struct names *x = ctx;
+	const char *name = agg_proc_info(p)->service;
+	struct svc *s = svc_find(x->sv, name);
+	const char **nv;
+	size_t i;
+
+	if (s)
+		s->seen = true;
+	for (i = 0; i < x->n; i++) {
+		if (strcmp(x->v[i], name) == 0)
+			return;
+	}
+	if (x->n == x->cap) {
+		nv = realloc(x->v, (x->cap ? x->cap * 2 : 16) * sizeof(*nv));
+		if (!nv)
+			return;
+		x->v = nv;
+		x->cap = x->cap ? x->cap * 2 : 16;
+	}
+	x->v[x->n++] = name;
+}
+
+struct svc_facts {
+	const char *name;
+	const char *ruby_version;
+	const char *container; /* shared by every process of the service, else NULL */
+	bool mixed_container;
+	uint64_t samples;
+};
+
+static void facts_of(void *ctx, const struct agg_proc *p)
+{
+	struct svc_facts *f = ctx;
+	const struct agg_proc_info *info = agg_proc_info(p);
+
+	if (strcmp(info->service, f->name) != 0)
+		return;
+	if (!f->ruby_version)
+		f->ruby_version = info->ruby_version;
+	if (!f->container && !f->mixed_container)
+		f->container = info->container;
+	else if (f->container && strcmp(f->container, info->container) != 0) {
+		f->container = NULL;
+		f->mixed_container = true;
+	}
+}
+
+static void samples_of(void *ctx, const struct agg_stack *st)
+{
+	struct svc_facts *f = ctx;
+
+	if (strcmp(agg_proc_info(st->proc)->service, f->name) == 0)
+		f->samples += (uint64_t)st->values[0];
+}
+
+/* Series labels: low cardinality (pid, tid and thread names stay on the samples). */
+static size_t series_labels(struct service *sv, const struct svc_facts *f, struct spool_label *l,
+			    size_t max)
+{
+	struct svc *s = svc_find(sv, f->name);
+	size_t n = 0, i;
+
+	l[n++] = (struct spool_label){"service_name", f->name};
+	l[n++] = (struct spool_label){"hostname", sv->hostname};
+	if (f->ruby_version && f->ruby_version[0])
+		l[n++] = (struct spool_label){"ruby_version", f->ruby_version};
+	if (f->container && f->container[0])
+		l[n++] = (struct spool_label){"container_id", f->container};
+	for (i = 0; i < sv->cfg->nlabels && n < max; i++)
+		l[n++] = (struct spool_label){sv->cfg->labels[i].key, sv->cfg->labels[i].value};
+	for (i = 0; s && i < s->id.nlabels && n < max; i++)
+		l[n++] = (struct spool_label){s->id.labels[i].key, s->id.labels[i].value};
+	return n;
+}
+
+static int write_service(struct service *sv, const char *name, int64_t until_wall)
+{
+	struct svc_facts f = {.name = name};
+	unsigned int hz = session_frequency(sv->session);
+	struct spool_label labels[8 + CONFIG_MAX_LABELS + APPNAME_MAX_LABELS];
+	struct spool_meta meta;
+	struct pprof *p;
+	uint8_t *data = NULL;
+	size_t len = 0;
+	char comment[200], path[4096];
+	int err;
+
+	agg_foreach_proc(session_agg(sv->session), facts_of, &f);
+	agg_foreach(session_agg(sv->session), samples_of, &f);
+	if (!f.samples)
+		return 0; /* nothing ran: no profile (an idle app costs nothing in the spool) */
+	p = pprof__new();
+	if (!p)
+		return -ENOMEM;
+	pprof_set_period(p, 1000000000LL / hz);
+	pprof_set_time(p, sv->interval_start_wall, until_wall - sv->interval_start_wall);
+	snprintf(comment, sizeof(comment), "rubyprofd %s, service %s, %u Hz", RUBYPROF_VERSION,
+		 name, hz);
+	err = pprof_add_comment(p, comment);
+	if (!err)
+		err = agg_to_pprof(session_agg(sv->session), p, name);
+	if (!err)
+		err = pprof_encode(p, 1, &data, &len);
+	pprof__free(p);
+	if (err)
+		goto cleanup;
+	meta = (struct spool_meta){
+		.service = name,
+		.from_ns = sv->interval_start_wall,
+		.until_ns = until_wall,
+		.sample_rate = hz,
+		.period_ns = 1000000000LL / hz,
+		.spy_name = "rubyprofd",
+		.labels = labels,
+		.nlabels = series_labels(sv, &f, labels, sizeof(labels) / sizeof(labels[0])),
+	};
+	err = spool_write(sv->spool, &meta, data, len, path, sizeof(path));
+	if (!err)
+		log_debug("service %s: %" PRIu64 " samples -> \"%s\"", name, f.samples, path);
+cleanup:
+	free(data);
+	return err;
+}
+
+static bool unseen(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
+{
+	struct svc *s = (struct svc *)(uintptr_t)val;
+
+	if (s->seen) {
+		s->seen = false;
+		return false;
+	}
+	free(s);
+	return true;
+}
+
+/* Ends the interval: one profile per service into the spool, then the next interval. */
+static void end_interval(struct service *sv, int64_t now)
+{
+	struct names x = {.sv = sv};
+	int64_t until = wall_ns();
+	size_t i;
+	int err;
+
+	session_run(sv->session, now); /* what was sampled until now belongs to this interval */
+	agg_foreach_proc(session_agg(sv->session), collect_service, &x);
+	for (i = 0; i < x.n; i++) {
+		err = write_service(sv, x.v[i], until);
+		if (err) {
+			sv->profile_errors++;
+			log_error("service %s: cannot write the interval's profile to \"%s\": %s",
+				  x.v[i], spool_dir(sv->spool), strerror(-err));
+		} else {
+			sv->profiles_written++;
+		}
+	}
+	free(x.v);
+	/* services with no process left are forgotten */
+	hmap_filter(&sv->svcs, unseen, NULL);
+	agg_cut(session_agg(sv->session));
+	spool_expire(sv->spool, until);
+	sv->intervals++;
+	sv->interval_start = now;
+	sv->interval_start_wall = until;
+}
+
+/* ---- metrics ------------------------------------------------------------------------------ */
+
+static void counter(struct mbuf *b, const char *name, const char *help, double v)
+{
+	mbuf_family(b, name, "counter", help);
+	mbuf_sample(b, name, NULL, v);
+}
+
+static void gauge(struct mbuf *b, const char *name, const char *help, double v)
+{
+	mbuf_family(b, name, "gauge", help);
+	mbuf_sample(b, name, NULL, v);
+}
+
+static void labelled(struct mbuf *b, const char *name, const char *key, const char *value, double v)
+{
+	char l[128] = "";
+
+	mbuf_label(l, sizeof(l), key, value);
+	mbuf_sample(b, name, l, v);
+}
+
+static uint64_t rss_bytes(void)
+{
+	unsigned long size = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "re");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lu %lu", &size, &resident) != 2)
+		resident = 0;
+	fclose(f);
+	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static void render(void *ctx, struct mbuf *b)
+{
+	struct service *sv = ctx;
+	struct session_counters c;
+	struct spool_stats sp;
+	const uint64_t *bpf = c.sampler.bpf;
+	struct rusage ru;
+	int r;
+
+	session_counters(sv->session, &c);
+	spool_stats(sv->spool, &sp);
+	getrusage(RUSAGE_SELF, &ru);
+
+	mbuf_family(
+		b, "rubyprofd_samples_total", "counter",
+		"CPU samples taken, by whether the sampled thread belonged to a profiled Ruby.");
+	labelled(b, "rubyprofd_samples_total", "process", "ruby", bpf[RP_STAT_RUBY_SAMPLES]);
+	labelled(b, "rubyprofd_samples_total", "process", "other",
+		 (double)(bpf[RP_STAT_SAMPLES] - bpf[RP_STAT_RUBY_SAMPLES] -
+			  bpf[RP_STAT_STALE_PID]));
+	counter(b, "rubyprofd_ruby_stacks_total", "Samples that produced a Ruby stack.",
+		bpf[RP_STAT_RUBY_STACKS]);
+	counter(b, "rubyprofd_samples_without_ruby_context_total",
+		"Samples of a Ruby process's thread that runs no Ruby (or not the GVL holder).",
+		(double)(bpf[RP_STAT_NO_EC] + bpf[RP_STAT_NOT_GVL]));
+	mbuf_family(b, "rubyprofd_failed_reads_total", "counter",
+		    "Memory reads that failed, by where.");
+	labelled(b, "rubyprofd_failed_reads_total", "where", "bpf_stack", bpf[RP_STAT_READ_FAILED]);
+	labelled(b, "rubyprofd_failed_reads_total", "where", "bpf_context", bpf[RP_STAT_BAD_EC]);
+	labelled(b, "rubyprofd_failed_reads_total", "where", "symbolize",
+		 c.collector.frames_failed);
+	mbuf_family(b, "rubyprofd_dropped_samples_total", "counter", "Samples lost, by cause.");
+	labelled(b, "rubyprofd_dropped_samples_total", "cause", "ring_buffer_full",
+		 bpf[RP_STAT_RB_DROPPED]);
+	labelled(b, "rubyprofd_dropped_samples_total", "cause", "incomplete", c.sampler.incomplete);
+	labelled(b, "rubyprofd_dropped_samples_total", "cause", "table_full",
+		 c.collector.agg_dropped);
+	labelled(b, "rubyprofd_dropped_samples_total", "cause", "unknown_process",
+		 c.collector.unknown_pid);
+	labelled(b, "rubyprofd_dropped_samples_total", "cause", "reused_pid",
+		 bpf[RP_STAT_STALE_PID]);
+	counter(b, "rubyprofd_truncated_stacks_total", "Stacks cut at max_frames.",
+		bpf[RP_STAT_TRUNCATED]);
+	counter(b, "rubyprofd_bad_records_total", "Ring-buffer records of an unknown kind.",
+		c.sampler.bad_records);
+	gauge(b, "rubyprofd_processes_profiled", "Ruby processes profiled now.",
+	      (double)c.tracker.active);
+	gauge(b, "rubyprofd_processes_tracked", "Processes the tracker has an entry for.",
+	      (double)c.tracker.entries);
+	counter(b, "rubyprofd_processes_enabled_total", "Ruby processes profiled, ever.",
+		c.tracker.enabled);
+	mbuf_family(b, "rubyprofd_processes_refused_total", "counter",
+		    "Processes not profiled, by reason.");
+	for (r = 0; r < TRACKER_REFUSED_MAX; r++)
+		labelled(b, "rubyprofd_processes_refused_total", "reason", tracker_refusal_name(r),
+			 c.tracker.refused[r]);
+	mbuf_family(b, "rubyprofd_process_events_total", "counter",
+		    "Process life-cycle events from the kernel.");
+	labelled(b, "rubyprofd_process_events_total", "event", "exec", c.tracker.execs);
+	labelled(b, "rubyprofd_process_events_total", "event", "fork", c.tracker.forks);
+	labelled(b, "rubyprofd_process_events_total", "event", "exit", c.tracker.exits);
+	counter(b, "rubyprofd_process_events_lost_total", "Process events lost (buffer full).",
+		bpf[RP_STAT_EVENTS_LOST]);
+	counter(b, "rubyprofd_pids_reused_total", "Pids found reused by another process.",
+		c.tracker.reused);
+	counter(b, "rubyprofd_proc_scans_total", "Scans of /proc.", c.tracker.scans);
+	counter(b, "rubyprofd_profiles_written_total", "Interval profiles written to the spool.",
+		sv->profiles_written);
+	counter(b, "rubyprofd_profile_write_errors_total",
+		"Interval profiles that could not be written.", sv->profile_errors);
+	gauge(b, "rubyprofd_spool_files", "Profiles in the spool.", sp.files);
+	gauge(b, "rubyprofd_spool_bytes", "Bytes in the spool.", sp.bytes);
+	mbuf_family(b, "rubyprofd_spool_evicted_total", "counter",
+		    "Profiles removed from the spool by a bound.");
+	labelled(b, "rubyprofd_spool_evicted_total", "bound", "bytes", sp.evicted_bytes);
+	labelled(b, "rubyprofd_spool_evicted_total", "bound", "age", sp.evicted_age);
+	counter(b, "rubyprofd_bpf_run_seconds_total",
+		"Time spent in the sampling BPF program, measured inside it.",
+		bpf[RP_STAT_RUN_NS] / 1e9);
+	counter(b, "rubyprofd_cpu_seconds_total", "CPU time of the daemon (user and system).",
+		ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+			ru.ru_stime.tv_usec / 1e6);
+	gauge(b, "rubyprofd_resident_memory_bytes", "Resident memory of the daemon.",
+	      (double)rss_bytes());
+	gauge(b, "rubyprofd_interned_frames", "Frames interned for the live processes.",
+	      (double)c.agg.interned_frames);
+	gauge(b, "rubyprofd_interval_stacks", "Distinct stacks in the current interval.",
+	      (double)c.agg.stacks);
+	gauge(b, "rubyprofd_frequency_hertz", "Sampling frequency per CPU.",
+	      session_frequency(sv->session));
+	counter(b, "rubyprofd_config_reloads_total", "Configuration reloads (SIGHUP).",
+		sv->reloads);
+}
+
+/* ---- set-up, reload, loop ----------------------------------------------------------------- */
+
+static struct appname_rules *compile_rules(const struct config *cfg)
+{
+	const char *texts[CONFIG_MAX_RULES];
+	struct appname_rules *r;
+	char msg[512];
+	size_t i, bad = 0;
+
+	for (i = 0; i < cfg->nrules; i++)
+		texts[i] = cfg->rules[i].text;
+	r = appname_rules__new(texts, cfg->nrules, &bad, msg, sizeof(msg));
+	if (!r)
+		log_error("%s: %s", bad < cfg->nrules ? cfg->rules[bad].where : "rule", msg);
+	return r;
+}
+
+static void apply_log_level(const struct config *cfg)
+{
+	log_set_level(cfg->log_level >= 0 ? (enum log_level)cfg->log_level : LOG_LVL_INFO);
+}
+
+static void set_hostname(struct service *sv)
+{
+	if (sv->cfg->hostname[0]) {
+		snprintf(sv->hostname, sizeof(sv->hostname), "%s", sv->cfg->hostname);
+		return;
+	}
+	if (gethostname(sv->hostname, sizeof(sv->hostname) - 1))
+		snprintf(sv->hostname, sizeof(sv->hostname), "localhost");
+	sv->hostname[sizeof(sv->hostname) - 1] = '\0';
+}
+
+/* SIGHUP: the file again. A bad file keeps the configuration in force (said in the log). */
+static void reload(struct service *sv, int64_t now)
+{
+	struct config *ncfg = malloc(sizeof(*ncfg)), *old = sv->cfg;
+	struct appname_rules *rules;
+	int err;
+
+	notify_reloading();
+	sv->reloads++;
+	if (!ncfg) {
+		log_error("reload: out of memory; the configuration stays as it was");
+		goto out;
+	}
+	if (config_parse(ncfg, sv->argc, sv->argv) != CONFIG_RUN) {
+		log_error("reload: the configuration stays as it was (see the error above)");
+		sv->reload_errors++;
+		free(ncfg);
+		goto out;
+	}
+	rules = compile_rules(ncfg);
+	if (!rules) {
+		log_error("reload: the configuration stays as it was");
+		sv->reload_errors++;
+		free(ncfg);
+		goto out;
+	}
+	/* A profile never mixes two periods: a new frequency starts a new interval. */
+	if (ncfg->frequency != old->frequency) {
+		end_interval(sv, now);
+		err = session_set_frequency(sv->session, ncfg->frequency);
+		if (err) {
+			log_error("reload: cannot change the frequency to %u Hz: %s",
+				  ncfg->frequency, strerror(-err));
+			ncfg->frequency = old->frequency;
+		}
+	}
+	if (strcmp(ncfg->spool_dir, old->spool_dir) || ncfg->max_frames != old->max_frames ||
+	    strcmp(ncfg->metrics_address, old->metrics_address))
+		log_warn("reload: spool_dir, max_frames and metrics_address change only with a "
+			 "restart");
+	snprintf(ncfg->spool_dir, sizeof(ncfg->spool_dir), "%s", old->spool_dir);
+	snprintf(ncfg->metrics_address, sizeof(ncfg->metrics_address), "%s", old->metrics_address);
+	ncfg->max_frames = old->max_frames;
+	spool_set_bounds(sv->spool, ncfg->spool_max_bytes, (int64_t)(ncfg->spool_max_age * 1e9));
+	appname_rules__free(sv->rules);
+	sv->rules = rules;
+	sv->cfg = ncfg;
+	if (old != sv->orig)
+		free(old);
+	apply_log_level(sv->cfg);
+	set_hostname(sv);
+	log_info("configuration reloaded: %u Hz, interval %g s, %zu labels, %zu rules",
+		 sv->cfg->frequency, sv->cfg->interval, sv->cfg->nlabels, sv->cfg->nrules);
+out:
+	notify_ready();
+}
+
+static int watch(int epfd, int fd)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+static int on_signal(struct service *sv, int64_t now)
+{
+	struct signalfd_siginfo si;
+
+	while (read(sv->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGHUP:
+			reload(sv, now);
+			break;
+		case SIGINT:
+		case SIGTERM:
+			sv->stop = true;
+			break;
+		}
+	}
+	return 0;
+}
+
+static int64_t next_deadline(struct service *sv, int64_t now)
+{
+	int64_t t = now + POLL_NS, due;
+
+	due = sv->interval_start + (int64_t)(sv->cfg->interval * 1e9);
+	if (due < t)
+		t = due;
+	due = session_next_due(sv->session);
+	if (due < t)
+		t = due;
+	if (sv->next_scan && sv->next_scan < t)
+		t = sv->next_scan;
+	if (sv->watchdog_usec && sv->next_watchdog < t)
+		t = sv->next_watchdog;
+	return t;
+}
+
+static int setup(struct service *sv)
+{
+	struct session_opts sopts = {
+		.frequency = sv->cfg->frequency,
+		.max_frames = sv->cfg->max_frames,
+		.pids = sv->cfg->pids,
+		.npids = sv->cfg->npids,
+		.identify = identify,
+		.identify_ctx = sv,
+	};
+	sigset_t mask;
+	int err;
+
+	sv->epfd = sv->sigfd = -1;
+	set_hostname(sv);
+	sv->rules = compile_rules(sv->cfg);
+	if (!sv->rules)
+		return -EINVAL;
+	sv->spool = spool__new(sv->cfg->spool_dir, sv->cfg->spool_max_bytes,
+			       (int64_t)(sv->cfg->spool_max_age * 1e9));
+	if (!sv->spool) {
+		err = -errno;
+		log_error("spool_dir \"%s\": %s", sv->cfg->spool_dir, strerror(-err));
+		return err;
+	}
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sv->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	sv->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (sv->sigfd < 0 || sv->epfd < 0)
+		return -errno;
+	sv->session = session__new(&sopts);
+	if (!sv->session)
+		return -errno ? -errno : -ENOMEM;
+	err = session_start(sv->session);
+	if (err)
+		return err;
+	if (sv->cfg->metrics_address[0]) {
+		sv->metrics = metrics__new(sv->cfg->metrics_address, render, sv);
+		if (!sv->metrics) {
+			err = -errno;
+			log_error("metrics_address %s: %s", sv->cfg->metrics_address,
+				  strerror(-err));
+			return err;
+		}
+		err = watch(sv->epfd, metrics_listen_fd(sv->metrics));
+		if (err)
+			return err;
+	}
+	err = watch(sv->epfd, session_fd(sv->session));
+	if (!err)
+		err = watch(sv->epfd, sv->sigfd);
+	return err;
+}
+
+int service_run(struct config *cfg, int argc, char **argv)
+{
+	struct service sv = {.cfg = cfg, .orig = cfg, .argc = argc, .argv = argv};
+	struct epoll_event evs[16];
+	int64_t now, deadline, scan_every;
+	char missing[128];
+	int ret = 1, n, i, err;
+
+	err = privs_missing(missing, sizeof(missing));
+	if (err > 0) {
+		log_error("missing capabilities: %s (run as root, or grant them to rubyprofd)",
+			  missing);
+		return 1;
+	}
+	apply_log_level(cfg);
+	if (setup(&sv))
+		goto cleanup;
+
+	now = session_now();
+	sv.interval_start = now;
+	sv.interval_start_wall = wall_ns();
+	scan_every = session_has_lifecycle(sv.session) ? (int64_t)(cfg->rescan_interval * 1e9)
+						       : SCAN_NO_EVENTS_NS;
+	sv.next_scan = scan_every ? now + scan_every : 0;
+	sv.watchdog_usec = notify_watchdog_usec();
+	sv.next_watchdog = now;
+	notify_ready();
+	notify_status("profiling %zu Ruby processes at %u Hz", session_active(sv.session),
+		      cfg->frequency);
+	log_info("profiling every Ruby process at %u Hz; a profile per service every %g s into "
+		 "\"%s\"%s%s",
+		 cfg->frequency, cfg->interval, cfg->spool_dir, sv.metrics ? "; metrics on " : "",
+		 sv.metrics ? cfg->metrics_address : "");
+
+	while (!sv.stop) {
+		deadline = next_deadline(&sv, now);
+		n = epoll_wait(sv.epfd, evs, 16,
+			       deadline > now ? (int)((deadline - now + 999999) / 1000000) : 0);
+		if (n < 0 && errno != EINTR) {
+			log_error("epoll_wait: %s", strerror(errno));
+			break;
+		}
+		now = session_now();
+		for (i = 0; i < n; i++) {
+			if (evs[i].data.fd == sv.sigfd)
+				on_signal(&sv, now);
+			else if (sv.metrics && evs[i].data.fd != session_fd(sv.session))
+				metrics_handle(sv.metrics, evs[i].data.fd, evs[i].events, sv.epfd);
+		}
+		err = session_run(sv.session, now);
+		if (err) {
+			log_error("reading samples: %s", strerror(-err));
+			break;
+		}
+		if (sv.next_scan && now >= sv.next_scan) {
+			session_scan(sv.session, now);
+			sv.next_scan = now + scan_every;
+		}
+		if (now >= sv.interval_start + (int64_t)(sv.cfg->interval * 1e9)) {
+			end_interval(&sv, now);
+			notify_status("profiling %zu Ruby processes at %u Hz",
+				      session_active(sv.session), session_frequency(sv.session));
+		}
+		if (sv.metrics)
+			metrics_tick(sv.metrics, sv.epfd);
+		if (sv.watchdog_usec && now >= sv.next_watchdog) {
+			notify_watchdog();
+			sv.next_watchdog = now + (int64_t)sv.watchdog_usec * 1000 / 2;
+		}
+	}
+	/* SIGTERM/SIGINT: the interval so far is written, then exit 0 */
+	notify_stopping();
+	end_interval(&sv, session_now());
+	log_info("stopped");
+	ret = sv.stop ? 0 : 1;
+
+cleanup:
+	session__free(sv.session);
+	metrics__free(sv.metrics);
+	spool__free(sv.spool);
+	appname_rules__free(sv.rules);
+	hmap_filter(&sv.svcs, unseen, NULL);
+	hmap_filter(&sv.svcs, unseen, NULL);
+	hmap_clear(&sv.svcs);
+	if (sv.sigfd >= 0)
+		close(sv.sigfd);
+	if (sv.epfd >= 0)
+		close(sv.epfd);
+	if (sv.cfg != sv.orig)
+		free(sv.cfg);
+	return ret;
+}

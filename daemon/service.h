@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* service.h - the always-on service: interval profiles per service into the spool. */
+#ifndef RP_SERVICE_H
+#define RP_SERVICE_H
+
+#include "config.h"
+
+/*
+ * Runs until SIGTERM or SIGINT (then writes the interval in progress and returns 0). argc/argv
+ * are parsed again on SIGHUP. cfg must be heap-allocated or static and outlive the call.
+ */
+int service_run(struct config *cfg, int argc, char **argv);
+
+#endif

@@ -1,0 +1,251 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# The always-on service: interval profiles per app in the spool, signals, readiness and watchdog,
+# metrics, a restart, and a churn of short-lived Rubies against one running service.
+require "json"
+require "net/http"
+require "socket"
+
+class E2E
+  host_only :test_service, :test_service_churn
+
+  # A running `rubyprofd` (the service) with its own spool, config file and notify socket.
+  class Service
+    attr_reader :pid, :dir, :spool, :conf, :log, :notes
+
+    def initialize(dir, args, conf: "")
+      @dir = dir
+      @spool = File.join(dir, "spool")
+      @conf = File.join(dir, "rubyprofd.conf")
+      @log = File.join(dir, "rubyprofd.log")
+      File.write(@conf, conf) unless File.exist?(@conf)
+      @notify_path = File.join(dir, "notify.sock")
+      File.unlink(@notify_path) if File.exist?(@notify_path)
+      @notify = Socket.new(:UNIX, :DGRAM)
+      @notify.bind(Socket.sockaddr_un(@notify_path))
+      @notes = []
+      env = { "NOTIFY_SOCKET" => @notify_path, "WATCHDOG_USEC" => "400000" }
+      @pid = Process.spawn(env, RUBYPROFD, "--config", @conf, "--spool-dir", @spool, *args,
+                           out: [@log, "a"], err: [@log, "a"])
+    end
+
+    # Datagrams received on the notify socket so far.
+    def read_notes
+      loop do
+        msg, = @notify.recvfrom_nonblock(4096)
+        @notes << msg
+      rescue IO::WaitReadable
+        break
+      end
+      @notes
+    end
+
+    def wait_note(pattern, timeout)
+      deadline = Time.now + timeout
+      until read_notes.any? { |n| n =~ pattern }
+        return false if Time.now > deadline || Process.waitpid(@pid, Process::WNOHANG)
+
+        IO.select([@notify], nil, nil, 0.1)
+      end
+      true
+    end
+
+    # Sends a signal and waits for the exit; returns [status, seconds].
+    def stop(signal = "TERM")
+      t0 = Time.now
+      Process.kill(signal, @pid)
+      _, st = Process.waitpid2(@pid)
+      @notify.close
+      [st, Time.now - t0]
+    end
+
+    def kill
+      Process.kill("KILL", @pid) rescue nil
+      Process.waitpid(@pid) rescue nil
+      @notify.close unless @notify.closed?
+    end
+
+    def log_text = File.exist?(@log) ? File.read(@log) : ""
+
+    # Spool entries: [sidecar hash, profile path], oldest first.
+    def profiles
+      Dir[File.join(@spool, "*.json")].sort.filter_map do |j|
+        prof = j.sub(/\.json\z/, ".pb.gz")
+        next unless File.exist?(prof)
+
+        [JSON.parse(File.read(j)), prof]
+      end
+    end
+
+    def status_of(key)
+      File.read("/proc/#{@pid}/status")[/^#{key}:\s+(\d+)/, 1].to_i
+    end
+
+    def fds = Dir.children("/proc/#{@pid}/fd").size
+  end
+
+  def service(args, conf: "")
+    dir = Dir.mktmpdir("rubyprofd-service-")
+    Service.new(dir, args, conf: conf)
+  end
+
+  def metrics(port)
+    Net::HTTP.get_response(URI("http://127.0.0.1:#{port}/metrics"))
+  end
+
+  # Which service wrote what: service name -> profiles (sidecar, path), oldest first.
+  def by_service(svc) = svc.profiles.group_by { |meta, _| meta["service"] }
+
+  def count_method(path, name)
+    prof = PprofRaw.read(path)
+    [prof, prof.samples.select { |s| prof.frames(s).any? { |l| method?(l, name) } }.sum(&:count),
+     prof.samples.sum(&:count)]
+  end
+
+  # The test runner is a Ruby too: a rule leaves it alone. Another adds a label to the jobs app.
+  CONF = <<~'CONF'
+    frequency = %d
+    label = env=test
+    rule = cmdline ~ tests/e2e/run\.rb => ignore
+    rule = cmdline ~ ^sidekiq => team=payments
+  CONF
+
+  # Two apps running, a third started later: every interval, one profile per app, named and
+  # labelled by app; SIGHUP changes the frequency at an interval's edge; SIGTERM writes the
+  # interval in progress and exits 0 within 2 s; a restart keeps the spool.
+  def test_service
+    shop = start("app.rb", "puma 6.4.0 (tcp://0.0.0.0:3000) [shop]", "shop_work")
+    jobs = start("app.rb", "sidekiq 7.2.0 jobs [0 of 5 busy]", "jobs_work")
+    port = 20000 + rand(20000)
+    svc = service(["--interval", "2", "--metrics-address", "127.0.0.1:#{port}"],
+                  conf: CONF % 99)
+    begin
+      check(svc.wait_note(/READY=1/, 15), "no READY=1 on the notify socket:\n#{svc.log_text}")
+      ready = Time.now
+      later = start("app.rb", "-", "later_work")
+      sleep 7
+      # metrics, read by Prometheus's own checker
+      res = metrics(port)
+      check(res.code == "200", "GET /metrics: #{res.code}")
+      body = res.body
+      out, st = Open3.capture2e("promtool", "check", "metrics", stdin_data: body)
+      check(st.success? && out.strip.empty?, "promtool check metrics:\n#{out}")
+      profiled = body[/^rubyprofd_processes_profiled (\d+)/, 1].to_i
+      check(profiled == 3, "rubyprofd_processes_profiled is #{profiled}, not 3")
+      check(body =~ /^rubyprofd_processes_refused_total\{reason="ignored"\} [1-9]/, "the ignored runner is not counted")
+      check(body =~ /^rubyprofd_profiles_written_total [1-9]/, "no profile counted:\n#{body}")
+      check(svc.read_notes.count { |n| n.include?("WATCHDOG=1") } >= 3, "fewer than 3 WATCHDOG=1 pings: #{svc.notes.inspect}")
+
+      # SIGHUP: a new frequency from the file starts a new interval at that frequency
+      File.write(svc.conf, CONF % 49)
+      hup = Time.now
+      Process.kill("HUP", svc.pid)
+      check(svc.wait_note(/RELOADING=1/, 5), "no RELOADING=1 after SIGHUP")
+      sleep 4.5
+      st, secs = svc.stop("TERM")
+      check(st.exited? && st.exitstatus == 0, "SIGTERM: exit #{st.inspect}\n#{svc.log_text}")
+      check(secs < 2, "SIGTERM took #{secs.round(2)} s")
+      log = svc.log_text
+      check(log !~ /error/i, "errors in the log:\n#{log}")
+
+      groups = by_service(svc)
+      check(groups.keys.sort == %w[app jobs shop], "services in the spool: #{groups.keys.inspect}\n#{log}")
+      { "shop" => ["shop_work", shop], "jobs" => ["jobs_work", jobs], "app" => ["later_work", later] }.each do |name, (work, facts)|
+        entries = groups.fetch(name)
+        check(entries.size >= 4, "#{name}: only #{entries.size} profiles in ~13 s of 2 s intervals")
+        entries.each do |meta, path|
+          labels = meta["labels"]
+          check(labels["service_name"] == name && labels["env"] == "test" && labels["hostname"],
+                "#{name}: series labels #{labels.inspect}")
+          check((labels["team"] == "payments") == (name == "jobs"), "#{name}: rule labels #{labels.inspect}")
+          prof, n, total = count_method(path, work)
+          check(total > 0 && n >= 0.8 * total, "#{File.basename(path)}: #{n}/#{total} samples in #{work}")
+          pids = prof.samples.map { |s| s.labels["pid"] }.uniq
+          check(pids == [facts["pid"].to_s], "#{File.basename(path)}: samples of pids #{pids.inspect}")
+          check(Integer(meta["until_ns"]) - Integer(meta["from_ns"]) <= 2.6e9, "#{name}: interval #{meta.inspect}")
+        end
+      end
+      # the app started later is in every interval after its start
+      first_later = groups["app"].first[0]
+      check(Integer(first_later["from_ns"]) <= (ready + 2.5).to_f * 1e9, "the later app's first profile starts at #{first_later["from_ns"]}")
+      # SIGHUP cut the interval; every profile has one period
+      periods = svc.profiles.map { |meta, _| meta["period_ns"] }
+      before = svc.profiles.select { |meta, _| Integer(meta["until_ns"]) <= hup.to_f * 1e9 }
+      after = svc.profiles.select { |meta, _| Integer(meta["from_ns"]) >= hup.to_f * 1e9 }
+      check(before.all? { |m, _| m["sample_rate"] == 99 }, "profiles before SIGHUP: #{before.map { |m, _| m["sample_rate"] }}")
+      check(after.any? && after.all? { |m, _| m["sample_rate"] == 49 }, "profiles after SIGHUP: #{after.map { |m, _| m["sample_rate"] }}")
+      check(PprofRaw.read(after.last[1]).period == 1_000_000_000 / 49, "period of the last profile")
+      # and the sampling really runs at 49 Hz: a busy app gets at most ~49 samples a second
+      after.select { |m, _| m["service"] == "shop" }.each do |meta, path|
+        secs = (Integer(meta["until_ns"]) - Integer(meta["from_ns"])) / 1e9
+        n = PprofRaw.read(path).samples.sum(&:count)
+        check(n <= 49 * secs * 1.3 + 3, "#{n} samples in #{secs.round(2)} s at 49 Hz")
+      end
+
+      # a restart keeps the spool, and goes on writing into it
+      kept = svc.profiles.size
+      svc2 = Service.new(svc.dir, ["--interval", "2"])
+      check(svc2.wait_note(/READY=1/, 15), "the restarted service is not ready:\n#{svc2.log_text}")
+      sleep 2.5
+      st2, = svc2.stop("INT")
+      check(st2.exitstatus == 0, "SIGINT: exit #{st2.inspect}")
+      check(svc2.profiles.size > kept, "after a restart: #{svc2.profiles.size} profiles, #{kept} before")
+      "#{kept} profiles of 3 apps; SIGTERM in #{secs.round(2)} s; periods #{periods.uniq.sort}"
+    ensure
+      svc.kill
+    end
+  end
+
+  # Hundreds of short Rubies, exec'd and forked, against one service with the /proc rescan off:
+  # its memory and descriptors level off, the long-lived apps are in every interval, and every
+  # stack of a short process carries that process's pid.
+  def test_service_churn
+    n = Integer(ENV.fetch("RP_CHURN", "120"))
+    shop = start("app.rb", "puma 6.4.0 (tcp://0.0.0.0:3000) [shop]", "shop_work")
+    svc = service(["--interval", "2", "--rescan-interval", "0", "--frequency", "99"])
+    begin
+      check(svc.wait_note(/READY=1/, 15), "not ready:\n#{svc.log_text}")
+      churn = @rt.script("churn.rb")
+      rounds = 3
+      marks = []
+      rounds.times do |round|
+        # half exec'd Rubies (4 at a time), half forked children of one master
+        (n / 2 / 4).times do
+          4.times.map { Process.spawn(*@rt.argv(churn, "0.15")) }.each { |p| Process.wait(p) }
+        end
+        master = Process.spawn(*@rt.argv(churn, "0.1", (n / 2).to_s))
+        Process.wait(master)
+        sleep 2.5 # an interval's end frees what the exited processes left
+        marks << [svc.status_of("VmRSS"), svc.fds]
+      end
+      st, = svc.stop("TERM")
+      check(st.exitstatus == 0, "exit #{st.inspect}\n#{svc.log_text}")
+      rss = marks.map(&:first)
+      fds = marks.map(&:last)
+      check(fds.uniq.size == 1, "descriptors per round: #{fds.inspect}")
+      check(rss.last <= rss.first + 4096, "RSS per round (KiB): #{rss.inspect}")
+      # every churn_<pid> frame is in a sample of that pid
+      wrong = 0
+      churned = 0
+      pids = []
+      svc.profiles.each do |meta, path|
+        prof = PprofRaw.read(path)
+        prof.samples.each do |s|
+          names = prof.frames(s).map(&:name).grep(/churn_(\d+)/)
+          next if names.empty?
+
+          churned += s.count
+          pids << s.labels["pid"]
+          wrong += s.count unless names.all? { |nm| nm[/churn_(\d+)/, 1] == s.labels["pid"] }
+        end
+      end
+      check(wrong.zero?, "#{wrong} samples attributed to another process")
+      check(pids.uniq.size >= n / 4, "only #{pids.uniq.size} short processes have samples")
+      shop_profiles = by_service(svc).fetch("shop", [])
+      check(shop_profiles.size >= 2 * rounds, "the long-lived app is in #{shop_profiles.size} profiles")
+      "#{rounds * n} short processes, #{pids.uniq.size} with samples (#{churned}); RSS KiB #{rss.inspect}; fds #{fds.inspect}"
+    ensure
+      svc.kill
+      _ = shop
+    end
+  end
+end
