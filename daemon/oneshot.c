@@ -125,10 +125,11 @@ static int write_profile(struct run *r, const char *path, int64_t duration_ns)
 static void summary(struct run *r, double secs, const char *path)
 {
 	struct session_counters c;
-	const uint64_t *bpf = c.sampler.bpf;
+	const uint64_t *bpf;
 	size_t nproc = session_profiled(r->session);
 
 	session_counters(r->session, &c);
+	bpf = c.sampler.bpf;
 	printf("rubyprofd: %zu Ruby process%s profiled for %.1f s at %u Hz\n", nproc,
 	       nproc == 1 ? "" : "es", secs, r->cfg->frequency);
 	report_top(stdout, session_agg(r->session), r->cfg->top);

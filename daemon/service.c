@@ -339,11 +339,12 @@ static void render(void *ctx, struct mbuf *b)
 	struct service *sv = ctx;
 	struct session_counters c;
 	struct spool_stats sp;
-	const uint64_t *bpf = c.sampler.bpf;
+	const uint64_t *bpf;
 	struct rusage ru;
 	int r;
 
 	session_counters(sv->session, &c);
+	bpf = c.sampler.bpf;
 	spool_stats(sv->spool, &sp);
 	getrusage(RUSAGE_SELF, &ru);
 
