@@ -8,6 +8,7 @@ pkgs=(
 	make gcc clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev pkg-config	# build
 	libcriterion-dev ruby ruby-dev golang-go debootstrap			# tests
 	clang-format clang-tidy cppcheck					# make check
+	debhelper lintian dpkg-dev fakeroot systemd				# make deb, make test-package
 )
 # `scripts/deps.sh bench` (make bench) also installs the peers that the bench measures.
 if [ "${1:-}" = bench ]; then
