@@ -15,6 +15,18 @@ prefix ?= /usr/local
 DESTDIR ?=
 VERSION := 0.1.0
 
+# Install layout (make install). The configuration lives in /etc whatever the prefix: the daemon
+# reads /etc/rubyprofd/rubyprofd.conf. Units go where systemd looks for them: /lib/systemd/system
+# for prefix=/usr (Debian bookworm's place for packaged units), else under the prefix.
+sbindir ?= $(prefix)/sbin
+mandir ?= $(prefix)/share/man
+sysconfdir ?= /etc
+ifeq ($(prefix),/usr)
+unitdir ?= /lib/systemd/system
+else
+unitdir ?= $(prefix)/lib/systemd/system
+endif
+
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 ifeq ($(V),1)
@@ -30,7 +42,7 @@ endif
 
 WARN := -Wall -Wextra -Wformat=2 -Wmissing-prototypes -Wshadow -Wno-unused-parameter -Werror
 CFLAGS ?= -O2 -g
-ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -DRUBYPROF_VERSION='"$(VERSION)"' \
+ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS) -D_GNU_SOURCE -DRUBYPROF_VERSION='"$(VERSION)"' \
 	-iquote include -iquote daemon -iquote $(BUILD) -MMD -MP $(EXTRA_CFLAGS)
 LDLIBS := -lbpf -lelf -lz
 ifneq ($(SANITIZE),)
@@ -129,13 +141,19 @@ $(BUILD)/tests/%: tests/unit/%.c $(DAEMON_OBJS) | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(DAEMON_OBJS) $(LDLIBS) -lcriterion -o $@
 
-.PHONY: all test test-unit test-e2e deps check format format-check install clean profile bench
+.PHONY: all test test-unit test-e2e test-package deps check format format-check install deb clean \
+	profile bench
 
 test-unit: $(UNIT_BINS) $(FIXTURES)
 	$(Q)tests/run-unit.sh $(BUILD) $(UNIT_BINS)
 
 test-e2e: $(BUILD)/rubyprofd $(FIXTURES)
 	$(Q)ruby tests/e2e/run.rb $(BUILD)
+
+# make deb, lintian, make install's layout, the unit checked by systemd-analyze, and the package
+# installed and purged in a fresh Debian root (root; skipped with the reason otherwise).
+test-package:
+	$(Q)tests/package/test-deb.sh $(BUILD)
 
 # Unit tests, then the end-to-end tests (root; skipped with the reason otherwise). One summary line.
 test: deps
@@ -164,8 +182,46 @@ check: format-check $(BUILD)/rubyprof.skel.h
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 		-Iinclude -Idaemon -D__x86_64__ daemon
 
+# The unit is installed with ExecStart naming $(sbindir). An existing configuration file is an
+# administrator's: a plain `make install` keeps it (and says so); into a DESTDIR (a package's
+# staging tree) the default is always written. The man page is installed when docs/ has it.
+MANPAGE := $(wildcard docs/rubyprofd.8)
+CONF := $(DESTDIR)$(sysconfdir)/rubyprofd/rubyprofd.conf
+
 install: $(BUILD)/rubyprofd
-	install -D -m 0755 $(BUILD)/rubyprofd $(DESTDIR)$(prefix)/sbin/rubyprofd
+	install -D -m 0755 $(BUILD)/rubyprofd $(DESTDIR)$(sbindir)/rubyprofd
+	install -d -m 0755 $(DESTDIR)$(unitdir)
+	sed 's|^ExecStart=/usr/sbin/rubyprofd|ExecStart=$(sbindir)/rubyprofd|' systemd/rubyprofd.service \
+		> $(DESTDIR)$(unitdir)/rubyprofd.service
+	chmod 0644 $(DESTDIR)$(unitdir)/rubyprofd.service
+	@if [ -z "$(DESTDIR)" ] && [ -e $(CONF) ]; then \
+		echo "install: keeping the existing $(CONF) (the default is systemd/rubyprofd.conf)"; \
+	else \
+		echo "install -D -m 0644 systemd/rubyprofd.conf $(CONF)"; \
+		install -D -m 0644 systemd/rubyprofd.conf $(CONF); \
+	fi
+ifneq ($(MANPAGE),)
+	install -d -m 0755 $(DESTDIR)$(mandir)/man8
+	gzip -9n < $(MANPAGE) > $(DESTDIR)$(mandir)/man8/rubyprofd.8.gz
+	chmod 0644 $(DESTDIR)$(mandir)/man8/rubyprofd.8.gz
+endif
+
+# build/rubyprofd_$(VERSION)-1_amd64.deb, built by Debian's own tools (debian/, debhelper) in a copy
+# of the source tree under $(BUILD)/deb: dpkg-buildpackage writes its results into the parent of
+# the tree it builds, which must not be the directory holding this checkout.
+DEB_VERSION := $(VERSION)-1
+DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null)
+DEB := $(BUILD)/rubyprofd_$(DEB_VERSION)_$(DEB_ARCH).deb
+
+deb: | $(BUILD)
+	$(Q)v=$$(dpkg-parsechangelog -S Version); [ "$$v" = "$(DEB_VERSION)" ] || \
+		{ echo "deb: debian/changelog is at $$v, the Makefile at $(DEB_VERSION): add a changelog entry" >&2; exit 1; }
+	$(Q)rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/rubyprofd-$(VERSION)
+	$(Q)tar -c --exclude=./$(BUILD) --exclude=./.git . | tar -x -C $(BUILD)/deb/rubyprofd-$(VERSION)
+	$(call msg,DEB,$(DEB))
+	$(Q)cd $(BUILD)/deb/rubyprofd-$(VERSION) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL dpkg-buildpackage -us -uc -b > ../build.log 2>&1 || \
+		{ tail -n 30 ../build.log >&2; echo "deb: dpkg-buildpackage failed; the log is $(BUILD)/deb/build.log" >&2; exit 1; }
+	$(Q)cp $(BUILD)/deb/rubyprofd_$(DEB_VERSION)_$(DEB_ARCH).deb $(DEB)
 
 clean:
 	rm -rf $(BUILD)

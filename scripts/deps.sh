@@ -10,6 +10,7 @@ pkgs=(
 	clang-format clang-tidy cppcheck					# make check
 	python3								# test_spool reads sidecars with its json module
 	curl prometheus							# tests: metrics endpoint client, promtool
+	debhelper lintian dpkg-dev fakeroot systemd				# make deb, make test-package
 )
 # `scripts/deps.sh bench` (make bench) also installs the peers that the bench measures.
 if [ "${1:-}" = bench ]; then

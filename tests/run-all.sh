@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# The whole test suite: unit tests, then the end-to-end tests (root; skipped with the reason
-# otherwise). Ends with one line: "tests: N passed, N failed, N skipped".
+# The whole test suite: unit tests, the end-to-end tests (root; skipped with the reason
+# otherwise), then the package test (tests/package/test-deb.sh). Ends with one line:
+# "tests: N passed, N failed, N skipped".
 #   tests/run-all.sh BUILD_DIR
 set -u
 build=${1:-build}
@@ -22,11 +23,25 @@ echo "== end-to-end tests"
 ruby tests/e2e/run.rb "$build" ${RP_E2E_FILTER:+"$RP_E2E_FILTER"} | tee -a "$log"
 e2e_rc=${PIPESTATUS[0]}
 
-sum() { sed -nE "s/^$1: ([0-9]+) passed, ([0-9]+) failed(, ([0-9]+) skipped)?$/\\$2/p" "$log" | tail -n 1; }
-p=$(($(sum unit 1) + $(sum e2e 1)))
-f=$(($(sum unit 2) + $(sum e2e 2)))
-s=$((${s_e2e:=$(sum e2e 4)} + 0))
-[ "$unit_rc" -ne 0 ] && [ "$(sum unit 2)" = 0 ] && f=$((f + 1))
-[ "$e2e_rc" -ne 0 ] && [ "$(sum e2e 2)" = 0 ] && f=$((f + 1))
+echo "== package tests"
+tests/package/test-deb.sh "$build" | tee -a "$log"
+package_rc=${PIPESTATUS[0]}
+
+# The last "SUITE: N passed, N failed[, N skipped]" line of a suite; field 1, 2 or 4; 0 if absent.
+sum() {
+	local v
+	v=$(sed -nE "s/^$1: ([0-9]+) passed, ([0-9]+) failed(, ([0-9]+) skipped)?$/\\$2/p" "$log" | tail -n 1)
+	echo "${v:-0}"
+}
+suites=(unit e2e package)
+rcs=("$unit_rc" "$e2e_rc" "$package_rc")
+p=0 f=0 s=0
+for i in "${!suites[@]}"; do
+	p=$((p + $(sum "${suites[i]}" 1)))
+	f=$((f + $(sum "${suites[i]}" 2)))
+	s=$((s + $(sum "${suites[i]}" 4)))
+	# A suite that failed without counting a failure (it crashed) counts as one.
+	[ "${rcs[i]}" -ne 0 ] && [ "$(sum "${suites[i]}" 2)" = 0 ] && f=$((f + 1))
+done
 echo "tests: $p passed, $f failed, $s skipped"
 [ "$f" -eq 0 ]

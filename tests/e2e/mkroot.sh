@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# Builds (or reuses) a Debian root holding one Ruby version, for the end-to-end version matrix.
+# Builds (or reuses) a Debian root holding one Ruby version, for the end-to-end version matrix,
+# or a plain Debian 12 root (no Ruby) for the package test (tests/package/test-deb.sh).
 #
-#   tests/e2e/mkroot.sh VERSION [CACHE_DIR]     VERSION: 2.7 | 3.3 | 3.4
+#   tests/e2e/mkroot.sh VERSION [CACHE_DIR]     VERSION: 2.7 | 3.3 | 3.4 | bookworm
 #
 # Prints the root's path on success. Exit 0: ready; exit 77: the archive could not serve the suite
 # (the reason is on stderr, the caller reports the version as SKIPPED); any other exit: a real failure.
@@ -18,10 +19,13 @@ case "$ver" in
 2.7) suite=bullseye pkgs=ruby2.7 rubybin=ruby2.7 ;;
 3.3) suite=trixie pkgs=ruby3.3 rubybin=ruby3.3 ;;
 3.4) suite=sid pkgs= rubybin=ruby3.4 ;;
-*) echo "mkroot: unknown version '$ver' (2.7, 3.3 or 3.4)" >&2; exit 2 ;;
+bookworm) suite=bookworm pkgs= rubybin= ;;
+*) echo "mkroot: unknown version '$ver' (2.7, 3.3, 3.4 or bookworm)" >&2; exit 2 ;;
 esac
 
-root="$cache/ruby-$ver"
+name=ruby-$ver
+[ -n "$rubybin" ] || name=debian-$ver
+root="$cache/$name"
 if [ -f "$root/.complete" ]; then
 	echo "$root"
 	exit 0
@@ -42,7 +46,7 @@ fi
 
 mkdir -p "$cache"
 rm -rf "$root" "$root.tmp"
-log="$cache/ruby-$ver.log"
+log="$cache/$name.log"
 include=${pkgs:+--include=$pkgs}
 # shellcheck disable=SC2086
 if ! debootstrap --variant=minbase $include "$suite" "$root.tmp" $mirror >"$log" 2>&1; then
@@ -70,12 +74,14 @@ if [ "$ver" = 3.4 ]; then
 	fi
 fi
 
-if ! chroot "$root.tmp" "$rubybin" -e 'print RUBY_VERSION' >/dev/null 2>>"$log"; then
-	rm -rf "$root.tmp"
-	echo "mkroot: $rubybin does not run inside the new root (see $log)" >&2
-	exit 1
+if [ -n "$rubybin" ]; then
+	if ! chroot "$root.tmp" "$rubybin" -e 'print RUBY_VERSION' >/dev/null 2>>"$log"; then
+		rm -rf "$root.tmp"
+		echo "mkroot: $rubybin does not run inside the new root (see $log)" >&2
+		exit 1
+	fi
+	echo "$rubybin" >"$root.tmp/.rubybin"
 fi
-echo "$rubybin" >"$root.tmp/.rubybin"
 touch "$root.tmp/.complete"
 mv "$root.tmp" "$root"
 echo "$root"
