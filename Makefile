@@ -141,8 +141,8 @@ $(BUILD)/tests/%: tests/unit/%.c $(DAEMON_OBJS) | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(DAEMON_OBJS) $(LDLIBS) -lcriterion -o $@
 
-.PHONY: all test test-unit test-e2e test-package deps check format format-check install deb clean \
-	profile bench
+.PHONY: all test test-unit test-e2e test-package churn deps check format format-check install deb \
+	clean profile bench
 
 test-unit: $(UNIT_BINS) $(FIXTURES)
 	$(Q)tests/run-unit.sh $(BUILD) $(UNIT_BINS)
@@ -155,7 +155,15 @@ test-e2e: $(BUILD)/rubyprofd $(FIXTURES)
 test-package:
 	$(Q)tests/package/test-deb.sh $(BUILD)
 
-# Unit tests, then the end-to-end tests (root; skipped with the reason otherwise). One summary line.
+# The long churn (root): thousands of short Rubies, exec'd and forked, against one service with
+# the /proc rescan off; `make test` runs a short version. RP_CHURN sets the number per round.
+CHURN ?= 1000
+churn: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)RP_E2E_RUBIES=host RP_CHURN=$(CHURN) ruby tests/e2e/run.rb $(BUILD) 'service_churn$$'
+
+# Unit tests, the end-to-end tests and the package tests (root; skipped with the reason
+# otherwise). One summary line.
 test: deps
 	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(FIXTURES)
 	$(Q)tests/run-all.sh $(BUILD)

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "collect.h"
 #include "hmap.h"
@@ -17,6 +19,7 @@ struct target {
 	struct symbolizer *sym;
 	struct agg_proc *proc;
 	uint32_t generation; /* agg_proc_generation() that `frames` holds ids of */
+	int pidfd;	     /* the process itself (not its pid): -1 when it could not be opened */
 	struct hmap frames;  /* (addr, pc or caller frame id) -> agg frame id */
 };
 
@@ -47,10 +50,24 @@ void collector_set_period(struct collector *c, int64_t period_ns)
 	c->period_ns = period_ns;
 }
 
+/*
+ * Whether the process the target was made for still lives. Memory is read by pid; a pid can be
+ * reused once its process is gone, so a read is trusted only if the process was still alive
+ * after it (a pidfd names the process, not the pid).
+ */
+static bool still_alive(const struct target *t)
+{
+	if (t->pidfd < 0)
+		return true;
+	return syscall(SYS_pidfd_send_signal, t->pidfd, 0, NULL, 0) == 0;
+}
+
 static void target_free(struct target *t)
 {
 	if (!t)
 		return;
+	if (t->pidfd >= 0)
+		close(t->pidfd);
 	symbolizer__free(t->sym);
 	hmap_clear(&t->frames);
 	free(t);
@@ -127,6 +144,9 @@ int collector_add(struct collector *c, const struct ruby_target *rt, const char 
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
+	t->pidfd = (int)syscall(SYS_pidfd_open, rt->pid, 0);
+	if (t->pidfd < 0)
+		c->stats.no_pidfd++;
 	t->t = *rt;
 	t->sym =
 		symbolizer__new(rt->pid, rt->off, rt->symbols, rt->symbols_cand, rt->nsymbols_cand);
@@ -209,7 +229,7 @@ static uint32_t iseq_frame(struct collector *c, struct target *t, const struct r
 		*type = (enum iseq_type)(val >> 32);
 		return (uint32_t)val;
 	}
-	if (symbolize_iseq(t->sym, f->addr, pc, jit, f->ep, &si)) {
+	if (symbolize_iseq(t->sym, f->addr, pc, jit, f->ep, &si) || !still_alive(t)) {
 		c->stats.frames_failed++;
 		*type = ISEQ_TYPE_METHOD;
 		return mark(t, "[unknown Ruby frame]");
@@ -234,7 +254,7 @@ static uint32_t cfunc_frame(struct collector *c, struct target *t, const struct 
 	/* The same C function has the path and line of each of its callers. */
 	if (hmap_get(&t->frames, f->addr, (1ULL << 62) | caller->frame, &val))
 		return (uint32_t)val;
-	if (symbolize_cfunc(t->sym, f->addr, &name)) {
+	if (symbolize_cfunc(t->sym, f->addr, &name) || !still_alive(t)) {
 		/* not cached: the name may be readable later (a booting Ruby's symbol table) */
 		c->stats.frames_failed++;
 		return agg_frame_id(t->proc, AGG_FRAME_CFUNC, "[unknown C function]", caller->path,

@@ -578,7 +578,7 @@ static int setup(struct service *sv)
 	set_hostname(sv);
 	sv->rules = compile_rules(sv->cfg);
 	if (!sv->rules)
-		return -EINVAL;
+		return -EINVAL; /* a configuration error: exit 2, as for the others */
 	sv->spool = spool__new(sv->cfg->spool_dir, sv->cfg->spool_max_bytes,
 			       (int64_t)(sv->cfg->spool_max_age * 1e9));
 	if (!sv->spool) {
@@ -634,8 +634,12 @@ int service_run(struct config *cfg, int argc, char **argv)
 		return 1;
 	}
 	apply_log_level(cfg);
-	if (setup(&sv))
+	err = setup(&sv);
+	if (err) {
+		if (err == -EINVAL)
+			ret = 2;
 		goto cleanup;
+	}
 
 	now = session_now();
 	sv.interval_start = now;

@@ -131,7 +131,8 @@ class E2E
       check(st.success? && out.strip.empty?, "promtool check metrics:\n#{out}")
       profiled = body[/^rubyprofd_processes_profiled (\d+)/, 1].to_i
       check(profiled == 3, "rubyprofd_processes_profiled is #{profiled}, not 3")
-      check(body =~ /^rubyprofd_processes_refused_total\{reason="ignored"\} [1-9]/, "the ignored runner is not counted")
+      check(body =~ /^rubyprofd_processes_refused_total\{reason="ignored"\} [1-9]/,
+            "the ignored runner is not counted:\n#{body.lines.grep(/refused|profiled/).join}#{svc.log_text}")
       check(body =~ /^rubyprofd_profiles_written_total [1-9]/, "no profile counted:\n#{body}")
       check(svc.read_notes.count { |n| n.include?("WATCHDOG=1") } >= 3, "fewer than 3 WATCHDOG=1 pings: #{svc.notes.inspect}")
 
