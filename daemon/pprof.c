@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "fileio.h"
 #include "hmap.h"
 #include "pprof.h"
 
@@ -841,23 +842,6 @@ cleanup:
 	return ret;
 }
 
-static int write_all(int fd, const uint8_t *data, size_t len)
-{
-	ssize_t n;
-
-	while (len) {
-		n = write(fd, data, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		data += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Makes a rename in path's directory durable. 0 or -errno. */
 static int fsync_parent(const char *path)
 {
@@ -911,7 +895,7 @@ int pprof_write_file(struct pprof *p, const char *path)
 		goto cleanup;
 	}
 	created = true;
-	ret = write_all(fd, data, len);
+	ret = fileio_write_all(fd, data, len);
 	if (ret)
 		goto cleanup;
 	if (fsync(fd)) {

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "spool.h"
 
 #define TMP_PREFIX     ".tmp-"
@@ -388,23 +389,6 @@ static bool spool_exists(struct spool *s, const char *stem, const char *suffix)
 	return !fstatat(s->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) || errno != ENOENT;
 }
 
-static int spool_write_all(int fd, const char *p, size_t len)
-{
-	ssize_t n;
-
-	while (len) {
-		n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /*
  * Writes name atomically: a temporary file in the same directory (a dot name, skipped by listings
  * and removed at startup), fsync, rename, fsync of the directory. The rename never replaces a
@@ -423,7 +407,7 @@ static int spool_write_file(struct spool *s, const char *name, const void *data,
 	}
 	if (fd < 0)
 		return -errno;
-	err = spool_write_all(fd, data, len);
+	err = fileio_write_all(fd, data, len);
 	if (!err && fsync(fd))
 		err = -errno;
 	if (close(fd) && !err)
