@@ -27,8 +27,9 @@ struct agg_proc {
 	struct frametab ft;
 	uint32_t generation;
 	bool exited;
-	bool full;    /* the frame table refused a frame in this interval */
-	size_t index; /* in agg.procs */
+	bool full;	 /* the frame table refused a frame in this interval */
+	size_t index;	 /* in agg.procs */
+	struct agg *agg; /* its owner (for the counters) */
 };
 
 struct stack_entry {
@@ -227,6 +228,7 @@ struct agg_proc *agg_proc__new(struct agg *a, const struct agg_proc_info *info)
 	p->info.service = p->service;
 	p->info.ruby_version = p->ruby_version;
 	p->index = a->nprocs;
+	p->agg = a;
 	a->procs[a->nprocs++] = p;
 	return p;
 }
@@ -254,8 +256,9 @@ uint32_t agg_frame_id(struct agg_proc *p, enum agg_frame_kind kind, const char *
 	uint64_t k1, k2, val;
 	struct agg_frame *nf, *f;
 
-	if (ft->nframes >= AGG_MAX_FRAMES_PER_PROC) {
+	if (ft->nframes >= AGG_MAX_FRAMES_PER_PROC || !ft->strs) {
 		p->full = true;
+		p->agg->stats.frames_refused++;
 		errno = ENOSPC;
 		return 0;
 	}

@@ -238,8 +238,10 @@ static uint32_t iseq_frame(struct collector *c, struct target *t, const struct r
 	id = agg_frame_id(t->proc, AGG_FRAME_RUBY, si.label, si.path, si.first_lineno, si.line);
 	if (!id || !si.label_final)
 		return id;
-	if (t->frames.len >= MAX_FRAME_CACHE)
+	if (t->frames.len >= MAX_FRAME_CACHE) {
 		hmap_clear(&t->frames);
+		c->stats.cache_resets++;
+	}
 	hmap_put(&t->frames, f->addr, key2, (uint64_t)si.type << 32 | id);
 	return id;
 }
@@ -263,8 +265,10 @@ static uint32_t cfunc_frame(struct collector *c, struct target *t, const struct 
 	id = agg_frame_id(t->proc, AGG_FRAME_CFUNC, name, caller->path, 0, caller->line);
 	if (!id)
 		return 0;
-	if (t->frames.len >= MAX_FRAME_CACHE)
+	if (t->frames.len >= MAX_FRAME_CACHE) {
 		hmap_clear(&t->frames);
+		c->stats.cache_resets++;
+	}
 	hmap_put(&t->frames, f->addr, (1ULL << 62) | caller->frame, id);
 	return id;
 }

@@ -26,7 +26,9 @@ struct collector_stats {
 	uint64_t agg_dropped;	/* samples dropped by a full aggregate table */
 	uint64_t gc;		/* samples in garbage collection */
 	uint64_t jit_leaf;	/* samples whose leaf is JIT code */
-	uint64_t no_pidfd; /* processes kept without a pidfd (reads not checked for pid reuse) */
+	uint64_t
+		cache_resets; /* frame caches dropped at their bound (refilled from the symbolizer) */
+	uint64_t no_pidfd;    /* processes kept without a pidfd (reads not checked for pid reuse) */
 };
 
 /* period_ns: the second value of a cpu-clock sample (1e9 / frequency). */

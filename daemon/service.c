@@ -380,6 +380,16 @@ static void render(void *ctx, struct mbuf *b)
 		bpf[RP_STAT_TRUNCATED]);
 	counter(b, "rubyprofd_bad_records_total", "Ring-buffer records of an unknown kind.",
 		c.sampler.bad_records);
+	counter(b, "rubyprofd_frame_cache_resets_total",
+		"Per-process frame caches dropped at their bound and refilled.",
+		c.collector.cache_resets);
+	counter(b, "rubyprofd_processes_without_pidfd_total",
+		"Processes profiled without a pidfd (their reads are not checked against pid "
+		"reuse).",
+		c.collector.no_pidfd);
+	counter(b, "rubyprofd_interval_frames_refused_total",
+		"Frames refused by a full per-process frame table (until the interval ends).",
+		c.agg.frames_refused);
 	gauge(b, "rubyprofd_processes_profiled", "Ruby processes profiled now.",
 	      (double)c.tracker.active);
 	gauge(b, "rubyprofd_processes_tracked", "Processes the tracker has an entry for.",
