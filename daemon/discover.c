@@ -420,12 +420,18 @@ static enum discover_status validate_tls(pid_t pid, const struct ruby_offsets *o
 		say(why, whylen, "no thread has a Ruby execution context yet");
 		return kill(pid, 0) && errno == ESRCH ? DISCOVER_GONE : DISCOVER_RETRY;
 	}
-	if (bad > good) {
+	/*
+	 * One thread whose context points back to it is proof enough that the offsets are right:
+	 * by chance, wrong offsets never land on that thread's own pthread id. Other threads can
+	 * hold a stale context: Ruby keeps the native threads of finished Ruby threads for reuse,
+	 * and their TLS still points to the old context. They are idle (never sampled while they
+	 * wait), so they do not stop the process from being profiled.
+	 */
+	if (!good) {
 		say(why, whylen,
-		    "execution context failed validation on %zu of %zu threads (offsets do not "
-		    "match "
-		    "this build)",
-		    bad, bad + good);
+		    "execution context failed validation on all %zu threads that have one (offsets "
+		    "do not match this build)",
+		    bad);
 		return DISCOVER_REFUSED;
 	}
 	bp->tls_modid = loc->modid;

@@ -88,4 +88,13 @@ class E2E
     check(bad.zero?, "#{bad} stacks mix the two processes")
     "pid #{reused}: #{a} samples of the first process, #{b} of the second"
   end
+
+  # Threads that ended leave native threads that Ruby keeps for reuse, whose TLS still points to
+  # an old execution context: the process is profiled all the same (it was refused before).
+  def test_finished_threads
+    run = profile_script("thread_cache.rb")
+    named = run.samples.select { |s| run.prof.frames(s).any? { |l| method?(l, "cached_work") } }.sum(&:count)
+    check(named >= 0.9 * run.total, "#{named}/#{run.total} samples in cached_work")
+    "#{run.facts["threads"]} native threads, #{named}/#{run.total} samples in cached_work"
+  end
 end
