@@ -28,9 +28,13 @@
 #include "session.h"
 #include "spool.h"
 
-/* Records are sent without waking the reader: read them at least this often, so that a
- * process that exits keeps its names. */
-#define POLL_NS		  20000000LL
+/*
+ * Records are sent without waking the reader: read them once per sample period (so that a
+ * process that exits loses at most about one sample's names), within these bounds. At the
+ * service's 19 Hz that is 19 wake-ups a second instead of 50.
+ */
+#define POLL_MIN_NS	  20000000LL
+#define POLL_MAX_NS	  100000000LL
 /* Without life-cycle events the /proc scan is all there is. */
 #define SCAN_NO_EVENTS_NS 500000000LL
 /* Services with labels remembered at once (pruned at each interval's end). */
@@ -556,7 +560,10 @@ static int on_signal(struct service *sv, int64_t now)
 
 static int64_t next_deadline(struct service *sv, int64_t now)
 {
-	int64_t t = now + POLL_NS, due;
+	int64_t poll = 1000000000LL / session_frequency(sv->session), t, due;
+
+	poll = poll < POLL_MIN_NS ? POLL_MIN_NS : poll > POLL_MAX_NS ? POLL_MAX_NS : poll;
+	t = now + poll;
 
 	due = sv->interval_start + (int64_t)(sv->cfg->interval * 1e9);
 	if (due < t)
