@@ -14,6 +14,7 @@ def cached_work
 end
 
 4.times.map { Thread.new { cached_work } }.each(&:join)
-threads = Dir.children("/proc/self/task").size
+# (a chroot without /proc cannot count them)
+threads = (Dir.children("/proc/self/task").size rescue "?")
 write_facts(OUT, { "threads" => threads })
 loop { cached_work }
