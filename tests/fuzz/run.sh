@@ -27,7 +27,7 @@ for name in "$@"; do
 	[ -d "$build/fuzz/$name-seeds" ] && seeds+=("$build/fuzz/$name-seeds")
 	# CPU seconds (user + system) of the fuzzer, from bash's time keyword.
 	cpu=$({ TIMEFORMAT='%U %S'; time "$bin" -max_total_time="$secs" -print_final_stats=1 \
-		-rss_limit_mb=2048 -timeout=10 -artifact_prefix="$build/fuzz/crash-$name-" \
+		-rss_limit_mb=2048 -close_fd_mask=3 -timeout=10 -artifact_prefix="$build/fuzz/crash-$name-" \
 		"$work" "${seeds[@]}" >"$log" 2>&1; } 2>&1)
 	rc=$?
 	cpu=$(awk '{ printf "%.1f", $1 + $2 }' <<<"$cpu")
