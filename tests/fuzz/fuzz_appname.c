@@ -6,6 +6,7 @@
  *   rules (one per line, at most 8) 0x1e cgroup 0x1e cmdline 0x1e exe 0x1e comm 0x1e environ
  * cmdline and environ keep their NULs; missing fields are NULL.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -14,6 +15,22 @@
 
 #define FUZZ_FIELDS    6
 #define FUZZ_MAX_RULES 8
+
+/*
+ * A known finding, left out so that runs go on past it (docs/fuzzing.md): glibc's regcomp copies
+ * the subtree for each repetition operator, so adjacent ones ("a++++...") cost time and memory
+ * exponential in their number. Rule text is the administrator's, not a profiled process's.
+ */
+static bool fuzz_adjacent_repeats(const char *text)
+{
+	size_t i;
+
+	for (i = 0; text[i] && text[i + 1]; i++) {
+		if (strchr("*+?}", text[i]) && strchr("*+?{", text[i + 1]))
+			return true;
+	}
+	return false;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -37,8 +54,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (f[0]) {
 		for (line = strtok_r(f[0], "\n", &save); line && nrules < FUZZ_MAX_RULES;
-		     line = strtok_r(NULL, "\n", &save))
+		     line = strtok_r(NULL, "\n", &save)) {
+			if (fuzz_adjacent_repeats(line))
+				goto cleanup;
 			texts[nrules++] = line;
+		}
 	}
 	if (nrules) {
 		rules = appname_rules__new(texts, nrules, &bad, msg, sizeof(msg));
