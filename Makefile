@@ -263,3 +263,50 @@ bench:
 SRC_FILES += $(wildcard bench/*.c bench/*.h)
 
 -include $(wildcard $(BUILD)/bench/*.d)
+
+# ---- fuzzing ------------------------------------------------------------------------------------
+
+# libFuzzer targets (tests/fuzz/fuzz_*.c) for the parsers of untrusted input; see docs/fuzzing.md.
+# The daemon's objects are built again with clang and the sanitizers into $(BUILD)/fuzz, coverage
+# instrumented (fuzzer-no-link); main.c stays out. `make fuzz` runs each target FUZZ_SECONDS and
+# prints executions, edges and CPU time; `make fuzz-smoke` runs each FUZZ_SMOKE_SECONDS.
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 10
+FUZZ_SAN := address,undefined
+FUZZ_CFLAGS := $(filter-out $(CFLAGS),$(ALL_CFLAGS)) -O1 -g -fno-omit-frame-pointer \
+	-fno-sanitize-recover=all -iquote tests/fuzz
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(FUZZ_SRCS))
+FUZZ_BINS := $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_NAMES))
+FUZZ_OBJS := $(patsubst daemon/%.c,$(BUILD)/fuzz/daemon/%.o,$(DAEMON_SRCS))
+# Not intermediate: the targets share them, and a rebuild of all costs a minute.
+.SECONDARY: $(FUZZ_OBJS)
+
+$(BUILD)/fuzz/daemon $(BUILD)/fuzz/corpus:
+	$(Q)mkdir -p $@
+
+$(BUILD)/fuzz/daemon/%.o: daemon/%.c $(BUILD)/rubyprof.skel.h | $(BUILD)/fuzz/daemon
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -c $< -o $@
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(FUZZ_OBJS)
+	$(call msg,FUZZ-LD,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) $< $(FUZZ_OBJS) $(LDLIBS) -o $@
+
+# The ELF target also starts from the fixtures (binaries are not committed).
+$(BUILD)/fuzz/elf-seeds: $(BUILD)/fixtures/libtlsfix.so $(BUILD)/fixtures/libtlsfix-stripped.so \
+		$(BUILD)/fixtures/exetls | $(BUILD)/fuzz/daemon
+	$(Q)rm -rf $@ && mkdir -p $@ && cp $^ $@/
+
+.PHONY: fuzz fuzz-smoke fuzz-build
+fuzz-build: $(FUZZ_BINS) $(BUILD)/fuzz/elf-seeds
+
+fuzz: fuzz-build
+	$(Q)tests/fuzz/run.sh $(BUILD) $(FUZZ_SECONDS) $(FUZZ_NAMES)
+
+fuzz-smoke: fuzz-build
+	$(Q)tests/fuzz/run.sh $(BUILD) $(FUZZ_SMOKE_SECONDS) $(FUZZ_NAMES)
+
+SRC_FILES += $(wildcard tests/fuzz/*.[ch])
+
+-include $(wildcard $(BUILD)/fuzz/daemon/*.d $(BUILD)/fuzz/*.d)

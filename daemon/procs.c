@@ -225,7 +225,8 @@ int procs_parse_start_ticks(const char *stat, uint64_t *ticks)
 	unsigned long long v;
 	int field;
 
-	if (!p)
+	/* a text ending at ')' has no field after it (and p + 1 below would pass its NUL) */
+	if (!p || !p[1])
 		return -EINVAL;
 	/* after "pid (comm)" come field 3 (state) ... field 22 (starttime) */
 	p++;

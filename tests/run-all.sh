@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # The whole test suite: unit tests, the end-to-end tests (root; skipped with the reason
-# otherwise), then the package test (tests/package/test-deb.sh). Ends with one line:
+# otherwise), the package test (tests/package/test-deb.sh), then a short run of each fuzz target
+# (make fuzz-smoke: FUZZ_SMOKE_SECONDS each). Ends with one line:
 # "tests: N passed, N failed, N skipped".
 #   tests/run-all.sh BUILD_DIR
 set -u
@@ -27,14 +28,18 @@ echo "== package tests"
 tests/package/test-deb.sh "$build" | tee -a "$log"
 package_rc=${PIPESTATUS[0]}
 
+echo "== fuzz smoke"
+make --no-print-directory BUILD="$build" fuzz-smoke 2>&1 | tee -a "$log"
+fuzz_rc=${PIPESTATUS[0]}
+
 # The last "SUITE: N passed, N failed[, N skipped]" line of a suite; field 1, 2 or 4; 0 if absent.
 sum() {
 	local v
 	v=$(sed -nE "s/^$1: ([0-9]+) passed, ([0-9]+) failed(, ([0-9]+) skipped)?$/\\$2/p" "$log" | tail -n 1)
 	echo "${v:-0}"
 }
-suites=(unit e2e package)
-rcs=("$unit_rc" "$e2e_rc" "$package_rc")
+suites=(unit e2e package fuzz)
+rcs=("$unit_rc" "$e2e_rc" "$package_rc" "$fuzz_rc")
 p=0 f=0 s=0
 for i in "${!suites[@]}"; do
 	p=$((p + $(sum "${suites[i]}" 1)))

@@ -17,6 +17,8 @@ Test(procs, start_ticks_from_stat_text)
 	cr_assert_eq(t, 987654);
 	cr_assert_eq(procs_parse_start_ticks("4242 (a) S 1 2", &t), -EINVAL);
 	cr_assert_eq(procs_parse_start_ticks("no parenthesis", &t), -EINVAL);
+	/* ends at its comm: nothing after it (was read past the NUL; found by fuzz_proc) */
+	cr_assert_eq(procs_parse_start_ticks("4242 (a)", &t), -EINVAL);
 }
 
 Test(procs, start_ticks_of_a_live_process)
