@@ -142,7 +142,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(DAEMON_OBJS) | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(DAEMON_OBJS) $(LDLIBS) -lcriterion -o $@
 
-.PHONY: all test test-asan test-unit test-e2e test-package churn deps check format format-check install deb \
+.PHONY: all test test-asan test-build test-unit test-e2e test-package churn deps check format format-check install deb \
 	clean profile bench
 
 test-unit: $(UNIT_BINS) $(FIXTURES)
@@ -173,12 +173,16 @@ ASAN_MAKE = $(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) SANITIZE=address,un
 # (tests/run-all.sh). One summary line.
 test: deps
 	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(FIXTURES)
-	$(Q)$(ASAN_MAKE) all $(patsubst $(BUILD)/%,$(ASAN_BUILD)/%,$(UNIT_BINS) $(FIXTURES))
+	$(Q)$(ASAN_MAKE) test-build
 	$(Q)tests/run-all.sh $(BUILD) $(ASAN_BUILD)
+
+# Everything the tests run, in $(BUILD).
+test-build: all $(UNIT_BINS) $(FIXTURES)
+	@:
 
 # Only the sanitizer part of `make test`.
 test-asan: deps
-	$(Q)$(ASAN_MAKE) all $(patsubst $(BUILD)/%,$(ASAN_BUILD)/%,$(UNIT_BINS) $(FIXTURES))
+	$(Q)$(ASAN_MAKE) test-build
 	$(Q)RP_ASAN_ONLY=1 tests/run-all.sh $(BUILD) $(ASAN_BUILD)
 
 # Installs every build and test dependency from Debian packages; quiet when all are present.
