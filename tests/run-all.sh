@@ -30,7 +30,8 @@ ASAN_E2E='^ruby-[^/]*/(exact_stack|labels|fork_children|exec_in_place|service|se
 suites=() rcs=()
 if [ "${RP_ASAN_ONLY:-0}" != 1 ]; then
 	echo "== unit tests"
-	tests/run-unit.sh "$build" $(unit_bins "$build") | tee -a "$log"
+	mapfile -t bins < <(unit_bins "$build")
+	tests/run-unit.sh "$build" "${bins[@]}" | tee -a "$log"
 	suites+=(unit) rcs+=("${PIPESTATUS[0]}")
 
 	echo "== end-to-end tests"
@@ -53,7 +54,8 @@ if [ -n "$asan_build" ]; then
 	start=$SECONDS
 
 	echo "== unit tests (ASan+UBSan)"
-	RP_SUITE=asan-unit tests/run-unit.sh "$asan_build" $(unit_bins "$asan_build") | tee -a "$log"
+	mapfile -t bins < <(unit_bins "$asan_build")
+	RP_SUITE=asan-unit tests/run-unit.sh "$asan_build" "${bins[@]}" | tee -a "$log"
 	suites+=(asan-unit) rcs+=("${PIPESTATUS[0]}")
 
 	echo "== end-to-end tests (ASan+UBSan)"
