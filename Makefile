@@ -45,8 +45,9 @@ CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS) -D_GNU_SOURCE -DRUBYPROF_VERSION='"$(VERSION)"' \
 	-iquote include -iquote daemon -iquote $(BUILD) -MMD -MP $(EXTRA_CFLAGS)
 LDLIBS := -lbpf -lelf -lz
+# A sanitizer build stops at the first report: UBSan would otherwise print and go on.
 ifneq ($(SANITIZE),)
-ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
@@ -141,7 +142,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(DAEMON_OBJS) | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(DAEMON_OBJS) $(LDLIBS) -lcriterion -o $@
 
-.PHONY: all test test-unit test-e2e test-package churn deps check format format-check install deb \
+.PHONY: all test test-asan test-build test-unit test-e2e test-package churn deps check format format-check install deb \
 	clean profile bench
 
 test-unit: $(UNIT_BINS) $(FIXTURES)
@@ -162,11 +163,27 @@ churn: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)RP_E2E_RUBIES=host RP_CHURN=$(CHURN) ruby tests/e2e/run.rb $(BUILD) 'service_churn$$'
 
+# The sanitizer build for `make test`: the daemon, the unit tests and their fixtures with
+# AddressSanitizer (and LeakSanitizer) + UndefinedBehaviorSanitizer, in a build directory of its own.
+ASAN_BUILD := $(BUILD)/asan
+ASAN_MAKE = $(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) SANITIZE=address,undefined
+
 # Unit tests, the end-to-end tests and the package tests (root; skipped with the reason
-# otherwise). One summary line.
+# otherwise), then the unit tests and a part of the end-to-end tests again under the sanitizers
+# (tests/run-all.sh). One summary line.
 test: deps
 	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(FIXTURES)
-	$(Q)tests/run-all.sh $(BUILD)
+	$(Q)$(ASAN_MAKE) test-build
+	$(Q)tests/run-all.sh $(BUILD) $(ASAN_BUILD)
+
+# Everything the tests run, in $(BUILD).
+test-build: all $(UNIT_BINS) $(FIXTURES)
+	@:
+
+# Only the sanitizer part of `make test`.
+test-asan: deps
+	$(Q)$(ASAN_MAKE) test-build
+	$(Q)RP_ASAN_ONLY=1 tests/run-all.sh $(BUILD) $(ASAN_BUILD)
 
 # Installs every build and test dependency from Debian packages; quiet when all are present.
 deps:

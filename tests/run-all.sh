@@ -1,36 +1,74 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # The whole test suite: unit tests, the end-to-end tests (root; skipped with the reason
-# otherwise), the package test (tests/package/test-deb.sh), then a short run of each fuzz target
-# (make fuzz-smoke: FUZZ_SMOKE_SECONDS each). Ends with one line:
+# otherwise), the package test (tests/package/test-deb.sh), a short run of each fuzz target
+# (make fuzz-smoke: FUZZ_SMOKE_SECONDS each), then, given ASAN_BUILD_DIR (a build with
+# SANITIZE=address,undefined), the unit tests and a part of the end-to-end tests again with that
+# build, as the suites asan-unit and asan-e2e. Ends with one line:
 # "tests: N passed, N failed, N skipped".
-#   tests/run-all.sh BUILD_DIR
+#   tests/run-all.sh BUILD_DIR [ASAN_BUILD_DIR]
+# RP_ASAN_ONLY=1 runs only the sanitizer suites (make test-asan).
 set -u
 build=${1:-build}
+asan_build=${2:-}
 cd "$(dirname "$0")/.." || exit 1
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
-echo "== unit tests"
-bins=()
-for f in "$build"/tests/test_*; do
-	[[ -x $f && $f != *.d ]] && bins+=("$f")
-done
-tests/run-unit.sh "$build" "${bins[@]}" | tee -a "$log"
-unit_rc=${PIPESTATUS[0]}
+# The unit test binaries of a build directory.
+unit_bins() {
+	local f
+	for f in "$1"/tests/test_*; do
+		[[ -x $f && $f != *.d ]] && echo "$f"
+	done
+}
 
-echo "== end-to-end tests"
-ruby tests/e2e/run.rb "$build" ${RP_E2E_FILTER:+"$RP_E2E_FILTER"} | tee -a "$log"
-e2e_rc=${PIPESTATUS[0]}
+# The end-to-end tests under the sanitizers: the host's Ruby only, the tests that exercise the
+# most of the daemon (stacks, labels, process lifecycle, the service and its churn, a deep stack).
+ASAN_E2E='^ruby-[^/]*/(exact_stack|labels|fork_children|exec_in_place|service|service_churn|deep_5000)$'
 
-echo "== package tests"
-tests/package/test-deb.sh "$build" | tee -a "$log"
-package_rc=${PIPESTATUS[0]}
+suites=() rcs=()
+if [ "${RP_ASAN_ONLY:-0}" != 1 ]; then
+	echo "== unit tests"
+	mapfile -t bins < <(unit_bins "$build")
+	tests/run-unit.sh "$build" "${bins[@]}" | tee -a "$log"
+	suites+=(unit) rcs+=("${PIPESTATUS[0]}")
 
-echo "== fuzz smoke"
-make --no-print-directory BUILD="$build" fuzz-smoke 2>&1 | tee -a "$log"
-fuzz_rc=${PIPESTATUS[0]}
+	echo "== end-to-end tests"
+	ruby tests/e2e/run.rb "$build" ${RP_E2E_FILTER:+"$RP_E2E_FILTER"} | tee -a "$log"
+	suites+=(e2e) rcs+=("${PIPESTATUS[0]}")
+
+	echo "== package tests"
+	tests/package/test-deb.sh "$build" | tee -a "$log"
+	suites+=(package) rcs+=("${PIPESTATUS[0]}")
+
+	echo "== fuzz smoke"
+	make --no-print-directory BUILD="$build" fuzz-smoke 2>&1 | tee -a "$log"
+	suites+=(fuzz) rcs+=("${PIPESTATUS[0]}")
+fi
+
+if [ -n "$asan_build" ]; then
+	# Any report fails: UBSan stops at the first (the build has -fno-sanitize-recover=all, and
+	# halt_on_error), ASan aborts, and LeakSanitizer checks every exit (tests/lsan.supp holds the
+	# leaks of libraries that are not ours). The e2e runner collects the reports (RP_SANITIZED).
+	export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}
+	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}
+	export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}
+	export RP_SANITIZED=1
+	start=$SECONDS
+
+	echo "== unit tests (ASan+UBSan)"
+	mapfile -t bins < <(unit_bins "$asan_build")
+	RP_SUITE=asan-unit tests/run-unit.sh "$asan_build" "${bins[@]}" | tee -a "$log"
+	suites+=(asan-unit) rcs+=("${PIPESTATUS[0]}")
+
+	echo "== end-to-end tests (ASan+UBSan)"
+	RP_SUITE=asan-e2e RP_E2E_RUBIES=host RP_CHURN=${RP_ASAN_CHURN:-40} \
+		ruby tests/e2e/run.rb "$asan_build" "${RP_ASAN_E2E_FILTER:-$ASAN_E2E}" | tee -a "$log"
+	suites+=(asan-e2e) rcs+=("${PIPESTATUS[0]}")
+	echo "== sanitizer suites: $((SECONDS - start)) s"
+fi
 
 # The last "SUITE: N passed, N failed[, N skipped]" line of a suite; field 1, 2 or 4; 0 if absent.
 sum() {
@@ -38,8 +76,6 @@ sum() {
 	v=$(sed -nE "s/^$1: ([0-9]+) passed, ([0-9]+) failed(, ([0-9]+) skipped)?$/\\$2/p" "$log" | tail -n 1)
 	echo "${v:-0}"
 }
-suites=(unit e2e package fuzz)
-rcs=("$unit_rc" "$e2e_rc" "$package_rc" "$fuzz_rc")
 p=0 f=0 s=0
 for i in "${!suites[@]}"; do
 	p=$((p + $(sum "${suites[i]}" 1)))

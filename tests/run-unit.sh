@@ -2,7 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Runs the Criterion unit test binaries; prints one summary line "unit: N passed, N failed".
 #   tests/run-unit.sh BUILD_DIR TEST_BINARY...
+# RP_SUITE names the suite in that line (tests/run-all.sh runs the sanitizer build as "asan-unit").
+# With RP_SANITIZED=1, a binary whose output holds a sanitizer report fails even if Criterion
+# counted every test as passed: a report from the runner process itself (LeakSanitizer at its
+# exit) is no test of Criterion's.
 set -u
+suite=${RP_SUITE:-unit}
+san_re='ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:'
 build=$1
 shift
 export RP_BUILD=$build
@@ -20,6 +26,10 @@ for t in "$@"; do
 		continue
 	fi
 	failed=$((tested - passing))
+	if [ "${RP_SANITIZED:-0}" = 1 ] && grep -qE "$san_re" <<<"$out"; then
+		echo "FAIL $(basename "$t"): sanitizer report"
+		rc=1
+	fi
 	if [ "$rc" -ne 0 ] || [ "$failed" -ne 0 ]; then
 		printf '%s\n' "$out" | grep -vE '^\[----\] +$' >&2
 		[ "$failed" -eq 0 ] && failed=1
@@ -28,5 +38,5 @@ for t in "$@"; do
 	pass=$((pass + passing))
 	fail=$((fail + failed))
 done
-echo "unit: $pass passed, $fail failed"
+echo "$suite: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -5,6 +5,11 @@
 #   ruby tests/e2e/run.rb BUILD_DIR [TEST_NAME_PATTERN]
 #
 # Needs root (BPF). Prints PASS/FAIL/SKIP per test and ends with "e2e: N passed, N failed, N skipped".
+# RP_SUITE names the suite in that line instead of "e2e" (tests/run-all.sh: "asan-e2e").
+#
+# RP_SANITIZED=1 (a rubyprofd built with SANITIZE=...): every rubyprofd the tests start writes its
+# sanitizer reports into one directory (log_path), and a test during which a report appeared fails
+# with it, whatever the test itself checked of that process's exit status and stderr.
 require "fileutils"
 require "tmpdir"
 require "timeout"
@@ -17,6 +22,30 @@ SCRIPTS = File.expand_path("scripts", __dir__)
 
 class Skip < StandardError; end
 class Failure < StandardError; end
+
+# Where the sanitizers write their reports, named <dir>/report.<pid>; nil when not sanitized. The
+# directory is world-writable: test_not_root runs rubyprofd as nobody.
+SAN_DIR = if ENV["RP_SANITIZED"] == "1"
+  Dir.mktmpdir("rubyprof-san-").tap do |dir|
+    File.chmod(01777, dir)
+    %w[ASAN_OPTIONS UBSAN_OPTIONS].each do |var|
+      ENV[var] = [ENV[var], "log_path=#{dir}/report"].compact.reject(&:empty?).join(":")
+    end
+    at_exit { FileUtils.rm_rf(dir) }
+  end
+end
+
+# The sanitizer reports written since the last call (and removed), as one text; nil if none.
+def sanitizer_reports
+  return nil unless SAN_DIR
+
+  files = Dir[File.join(SAN_DIR, "report.*")].sort
+  return nil if files.empty?
+
+  text = files.map { |f| "#{File.basename(f)}:\n#{File.read(f).lines.first(40).join}" }.join("\n")
+  FileUtils.rm_f(files)
+  text
+end
 
 # A Ruby to run the test scripts with: the host's, or one in a debootstrap root (tests/e2e/mkroot.sh).
 class RubyRuntime
@@ -162,6 +191,11 @@ class E2E
       ensure
         stop_all
       end
+      # The processes of the test are gone: any report they had is written.
+      if (reports = sanitizer_reports)
+        r = results.pop
+        results << [:fail, name, "sanitizer report (#{r[0]}: #{r[2]})\n#{reports}", r[3]]
+      end
       r = results.last
       puts format("%-4s %-40s %5.1fs  %s", r[0].to_s.upcase, r[1], r[3], r[2].to_s.gsub("\n", "\n      "))
       $stdout.flush
@@ -214,5 +248,5 @@ pass = results.count { |r| r[0] == :pass }
 fail = results.count { |r| r[0] == :fail }
 skip = results.count { |r| r[0] == :skip }
 results.select { |r| r[0] == :skip }.each { |r| puts "skipped: #{r[1]}: #{r[2]}" }
-puts "e2e: #{pass} passed, #{fail} failed, #{skip} skipped"
+puts "#{ENV.fetch("RP_SUITE", "e2e")}: #{pass} passed, #{fail} failed, #{skip} skipped"
 exit(fail.zero? ? 0 : 1)

@@ -167,7 +167,8 @@ class E2E
                 "#{File.basename(path)}: #{n}/#{total} samples in #{work}")
           pids = prof.samples.map { |s| s.labels["pid"] }.uniq
           check(pids == [facts["pid"].to_s], "#{File.basename(path)}: samples of pids #{pids.inspect}")
-          check(Integer(meta["until_ns"]) - Integer(meta["from_ns"]) <= 2.6e9, "#{name}: interval #{meta.inspect}")
+          # 2 s intervals (a loaded or sanitized daemon may end one late, never at 10 s)
+          check(Integer(meta["until_ns"]) - Integer(meta["from_ns"]) <= 4e9, "#{name}: interval #{meta.inspect}")
         end
       end
       # the app started later is in every interval after its start
@@ -229,7 +230,11 @@ class E2E
       fds = marks.map(&:last)
       # one pidfd per profiled process: other Rubies on the host may come and go, none may pile up
       check(fds.last <= fds.first + 2, "descriptors per round: #{fds.inspect}")
-      check(rss.last <= rss.first + 4096, "RSS per round (KiB): #{rss.inspect}")
+      # Under ASan the RSS is the sanitizer allocator's (quarantine, redzones, allocation stacks)
+      # and grows with every allocation; there LeakSanitizer checks the daemon's memory at exit.
+      unless ENV["RP_SANITIZED"] == "1"
+        check(rss.last <= rss.first + 4096, "RSS per round (KiB): #{rss.inspect}")
+      end
       # every churn_<pid> frame is in a sample of that pid
       wrong = 0
       churned = 0
