@@ -70,6 +70,9 @@ static pid_t spawn(char *const *argv)
 		close(pfd[0]);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		/* main() ignores SIGPIPE for itself; ignored stays ignored across exec, and a
+		 * command like `yes | head -1` would then never see the pipe close. */
+		signal(SIGPIPE, SIG_DFL);
 		execvp(argv[0], argv);
 		err = errno;
 		if (write(pfd[1], &err, sizeof(err)) < 0)

@@ -83,3 +83,23 @@ class E2E
     lines[0].strip
   end
 end
+
+class E2E
+  host_only :test_command_signals
+
+  # The command gets the default SIGPIPE, not the ignored one rubyprofd runs with: a pipeline's
+  # writer is killed by the signal when its reader is gone (status 128 + 13).
+  def test_command_signals
+    ign = File.join(@rt.workdir, "sigign")
+    status = File.join(@rt.workdir, "yes-status")
+    script = "grep SigIgn /proc/self/status > #{ign}; (yes; echo $? > #{status}) | head -1 >/dev/null"
+    _, _, stderr, st = rubyprofd("--duration", "20", "--", "sh", "-c", script, expect_success: false)
+    check(stderr =~ /no Ruby process found started by the command/, "unexpected stderr:\n#{stderr}")
+    mask = File.read(ign)[/SigIgn:\s*(\h+)/, 1]
+    check(mask, "no SigIgn line in #{File.read(ign).inspect}")
+    check(mask.to_i(16)[Signal.list["PIPE"] - 1] == 0, "SIGPIPE is ignored in the command (SigIgn #{mask})")
+    yes = File.read(status).strip
+    check(yes == "141", "yes exited #{yes}, not killed by SIGPIPE (141)")
+    "SigIgn #{mask}, yes exited #{yes}"
+  end
+end
