@@ -142,10 +142,14 @@ static void summary(struct run *r, double secs, const char *path)
 	       bpf[RP_STAT_SAMPLES], bpf[RP_STAT_RUBY_SAMPLES], bpf[RP_STAT_RUBY_STACKS],
 	       bpf[RP_STAT_NO_EC] + bpf[RP_STAT_NOT_GVL], c.collector.gc, c.collector.jit_leaf);
 	printf("dropped: %" PRIu64 " (ring buffer %" PRIu64 ", incomplete %" PRIu64
-	       ", table full %" PRIu64 "), failed reads: %" PRIu64 " (+%" PRIu64
+	       ", table full %" PRIu64 ", no memory %" PRIu64 ", refused %" PRIu64
+	       ", unknown process %" PRIu64 "), failed reads: %" PRIu64 " (+%" PRIu64
 	       " frames unsymbolized), truncated: %" PRIu64 "\n",
-	       bpf[RP_STAT_RB_DROPPED] + c.sampler.incomplete + c.collector.agg_dropped,
+	       bpf[RP_STAT_RB_DROPPED] + c.sampler.incomplete + c.collector.agg_dropped +
+		       c.collector.dropped_nomem + c.collector.dropped_error +
+		       c.collector.unknown_pid,
 	       bpf[RP_STAT_RB_DROPPED], c.sampler.incomplete, c.collector.agg_dropped,
+	       c.collector.dropped_nomem, c.collector.dropped_error, c.collector.unknown_pid,
 	       bpf[RP_STAT_READ_FAILED] + bpf[RP_STAT_BAD_EC], c.collector.frames_failed,
 	       bpf[RP_STAT_TRUNCATED]);
 	if (path)

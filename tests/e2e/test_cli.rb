@@ -13,6 +13,10 @@ class E2E
     check(n >= 20 && n >= 0.5 * total, "only #{n} of #{total} samples in short_lived_work")
     check(stdout =~ /short_lived_work/, "summary does not list short_lived_work:\n#{stdout}")
     check(stdout =~ /^profile: /, "summary does not say where the profile is:\n#{stdout}")
+    # every cause of a lost sample is shown, and they add up to the total
+    m = stdout.match(/^dropped: (\d+) \(ring buffer (\d+), incomplete (\d+), table full (\d+), no memory (\d+), refused (\d+), unknown process (\d+)\)/)
+    check(m, "the summary does not list every cause of dropped samples:\n#{stdout}")
+    check(m[1].to_i == m[2..].sum(&:to_i), "dropped samples do not add up: #{m[0]}")
     "#{n} samples, the run ended with the command"
   end
 
