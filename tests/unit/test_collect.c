@@ -12,6 +12,13 @@
 #include "collect.h"
 #include "offsets.h"
 
+/* Under AddressSanitizer, a failed allocation must return NULL here, as it does without it. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "allocator_may_return_null=1";
+}
+
 static const struct ruby_offsets off;
 static struct ruby_target target;
 
