@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* collect.c - sampled stacks to aggregated, symbolized frames. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,7 +276,7 @@ static uint32_t cfunc_frame(struct collector *c, struct target *t, const struct 
 
 /*
  * Frames of one stack into c->buf (leaf first) as Ruby's backtrace shows them; returns how many,
- * or -ENOMEM. Pass 1 (leaf to root) names the Ruby frames and, on 3.4+, hides the frame that
+ * or -ENOSPC (a frame table is full) or -ENOMEM. Pass 1 (leaf to root) names the Ruby frames and, on 3.4+, hides the frame that
  * owns a rescue/ensure clause (Ruby prints the clause under the method's name instead). Pass 2
  * (root to leaf) gives each C function its caller's path and line.
  */
@@ -294,7 +295,7 @@ static int stack_frames(struct collector *c, struct target *t, const struct samp
 			continue;
 		id = iseq_frame(c, t, &st->frames[i], &type);
 		if (!id)
-			return -ENOMEM;
+			return errno == ENOSPC ? -ENOSPC : -ENOMEM;
 		c->buf[i] = skip_next ? 0 : id;
 		skip_next = t->t.off->qualified_labels &&
 			    (type == ISEQ_TYPE_RESCUE || type == ISEQ_TYPE_ENSURE);
@@ -310,7 +311,7 @@ static int stack_frames(struct collector *c, struct target *t, const struct samp
 		} else {
 			c->buf[i] = cfunc_frame(c, t, &st->frames[i], &caller);
 			if (!c->buf[i])
-				return -ENOMEM;
+				return errno == ENOSPC ? -ENOSPC : -ENOMEM;
 		}
 	}
 	/* drop the hidden frames, keeping the order */
@@ -328,6 +329,8 @@ static int reserve(struct collector *c, size_t n)
 
 	if (n <= c->buf_cap)
 		return 0;
+	if (n > SIZE_MAX / sizeof(*nb))
+		return -ENOMEM;
 	nb = realloc(c->buf, n * sizeof(*nb));
 	if (!nb)
 		return -ENOMEM;
@@ -368,6 +371,17 @@ static size_t add_leaf_marks(struct collector *c, struct target *t, const struct
 	return n + k;
 }
 
+/* A sample that could not be added, counted by why. */
+static void count_dropped(struct collector *c, int err)
+{
+	if (err == -ENOSPC)
+		c->stats.agg_dropped++;
+	else if (err == -ENOMEM)
+		c->stats.dropped_nomem++;
+	else
+		c->stats.dropped_error++;
+}
+
 void collector_on_stack(void *ctx, const struct sampler_stack *st)
 {
 	struct collector *c = ctx;
@@ -385,8 +399,11 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 	}
 	check_generation(t);
 	/* room for the leaf marks (GC phase, GC, JIT) and one root mark */
-	if (reserve(c, st->nframes + 4))
+	ret = reserve(c, st->nframes + 4);
+	if (ret) {
+		count_dropped(c, ret);
 		return;
+	}
 	memcpy(comm, st->first->comm, sizeof(st->first->comm));
 	comm[sizeof(st->first->comm)] = '\0';
 
@@ -405,8 +422,10 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 		c->buf[n++] = mark(t, "[stack read failed]");
 	} else {
 		ret = stack_frames(c, t, st);
-		if (ret < 0)
+		if (ret < 0) {
+			count_dropped(c, ret);
 			return;
+		}
 		n = (size_t)ret;
 		n = add_leaf_marks(c, t, st, n);
 		if (st->flags & RP_SAMPLE_READ_FAIL) {
@@ -430,8 +449,8 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 			    ? (int64_t)st->first->hdr.weight
 			    : (int64_t)st->first->hdr.weight * c->period_ns;
 	ret = agg_add(c->agg, t->proc, (pid_t)st->first->hdr.tid, comm, c->buf, n, values);
-	if (ret == -ENOSPC || ret == -ENOMEM)
-		c->stats.agg_dropped++;
+	if (ret)
+		count_dropped(c, ret);
 }
 
 void collector_stats(const struct collector *c, struct collector_stats *out)

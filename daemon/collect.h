@@ -23,7 +23,10 @@ struct collector_stats {
 	uint64_t truncated;	/* stacks with a truncation frame */
 	uint64_t no_ec;		/* samples of threads without a Ruby context */
 	uint64_t failed_reads;	/* samples whose stack could not be read in BPF */
-	uint64_t agg_dropped;	/* samples dropped by a full aggregate table */
+	uint64_t agg_dropped;	/* samples dropped by a full table (stacks, or the process's
+				 * frames) */
+	uint64_t dropped_nomem; /* samples dropped: memory could not be allocated */
+	uint64_t dropped_error; /* samples dropped: the aggregate refused them otherwise */
 	uint64_t gc;		/* samples in garbage collection */
 	uint64_t jit_leaf;	/* samples whose leaf is JIT code */
 	uint64_t

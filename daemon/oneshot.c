@@ -13,10 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "log.h"
 #include "oneshot.h"
 #include "pprof.h"
@@ -70,6 +72,9 @@ static pid_t spawn(char *const *argv)
 		close(pfd[0]);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		/* main() ignores SIGPIPE for itself; ignored stays ignored across exec, and a
+		 * command like `yes | head -1` would then never see the pipe close. */
+		signal(SIGPIPE, SIG_DFL);
 		execvp(argv[0], argv);
 		err = errno;
 		if (write(pfd[1], &err, sizeof(err)) < 0)
@@ -100,12 +105,77 @@ static void default_output(char *buf, size_t len)
 	snprintf(buf, len, "rubyprofd-%s-%s.pb.gz", host, stamp);
 }
 
-static int write_profile(struct run *r, const char *path, int64_t duration_ns)
+/*
+ * Whether a profile can be written to path, before a run spends its duration: the profile is
+ * written to a temporary file next to it and renamed, so a file is created there, given a
+ * byte (a full filesystem refuses it) and removed. 0 or -errno.
+ */
+static int check_output(const char *path)
+{
+	char *tmp = NULL;
+	struct stat st;
+	int fd = -1, ret;
+
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (asprintf(&tmp, "%s.check.XXXXXX", path) < 0)
+		return -ENOMEM;
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		ret = -errno;
+		goto cleanup;
+	}
+	ret = fileio_write_all(fd, "", 1);
+	if (!ret && close(fd))
+		ret = -errno;
+	else if (ret)
+		close(fd);
+	unlink(tmp);
+cleanup:
+	free(tmp);
+	return ret;
+}
+
+/*
+ * Where a profile goes when its path cannot be written at the end (a disk filled during the
+ * run): $TMPDIR, else /tmp, under a name with our pid so that no earlier profile is replaced.
+ */
+static int write_fallback(struct pprof *p, const char *path, char *buf, size_t len)
+{
+	const char *dirs[2] = {getenv("TMPDIR"), "/tmp"};
+	const char *base = strrchr(path, '/');
+	int err = -ENOENT;
+	size_t i;
+
+	base = base ? base + 1 : path;
+	for (i = 0; i < 2; i++) {
+		if (!dirs[i] || !dirs[i][0] || (i == 1 && dirs[0] && !strcmp(dirs[0], "/tmp")))
+			continue;
+		if (snprintf(buf, len, "%s/rubyprofd-%d-%s", dirs[i], (int)getpid(), base) >=
+		    (int)len) {
+			err = -ENAMETOOLONG;
+			continue;
+		}
+		err = pprof_write_file(p, buf);
+		if (!err)
+			return 0;
+		log_error("cannot write the profile to \"%s\" either: %s", buf, strerror(-err));
+	}
+	return err;
+}
+
+/*
+ * Writes the profile to path, or when that fails to a fallback whose path goes into fallback
+ * (an empty string when none was needed). 0 when it was written somewhere, or -errno.
+ */
+static int write_profile(struct run *r, const char *path, int64_t duration_ns, char *fallback,
+			 size_t len)
 {
 	struct pprof *p;
 	char comment[160];
 	int err;
 
+	fallback[0] = '\0';
 	p = pprof__new();
 	if (!p)
 		return -ENOMEM;
@@ -116,8 +186,17 @@ static int write_profile(struct run *r, const char *path, int64_t duration_ns)
 	err = pprof_add_comment(p, comment);
 	if (!err)
 		err = agg_to_pprof(session_agg(r->session), p, NULL);
-	if (!err)
+	if (!err) {
 		err = pprof_write_file(p, path);
+		if (err) {
+			log_error("cannot write the profile to \"%s\": %s", path, strerror(-err));
+			err = write_fallback(p, path, fallback, len);
+			if (!err)
+				log_error("the profile is saved in \"%s\" instead", fallback);
+			else
+				fallback[0] = '\0';
+		}
+	}
 	pprof__free(p);
 	return err;
 }
@@ -139,10 +218,14 @@ static void summary(struct run *r, double secs, const char *path)
 	       bpf[RP_STAT_SAMPLES], bpf[RP_STAT_RUBY_SAMPLES], bpf[RP_STAT_RUBY_STACKS],
 	       bpf[RP_STAT_NO_EC] + bpf[RP_STAT_NOT_GVL], c.collector.gc, c.collector.jit_leaf);
 	printf("dropped: %" PRIu64 " (ring buffer %" PRIu64 ", incomplete %" PRIu64
-	       ", table full %" PRIu64 "), failed reads: %" PRIu64 " (+%" PRIu64
+	       ", table full %" PRIu64 ", no memory %" PRIu64 ", refused %" PRIu64
+	       ", unknown process %" PRIu64 "), failed reads: %" PRIu64 " (+%" PRIu64
 	       " frames unsymbolized), truncated: %" PRIu64 "\n",
-	       bpf[RP_STAT_RB_DROPPED] + c.sampler.incomplete + c.collector.agg_dropped,
+	       bpf[RP_STAT_RB_DROPPED] + c.sampler.incomplete + c.collector.agg_dropped +
+		       c.collector.dropped_nomem + c.collector.dropped_error +
+		       c.collector.unknown_pid,
 	       bpf[RP_STAT_RB_DROPPED], c.sampler.incomplete, c.collector.agg_dropped,
+	       c.collector.dropped_nomem, c.collector.dropped_error, c.collector.unknown_pid,
 	       bpf[RP_STAT_READ_FAILED] + bpf[RP_STAT_BAD_EC], c.collector.frames_failed,
 	       bpf[RP_STAT_TRUNCATED]);
 	if (path)
@@ -170,7 +253,7 @@ int oneshot_run(const struct config *cfg)
 	};
 	struct run r = {.cfg = cfg, .child = -1};
 	int64_t deadline = 0, next_scan, now, scan_every;
-	char missing[128], outbuf[512];
+	char missing[128], outbuf[512], fallback[PATH_MAX + 64];
 	const char *out = cfg->output;
 	int ret = 1, err, status;
 	double secs;
@@ -181,13 +264,19 @@ int oneshot_run(const struct config *cfg)
 			  missing);
 		return 1;
 	}
-	r.session = session__new(&sopts);
-	if (!r.session)
-		goto cleanup;
 	if (!out) {
 		default_output(outbuf, sizeof(outbuf));
 		out = outbuf;
 	}
+	/* before sampling: a profile that cannot be written is found out now, not at the end */
+	err = check_output(out);
+	if (err) {
+		log_error("cannot write the profile to \"%s\": %s", out, strerror(-err));
+		return 2;
+	}
+	r.session = session__new(&sopts);
+	if (!r.session)
+		goto cleanup;
 	if (cfg->command)
 		session_set_root(r.session, -1); /* nothing before the command starts */
 	err = session_start(r.session);
@@ -251,15 +340,16 @@ int oneshot_run(const struct config *cfg)
 				  : "");
 		goto cleanup;
 	}
-	err = write_profile(&r, out, (int64_t)(secs * 1e9));
+	err = write_profile(&r, out, (int64_t)(secs * 1e9), fallback, sizeof(fallback));
 	if (err) {
-		log_error("cannot write the profile to \"%s\": %s", out, strerror(-err));
+		log_error("the profile is lost: %s", strerror(-err));
 		summary(&r, secs, NULL);
 		goto cleanup;
 	}
 	if (!cfg->quiet)
-		summary(&r, secs, out);
-	ret = 0;
+		summary(&r, secs, fallback[0] ? fallback : out);
+	/* not where it was asked for: a script must not take the run for a success */
+	ret = fallback[0] ? 1 : 0;
 
 cleanup:
 	if (r.child > 0 && !r.child_exited) {

@@ -376,6 +376,10 @@ static void render(void *ctx, struct mbuf *b)
 	labelled(b, "rubyprofd_dropped_samples_total", "cause", "incomplete", c.sampler.incomplete);
 	labelled(b, "rubyprofd_dropped_samples_total", "cause", "table_full",
 		 c.collector.agg_dropped);
+	labelled(b, "rubyprofd_dropped_samples_total", "cause", "no_memory",
+		 c.collector.dropped_nomem);
+	labelled(b, "rubyprofd_dropped_samples_total", "cause", "refused",
+		 c.collector.dropped_error);
 	labelled(b, "rubyprofd_dropped_samples_total", "cause", "unknown_process",
 		 c.collector.unknown_pid);
 	labelled(b, "rubyprofd_dropped_samples_total", "cause", "reused_pid",

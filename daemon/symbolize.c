@@ -11,7 +11,7 @@
 #include "rvalue.h"
 #include "symbolize.h"
 
-/* Bounds of the per-process caches; past them the caches are dropped and refilled. */
+/* Default bounds of the per-process caches; past them the caches are dropped and refilled. */
 #define MAX_ISEQS  65536
 #define MAX_LINES  (1u << 18)
 #define MAX_CFUNCS 16384
@@ -49,6 +49,7 @@ struct symbolizer {
 	struct hmap cfuncs;  /* me -> char * */
 	struct hmap owners;  /* method iseq -> char * "Foo::Bar#" (3.4+) */
 	struct hmap classes; /* class -> char * "Foo::Bar#" or "Foo." or "" */
+	size_t max_iseqs, max_lines, max_cfuncs;
 	uint64_t generation;
 	struct symbolizer_stats stats;
 };
@@ -67,7 +68,16 @@ struct symbolizer *symbolizer__new(pid_t pid, const struct ruby_offsets *off, ui
 		ncand = sizeof(sym->cand) / sizeof(sym->cand[0]);
 	memcpy(sym->cand, cand, ncand * sizeof(*cand));
 	sym->ncand = ncand;
+	symbolizer_set_limits(sym, 0, 0, 0);
 	return sym;
+}
+
+void symbolizer_set_limits(struct symbolizer *sym, size_t max_iseqs, size_t max_lines,
+			   size_t max_cfuncs)
+{
+	sym->max_iseqs = max_iseqs ? max_iseqs : MAX_ISEQS;
+	sym->max_lines = max_lines ? max_lines : MAX_LINES;
+	sym->max_cfuncs = max_cfuncs ? max_cfuncs : MAX_CFUNCS;
 }
 
 /* Validates the symbol table candidates again, at most every 100 ms. */
@@ -117,6 +127,23 @@ static void drop_caches(struct symbolizer *sym)
 	hmap_clear(&sym->owners);
 	hmap_clear(&sym->classes);
 	sym->generation++;
+}
+
+/*
+ * Drops the caches when one is past its bound. Called only at the entry points, before any
+ * lookup: inside one, callers up the stack still hold struct iseq_info pointers from the cache
+ * (a block's info while its method's is loaded), which a reset there would free under them. One
+ * call may add a few entries past a bound (a block's parents); the next call drops them.
+ * owners grow with the method iseqs, classes with the method entries.
+ */
+static void evict_if_full(struct symbolizer *sym)
+{
+	if (sym->iseqs.len < sym->max_iseqs && sym->lines.len < sym->max_lines &&
+	    sym->owners.len < sym->max_iseqs && sym->cfuncs.len < sym->max_cfuncs &&
+	    sym->classes.len < sym->max_cfuncs)
+		return;
+	drop_caches(sym);
+	sym->stats.cache_resets++;
 }
 
 void symbolizer__free(struct symbolizer *sym)
@@ -287,10 +314,6 @@ static struct iseq_info *get_iseq(struct symbolizer *sym, uint64_t iseq)
 
 	if (hmap_get(&sym->iseqs, iseq, 0, &val))
 		return (struct iseq_info *)(uintptr_t)val;
-	if (sym->iseqs.len >= MAX_ISEQS || sym->lines.len >= MAX_LINES) {
-		drop_caches(sym);
-		sym->stats.cache_resets++;
-	}
 	info = load_iseq(sym, iseq);
 	if (!info)
 		return NULL;
@@ -577,6 +600,7 @@ int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit, 
 	uint64_t val;
 	int final;
 
+	evict_if_full(sym);
 	info = get_iseq(sym, iseq);
 	if (!info) {
 		sym->stats.iseq_failed++;
@@ -636,16 +660,13 @@ int symbolize_cfunc(struct symbolizer *sym, uint64_t me, const char **name)
 	char *copy;
 	int err;
 
+	evict_if_full(sym);
 	if (hmap_get(&sym->cfuncs, me, 0, &val)) {
 		*name = (const char *)(uintptr_t)val;
 		return 0;
 	}
 	if (!sym->symbols && sym->ncand)
 		retry_symbols(sym);
-	if (sym->cfuncs.len >= MAX_CFUNCS) {
-		drop_caches(sym);
-		sym->stats.cache_resets++;
-	}
 	err = rvalue_flags(sym->pid, me, &flags);
 	if (!err &&
 	    ((flags & RUBY_T_MASK) != RUBY_T_IMEMO || rvalue_imemo_type(flags) != RUBY_IMEMO_MENT))

@@ -9,6 +9,7 @@
 #ifndef RP_SYMBOLIZE_H
 #define RP_SYMBOLIZE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -56,6 +57,12 @@ struct symbolizer_stats {
 struct symbolizer *symbolizer__new(pid_t pid, const struct ruby_offsets *off, uint64_t symbols,
 				   const uint64_t *cand, unsigned int ncand);
 void symbolizer__free(struct symbolizer *sym);
+/*
+ * Bounds of the caches (iseqs, (iseq, pc) lines, method entries); 0 keeps the default. The
+ * caches are dropped (counted in cache_resets) when a call starts with one at its bound.
+ */
+void symbolizer_set_limits(struct symbolizer *sym, size_t max_iseqs, size_t max_lines,
+			   size_t max_cfuncs);
 
 /*
  * A Ruby frame: iseq and pc from the control frame, ep its environment (used on 3.4+ to find the

@@ -13,6 +13,10 @@ class E2E
     check(n >= 20 && n >= 0.5 * total, "only #{n} of #{total} samples in short_lived_work")
     check(stdout =~ /short_lived_work/, "summary does not list short_lived_work:\n#{stdout}")
     check(stdout =~ /^profile: /, "summary does not say where the profile is:\n#{stdout}")
+    # every cause of a lost sample is shown, and they add up to the total
+    m = stdout.match(/^dropped: (\d+) \(ring buffer (\d+), incomplete (\d+), table full (\d+), no memory (\d+), refused (\d+), unknown process (\d+)\)/)
+    check(m, "the summary does not list every cause of dropped samples:\n#{stdout}")
+    check(m[1].to_i == m[2..].sum(&:to_i), "dropped samples do not add up: #{m[0]}")
     "#{n} samples, the run ended with the command"
   end
 
@@ -81,5 +85,87 @@ class E2E
     check(lines[0] =~ /missing capabilities: CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH/,
           "unexpected message: #{stderr}")
     lines[0].strip
+  end
+end
+
+class E2E
+  host_only :test_command_signals
+
+  # The command gets the default SIGPIPE, not the ignored one rubyprofd runs with: a pipeline's
+  # writer is killed by the signal when its reader is gone (status 128 + 13).
+  def test_command_signals
+    ign = File.join(@rt.workdir, "sigign")
+    status = File.join(@rt.workdir, "yes-status")
+    script = "grep SigIgn /proc/self/status > #{ign}; (yes; echo $? > #{status}) | head -1 >/dev/null"
+    _, _, stderr, st = rubyprofd("--duration", "20", "--", "sh", "-c", script, expect_success: false)
+    check(stderr =~ /no Ruby process found started by the command/, "unexpected stderr:\n#{stderr}")
+    mask = File.read(ign)[/SigIgn:\s*(\h+)/, 1]
+    check(mask, "no SigIgn line in #{File.read(ign).inspect}")
+    check(mask.to_i(16)[Signal.list["PIPE"] - 1] == 0, "SIGPIPE is ignored in the command (SigIgn #{mask})")
+    yes = File.read(status).strip
+    check(yes == "141", "yes exited #{yes}, not killed by SIGPIPE (141)")
+    "SigIgn #{mask}, yes exited #{yes}"
+  end
+end
+
+class E2E
+  host_only :test_output_unwritable, :test_output_disk_full
+
+  # Mounts a tmpfs (root ignores file modes: a mount is what refuses it), yields its path,
+  # unmounts it.
+  def with_tmpfs(opts)
+    dir = Dir.mktmpdir("rubyprof-mnt-", @rt.workdir)
+    _, err, st = Open3.capture3("mount", "-t", "tmpfs", "-o", opts, "none", dir)
+    raise Skip, "cannot mount a tmpfs: #{err.strip}" unless st.success?
+    begin
+      yield dir
+    ensure
+      system("umount", dir)
+      Dir.rmdir(dir)
+    end
+  end
+
+  # -o into a read-only filesystem: refused before sampling starts (the command never runs),
+  # exit 2, the message names the path and the reason.
+  def test_output_unwritable
+    with_tmpfs("ro,size=64k") do |dir|
+      out = File.join(dir, "p.pb.gz")
+      mark = File.join(@rt.workdir, "command-ran")
+      stdout, stderr, st = Open3.capture3(RUBYPROFD, "--oneshot", "-o", out, "-d", "30", "--",
+                                          "touch", mark)
+      check(st.exitstatus == 2, "exit #{st.exitstatus.inspect}, not 2:\n#{stderr}")
+      check(stderr.include?("cannot write the profile to \"#{out}\": Read-only file system"),
+            "stderr does not name the path and the reason:\n#{stderr}")
+      check(!File.exist?(mark), "the command ran: the output was checked too late")
+      check(stdout.empty?, "a summary was printed:\n#{stdout}")
+      check(Dir.children(dir).empty?, "files left: #{Dir.children(dir)}")
+      stderr.lines.first.strip
+    end
+  end
+
+  # The disk fills during the run: the profile lands in $TMPDIR, the message and the summary
+  # say where, the exit status is 1 (not where it was asked for).
+  def test_output_disk_full
+    fallback = Dir.mktmpdir("rubyprof-fallback-", @rt.workdir)
+    with_tmpfs("size=64k") do |dir|
+      out = File.join(dir, "p.pb.gz")
+      script = @rt.script("short_lived.rb")
+      # profile 1 s of Ruby, then fill the filesystem before rubyprofd writes
+      cmd = "#{@rt.argv(script, "1").join(" ")}; cat /dev/zero > #{dir}/fill 2>/dev/null; true"
+      stdout, stderr, st = Open3.capture3({"TMPDIR" => fallback}, RUBYPROFD, "--oneshot", "-o", out,
+                                          "-d", "30", "--", "sh", "-c", cmd)
+      check(st.exitstatus == 1, "exit #{st.exitstatus.inspect}, not 1:\n#{stderr}")
+      saved = Dir[File.join(fallback, "rubyprofd-*-p.pb.gz")]
+      check(saved.size == 1, "no profile in #{fallback}: #{Dir.children(fallback)}\n#{stderr}")
+      check(stderr.include?("cannot write the profile to \"#{out}\": No space left on device"),
+            "stderr does not say why:\n#{stderr}")
+      check(stderr.include?("saved in \"#{saved[0]}\""), "stderr does not say where:\n#{stderr}")
+      check(stdout.include?("profile: #{saved[0]}"), "the summary does not point at it:\n#{stdout}")
+      check(!File.exist?(out), "a profile at #{out} after all")
+      prof = PprofRaw.read(saved[0])
+      n = prof.samples.select { |s| prof.frames(s).any? { |l| method?(l, "short_lived_work") } }.sum(&:count)
+      check(n >= 20, "only #{n} samples of short_lived_work in the saved profile")
+      "#{n} samples saved in #{File.basename(saved[0])}"
+    end
   end
 end

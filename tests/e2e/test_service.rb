@@ -136,6 +136,10 @@ class E2E
             body =~ /^rubyprofd_processes_refused_total\{reason="ignored"\} [1-9]/,
             "the runner (pid #{Process.pid}) is not ignored:\n#{body.lines.grep(/refused|profiled/).join}#{svc.log_text}")
       check(body =~ /^rubyprofd_profiles_written_total [1-9]/, "no profile counted:\n#{body}")
+      causes = body.scan(/^rubyprofd_dropped_samples_total\{cause="(\w+)"\}/).flatten
+      %w[ring_buffer_full incomplete table_full no_memory refused unknown_process reused_pid].each do |cause|
+        check(causes.include?(cause), "no dropped-samples counter for #{cause}: #{causes.inspect}")
+      end
       check(svc.read_notes.count { |n| n.include?("WATCHDOG=1") } >= 3, "fewer than 3 WATCHDOG=1 pings: #{svc.notes.inspect}")
 
       # SIGHUP: a new frequency from the file starts a new interval at that frequency

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The collector's drop accounting: every sample it receives is either added to the aggregate or
+ * counted under a cause. The process is this test itself (a real pid with a real pidfd).
+ */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collect.h"
+#include "offsets.h"
+
+/* Under AddressSanitizer, a failed allocation must return NULL here, as it does without it. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "allocator_may_return_null=1";
+}
+
+static const struct ruby_offsets off;
+static struct ruby_target target;
+
+static struct collector *setup(struct agg **agg)
+{
+	struct collector *c;
+
+	*agg = agg__new(2, 16);
+	cr_assert_not_null(*agg);
+	c = collector__new(*agg, 10000000);
+	cr_assert_not_null(c);
+	target.pid = getpid();
+	target.nspid = getpid();
+	target.off = &off;
+	snprintf(target.version, sizeof(target.version), "3.1.2");
+	cr_assert_eq(collector_add(c, &target, "test"), 0);
+	return c;
+}
+
+static void sample(struct rp_sample *s, pid_t pid)
+{
+	memset(s, 0, sizeof(*s));
+	s->hdr.pid = (uint32_t)pid;
+	s->hdr.tid = (uint32_t)pid;
+	s->hdr.weight = 1;
+	memcpy(s->comm, "worker", 6);
+}
+
+/* A stack too large to hold: dropped, and counted as a failed allocation. */
+Test(collector, dropped_without_memory_is_counted)
+{
+	struct rp_sample s;
+	struct sampler_stack st = {.first = &s, .nframes = SIZE_MAX / 8};
+	struct collector_stats stats;
+	struct agg *agg;
+	struct collector *c = setup(&agg);
+
+	sample(&s, getpid());
+	st.frames = s.frames;
+	collector_on_stack(c, &st);
+	collector_stats(c, &stats);
+	cr_assert_eq(stats.stacks, 1);
+	cr_assert_eq(stats.dropped_nomem, 1, "the dropped sample was not counted");
+	cr_assert_eq(stats.agg_dropped + stats.dropped_error + stats.unknown_pid, 0);
+
+	/* the collector still works afterwards: a sample without a Ruby context is added */
+	st.nframes = 0;
+	st.flags = RP_SAMPLE_NO_EC;
+	collector_on_stack(c, &st);
+	collector_stats(c, &stats);
+	cr_assert_eq(stats.stacks, 2);
+	cr_assert_eq(stats.no_ec, 1);
+	cr_assert_eq(stats.dropped_nomem, 1);
+	collector__free(c);
+	agg__free(agg);
+}
+
+/* A stack of a process that is not kept: counted under unknown_pid, nothing else. */
+Test(collector, unknown_process_is_counted)
+{
+	struct rp_sample s;
+	struct sampler_stack st = {.first = &s, .flags = RP_SAMPLE_NO_EC};
+	struct collector_stats stats;
+	struct agg *agg;
+	struct collector *c = setup(&agg);
+
+	sample(&s, getpid() + 1);
+	collector_on_stack(c, &st);
+	collector_stats(c, &stats);
+	cr_assert_eq(stats.unknown_pid, 1);
+	cr_assert_eq(stats.dropped_nomem + stats.agg_dropped + stats.dropped_error, 0);
+	collector__free(c);
+	agg__free(agg);
+}
