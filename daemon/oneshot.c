@@ -320,7 +320,7 @@ int oneshot_run(const struct config *cfg)
 		}
 		wait_records(&r, now_ns(CLOCK_MONOTONIC));
 	}
-	session_run(r.session, now_ns(CLOCK_MONOTONIC));
+	session_drain(r.session, now_ns(CLOCK_MONOTONIC));
 	secs = (now_ns(CLOCK_MONOTONIC) - r.start_ns) / 1e9;
 
 	if (r.child_exited && WIFEXITED(r.child_status) && WEXITSTATUS(r.child_status))

@@ -41,6 +41,7 @@ struct sampler {
 	unsigned int max_frames;
 	struct sampler_handlers h;
 	uint64_t incomplete, bad_records;
+	unsigned int budget; /* records left in this sampler_consume() call */
 	char *verifier_log;
 };
 
@@ -139,9 +140,24 @@ static int on_stack_chunk(struct sampler *s, const struct rp_sample *r, size_t s
 }
 
 /* The one dispatcher of ring-buffer records: by kind, each checked against its size. */
+/* A record callback's answer that stops ring_buffer__consume after this record (see
+ * sampler_consume); any negative value does, this one is ours. */
+#define BUDGET_SPENT (-EALREADY)
+
+static int dispatch(struct sampler *s, void *data, size_t size);
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct sampler *s = ctx;
+
+	dispatch(s, data, size);
+	if (s->budget && --s->budget == 0)
+		return BUDGET_SPENT;
+	return 0;
+}
+
+static int dispatch(struct sampler *s, void *data, size_t size)
+{
 	const struct rp_rec *rec = data;
 
 	if (size < sizeof(*rec) || rec->version != RP_REC_VERSION || rec->size > size) {
@@ -398,7 +414,19 @@ int sampler_fd(const struct sampler *s)
 
 int sampler_consume(struct sampler *s)
 {
-	return ring_buffer__consume(s->rb);
+	int n;
+
+	/*
+	 * At most SAMPLER_CONSUME_MAX records per call: when samples arrive faster than they are
+	 * handled, the caller's loop still gets to its timers and signals (an interval's end,
+	 * SIGTERM) between calls; what is left stays in the ring buffer for the next call.
+	 */
+	s->budget = SAMPLER_CONSUME_MAX;
+	n = ring_buffer__consume(s->rb);
+	s->budget = 0;
+	if (n == BUDGET_SPENT)
+		return SAMPLER_CONSUME_MAX;
+	return n;
 }
 
 int sampler_set_frequency(struct sampler *s, unsigned int frequency)
@@ -433,24 +461,6 @@ int sampler_del_proc(struct sampler *s, uint32_t pid)
 	if (bpf_map__delete_elem(s->skel->maps.procs, &pid, sizeof(pid), 0) && errno != ENOENT)
 		return -errno;
 	return 0;
-}
-
-int sampler_poll(struct sampler *s, int timeout_ms)
-{
-	int n = ring_buffer__poll(s->rb, timeout_ms);
-
-	if (n == -EINTR)
-		n = 0;
-	if (n < 0)
-		return n;
-	/* Records are sent without waking us (see rb_flags in the BPF program): after a timeout,
-	 * take what arrived meanwhile. */
-	return n + ring_buffer__consume(s->rb);
-}
-
-int sampler_drain(struct sampler *s)
-{
-	return ring_buffer__consume(s->rb);
 }
 
 int sampler_counters(struct sampler *s, struct sampler_counters *out)

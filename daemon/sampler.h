@@ -56,7 +56,10 @@ bool sampler_has_lifecycle(const struct sampler *s);
 
 /* The ring buffer's epoll fd: readable when records wait (see sampler_consume). */
 int sampler_fd(const struct sampler *s);
-/* Delivers every waiting record without blocking. Number of records, or -errno. */
+/* Records one sampler_consume() call delivers at most. */
+#define SAMPLER_CONSUME_MAX 4096
+/* Delivers waiting records without blocking, at most SAMPLER_CONSUME_MAX (call again while it
+ * returns that many). Number of records, or -errno. */
 int sampler_consume(struct sampler *s);
 
 /* Changes the sampling frequency of every CPU's event. 0 or -errno. */
@@ -65,11 +68,6 @@ int sampler_set_frequency(struct sampler *s, unsigned int frequency);
 /* Enables / disables sampling of a process. 0 or -errno. */
 int sampler_set_proc(struct sampler *s, uint32_t pid, const struct rp_proc *proc);
 int sampler_del_proc(struct sampler *s, uint32_t pid);
-
-/* Waits up to timeout_ms and delivers complete stacks. Number of records, or -errno. */
-int sampler_poll(struct sampler *s, int timeout_ms);
-/* Delivers whatever is in the ring buffer without waiting. */
-int sampler_drain(struct sampler *s);
 
 int sampler_counters(struct sampler *s, struct sampler_counters *out);
 

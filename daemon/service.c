@@ -281,7 +281,7 @@ static void end_interval(struct service *sv, int64_t now)
 	size_t i;
 	int err;
 
-	session_run(sv->session, now); /* what was sampled until now belongs to this interval */
+	session_drain(sv->session, now); /* what was sampled until now belongs to this interval */
 	agg_foreach_proc(session_agg(sv->session), collect_service, &x);
 	for (i = 0; i < x.n; i++) {
 		err = write_service(sv, x.v[i], until);

@@ -215,6 +215,23 @@ int session_run(struct session *s, int64_t now)
 	return 0;
 }
 
+int session_drain(struct session *s, int64_t now)
+{
+	int n, rounds;
+
+	s->now = now;
+	/* everything sampled until now, within reason: a buffer refilled as fast as it is read
+	 * does not hold the caller forever */
+	for (rounds = 0; rounds < 64; rounds++) {
+		n = sampler_consume(s->sampler);
+		if (n < 0)
+			return n;
+		if (n < SAMPLER_CONSUME_MAX)
+			break;
+	}
+	return 0;
+}
+
 int64_t session_next_due(const struct session *s)
 {
 	return tracker_next_due(s->tracker);

@@ -53,6 +53,8 @@ void session_set_root(struct session *s, pid_t root);
 int session_fd(const struct session *s);
 /* Consumes every waiting record and runs the tracker's due checks. 0 or -errno. */
 int session_run(struct session *s, int64_t now_ns);
+/* Consumes what waits in the ring buffer (bounded), e.g. before an interval's profile is made. */
+int session_drain(struct session *s, int64_t now_ns);
 /* When session_run next has work without a record arriving (CLOCK_MONOTONIC), or INT64_MAX. */
 int64_t session_next_due(const struct session *s);
 /* A /proc rescan (the safety net under the life-cycle events). */
