@@ -807,3 +807,18 @@ Test(appname, live_gone_process)
 	err = appname_identify(pid, NULL, &id);
 	cr_assert(err == -ENOENT || err == -ESRCH, "%d", err);
 }
+
+/* Found by fuzzing: regcomp's cost doubles with each repetition operator in some patterns. */
+Test(appname, too_many_repetitions_refused)
+{
+	rule_error("cmdline ~ a+a+a+a+a+a+a+a+a+a+a+a+a+ => name=x",
+		   "rule: regular expression with more than 12 repetition operators (*, +, ?, {}): "
+		   "too costly to compile");
+	rule_error("cmdline ~ (((((((((((((a+)+)+)+)+)+)+)+)+)+)+)+)+)+ => name=x",
+		   "rule: regular expression with more than 12 repetition operators (*, +, ?, {}): "
+		   "too costly to compile");
+	/* twelve are fine; escaped ones and those in a bracket expression are not operators */
+	appname_rules__free(rules1("cmdline ~ a+a+a+a+a+a+a+a+a+a+a+a+ => name=x"));
+	appname_rules__free(rules1(
+		"cmdline ~ [+*?{]+\\+\\*\\?\\{ [*+?]* a+ b+ c+ d+ e+ f+ g+ h+ i+ j+ => name=x"));
+}
