@@ -28,7 +28,7 @@ void appname_rules__free(struct appname_rules *r);
 
 #define APPNAME_MAX		101 /* 100 bytes and the NUL */
 /* Repetition operators a rule's regular expression may use (see appname.c). */
-#define APPNAME_MAX_REPEATS 12
+#define APPNAME_MAX_REPEATS	12
 #define APPNAME_MAX_LABELS	8
 #define APPNAME_LABEL_KEY_MAX	64
 #define APPNAME_LABEL_VALUE_MAX 129
