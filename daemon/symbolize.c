@@ -66,7 +66,8 @@ struct symbolizer *symbolizer__new(pid_t pid, const struct ruby_offsets *off, ui
 	sym->symbols = symbols;
 	if (ncand > sizeof(sym->cand) / sizeof(sym->cand[0]))
 		ncand = sizeof(sym->cand) / sizeof(sym->cand[0]);
-	memcpy(sym->cand, cand, ncand * sizeof(*cand));
+	if (ncand) /* cand may be NULL when there is none (memcpy's pointers may not be) */
+		memcpy(sym->cand, cand, ncand * sizeof(*cand));
 	sym->ncand = ncand;
 	symbolizer_set_limits(sym, 0, 0, 0);
 	return sym;
