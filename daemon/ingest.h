@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * ingest.h - what a collector is sent: a spool entry's sidecar read back, and the request that
+ * carries one profile to Grafana Pyroscope (/ingest, or the push API over Connect) or to Parca
+ * (ProfileStoreService.WriteRaw). Pure functions: no I/O but reading the sidecar file, no
+ * network, no state. The shipper (ship.c) sends what these build; docs/shipping.md has the
+ * contract each server implements and the sources it was read from.
+ */
+#ifndef RP_INGEST_H
+#define RP_INGEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A sidecar file larger than this is refused (64 labels of 4 KiB keys and values fit). */
+#define SIDECAR_MAX_BYTES (1u << 20)
+
+enum ingest_protocol {
+	INGEST_PYROSCOPE = 0,  /* POST /ingest?name=...&format=pprof, body: the gzip'd pprof */
+	INGEST_PYROSCOPE_PUSH, /* POST /push.v1.PusherService/Push, Connect, application/proto */
+	INGEST_PARCA,	       /* ProfileStoreService.WriteRaw */
+};
+
+struct sidecar_label {
+	char *key;
+	char *value;
+};
+
+/* A sidecar (docs/spool.md, version 1) read back. Strings are NUL-terminated, owned by it. */
+struct sidecar {
+	int version;
+	char *service;
+	int64_t from_ns, until_ns;
+	unsigned int sample_rate;
+	int64_t period_ns;
+	char *spy_name;
+	struct sidecar_label *labels;
+	size_t nlabels;
+	char *profile; /* the profile's file name */
+	uint64_t bytes;
+};
+
+/*
+ * Parses a sidecar's JSON text (len bytes, need not be NUL-terminated). Unknown fields are
+ * skipped (fields may be added within a version); a missing field, a wrong type, a version other
+ * than 1, a string with a NUL (\u0000) or a malformed document is refused. NULL with errno set
+ * (EINVAL: not a valid sidecar, ENOMEM) and, on EINVAL, a reason in err ("field \"from_ns\": not
+ * an integer", "at byte 17: expected ':'").
+ */
+struct sidecar *sidecar__parse(const char *json, size_t len, char *err, size_t errlen);
+/* Reads and parses a file (at most SIDECAR_MAX_BYTES: else EFBIG). NULL with errno set. */
+struct sidecar *sidecar__read(const char *path, char *err, size_t errlen);
+void sidecar__free(struct sidecar *sc);
+
+struct ingest_request {
+	char *url;		  /* the full URL to POST to, malloc'd */
+	const char *content_type; /* a string literal */
+	/* Extra headers this protocol needs ("Connect-Protocol-Version: 1"), literals; NULL-ended. */
+	const char *headers[4];
+	uint8_t *body; /* malloc'd; the profile bytes are copied in */
+	size_t len;
+};
+
+/*
+ * Builds the request for one profile: base_url is the collector's URL as configured
+ * ("https://host:4040", optionally with a path prefix, with or without a trailing '/'),
+ * profile/len the gzip'd pprof exactly as the spool holds it. 0, -EINVAL (a base URL that is not
+ * http:// or https://, a sidecar the protocol cannot express), -ENOMEM.
+ */
+int ingest_build(enum ingest_protocol proto, const char *base_url, const struct sidecar *sc,
+		 const void *profile, size_t len, struct ingest_request *out);
+void ingest_request_release(struct ingest_request *r);
+
+/*
+ * Reads a 2xx answer's body where the protocol can carry an error in it (gRPC-web's grpc-status
+ * trailer, Connect's error JSON): 0 when the body says success (or the protocol has nothing to
+ * say), -EPROTO with a reason in err when the server refused it despite the 2xx.
+ */
+int ingest_check_response(enum ingest_protocol proto, const void *body, size_t len, char *err,
+			  size_t errlen);
+
+/* "pyroscope", "pyroscope-push", "parca" <-> the enum. -EINVAL for other names. */
+int ingest_protocol_parse(const char *name, enum ingest_protocol *out);
+const char *ingest_protocol_name(enum ingest_protocol proto);
+
+#endif
