@@ -42,6 +42,27 @@ static bool is_libruby(const char *path)
 	return strncmp(b, "libruby", 7) == 0 && strstr(b, ".so");
 }
 
+/*
+ * A process run by musl's loader, which is also its libc: /lib/ld-musl-<arch>.so.1 on Alpine
+ * (libc.musl-<arch>.so.1 links to it), /usr/lib/<arch>-linux-musl/libc.so on Debian.
+ */
+static bool uses_musl(const struct proc_maps *maps)
+{
+	const char *p, *b;
+	size_t i;
+
+	for (i = 0; i < maps->n; i++) {
+		p = maps->v[i].path;
+		if (!p)
+			continue;
+		b = base_name(p);
+		if (strncmp(b, "ld-musl-", 8) == 0 || strncmp(b, "libc.musl-", 10) == 0 ||
+		    (strncmp(b, "libc.so", 7) == 0 && strstr(p, "-linux-musl/")))
+			return true;
+	}
+	return false;
+}
+
 bool discover_find_object(pid_t pid, const struct proc_maps *maps, size_t *index)
 {
 	char exe_link[64], exe[PATH_MAX];
@@ -439,6 +460,7 @@ struct tls_loc {
 	/* Known to be in the static TLS area at tp_off from the thread pointer (the code says so). */
 	bool static_tp;
 	int64_t tp_off;
+	bool musl; /* musl's DTV: 8-byte entries, no record of how a block was allocated */
 };
 
 /*
@@ -590,7 +612,7 @@ static enum discover_status validate_tls(pid_t pid, const struct ruby_offsets *o
 	}
 	for (i = 0; i < ntps; i++) {
 		if (!tps[i].fsbase || procmem_u64(pid, tps[i].fsbase + 8, &dtv) ||
-		    procmem_u64(pid, dtv + loc->modid * 16, &block) || !block ||
+		    procmem_u64(pid, dtv + loc->modid * (loc->musl ? 8 : 16), &block) || !block ||
 		    block == (uint64_t)-1 || procmem_u64(pid, block + loc->block_off, &ec) || !ec)
 			continue;
 		if (check_ec(pid, off, ec, &ptid) || ptid != tps[i].fsbase) {
@@ -602,7 +624,7 @@ static enum discover_status validate_tls(pid_t pid, const struct ruby_offsets *o
 		 * block was allocated on first use (a dlopen'ed module), NULL when the block lies in
 		 * the static TLS area next to the thread pointer.
 		 */
-		if (procmem_u64(pid, dtv + loc->modid * 16 + 8, &to_free) || to_free)
+		if (loc->musl || procmem_u64(pid, dtv + loc->modid * 16 + 8, &to_free) || to_free)
 			allocated = true;
 		if (good && tls_off != (int64_t)(block + loc->block_off - tps[i].fsbase))
 			varying = true;
@@ -624,7 +646,8 @@ static enum discover_status validate_tls(pid_t pid, const struct ruby_offsets *o
 		bp->ec_mode = RP_EC_TLS_STATIC;
 		bp->tls_off = tls_off;
 	} else {
-		bp->ec_mode = RP_EC_TLS_DTV;
+		/* musl gives no sign of a block's allocation: its DTV is always right */
+		bp->ec_mode = loc->musl ? RP_EC_TLS_DTV_MUSL : RP_EC_TLS_DTV;
 	}
 	return DISCOVER_READY;
 }
@@ -832,6 +855,7 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 		st = DISCOVER_NOT_RUBY;
 		goto cleanup;
 	}
+	loc.musl = uses_musl(&maps);
 	if (procs_nspid(pid, &t->nspid))
 		t->nspid = pid;
 	if (container_id_of(pid, t->container_id, sizeof(t->container_id)))
@@ -920,7 +944,8 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 			say(t->how_ec + n, sizeof(t->how_ec) - n, ", static TLS at fsbase%+" PRId64,
 			    (int64_t)t->bpf.tls_off);
 		else if (st == DISCOVER_READY)
-			say(t->how_ec + n, sizeof(t->how_ec) - n, ", through the DTV");
+			say(t->how_ec + n, sizeof(t->how_ec) - n, ", through %s DTV",
+			    loc.musl ? "musl's" : "the");
 	}
 	if (st != DISCOVER_READY)
 		goto cleanup;

@@ -6,7 +6,7 @@ require "fileutils"
 require "tmpdir"
 
 class E2E
-  host_only :test_static_ruby, :test_unknown_minor_version, :test_dlopen_host, :test_debug_file
+  host_only :test_static_ruby, :test_unknown_minor_version, :test_dlopen_host, :test_debug_file, :test_musl_ruby
 
   # A fixture executable built by make (the FIXTURES list of the Makefile).
   private def fixture(name)
@@ -93,6 +93,24 @@ class E2E
     check(how =~ /ruby_global_symbols \(\.dynsym\)/ && how =~ /rb_vm_exec \(\.dynsym\)/, "unexpected symbols: #{how}")
     matching, total = check_exact_stack(PprofRaw.read(path), pid, facts["frames"], min_total: 20)
     "#{matching}/#{total} samples, #{facts["frames"].size} frames; #{how[/static TLS at fsbase-\d+/]}"
+  end
+
+  # The static fake Ruby run by musl libc (Alpine's layout): musl's thread descriptor also keeps
+  # the DTV at fsbase+8, but with 8-byte entries and the module count in dtv[0]; the EC is read
+  # through it (musl does not say whether a module's block lies in the static area).
+  def test_musl_ruby
+    bin = File.join(BUILD, "fixtures", "fakeruby-musl")
+    raise Skip, "musl-gcc is not installed (Debian's musl-tools): #{bin} not built" unless File.file?(bin)
+    out = File.join(@rt.workdir, "fake-musl-#{rand(1 << 30)}")
+    pid = launch([bin, out], out)
+    facts = fake_facts(out)
+    check(File.read("/proc/#{pid}/maps") =~ %r{-linux-musl/libc\.so|/ld-musl-}, "musl is not mapped in the fixture")
+    path, _, stderr, = rubyprofd("-v", "--pid", pid.to_s, "--duration", "3")
+    how = how_line(stderr, pid)
+    check(how =~ /ruby_current_ec \(\.dynsym, TLS module 1, offset 0\), through musl's DTV/,
+          "unexpected discovery path: #{how}")
+    matching, total = check_exact_stack(PprofRaw.read(path), pid, facts["frames"], min_total: 10)
+    "#{matching}/#{total} samples, #{facts["frames"].size} frames; through musl's DTV"
   end
 
   # A Ruby version rubyprofd does not know: one line naming pid, version and reason, no profile,
