@@ -90,6 +90,16 @@ int ingest_check_response(enum ingest_protocol proto, const void *body, size_t l
 int ingest_check_reply(enum ingest_protocol proto, const char *headers, size_t hlen,
 		       const void *body, size_t len, char *err, size_t errlen);
 
+/*
+ * What a refused request's answer (any status) says, for the one log line: Pyroscope's JSON
+ * error body ({"code":"invalid_argument","message":"..."}: both its /ingest handler and Connect
+ * write it) as "invalid_argument: ..."; Parca's grpc-status and grpc-message (body trailer or
+ * headers) as "grpc-status 3: ..."; else the body's text up to its first '<', control bytes as
+ * spaces. Cut to outlen. 0, or -ENOENT when the answer says nothing (out is then "").
+ */
+int ingest_error_reason(enum ingest_protocol proto, const char *headers, size_t hlen,
+			const void *body, size_t len, char *out, size_t outlen);
+
 /* "pyroscope", "pyroscope-push", "parca" <-> the enum. -EINVAL for other names. */
 int ingest_protocol_parse(const char *name, enum ingest_protocol *out);
 const char *ingest_protocol_name(enum ingest_protocol proto);
