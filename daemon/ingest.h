@@ -64,8 +64,13 @@ struct ingest_request {
 /*
  * Builds the request for one profile: base_url is the collector's URL as configured
  * ("https://host:4040", optionally with a path prefix, with or without a trailing '/'),
- * profile/len the gzip'd pprof exactly as the spool holds it. 0, -EINVAL (a base URL that is not
- * http:// or https://, a sidecar the protocol cannot express), -ENOMEM.
+ * profile/len the gzip'd pprof exactly as the spool holds it. The same sidecar and profile always
+ * give the same bytes (labels sorted; the push ID derived from the sidecar), so a resend is
+ * identical. What a protocol cannot carry is mapped, not refused (docs/shipping.md): label names
+ * to [A-Za-z_][A-Za-z0-9_]*, labels named "__*" left out, and in /ingest's name the bytes its
+ * grammar would misread to '_'. 0, -EINVAL (a base URL that is not http:// or https:// with a
+ * host, or has a query or fragment; an empty label name; two label names equal once mapped; an
+ * unknown protocol), -ENOMEM. On error *out is zeroed (ingest_request_release is harmless).
  */
 int ingest_build(enum ingest_protocol proto, const char *base_url, const struct sidecar *sc,
 		 const void *profile, size_t len, struct ingest_request *out);
