@@ -192,23 +192,40 @@ static void samples_of(void *ctx, const struct agg_stack *st)
 		f->samples += (uint64_t)st->values[0];
 }
 
-/* Series labels: low cardinality (pid, tid and thread names stay on the samples). */
+/* Adds a label unless its key is there already: the first wins. */
+static void add_label(struct spool_label *l, size_t *n, size_t max, const char *key,
+		      const char *value)
+{
+	size_t i;
+
+	for (i = 0; i < *n; i++)
+		if (strcmp(l[i].key, key) == 0)
+			return;
+	if (*n < max)
+		l[(*n)++] = (struct spool_label){key, value};
+}
+
+/*
+ * Series labels: low cardinality (pid, tid and thread names stay on the samples). A key comes
+ * once (the sidecar is a JSON object): the daemon's own first, then the configuration's, then
+ * the service rule's.
+ */
 static size_t series_labels(struct service *sv, const struct svc_facts *f, struct spool_label *l,
 			    size_t max)
 {
 	struct svc *s = svc_find(sv, f->name);
 	size_t n = 0, i;
 
-	l[n++] = (struct spool_label){"service_name", f->name};
-	l[n++] = (struct spool_label){"hostname", sv->hostname};
+	add_label(l, &n, max, "service_name", f->name);
+	add_label(l, &n, max, "hostname", sv->hostname);
 	if (f->ruby_version && f->ruby_version[0])
-		l[n++] = (struct spool_label){"ruby_version", f->ruby_version};
+		add_label(l, &n, max, "ruby_version", f->ruby_version);
 	if (f->container && f->container[0])
-		l[n++] = (struct spool_label){"container_id", f->container};
-	for (i = 0; i < sv->cfg->nlabels && n < max; i++)
-		l[n++] = (struct spool_label){sv->cfg->labels[i].key, sv->cfg->labels[i].value};
-	for (i = 0; s && i < s->id.nlabels && n < max; i++)
-		l[n++] = (struct spool_label){s->id.labels[i].key, s->id.labels[i].value};
+		add_label(l, &n, max, "container_id", f->container);
+	for (i = 0; i < sv->cfg->nlabels; i++)
+		add_label(l, &n, max, sv->cfg->labels[i].key, sv->cfg->labels[i].value);
+	for (i = 0; s && i < s->id.nlabels; i++)
+		add_label(l, &n, max, s->id.labels[i].key, s->id.labels[i].value);
 	return n;
 }
 
