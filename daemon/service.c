@@ -405,6 +405,10 @@ static void render(void *ctx, struct mbuf *b)
 		bpf[RP_STAT_TRUNCATED]);
 	counter(b, "rubyprofd_bad_records_total", "Ring-buffer records of an unknown kind.",
 		c.sampler.bad_records);
+	counter(b, "rubyprofd_iseqs_reused_total",
+		"Cached iseqs found replaced by another object at their address (freed by GC), "
+		"named again.",
+		(double)c.collector.sym.iseq_reused);
 	counter(b, "rubyprofd_frame_cache_resets_total",
 		"Per-process frame caches dropped at their bound and refilled.",
 		c.collector.cache_resets);
