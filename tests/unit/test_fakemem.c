@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The Ruby object readers (daemon/rvalue.c, daemon/symbolize.c) on a fake address space served
+ * through the procmem_read seam (tests/fuzz/fakemem.h): for every row of daemon/offsets.c, the
+ * objects laid out as that Ruby version lays them out are read back and named as Ruby names
+ * them; then shapes of garbage that made a reader crash or loop.
+ */
+#include <criterion/criterion.h>
+#include <unistd.h>
+
+#include "../fuzz/fakemem.h"
+
+static struct fakemem_image img;
+
+static void build(unsigned int row)
+{
+	cr_assert_eq(fakemem_build(&img, row), 0, "row %u does not fit", row);
+	fakemem_map_image(&img);
+}
+
+Test(fakemem, real_pids_still_read_real_memory)
+{
+	uint64_t word = 0x1122334455667788ULL, got = 0;
+
+	fakemem_reset();
+	cr_assert_eq(procmem_u64(getpid(), (uint64_t)(uintptr_t)&word, &got), 0);
+	cr_assert_eq(got, word);
+	cr_assert_eq(procmem_u64(FAKEMEM_PID, (uint64_t)(uintptr_t)&word, &got), -EFAULT);
+}
+
+Test(fakemem, strings_arrays_and_ids_of_every_version)
+{
+	const struct ruby_offsets *rows = NULL;
+	unsigned int nrows = 0, row;
+	char buf[128], small[6];
+	uint64_t v, id;
+
+	rows = ruby_offsets_all(&nrows);
+	for (row = 0; row < nrows; row++) {
+		build(row);
+		cr_assert_eq(rvalue_string(FAKEMEM_PID, img.off, img.roots[FAKEMEM_STR], buf,
+					   sizeof(buf)),
+			     0, "%s", rows[row].first);
+		cr_assert_str_eq(buf, "a String longer than any embedded one");
+		cr_assert_eq(rvalue_string(FAKEMEM_PID, img.off, img.roots[FAKEMEM_STR], small,
+					   sizeof(small)),
+			     0);
+		cr_assert_str_eq(small, "a Str");
+		cr_assert_eq(rvalue_array_entry(FAKEMEM_PID, img.roots[FAKEMEM_ARY], 2, &v), 0);
+		cr_assert_eq(rvalue_array_entry(FAKEMEM_PID, img.roots[FAKEMEM_ARY], 3, &v),
+			     -ERANGE);
+		cr_assert_eq(rvalue_check_symbols(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS]),
+			     0, "%s", rows[row].first);
+		cr_assert_eq(rvalue_find_id(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS],
+					    "__attached__", 8192, &id),
+			     0, "%s", rows[row].first);
+		cr_assert_eq(id, FM_SERIAL_ATTACHED);
+		cr_assert_eq(rvalue_id_name(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS],
+					    FM_SERIAL_TIMES << 4, buf, sizeof(buf)),
+			     0);
+		cr_assert_str_eq(buf, "times", "%s: \"%s\"", rows[row].first, buf);
+	}
+}
+
+Test(fakemem, frames_named_with_owner_and_line_in_every_version)
+{
+	const struct ruby_offsets *rows;
+	unsigned int nrows = 0, row;
+	struct symbolizer *sym;
+	struct sym_iseq si;
+	const char *name;
+	int named;
+
+	rows = ruby_offsets_all(&nrows);
+	for (row = 0; row < nrows; row++) {
+		build(row);
+		named = rows[row].class_names != CLASS_NAMES_NONE;
+		sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
+		cr_assert_not_null(sym);
+		cr_assert_eq(symbolize_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
+					    img.roots[FAKEMEM_EP], &si),
+			     0, "%s", rows[row].first);
+		cr_assert_str_eq(si.label, named ? "block in Foo#foo" : "block in foo", "%s: %s",
+				 rows[row].first, si.label);
+		cr_assert_str_eq(si.path, "/app/foo.rb");
+		cr_assert_eq(si.first_lineno, 3);
+		cr_assert_eq(si.line, 5, "%s: line %lld", rows[row].first, (long long)si.line);
+		cr_assert_eq(si.type, ISEQ_TYPE_BLOCK);
+		cr_assert(si.label_final);
+		cr_assert_eq(symbolize_cfunc(sym, img.roots[FAKEMEM_ME], &name), 0, "%s",
+			     rows[row].first);
+		cr_assert_str_eq(name, named ? "Foo.times" : "times", "%s: %s", rows[row].first,
+				 name);
+		symbolizer__free(sym);
+	}
+}
