@@ -94,3 +94,58 @@ Test(fakemem, frames_named_with_owner_and_line_in_every_version)
 		symbolizer__free(sym);
 	}
 }
+
+/* The row of a Ruby version ("3.4.0"). */
+static unsigned int row_of(const char *first)
+{
+	const struct ruby_offsets *rows;
+	unsigned int nrows = 0, row;
+
+	rows = ruby_offsets_all(&nrows);
+	for (row = 0; row < nrows; row++)
+		if (strcmp(rows[row].first, first) == 0)
+			return row;
+	cr_assert_fail("no offsets row %s", first);
+	return 0;
+}
+
+/* The body of an iseq of the built image. */
+static uint64_t body_of(uint64_t iseq)
+{
+	uint64_t body = 0;
+
+	cr_assert_eq(procmem_u64(FAKEMEM_PID, iseq + img.off->iseq_body, &body), 0);
+	return body;
+}
+
+/*
+ * Two blocks, each the other's parent and local iseq (torn memory, or a hostile process): Ruby
+ * 3.4's label climbs from a block to its local iseq and, when that is a block again, labels it
+ * the same way. That recursion had no bound: a stack overflow.
+ */
+Test(fakemem, blocks_local_to_each_other_end)
+{
+	uint64_t block, method, bb, mb;
+	struct symbolizer *sym;
+	struct sym_iseq si;
+
+	build(row_of("3.4.0"));
+	block = img.roots[FAKEMEM_ISEQ];
+	bb = body_of(block);
+	cr_assert_eq(procmem_u64(FAKEMEM_PID, bb + img.off->body_local_iseq, &method), 0);
+	mb = body_of(method);
+	fm_w32(&img, mb + img.off->body_type, ISEQ_TYPE_BLOCK);
+	fm_w64(&img, mb + img.off->body_parent_iseq, block);
+	fm_w64(&img, mb + img.off->body_local_iseq, block);
+	fakemem.max_reads = FAKEMEM_MAX_READS;
+
+	sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
+	cr_assert_not_null(sym);
+	cr_assert_eq(
+		symbolize_iseq(sym, block, img.roots[FAKEMEM_PC], 0, img.roots[FAKEMEM_EP], &si),
+		0);
+	cr_assert_not(fakemem.over, "more than %d reads", FAKEMEM_MAX_READS);
+	cr_assert_str_eq(si.label, "block in foo", "%s", si.label);
+	cr_assert_not(si.label_final, "a label from torn memory was cached");
+	symbolizer__free(sym);
+}
