@@ -315,6 +315,9 @@ $(BUILD)/fuzz/elf-seeds: $(BUILD)/fixtures/libtlsfix.so $(BUILD)/fixtures/libtls
 		$(BUILD)/fixtures/exetls | $(BUILD)/fuzz/daemon
 	$(Q)rm -rf $@ && mkdir -p $@ && cp $^ $@/
 
+# fuzz_debugfile's object is the stripped fixture; the debug files it is given are the seeds.
+$(BUILD)/fuzz/fuzz_debugfile: $(BUILD)/fixtures/libtlsfix-stripped.so
+
 # fuzz_mem's seeds: the Ruby objects of tests/fuzz/fakemem.h for every offsets row (the same as
 # the committed tests/fuzz/corpus/mem/, rebuilt here so that they follow offsets.c).
 $(BUILD)/fuzz/mkseeds_mem: tests/fuzz/mkseeds_mem.c $(DAEMON_OBJS) | $(BUILD)/fuzz/daemon
