@@ -149,3 +149,60 @@ Test(fakemem, blocks_local_to_each_other_end)
 	cr_assert_not(si.label_final, "a label from torn memory was cached");
 	symbolizer__free(sym);
 }
+
+/* Garbage shapes that must end within a bound of reads, named bare and left uncached. */
+static void symbolize_bounded(uint64_t iseq, uint64_t ep, const char *label)
+{
+	struct symbolizer *sym;
+	struct sym_iseq si;
+
+	fakemem.reads = 0;
+	fakemem.max_reads = FAKEMEM_MAX_READS;
+	sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
+	cr_assert_not_null(sym);
+	cr_assert_eq(symbolize_iseq(sym, iseq, img.roots[FAKEMEM_PC], 0, ep, &si), 0);
+	cr_assert_not(fakemem.over, "more than %d reads", FAKEMEM_MAX_READS);
+	cr_assert_str_eq(si.label, label, "%s", si.label);
+	cr_assert_not(si.label_final, "a label from torn memory was cached");
+	symbolizer__free(sym);
+}
+
+/* A rescue clause that is its own parent (3.4 climbs parents to the code around it). */
+Test(fakemem, rescue_its_own_parent_ends)
+{
+	uint64_t block = 0, rb;
+
+	build(row_of("3.4.0"));
+	block = img.roots[FAKEMEM_ISEQ];
+	rb = body_of(block);
+	fm_w32(&img, rb + img.off->body_type, ISEQ_TYPE_RESCUE);
+	fm_w64(&img, rb + img.off->body_parent_iseq, block);
+	symbolize_bounded(block, img.roots[FAKEMEM_EP], "block in foo");
+}
+
+/* An environment whose previous ep is itself, without the local flag: the method entry search
+ * stops at its depth bound, and the owner stays unknown. */
+Test(fakemem, cyclic_environment_ends)
+{
+	uint64_t ep;
+
+	build(row_of("3.3.0"));
+	ep = img.roots[FAKEMEM_EP];
+	fm_w64(&img, ep - 16, 0); /* no method entry */
+	fm_w64(&img, ep - 8, ep); /* specval: the previous ep, itself */
+	fm_w64(&img, ep, 0);	  /* not local */
+	symbolize_bounded(img.roots[FAKEMEM_ISEQ], ep, "block in foo");
+}
+
+/* A heap String claiming 2^63 bytes: cut at the buffer, never allocated or read in full. */
+Test(fakemem, huge_string_length_is_cut)
+{
+	uint64_t str;
+	char buf[16];
+
+	build(row_of("3.3.0"));
+	str = img.roots[FAKEMEM_STR];
+	fm_w64(&img, str + 16, 1ULL << 63);
+	cr_assert_eq(rvalue_string(FAKEMEM_PID, img.off, str, buf, sizeof(buf)), 0);
+	cr_assert_str_eq(buf, "a String longer");
+}
