@@ -421,6 +421,32 @@ static inline int fakemem_build(struct fakemem_image *img, unsigned int row)
 	return img->overflow ? -ENOSPC : 0;
 }
 
+static inline uint64_t fm_r64(struct fakemem_image *img, uint64_t addr)
+{
+	uint8_t *p = fm_ptr(img, addr, 8);
+	uint64_t v = 0;
+
+	if (p)
+		memcpy(&v, p, 8);
+	return v;
+}
+
+/*
+ * Torn memory: the block (FAKEMEM_ISEQ) and its method made blocks, each the other's parent and
+ * local iseq. Ruby 3.4's labels once recursed on it without end (a stack overflow).
+ */
+static inline void fakemem_blocks_local_to_each_other(struct fakemem_image *img)
+{
+	const struct ruby_offsets *off = img->off;
+	uint64_t block = img->roots[FAKEMEM_ISEQ];
+	uint64_t method = fm_r64(img, fm_r64(img, block + off->iseq_body) + off->body_local_iseq);
+	uint64_t mb = fm_r64(img, method + off->iseq_body);
+
+	fm_w32(img, mb + off->body_type, ISEQ_TYPE_BLOCK);
+	fm_w64(img, mb + off->body_parent_iseq, block);
+	fm_w64(img, mb + off->body_local_iseq, block);
+}
+
 /* Serializes a built image as a fuzz input into out (at least fakemem_size(img) bytes). */
 static inline size_t fakemem_size(const struct fakemem_image *img)
 {

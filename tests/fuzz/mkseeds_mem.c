@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Writes the seeds of fuzz_mem (tests/fuzz/corpus/mem/): per row of daemon/offsets.c, the Ruby
- * objects of tests/fuzz/fakemem.h as a fuzz input, plain and with the JIT and small-cache flags.
+ * objects of tests/fuzz/fakemem.h as a fuzz input, plain and with the JIT and small-cache flags;
+ * then the regression inputs of the readers' fixed crashes.
  *   mkseeds_mem DIR
  */
 #include <stdio.h>
@@ -37,6 +38,20 @@ int main(int argc, char **argv)
 				perror(path);
 				return 1;
 			}
+		}
+	}
+	/* the regression input of the 3.4 label recursion (docs/fuzzing.md), replayed by every run */
+	for (row = 0; row < nrows; row++) {
+		if (fakemem_build(&img, row) || !img.off->qualified_labels)
+			continue;
+		fakemem_blocks_local_to_each_other(&img);
+		n = fakemem_serialize(&img, 0, out);
+		snprintf(path, sizeof(path), "%s/regress-%s-blocks-local-to-each-other", argv[1],
+			 img.off->first);
+		fp = fopen(path, "wb");
+		if (!fp || fwrite(out, 1, n, fp) != n || fclose(fp)) {
+			perror(path);
+			return 1;
 		}
 	}
 	return 0;

@@ -125,18 +125,13 @@ static uint64_t body_of(uint64_t iseq)
  */
 Test(fakemem, blocks_local_to_each_other_end)
 {
-	uint64_t block, method, bb, mb;
+	uint64_t block;
 	struct symbolizer *sym;
 	struct sym_iseq si;
 
 	build(row_of("3.4.0"));
 	block = img.roots[FAKEMEM_ISEQ];
-	bb = body_of(block);
-	cr_assert_eq(procmem_u64(FAKEMEM_PID, bb + img.off->body_local_iseq, &method), 0);
-	mb = body_of(method);
-	fm_w32(&img, mb + img.off->body_type, ISEQ_TYPE_BLOCK);
-	fm_w64(&img, mb + img.off->body_parent_iseq, block);
-	fm_w64(&img, mb + img.off->body_local_iseq, block);
+	fakemem_blocks_local_to_each_other(&img);
 	fakemem.max_reads = FAKEMEM_MAX_READS;
 
 	sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
