@@ -322,8 +322,19 @@ $(BUILD)/fuzz/elf-seeds: $(BUILD)/fixtures/libtlsfix.so $(BUILD)/fixtures/libtls
 		$(BUILD)/fixtures/exetls | $(BUILD)/fuzz/daemon
 	$(Q)rm -rf $@ && mkdir -p $@ && cp $^ $@/
 
+# fuzz_debugfile's object is the stripped fixture; the debug files it is given are the seeds.
+$(BUILD)/fuzz/fuzz_debugfile: $(BUILD)/fixtures/libtlsfix-stripped.so
+
+# fuzz_mem's seeds: the Ruby objects of tests/fuzz/fakemem.h for every offsets row (the same as
+# the committed tests/fuzz/corpus/mem/, rebuilt here so that they follow offsets.c).
+$(BUILD)/fuzz/mkseeds_mem: tests/fuzz/mkseeds_mem.c $(DAEMON_OBJS) | $(BUILD)/fuzz/daemon
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -iquote tests/fuzz $(LDFLAGS) $< $(DAEMON_OBJS) $(LDLIBS) -o $@
+$(BUILD)/fuzz/mem-seeds: $(BUILD)/fuzz/mkseeds_mem
+	$(Q)rm -rf $@ && mkdir -p $@ && $< $@
+
 .PHONY: fuzz fuzz-smoke fuzz-build
-fuzz-build: $(FUZZ_BINS) $(BUILD)/fuzz/elf-seeds
+fuzz-build: $(FUZZ_BINS) $(BUILD)/fuzz/elf-seeds $(BUILD)/fuzz/mem-seeds
 
 fuzz: fuzz-build
 	$(Q)tests/fuzz/run.sh $(BUILD) $(FUZZ_SECONDS) $(FUZZ_NAMES)

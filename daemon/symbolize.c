@@ -413,6 +413,8 @@ static struct iseq_info *get_iseq(struct symbolizer *sym, uint64_t iseq)
 #define VM_METHOD_TYPE_ISEQ 0
 #define MAX_ENV_DEPTH	    256
 #define MAX_PARENTS	    256
+/* Labels nest once per block's local iseq (twice through an eval); garbage may nest forever. */
+#define MAX_LABEL_DEPTH	    8
 
 /* A method entry (imemo ment) or 0, as check_method_entry() decides. */
 static uint64_t check_me(struct symbolizer *sym, uint64_t v, int svar_allowed)
@@ -586,10 +588,11 @@ static const char *method_owner(struct symbolizer *sym, uint64_t method_iseq, ui
 
 /*
  * The label Ruby 3.4 prints for a Ruby frame into buf. Returns 1 when it is final (cacheable),
- * 0 when the owner could not be confirmed and the bare method name stands in.
+ * 0 when the owner could not be confirmed and the bare method name stands in. depth counts the
+ * nested calls; past MAX_LABEL_DEPTH they return -1, and the outermost gives the bare label.
  */
 static int qualified_label(struct symbolizer *sym, struct iseq_info *info, uint64_t ep, char *buf,
-			   size_t len)
+			   size_t len, int depth)
 {
 	struct iseq_info *cur = info, *orig;
 	const char *prefix;
@@ -621,7 +624,15 @@ static int qualified_label(struct symbolizer *sym, struct iseq_info *info, uint6
 			}
 			if (cur == orig)
 				goto bare; /* a block without a local iseq: torn memory */
-			final = qualified_label(sym, cur, ep, inner, sizeof(inner));
+			/* blocks local to each other (torn memory): the whole label is bare */
+			if (depth >= MAX_LABEL_DEPTH)
+				return -1;
+			final = qualified_label(sym, cur, ep, inner, sizeof(inner), depth + 1);
+			if (final < 0) {
+				if (depth)
+					return final;
+				goto bare;
+			}
 			if (level <= 1)
 				n = snprintf(buf, len, "block in %s", inner);
 			else
@@ -694,7 +705,7 @@ int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit, 
 		out->label = info->qlabel;
 	} else if (sym->off->class_names != CLASS_NAMES_NONE) {
 		if (sym->off->qualified_labels)
-			final = qualified_label(sym, info, ep, buf, sizeof(buf));
+			final = qualified_label(sym, info, ep, buf, sizeof(buf), 0);
 		else
 			final = owner_in_label(sym, info, ep, buf, sizeof(buf));
 		if (final) {
