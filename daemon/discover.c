@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -312,6 +313,7 @@ static int file_crc32(int fd, uint32_t *crc)
 static struct elf_file *debug_candidate(const char *root, const char *path, const char *build_id,
 					uint32_t crc)
 {
+	struct stat st;
 	struct elf_file *dbg = NULL;
 	char id[128];
 	uint32_t c = 0;
@@ -323,6 +325,9 @@ static struct elf_file *debug_candidate(const char *root, const char *path, cons
 		return NULL;
 	}
 	err = -ENOENT;
+	/* only a regular file: the CRC of a device (a symlink to /dev/zero) would never end */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		goto cleanup;
 	if (!build_id && (file_crc32(fd, &c) || c != crc))
 		goto cleanup;
 	dbg = elf_open_fd(fd);
