@@ -51,6 +51,7 @@ struct agg {
 	size_t nstacks, stacks_cap;
 	struct hmap stack_index; /* hash -> first index + 1, chained through stack_entry.next */
 	uint64_t total;
+	uint32_t cuts; /* intervals ended */
 	struct agg_stats stats;
 };
 
@@ -248,6 +249,11 @@ uint32_t agg_proc_generation(const struct agg_proc *p)
 	return p->generation;
 }
 
+uint32_t agg_cuts(const struct agg *a)
+{
+	return a->cuts;
+}
+
 uint32_t agg_frame_id(struct agg_proc *p, enum agg_frame_kind kind, const char *name,
 		      const char *file, int64_t start_line, int64_t line)
 {
@@ -426,6 +432,7 @@ void agg_cut(struct agg *a)
 	size_t i, n = 0;
 	struct agg_proc *p;
 
+	a->cuts++;
 	free_stacks(a);
 	/* A long interval's table of stacks is given back; the next grows again as needed. */
 	if (a->stacks_cap > 4096) {

@@ -83,6 +83,8 @@ void agg_proc_exit(struct agg *a, struct agg_proc *p);
 const struct agg_proc_info *agg_proc_info(const struct agg_proc *p);
 /* Bumped when the process's frame table is started over: frame ids cached by a caller are void. */
 uint32_t agg_proc_generation(const struct agg_proc *p);
+/* How many intervals agg_cut() ended: what a caller checks once per interval changes with it. */
+uint32_t agg_cuts(const struct agg *a);
 
 /* Interns a frame of process p; returns its id (> 0), or 0 with errno ENOMEM or ENOSPC (the
  * process's table is full until the next cut). Strings are copied. */

@@ -20,6 +20,7 @@ struct target {
 	struct symbolizer *sym;
 	struct agg_proc *proc;
 	uint32_t generation; /* agg_proc_generation() that `frames` holds ids of */
+	uint32_t cuts;	     /* agg_cuts() when `frames` was started */
 	int pidfd;	     /* the process itself (not its pid): -1 when it could not be opened */
 	struct hmap frames;  /* (addr, pc or caller frame id) -> agg frame id */
 };
@@ -213,15 +214,19 @@ static uint32_t mark(struct target *t, const char *name)
 	return agg_frame_id(t->proc, AGG_FRAME_MARK, name, "", 0, 0);
 }
 
-/* A cached frame id is only valid while the process's frame table is the same. */
-static void check_generation(struct target *t)
+/*
+ * A cached frame id is only valid while the process's frame table is the same, and only for one
+ * interval: in the next, each frame is symbolized again on its first sight, so that the
+ * symbolizer checks its iseq is still the one cached (GC frees iseqs and reuses addresses).
+ */
+static void check_generation(struct collector *c, struct target *t)
 {
-	uint32_t gen = agg_proc_generation(t->proc);
+	uint32_t gen = agg_proc_generation(t->proc), cuts = agg_cuts(c->agg);
 
-	if (gen != t->generation) {
+	if (gen != t->generation || cuts != t->cuts) {
 		hmap_clear(&t->frames);
 		t->generation = gen;
-		/* each frame is symbolized again this interval: check its iseq is still the same */
+		t->cuts = cuts;
 		if (t->sym)
 			symbolizer_new_epoch(t->sym);
 	}
@@ -416,7 +421,7 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 		c->stats.unknown_pid++;
 		return;
 	}
-	check_generation(t);
+	check_generation(c, t);
 	/* room for the leaf marks (GC phase, GC, JIT) and one root mark */
 	ret = reserve(c, st->nframes + 4);
 	if (ret) {

@@ -112,6 +112,62 @@ class E2E
   # Two apps running, a third started later: every interval, one profile per app, named and
   # labelled by app; SIGHUP changes the frequency at an interval's edge; SIGTERM writes the
   # interval in progress and exits 0 within 2 s; a restart keeps the spool.
+  # Iseqs freed by GC and their addresses reused by new ones (methods defined, run, removed in a
+  # loop): every method named in an interval's profile ran during that interval (give or take
+  # the slack of an interval's edge), on its own line: no frame keeps the name of an iseq that
+  # used to live at its address. The replacements found are counted.
+  def test_iseq_reuse
+    facts = start("iseq_churn.rb")
+    log_path = Dir[File.join(@rt.workdir, "facts-iseq_churn.rb-*.log")].first or fail!("no churn log")
+    port = 20000 + rand(20000)
+    svc = service(["--interval", "1", "--frequency", "199", "--metrics-address", "127.0.0.1:#{port}"],
+                  conf: "rule = cmdline ~ tests/e2e/run\\.rb => ignore\n")
+    begin
+      check(svc.wait_note(/READY=1/, 15), "no READY=1:\n#{svc.log_text}")
+      sleep 12
+      body = metrics(port).body
+      st, = svc.stop("TERM")
+      check(st.success?, "exit #{st.inspect}\n#{svc.log_text}")
+    ensure
+      svc.kill
+    end
+    runs = File.readlines(log_path).to_h do |l|
+      n, t0, t1 = l.split.map(&:to_i)
+      [n, [t0, t1]]
+    end
+    slack = 1.5e9
+    named = stale = no_line = 0
+    worst = nil
+    svc.profiles.each do |meta, path|
+      prof = PprofRaw.read(path)
+      from, upto = Integer(meta["from_ns"]), Integer(meta["until_ns"])
+      prof.samples.each do |s|
+        next unless s.labels["pid"] == facts["pid"].to_s
+
+        prof.frames(s).each do |f|
+          n = f.name[/(?:\A|[#.])m_(\d+)\z/, 1] or next
+          n = n.to_i
+          named += s.count
+          run = runs[n]
+          ok = run && run[1] >= from - slack && run[0] <= upto + slack && f.file == "churn.rb" &&
+               (f.line.between?(10 * n + 1, 10 * n + 11) || f.line.zero?)
+          # line 0: the line table could not be read (the method was being removed): no name lost
+          no_line += s.count if ok && f.line.zero?
+          next if ok
+
+          stale += s.count
+          worst ||= "#{f.name} churn.rb:#{f.line} in the interval #{from}..#{upto}, ran #{run.inspect}"
+        end
+      end
+    end
+    check(runs.size >= 50, "only #{runs.size} methods ran")
+    check(named >= 100, "only #{named} samples in the churned methods")
+    check(stale.zero?, "#{stale}/#{named} samples name a method that was not running then, or its line wrong: #{worst}")
+    reused = body[/^rubyprofd_iseqs_reused_total (\d+)/, 1]
+    check(reused, "no rubyprofd_iseqs_reused_total in the metrics")
+    "#{named} samples in #{runs.size} methods, none misnamed (#{no_line} at line 0); #{reused} replaced iseqs found"
+  end
+
   def test_service
     shop = start("app.rb", "puma 6.4.0 (tcp://0.0.0.0:3000) [shop]", "shop_work")
     jobs = start("app.rb", "sidekiq 7.2.0 jobs [0 of 5 busy]", "jobs_work")
