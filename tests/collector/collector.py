@@ -83,7 +83,10 @@ Faults: --mode ok|hang|status|close (and the control endpoint, --control-port):
   POST /control {"mode":"ok"|"hang"|"status"|"close","status":503,"retry_after":2,"count":N}
   "status" answers that status (Retry-After when given) to the next N requests (all if no count),
   "hang" reads the request and never answers (when the mode leaves "hang", the held connections
-  are closed unanswered: nothing is stored), "close" closes the connection unanswered.
+  are closed unanswered); with "store": true a held request is processed and stored first (the
+  collector has it, the client never learns it: its resend shows as a second sha256), without
+  it nothing is stored. Each held request is a line in DIR/held.jsonl (request_sha256, stored,
+  status). "close" closes the connection unanswered.
   GET /state -> {"mode":..., "requests":N, "accepted":N, "hung":N (held now), "statuses":{...}}.
   Down: kill the process; a restart with the same --port and --store goes on appending.
 Store (--store DIR): every accepted profile is DIR/profiles/NNNNNN.pb.gz (or .pb when it was
@@ -529,6 +532,11 @@ class Store:
             with open(self.index, "rb") as f:
                 self.seq = sum(1 for line in f if line.strip())
 
+    def held(self, meta):
+        with self.lock:
+            with open(os.path.join(self.root, "held.jsonl"), "a", encoding="utf-8") as f:
+                f.write(json.dumps(meta, sort_keys=True) + "\n")
+
     def save(self, profile, meta):
         with self.lock:
             self.seq += 1
@@ -558,6 +566,7 @@ class State:
         self.retry_after = args.retry_after
         self.count = args.count
         self.message = None
+        self.store_held = False
         self.generation = 0  # bumped when the mode leaves "hang"
         self.requests = 0
         self.accepted = 0
@@ -583,6 +592,7 @@ class State:
             self.retry_after = ctl.get("retry_after", self.retry_after)
             self.count = ctl.get("count")
             self.message = ctl.get("message")
+            self.store_held = bool(ctl.get("store", False))
             self.cond.notify_all()
 
     def fault(self):
@@ -593,7 +603,7 @@ class State:
             if self.mode == "ok":
                 return None
             if self.mode == "hang":
-                return ("hang", self.generation)
+                return ("hang", self.generation, self.store_held)
             f = (self.mode, self.status, self.retry_after, self.message)
             if self.count is not None:
                 self.count -= 1
@@ -628,6 +638,8 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "collector-standin/1"
     state = None  # set in main
     store = None
+    mute = False  # a held request: processed, never answered
+    muted_status = None
 
     def setup(self):
         super().setup()
@@ -665,6 +677,9 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- answers ----------------------------------------------------------------------------
     def answer(self, status, body=b"", ctype=None, headers=()):
+        if self.mute:
+            self.muted_status = status
+            return
         self.send_response(status)
         if ctype:
             self.send_header("Content-Type", ctype)
@@ -753,9 +768,7 @@ class Handler(BaseHTTPRequestHandler):
         fault = self.state.fault()
         if fault:
             if fault[0] == "hang":
-                self.state.hang(fault[1])
-                self.close_connection = True  # never answered
-                self.log_message("held request closed unanswered")
+                self.hold(kind, body, fault[1], fault[2])
                 return
             if fault[0] == "close":
                 self.close_connection = True
@@ -780,6 +793,27 @@ class Handler(BaseHTTPRequestHandler):
             self.answer_error(kind, e,
                               [("WWW-Authenticate", 'Bearer realm="collector"')]
                               if e.status == 401 else [])
+
+    def hold(self, kind, body, gen, store):
+        """Hang mode: the request is read (and with "store", stored as if it were answered),
+        then held unanswered until the mode changes; then the connection is closed."""
+        if store:
+            self.mute = True
+            try:
+                self.authenticate()
+                getattr(self, {"pyroscope": "ingest", "pyroscope-push": "push",
+                               "grpc-web": "write_raw_grpc_web",
+                               "parca-json": "write_raw_json"}[kind])(body)
+            except HTTPError_ as e:
+                self.muted_status = e.status
+        meta = self.common_meta(kind, body)
+        meta.update(stored=store and self.muted_status == 200, status=self.muted_status)
+        self.store.held(meta)
+        self.log_message("holding a %s request (%s)", kind, "stored" if meta["stored"] else
+                         "not stored")
+        self.state.hang(gen)
+        self.close_connection = True  # never answered
+        self.log_message("held request closed unanswered")
 
     # -- auth -------------------------------------------------------------------------------
     def authenticate(self):

@@ -399,12 +399,20 @@ def test_faults():
         check(time.time() < deadline, "held request not released")
         time.sleep(0.1)
     check(len(COL.index()) == n0, "a held request was stored")
+    # hang with store: processed and stored, never answered
+    COL.control_set(mode="hang", store=True)
+    st, _, _ = curl(COL.url("/ingest?name=held&format=pprof"), data=PROFILE, timeout=3)
+    check(st == 0, f"hang+store: {st}")
+    COL.control_set(mode="ok")
+    check(len(COL.index()) == n0 + 1 and COL.index()[-1]["app"] == "held", "hang+store: not stored")
+    held = [json.loads(x) for x in open(os.path.join(COL.store, "held.jsonl"))]
+    check(len(held) == 2 and [h["stored"] for h in held] == [False, True], f"held.jsonl {held}")
     COL.control_set(mode="close", count=1)
     st, _, _ = curl(COL.url("/ingest?name=f&format=pprof"), data=PROFILE)
     check(st == 0, f"close: {st}")
     st, _, _ = curl(COL.url("/ingest?name=f&format=pprof"), data=PROFILE)
     check(st == 200, f"after close: {st}")
-    return "503+Retry-After once, hang, close"
+    return "503+Retry-After once, hang, hang+store, close"
 
 
 def test_auth_and_limits():
