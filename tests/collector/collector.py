@@ -588,8 +588,9 @@ class State:
             if self.mode == "hang" and mode != "hang":
                 self.generation += 1
             self.mode = mode
-            self.status = int(ctl.get("status", self.status))
-            self.retry_after = ctl.get("retry_after", self.retry_after)
+            # every call says the whole fault: what it leaves out is back to its default
+            self.status = int(ctl.get("status", 503))
+            self.retry_after = ctl.get("retry_after")
             self.count = ctl.get("count")
             self.message = ctl.get("message")
             self.store_held = bool(ctl.get("store", False))
