@@ -11,7 +11,7 @@ require "openssl"
 class E2E
   host_only :test_ship_pyroscope, :test_ship_pyroscope_push, :test_ship_parca, :test_ship_judged,
             :test_ship_collector_down, :test_ship_kill_mid_upload, :test_ship_hung_collector,
-            :test_ship_tls, :test_ship_credentials, :test_ship_rejected
+            :test_ship_tls, :test_ship_credentials, :test_ship_rejected, :test_ship_max_age
 
   COLLECTOR_PY = File.expand_path("../collector/collector.py", __dir__)
   # The two apps (process titles name them, docs/service-names.md step 4) and their work methods.
@@ -163,9 +163,17 @@ class E2E
                   .to_h { |c, v| [c, Float(v)] }
   end
 
+  # The names the issue's brief gave the shipper's counters, and the names branch `ship` exports
+  # so far: either is read until one is settled (then this table goes).
+  SHIP_METRIC_ALIASES = {
+    "rubyprofd_uploads_total" => "rubyprofd_upload_ok_total",
+    "rubyprofd_upload_dropped_total" => "rubyprofd_upload_dropped_too_old_total",
+    "rubyprofd_upload_rejected_total" => "rubyprofd_upload_moved_aside_total",
+  }.freeze
+
   def ship_metric(mport, name)
     body = metrics(mport).body
-    v = body[/^#{Regexp.escape(name)} (\S+)$/, 1]
+    v = [name, SHIP_METRIC_ALIASES[name]].compact.filter_map { |n| body[/^#{Regexp.escape(n)} (\S+)$/, 1] }.first
     fail!("no #{name} in the metrics:\n#{body}") unless v
     Float(v)
   end
@@ -543,6 +551,41 @@ class E2E
       log = svc.log_text
       check(!log.include?(good) && !log.include?(bad), "a token is in the log")
       "#{kept} kept while refused; #{summary}; the log line: #{lines[0].strip}"
+    ensure
+      svc.kill
+      col.kill
+    end
+  end
+
+  # Profiles older than upload_max_age when the collector comes back are dropped, counted, not
+  # sent; the rest arrive. The collector's own window (30 s) is wider, so nothing is refused.
+  def test_ship_max_age
+    ship_skip_unless_shipper
+    dir = Dir.mktmpdir("rubyprofd-ship-")
+    col = StandIn.new(dir, ["--reject-older-than", "30"])
+    mport = 20000 + rand(20000)
+    apps = ship_apps
+    svc = ship_service(dir, mport, conf: ship_conf("http://127.0.0.1:#{col.port}", "pyroscope",
+                                                  "upload_max_age" => "20s"))
+    t0 = Time.now
+    begin
+      wait_for("first deliveries", 30) { col.index.count { |e| SHIP_APPS.key?(e["app"]) } >= 2 }
+      down_at = Time.now
+      col.kill
+      sleep 40
+      col.restart
+      up_at = Time.now
+      sleep 2 * SHIP_INTERVAL
+      t1 = ship_stop_apps(apps)
+      ship_wait_drained(svc)
+      dropped = ship_metric(mport, "rubyprofd_upload_dropped_total")
+      check(dropped >= 10, "rubyprofd_upload_dropped_total #{dropped} after 40 s down with a 20 s max age")
+      late = col.index.select { |e| e["arrival"] - (e["time_nanos"] + e["duration_nanos"]) / 1e9 > 20 + SHIP_INTERVAL }
+      check(late.empty?, "sent older than upload_max_age: #{late.map { |e| [e["app"], e["file"]] }}")
+      check(ship_metric(mport, "rubyprofd_upload_rejected_total").zero?, "profiles refused by the collector")
+      # what was not dropped arrived: no gap but the one of the outage
+      summary = ship_check(col, apps, "pyroscope", t0: t0, t1: t1, gaps: [[down_at, up_at]])
+      "#{dropped.to_i} dropped; #{summary}"
     ensure
       svc.kill
       col.kill
