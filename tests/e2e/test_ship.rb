@@ -6,7 +6,6 @@
 # is read back with `go tool pprof -raw`; names, labels and times are checked against the apps.
 require "json"
 require "net/http"
-require "openssl"
 
 class E2E
   host_only :test_ship_pyroscope, :test_ship_pyroscope_push, :test_ship_parca, :test_ship_judged,
