@@ -10,6 +10,7 @@ pkgs=(
 	clang-format clang-tidy cppcheck					# make check
 	python3								# test_spool reads sidecars with its json module
 	curl prometheus							# tests: metrics endpoint client, promtool
+	openssl								# tests: the stand-in collector's test CA (TLS)
 	debhelper lintian dpkg-dev fakeroot systemd				# make deb, make test-package
 	libclang-rt-14-dev						# make fuzz: clang 14's libFuzzer and sanitizer runtimes
 	musl-tools							# tests: the fake Ruby run by musl libc (Alpine's TLS layout)

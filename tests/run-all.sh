@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# The whole test suite: unit tests, the end-to-end tests (root; skipped with the reason
-# otherwise), the package test (tests/package/test-deb.sh), a short run of each fuzz target
-# (make fuzz-smoke: FUZZ_SMOKE_SECONDS each), then, given ASAN_BUILD_DIR (a build with
-# SANITIZE=address,undefined), the unit tests and a part of the end-to-end tests again with that
-# build, as the suites asan-unit and asan-e2e. Ends with one line:
+# The whole test suite: unit tests, the stand-in collector's self-test (tests/collector), the
+# end-to-end tests (root; skipped with the reason otherwise), the package test
+# (tests/package/test-deb.sh), a short run of each fuzz target (make fuzz-smoke:
+# FUZZ_SMOKE_SECONDS each), then, given ASAN_BUILD_DIR (a build with SANITIZE=address,undefined),
+# the unit tests and a part of the end-to-end tests again with that build, as the suites
+# asan-unit and asan-e2e. Ends with one line:
 # "tests: N passed, N failed, N skipped".
 #   tests/run-all.sh BUILD_DIR [ASAN_BUILD_DIR]
 # RP_ASAN_ONLY=1 runs only the sanitizer suites (make test-asan).
@@ -34,6 +35,10 @@ if [ "${RP_ASAN_ONLY:-0}" != 1 ]; then
 	mapfile -t bins < <(unit_bins "$build")
 	tests/run-unit.sh "$build" "${bins[@]}" | tee -a "$log"
 	suites+=(unit) rcs+=("${PIPESTATUS[0]}")
+
+	echo "== collector stand-in (tests/collector)"
+	/usr/bin/python3 tests/collector/test_collector.py "$build" | tee -a "$log"
+	suites+=(collector) rcs+=("${PIPESTATUS[0]}")
 
 	echo "== end-to-end tests"
 	ruby tests/e2e/run.rb "$build" ${RP_E2E_FILTER:+"$RP_E2E_FILTER"} | tee -a "$log"
