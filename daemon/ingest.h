@@ -78,6 +78,17 @@ void ingest_request_release(struct ingest_request *r);
  */
 int ingest_check_response(enum ingest_protocol proto, const void *body, size_t len, char *err,
 			  size_t errlen);
+/*
+ * The same, with the answer's HTTP header block as well (headers/hlen: the "Name: value" lines
+ * of the final response, CRLF or LF separated; NULL/0 if none). gRPC-web puts grpc-status in the
+ * body's trailer frame (flag 0x80), except in a "Trailers-Only" answer (an error before any
+ * message), where it comes among the HTTP headers and the body is empty: for Parca the shipper
+ * must pass the headers, else such an answer reads as -EPROTO "without a grpc-status". With
+ * libcurl: collect CURLOPT_HEADERFUNCTION's lines, restarting at each status line (a 100
+ * Continue has its own block).
+ */
+int ingest_check_reply(enum ingest_protocol proto, const char *headers, size_t hlen,
+		       const void *body, size_t len, char *err, size_t errlen);
 
 /* "pyroscope", "pyroscope-push", "parca" <-> the enum. -EINVAL for other names. */
 int ingest_protocol_parse(const char *name, enum ingest_protocol *out);
