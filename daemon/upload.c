@@ -139,6 +139,11 @@ static bool upload_header_ok(const char *h)
 	return true;
 }
 
+bool upload_header_valid(const char *h)
+{
+	return upload_header_ok(h);
+}
+
 static int upload_add_header(struct curl_slist **list, const char *h)
 {
 	struct curl_slist *n = curl_slist_append(*list, h);
@@ -196,6 +201,28 @@ static size_t upload_write_cb(char *ptr, size_t size, size_t nmemb, void *ctx)
 		res->body_len += n;
 	}
 	res->body[res->body_len] = '\0';
+	return n;
+}
+
+/* Header lines of the last answer only: a 100 Continue or a redirect has a block of its own. */
+static size_t upload_header_cb(char *ptr, size_t size, size_t nitems, void *ctx)
+{
+	struct upload *u = ctx;
+	struct upload_result *res = u->res;
+	size_t n = size * nitems;
+
+	if (n >= 5 && !memcmp(ptr, "HTTP/", 5))
+		res->headers_len = 0;
+	if (!res->headers) {
+		res->headers = malloc(UPLOAD_MAX_HEADERS_BYTES + 1);
+		if (!res->headers)
+			return n;
+	}
+	if (n > UPLOAD_MAX_HEADERS_BYTES - res->headers_len)
+		return n; /* past the bound: the line is left out */
+	memcpy(res->headers + res->headers_len, ptr, n);
+	res->headers_len += n;
+	res->headers[res->headers_len] = '\0';
 	return n;
 }
 
@@ -312,6 +339,8 @@ struct upload *upload__new(const struct upload_opts *o, char *err, size_t errlen
 	curl_easy_setopt(u->curl, CURLOPT_USERAGENT, "rubyprofd/" RUBYPROF_VERSION);
 	curl_easy_setopt(u->curl, CURLOPT_WRITEFUNCTION, upload_write_cb);
 	curl_easy_setopt(u->curl, CURLOPT_WRITEDATA, u);
+	curl_easy_setopt(u->curl, CURLOPT_HEADERFUNCTION, upload_header_cb);
+	curl_easy_setopt(u->curl, CURLOPT_HEADERDATA, u);
 	curl_easy_setopt(u->curl, CURLOPT_XFERINFOFUNCTION, upload_progress_cb);
 	curl_easy_setopt(u->curl, CURLOPT_XFERINFODATA, u);
 	curl_easy_setopt(u->curl, CURLOPT_NOPROGRESS, 0L);
@@ -344,8 +373,10 @@ void upload__free(struct upload *u)
 void upload_result_release(struct upload_result *res)
 {
 	free(res->body);
+	free(res->headers);
 	res->body = NULL;
-	res->body_len = 0;
+	res->headers = NULL;
+	res->body_len = res->headers_len = 0;
 }
 
 static enum upload_cause upload_classify(CURLcode rc)

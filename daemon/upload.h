@@ -18,13 +18,15 @@
 #include <stdint.h>
 
 /* Extra "Name: value" headers at most (the configuration's upload_header). */
-#define UPLOAD_MAX_HEADERS  16
+#define UPLOAD_MAX_HEADERS	 16
 /* Bytes of a response body kept; the rest is counted in body_dropped and discarded. */
-#define UPLOAD_MAX_RESPONSE (64u << 10)
+#define UPLOAD_MAX_RESPONSE	 (64u << 10)
+/* Bytes of an answer's header block kept (gRPC-web may carry its status there). */
+#define UPLOAD_MAX_HEADERS_BYTES (16u << 10)
 /* A secret file larger than this is refused. */
-#define UPLOAD_MAX_SECRET   4096
+#define UPLOAD_MAX_SECRET	 4096
 /* Longest header line accepted from the configuration. */
-#define UPLOAD_MAX_HEADER   1024
+#define UPLOAD_MAX_HEADER	 1024
 
 struct upload_opts {
 	const char *token_file;	     /* "Authorization: Bearer <file's text>"; NULL or "": none */
@@ -55,6 +57,10 @@ struct upload_result {
 	int64_t retry_after; /* seconds the answer's Retry-After asks for (date or delta); -1: none */
 	char *body; /* the answer's body, NUL-terminated, at most UPLOAD_MAX_RESPONSE bytes */
 	size_t body_len;
+	/* the final answer's header lines (CRLF-separated, NUL-terminated), at most
+	 * UPLOAD_MAX_HEADERS_BYTES; NULL when none */
+	char *headers;
+	size_t headers_len;
 	uint64_t body_dropped; /* bytes past UPLOAD_MAX_RESPONSE */
 	uint64_t bytes_sent;   /* request body bytes handed to the connection */
 	double seconds;	       /* the whole transfer */
@@ -85,6 +91,9 @@ int upload_post(struct upload *u, const char *url, const char *content_type,
 		const char *const *headers, const void *body, size_t len, const atomic_bool *stop,
 		struct upload_result *res);
 void upload_result_release(struct upload_result *res);
+
+/* "Name: value" with a token for a name and no control characters: what upload__new takes. */
+bool upload_header_valid(const char *h);
 
 /* "dns", "connect", "tls", "timeout", "network", "aborted", "http". */
 const char *upload_cause_name(enum upload_cause c);

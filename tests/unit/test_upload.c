@@ -99,6 +99,9 @@ Test(upload, post_carries_headers_token_tenant_and_body)
 	cr_assert_eq(res.cause, UPLOAD_HTTP, "%s", res.error);
 	cr_assert_eq(res.status, 200);
 	cr_assert_str_eq(res.body, "fine");
+	cr_assert_not_null(res.headers);
+	cr_assert(!strncmp(res.headers, "HTTP/1.1 200", 12), "%s", res.headers);
+	cr_assert(strstr(res.headers, "\r\nContent-Length: 4\r\n"), "%s", res.headers);
 	cr_assert_eq(res.retry_after, -1);
 	cr_assert_eq(res.bytes_sent, sizeof(body));
 	upload_result_release(&res);
