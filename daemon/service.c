@@ -727,6 +727,16 @@ static int setup(struct service *sv)
 		log_error("spool_dir \"%s\": %s", sv->cfg->spool_dir, strerror(-err));
 		return err;
 	}
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sv->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	sv->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (sv->sigfd < 0 || sv->epfd < 0)
+		return -errno;
+	/* after the mask: the thread inherits it, and a SIGTERM must go to the signalfd */
 	if (sv->cfg->upload_url[0]) {
 		const char *headers[CONFIG_MAX_UPLOAD_HEADERS];
 		struct ship_opts o = ship_opts_of(sv->cfg, headers);
@@ -738,15 +748,6 @@ static int setup(struct service *sv)
 			return errno == ENOMEM ? -ENOMEM : -EINVAL;
 		}
 	}
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	sv->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-	sv->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (sv->sigfd < 0 || sv->epfd < 0)
-		return -errno;
 	sv->session = session__new(&sopts);
 	if (!sv->session)
 		return -errno ? -errno : -ENOMEM;

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -767,6 +768,7 @@ static void *ship_main(void *arg)
 
 struct ship *ship__new(struct spool *spool, const struct ship_opts *o, char *err, size_t errlen)
 {
+	sigset_t all, old;
 	pthread_condattr_t ca;
 	struct ship *s;
 	int r;
@@ -791,7 +793,15 @@ struct ship *ship__new(struct spool *spool, const struct ship_opts *o, char *err
 		r = -errno;
 		goto fail;
 	}
+	/*
+	 * The thread starts with every signal blocked: the process's signals go to the main
+	 * loop's signalfd, and a SIGPIPE from a TLS write to a closed connection stays pending
+	 * instead of killing the daemon (the write fails with EPIPE; libcurl handles that).
+	 */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	r = -pthread_create(&s->thread, NULL, ship_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r) {
 		snprintf(err, errlen, "cannot start the upload thread: %s", strerror(-r));
 		goto fail;
