@@ -1415,6 +1415,79 @@ int ingest_check_response(enum ingest_protocol proto, const void *body, size_t l
 	return ingest_check_reply(proto, NULL, 0, body, len, err, errlen);
 }
 
+/* Connect's (and Pyroscope's /ingest's) error body: {"code": "...", "message": "..."}. */
+static bool connect_error(const void *body, size_t len, char *out, size_t outlen)
+{
+	struct jr j = {.p = body, .len = len};
+	char *key = NULL, *code = NULL, *msg = NULL, **dst;
+	bool ok = false;
+
+	if (jr_expect(&j, '{'))
+		return false;
+	while (jr_peek(&j) == '"') {
+		if (jr_string(&j, &key, NULL) || !key || jr_expect(&j, ':'))
+			goto cleanup;
+		dst = !strcmp(key, "code") ? &code : !strcmp(key, "message") ? &msg : NULL;
+		free(key);
+		key = NULL;
+		if (dst && jr_peek(&j) == '"' && !*dst) {
+			if (jr_string(&j, dst, NULL))
+				goto cleanup;
+		} else if (jr_skip(&j, 1)) {
+			goto cleanup;
+		}
+		if (jr_peek(&j) != ',')
+			break;
+		j.pos++;
+	}
+	if (jr_expect(&j, '}') || (!code && !msg))
+		goto cleanup;
+	snprintf(out, outlen, "%s%s%s", code ? code : "", code && msg ? ": " : "", msg ? msg : "");
+	ok = true;
+cleanup:
+	free(key);
+	free(code);
+	free(msg);
+	return ok;
+}
+
+int ingest_error_reason(enum ingest_protocol proto, const char *headers, size_t hlen,
+			const void *body, size_t len, char *out, size_t outlen)
+{
+	struct grpc_status st = {0};
+	const unsigned char *p = body;
+	char tmp[1];
+	size_t i, o = 0;
+
+	if (!outlen) {
+		out = tmp;
+		outlen = sizeof(tmp);
+	}
+	out[0] = '\0';
+	if (proto == INGEST_PARCA) {
+		if (!grpcweb_trailer(body, len, &st, tmp, sizeof(tmp)) && !st.seen && headers)
+			grpc_scan(headers, hlen, &st);
+		if (st.seen) {
+			snprintf(out, outlen, "grpc-status %ld%s%s", st.code,
+				 st.message[0] ? ": " : "", st.message);
+			return 0;
+		}
+	} else if (connect_error(body, len, out, outlen)) {
+		return 0;
+	}
+	/* Anything else (a proxy's page): its text, control bytes and markup cut short. */
+	for (i = 0; i < len && o + 1 < outlen && p[i] != '<'; i++) {
+		if (p[i] >= 0x20 && p[i] != 0x7f)
+			out[o++] = (char)p[i];
+		else if (o && out[o - 1] != ' ')
+			out[o++] = ' ';
+	}
+	while (o && out[o - 1] == ' ')
+		o--;
+	out[o] = '\0';
+	return o ? 0 : -ENOENT;
+}
+
 /* ---- names ----------------------------------------------------------------------------------- */
 
 static const char *const proto_names[] = {

@@ -64,8 +64,13 @@ struct ingest_request {
 /*
  * Builds the request for one profile: base_url is the collector's URL as configured
  * ("https://host:4040", optionally with a path prefix, with or without a trailing '/'),
- * profile/len the gzip'd pprof exactly as the spool holds it. 0, -EINVAL (a base URL that is not
- * http:// or https://, a sidecar the protocol cannot express), -ENOMEM.
+ * profile/len the gzip'd pprof exactly as the spool holds it. The same sidecar and profile always
+ * give the same bytes (labels sorted; the push ID derived from the sidecar), so a resend is
+ * identical. What a protocol cannot carry is mapped, not refused (docs/shipping.md): label names
+ * to [A-Za-z_][A-Za-z0-9_]*, labels named "__*" left out, and in /ingest's name the bytes its
+ * grammar would misread to '_'. 0, -EINVAL (a base URL that is not http:// or https:// with a
+ * host, or has a query or fragment; an empty label name; two label names equal once mapped; an
+ * unknown protocol), -ENOMEM. On error *out is zeroed (ingest_request_release is harmless).
  */
 int ingest_build(enum ingest_protocol proto, const char *base_url, const struct sidecar *sc,
 		 const void *profile, size_t len, struct ingest_request *out);
@@ -89,6 +94,16 @@ int ingest_check_response(enum ingest_protocol proto, const void *body, size_t l
  */
 int ingest_check_reply(enum ingest_protocol proto, const char *headers, size_t hlen,
 		       const void *body, size_t len, char *err, size_t errlen);
+
+/*
+ * What a refused request's answer (any status) says, for the one log line: Pyroscope's JSON
+ * error body ({"code":"invalid_argument","message":"..."}: both its /ingest handler and Connect
+ * write it) as "invalid_argument: ..."; Parca's grpc-status and grpc-message (body trailer or
+ * headers) as "grpc-status 3: ..."; else the body's text up to its first '<', control bytes as
+ * spaces. Cut to outlen. 0, or -ENOENT when the answer says nothing (out is then "").
+ */
+int ingest_error_reason(enum ingest_protocol proto, const char *headers, size_t hlen,
+			const void *body, size_t len, char *out, size_t outlen);
 
 /* "pyroscope", "pyroscope-push", "parca" <-> the enum. -EINVAL for other names. */
 int ingest_protocol_parse(const char *name, enum ingest_protocol *out);

@@ -3,7 +3,7 @@
  * Fuzzes the spool sidecar reader (sidecar__parse, daemon/ingest.c): the input is the JSON text,
  * exactly sized (not NUL-terminated), so that a read past its end is an ASan report. A sidecar
  * that parses is then turned into the request of each collector protocol; the same bytes also go
- * to the gRPC-web answer reader (ingest_check_reply), as body and as header block.
+ * to the answer readers (ingest_check_reply, ingest_error_reason), as body and as header block.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -64,5 +64,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ret = ingest_check_reply(INGEST_PARCA, (const char *)data, size, NULL, 0, err, sizeof(err));
 	if (ret && ret != -EPROTO)
 		abort();
+	for (proto = INGEST_PYROSCOPE; proto <= INGEST_PARCA; proto++) {
+		ret = ingest_error_reason((enum ingest_protocol)proto, (const char *)data, size,
+					  data, size, err, sizeof(err));
+		if ((ret && ret != -ENOENT) || strnlen(err, sizeof(err)) == sizeof(err))
+			abort();
+	}
 	return 0;
 }

@@ -752,3 +752,39 @@ Test(ingest, protocol_names)
 	cr_assert_str_eq(ingest_protocol_name(INGEST_PYROSCOPE_PUSH), "pyroscope-push");
 	cr_assert_str_eq(ingest_protocol_name(INGEST_PARCA), "parca");
 }
+
+Test(ingest, error_reasons)
+{
+	static const char pyro[] =
+		"{\"code\":\"invalid_argument\",\"message\":\"name: invalid service "
+		"name: a b: character is not allowed: ' '\"}\n";
+	static const char connect[] = "{\"message\":\"no \\\"org\\\"\",\"details\":[{\"x\":1}],"
+				      "\"code\":\"unauthenticated\"}";
+	unsigned char body[256];
+	char out[128];
+	size_t n;
+
+	cr_assert_eq(ingest_error_reason(INGEST_PYROSCOPE, NULL, 0, pyro, strlen(pyro), out,
+					 sizeof(out)),
+		     0);
+	cr_assert_str_eq(out, "invalid_argument: name: invalid service name: a b: character is not "
+			      "allowed: ' '");
+	cr_assert_eq(ingest_error_reason(INGEST_PYROSCOPE_PUSH, NULL, 0, connect, strlen(connect),
+					 out, sizeof(out)),
+		     0);
+	cr_assert_str_eq(out, "unauthenticated: no \"org\"");
+	cr_assert_eq(ingest_error_reason(INGEST_PYROSCOPE, NULL, 0, "upstream\r\ntimed out\n", 20,
+					 out, sizeof(out)),
+		     0);
+	cr_assert_str_eq(out, "upstream timed out");
+	cr_assert_eq(ingest_error_reason(INGEST_PYROSCOPE, NULL, 0, "<html>", 6, out, sizeof(out)),
+		     -ENOENT);
+	cr_assert_str_eq(out, "");
+	cr_assert_eq(ingest_error_reason(INGEST_PARCA, "grpc-status: 7\r\ngrpc-message: denied\r\n",
+					 38, "", 0, out, sizeof(out)),
+		     0);
+	cr_assert_str_eq(out, "grpc-status 7: denied");
+	n = frame(body, 0x80, "grpc-status: 8\r\n");
+	cr_assert_eq(ingest_error_reason(INGEST_PARCA, NULL, 0, body, n, out, 10), 0);
+	cr_assert_str_eq(out, "grpc-stat", "cut to outlen");
+}
