@@ -331,23 +331,6 @@ static int ship_move_aside(struct ship *s, const char *stem)
 
 /* ---- one profile -------------------------------------------------------------------------- */
 
-/* A server's message for the log: printable, bounded. */
-static void ship_quote(const char *in, size_t len, char *out, size_t outlen)
-{
-	size_t i, n = 0;
-
-	for (i = 0; in && i < len && n + 4 < outlen && i < MAX_LOGGED_REPLY; i++) {
-		unsigned char c = (unsigned char)in[i];
-
-		out[n++] = c < 0x20 || c == 0x7f ? ' ' : (char)c;
-	}
-	if (in && len > i && n + 4 < outlen) {
-		memcpy(out + n, "...", 3);
-		n += 3;
-	}
-	out[n] = '\0';
-}
-
 static int ship_read_file(const char *path, uint8_t **out, size_t *len)
 {
 	struct stat st;
@@ -517,7 +500,9 @@ static enum outcome ship_answer(struct ship *s, const char *stem, const struct i
 	s->st.latency_sum += res->seconds;
 	s->st.latency_count++;
 	pthread_mutex_unlock(&s->mu);
-	ship_quote(res->body, res->body_len, msg, sizeof(msg));
+	/* what the server said, readable and bounded, for the one log line */
+	ingest_error_reason(c->protocol, res->headers, res->headers_len, res->body, res->body_len,
+			    msg, sizeof(msg));
 	if (st >= 200 && st < 300) {
 		if (ingest_check_reply(c->protocol, res->headers, res->headers_len, res->body,
 				       res->body_len, perr, sizeof(perr))) {

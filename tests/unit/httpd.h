@@ -31,6 +31,7 @@ struct httpd_step {
 	const char *retry_after; /* NULL: no header */
 	const char *body;	 /* NULL: "" */
 	size_t body_repeat;	 /* the body this many times (0: once) */
+	const char *header;	 /* an extra "Name: value" line, NULL: none */
 };
 
 struct httpd_req {
@@ -79,13 +80,15 @@ static void httpd_answer(struct httpd *h, int fd, const struct httpd_step *st)
 {
 	const char *body = st->body ? st->body : "";
 	size_t blen = strlen(body), reps = st->body_repeat ? st->body_repeat : 1, i;
-	char head[512];
+	char head[1024];
 	int n;
 
 	n = snprintf(head, sizeof(head),
-		     "HTTP/1.1 %d X\r\nContent-Length: %zu\r\n%s%s%sConnection: keep-alive\r\n\r\n",
+		     "HTTP/1.1 %d X\r\nContent-Length: %zu\r\n%s%s%s%s%sConnection: "
+		     "keep-alive\r\n\r\n",
 		     st->status, blen * reps, st->retry_after ? "Retry-After: " : "",
-		     st->retry_after ? st->retry_after : "", st->retry_after ? "\r\n" : "");
+		     st->retry_after ? st->retry_after : "", st->retry_after ? "\r\n" : "",
+		     st->header ? st->header : "", st->header ? "\r\n" : "");
 	if (write(fd, head, (size_t)n) != n)
 		return;
 	for (i = 0; i < reps; i++)

@@ -300,6 +300,28 @@ Test(ship, bad_request_moves_the_profile_aside_and_goes_on)
 	cr_assert_eq(st.uploads_ok, 1);
 }
 
+Test(ship, a_2xx_that_says_failure_moves_aside)
+{
+	/* gRPC-web's Trailers-Only answer: HTTP 200, the error among the headers, no body */
+	static const struct httpd_step steps[] = {
+		{.status = 200, .header = "grpc-status: 3\r\ngrpc-message: bad%20profile"},
+		{.status = 200, .header = "grpc-status: 0", .body = ""}};
+	struct ship_opts o;
+	struct ship_stats st;
+
+	put(0, 0);
+	srv = httpd_start(steps, 2);
+	o = opts();
+	o.protocol = INGEST_PARCA;
+	start(&o);
+	cr_assert(httpd_wait(spool_empty, NULL, 30));
+	st = stats();
+	cr_assert_eq(st.failures[SHIP_FAIL_PROTOCOL], 1);
+	cr_assert_eq(st.rejected_moved, 1);
+	cr_assert_eq(st.uploads_ok, 0);
+	cr_assert_eq(httpd_nreqs(srv), 1);
+}
+
 Test(ship, rejected_dir_is_bounded)
 {
 	static const struct httpd_step steps[] = {{.status = 422}};
