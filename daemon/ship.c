@@ -519,6 +519,11 @@ static enum outcome ship_answer(struct ship *s, const char *stem, const struct i
 		s->st.uploads_ok++;
 		s->st.bytes_sent += req->len;
 		s->st.last_success_ns = wall_ns();
+		/* delivered again: the collector may hold it twice */
+		if (!strcmp(s->resend, stem)) {
+			s->st.resends++;
+			s->resend[0] = '\0';
+		}
 		pthread_mutex_unlock(&s->mu);
 		ship_set_state(s, SHIP_STATE_UP, NULL);
 		spool_remove(s->spool, stem);
@@ -629,12 +634,6 @@ static enum outcome ship_one(struct ship *s, const struct spool_entry *e, int64_
 		upload_result_release(&res);
 		out = OUT_STOP;
 		goto cleanup;
-	}
-	if (!strcmp(s->resend, e->stem)) {
-		pthread_mutex_lock(&s->mu);
-		s->st.resends++;
-		pthread_mutex_unlock(&s->mu);
-		s->resend[0] = '\0'; /* once: later retries are this process's own */
 	}
 	out = ship_answer(s, e->stem, &req, &res, wait);
 	upload_result_release(&res);

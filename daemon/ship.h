@@ -69,7 +69,7 @@ struct ship_stats {
 	uint64_t uploads_ok;
 	uint64_t failures[SHIP_NFAIL];
 	uint64_t bytes_sent; /* request bodies of successful uploads */
-	uint64_t resends;    /* uploads of a profile whose earlier upload was cut off by a stop */
+	uint64_t resends;    /* accepted profiles whose earlier upload a stop or crash cut off */
 	uint64_t dropped_too_old;
 	uint64_t rejected_moved;   /* pairs moved into rejected/ */
 	uint64_t rejected_removed; /* pairs removed from rejected/ by its age and size bounds */

@@ -413,11 +413,12 @@ Test(ship, stop_aborts_a_hung_upload_and_restart_counts_the_resend)
 	static const struct httpd_step hang[] = {{.status = 0}};
 	static const struct httpd_step ok[] = {{.status = 200}};
 	struct ship_opts o;
-	char got[512], path[512], line[256];
+	char got[512], path[512], line[256], err[256];
 	struct spool_entry *v;
 	size_t n;
 	double t0;
 	FILE *f;
+	int port;
 
 	put(0, 0);
 	put(1, 0);
@@ -441,15 +442,28 @@ Test(ship, stop_aborts_a_hung_upload_and_restart_counts_the_resend)
 	line[strcspn(line, "\n")] = '\0';
 	cr_assert_str_eq(line, v[0].stem);
 	free(v);
+	port = srv->port;
 	httpd_stop(srv);
+	srv = NULL; /* its port refuses now */
 
-	/* the next start, over the same directory: sent again, byte for byte, counted once */
+	/* the next start, over the same directory, first with the collector down: a failed
+	 * attempt is no resend; then up: sent again, byte for byte, counted once */
 	spool__free(sp);
 	sp = spool__new(spooldir, 0, 0);
 	cr_assert_not_null(sp);
+	o = opts();
+	{
+		static char down[128];
+
+		snprintf(down, sizeof(down), "http://127.0.0.1:%d", port);
+		o.url = down;
+	}
+	start(&o);
+	cr_assert(httpd_wait(state_is, (void *)(uintptr_t)SHIP_STATE_DOWN, 30));
+	cr_assert_eq(stats().resends, 0);
 	srv = httpd_start(ok, 1);
 	o = opts();
-	start(&o);
+	cr_assert_eq(ship_reconfigure(sh, &o, err, sizeof(err)), 0, "%s", err);
 	cr_assert(httpd_wait(spool_empty, NULL, 30));
 	bodies(got, sizeof(got));
 	cr_assert_str_eq(got, "profile-0,profile-1");
