@@ -646,18 +646,21 @@ cleanup:
 
 /* ---- the thread --------------------------------------------------------------------------- */
 
-/* Takes new options if any (under mu). A new configuration retries at once. */
-static bool ship_take_pending(struct ship *s)
+/*
+ * Takes new options if any (under mu); returns the old ones, for the caller to free after
+ * unlocking (closing a connection is I/O). A new configuration retries at once.
+ */
+static struct ship_conf *ship_take_pending(struct ship *s)
 {
-	struct ship_conf *c = s->pending;
+	struct ship_conf *c = s->pending, *old;
 
 	if (!c)
-		return false;
+		return NULL;
 	s->pending = NULL;
-	ship_conf_free(s->conf);
+	old = s->conf;
 	s->conf = c;
 	s->failures = 0;
-	return true;
+	return old;
 }
 
 /* Walks the spool once. OUT_NEXT: everything listed was handled; else wait or stop. */
@@ -707,6 +710,7 @@ static void ship_wait_until(struct ship *s, int64_t deadline_mono)
 static void *ship_main(void *arg)
 {
 	struct ship *s = arg;
+	struct ship_conf *old;
 	int64_t wait = 0, now, until;
 	enum outcome out;
 	size_t handled;
@@ -716,9 +720,10 @@ static void *ship_main(void *arg)
 	s->next_sweep = mono_ns() + SWEEP_EVERY_NS;
 	pthread_mutex_lock(&s->mu);
 	while (!atomic_load(&s->stop)) {
-		ship_take_pending(s);
+		old = ship_take_pending(s);
 		s->kicked = false;
 		pthread_mutex_unlock(&s->mu);
+		ship_conf_free(old);
 
 		out = ship_pass(s, &wait, &handled);
 		now = mono_ns();
