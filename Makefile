@@ -125,6 +125,12 @@ $(BUILD)/fixtures/fakeruby-stripped: $(BUILD)/fixtures/fakeruby-hidden $(BUILD)/
 	$(call msg,STRIP,$@)
 	$(Q)objcopy --strip-all --add-gnu-debuglink=$(BUILD)/fixtures/fakeruby-hidden.debug $< $@
 
+# The same fake VM run by musl libc (as on Alpine): musl's DTV has 8-byte entries. Built only where
+# musl-gcc exists (Debian's musl-tools; make deps installs it); the test skips without it.
+$(BUILD)/fixtures/fakeruby-musl: tests/fixtures/fakeruby.c | $(BUILD)/fixtures
+	$(call msg,MUSL-CC,$@)
+	$(Q)if command -v musl-gcc >/dev/null; then musl-gcc $(FAKERUBY_FLAGS) $< -o $@; fi
+
 # A host program that dlopens Debian's libruby (ruby-dev's headers, as system headers: they do not
 # build with -Wextra -Werror; linked with -ldl only).
 RUBY_PC := ruby-3.1
@@ -136,7 +142,8 @@ $(BUILD)/fixtures/dlhost: tests/fixtures/dlhost.c | $(BUILD)/fixtures
 
 FIXTURES := $(BUILD)/fixtures/libtlsfix.so $(BUILD)/fixtures/libtlsfix-stripped.so $(BUILD)/fixtures/exetls \
 	$(BUILD)/fixtures/fakeruby-static $(BUILD)/fixtures/fakeruby-unknown \
-	$(BUILD)/fixtures/fakeruby-hidden.debug $(BUILD)/fixtures/fakeruby-stripped $(BUILD)/fixtures/dlhost
+	$(BUILD)/fixtures/fakeruby-hidden.debug $(BUILD)/fixtures/fakeruby-stripped $(BUILD)/fixtures/dlhost \
+	$(BUILD)/fixtures/fakeruby-musl
 
 $(BUILD)/tests/%: tests/unit/%.c $(DAEMON_OBJS) | $(BUILD)/tests
 	$(call msg,CC,$@)
@@ -315,8 +322,19 @@ $(BUILD)/fuzz/elf-seeds: $(BUILD)/fixtures/libtlsfix.so $(BUILD)/fixtures/libtls
 		$(BUILD)/fixtures/exetls | $(BUILD)/fuzz/daemon
 	$(Q)rm -rf $@ && mkdir -p $@ && cp $^ $@/
 
+# fuzz_debugfile's object is the stripped fixture; the debug files it is given are the seeds.
+$(BUILD)/fuzz/fuzz_debugfile: $(BUILD)/fixtures/libtlsfix-stripped.so
+
+# fuzz_mem's seeds: the Ruby objects of tests/fuzz/fakemem.h for every offsets row (the same as
+# the committed tests/fuzz/corpus/mem/, rebuilt here so that they follow offsets.c).
+$(BUILD)/fuzz/mkseeds_mem: tests/fuzz/mkseeds_mem.c $(DAEMON_OBJS) | $(BUILD)/fuzz/daemon
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -iquote tests/fuzz $(LDFLAGS) $< $(DAEMON_OBJS) $(LDLIBS) -o $@
+$(BUILD)/fuzz/mem-seeds: $(BUILD)/fuzz/mkseeds_mem
+	$(Q)rm -rf $@ && mkdir -p $@ && $< $@
+
 .PHONY: fuzz fuzz-smoke fuzz-build
-fuzz-build: $(FUZZ_BINS) $(BUILD)/fuzz/elf-seeds
+fuzz-build: $(FUZZ_BINS) $(BUILD)/fuzz/elf-seeds $(BUILD)/fuzz/mem-seeds
 
 fuzz: fuzz-build
 	$(Q)tests/fuzz/run.sh $(BUILD) $(FUZZ_SECONDS) $(FUZZ_NAMES)

@@ -158,6 +158,17 @@ static __always_inline int find_ec(const struct rp_proc *proc, __u64 tp, __u64 *
 		if (block == 0 || block == (__u64)-1)
 			return 0;
 		return read_u64(ec, block + proc->tls_block_off) ? -1 : 0;
+	case RP_EC_TLS_DTV_MUSL:
+		/* musl: struct pthread.dtv at tp + 8; dtv[0] counts the modules, dtv[i] is a block */
+		if (read_u64(&dtv, tp + 8) || !dtv || read_u64(&block, dtv))
+			return -1;
+		if (proc->tls_modid > block)
+			return 0;
+		if (read_u64(&block, dtv + proc->tls_modid * 8))
+			return -1;
+		if (!block)
+			return 0;
+		return read_u64(ec, block + proc->tls_block_off) ? -1 : 0;
 	case RP_EC_GLOBAL:
 		return read_u64(ec, proc->ec_global) ? -1 : 0;
 	}

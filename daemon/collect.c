@@ -115,6 +115,21 @@ size_t collector_profiled(const struct collector *c)
 	return c->profiled;
 }
 
+static void sym_stats_add(struct symbolizer_stats *sum, const struct symbolizer *sym)
+{
+	struct symbolizer_stats st;
+
+	if (!sym)
+		return;
+	symbolizer_stats(sym, &st);
+	sum->iseq_failed += st.iseq_failed;
+	sum->cfunc_failed += st.cfunc_failed;
+	sum->cache_resets += st.cache_resets;
+	sum->owner_unknown += st.owner_unknown;
+	sum->line_failed += st.line_failed;
+	sum->iseq_reused += st.iseq_reused;
+}
+
 void collector_remove(struct collector *c, pid_t pid)
 {
 	struct target *t = find(c, pid);
@@ -125,6 +140,7 @@ void collector_remove(struct collector *c, pid_t pid)
 	 * ends; the symbolizer and caches die with the process. */
 	agg_proc_exit(c->agg, t->proc);
 	hmap_del(&c->by_pid, (uint64_t)pid, 0, NULL);
+	sym_stats_add(&c->stats.sym, t->sym);
 	target_free(t);
 	c->live--;
 }
@@ -205,6 +221,9 @@ static void check_generation(struct target *t)
 	if (gen != t->generation) {
 		hmap_clear(&t->frames);
 		t->generation = gen;
+		/* each frame is symbolized again this interval: check its iseq is still the same */
+		if (t->sym)
+			symbolizer_new_epoch(t->sym);
 	}
 }
 
@@ -453,7 +472,13 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 		count_dropped(c, ret);
 }
 
+static void live_sym_stats(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
+{
+	sym_stats_add(ctx, ((const struct target *)(uintptr_t)val)->sym);
+}
+
 void collector_stats(const struct collector *c, struct collector_stats *out)
 {
 	*out = c->stats;
+	hmap_foreach(&c->by_pid, live_sym_stats, &out->sym);
 }

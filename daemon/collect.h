@@ -13,6 +13,7 @@
 #include "aggregate.h"
 #include "discover.h"
 #include "sampler.h"
+#include "symbolize.h"
 
 struct collector;
 
@@ -32,6 +33,7 @@ struct collector_stats {
 	uint64_t
 		cache_resets; /* frame caches dropped at their bound (refilled from the symbolizer) */
 	uint64_t no_pidfd;    /* processes kept without a pidfd (reads not checked for pid reuse) */
+	struct symbolizer_stats sym; /* the symbolizers', summed over every process ever kept */
 };
 
 /* period_ns: the second value of a cpu-clock sample (1e9 / frequency). */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -40,6 +41,27 @@ static bool is_libruby(const char *path)
 	const char *b = base_name(path);
 
 	return strncmp(b, "libruby", 7) == 0 && strstr(b, ".so");
+}
+
+/*
+ * A process run by musl's loader, which is also its libc: /lib/ld-musl-<arch>.so.1 on Alpine
+ * (libc.musl-<arch>.so.1 links to it), /usr/lib/<arch>-linux-musl/libc.so on Debian.
+ */
+static bool uses_musl(const struct proc_maps *maps)
+{
+	const char *p, *b;
+	size_t i;
+
+	for (i = 0; i < maps->n; i++) {
+		p = maps->v[i].path;
+		if (!p)
+			continue;
+		b = base_name(p);
+		if (strncmp(b, "ld-musl-", 8) == 0 || strncmp(b, "libc.musl-", 10) == 0 ||
+		    (strncmp(b, "libc.so", 7) == 0 && strstr(p, "-linux-musl/")))
+			return true;
+	}
+	return false;
 }
 
 bool discover_find_object(pid_t pid, const struct proc_maps *maps, size_t *index)
@@ -103,6 +125,113 @@ int discover_gd_tls_index(const uint8_t *code, size_t len, uint64_t vaddr, uint6
 		memcpy(&disp, code + i + 4, sizeof(disp));
 		*tls_index = vaddr + i + 8 + (int64_t)disp;
 		return 0;
+	}
+	return -ENOENT;
+}
+
+/* The base register of a ModRM byte with mod 00 (+REX.B), or -1 for SIB/RIP forms. */
+static int modrm_base(uint8_t rex, uint8_t modrm)
+{
+	if ((modrm & 0xc0) != 0 || (modrm & 7) == 4 || (modrm & 7) == 5)
+		return -1;
+	return (modrm & 7) | (rex & 1 ? 8 : 0);
+}
+
+/* The register a ModRM byte's reg field names (+REX.R). */
+static int modrm_reg(uint8_t rex, uint8_t modrm)
+{
+	return ((modrm >> 3) & 7) | (rex & 4 ? 8 : 0);
+}
+
+/*
+ * The displacement the instruction at code adds to register reg: mov/lea DISP8/DISP32(%reg),
+ * or add $IMM32,%reg. -ENOENT for anything else.
+ */
+static int tcb_plus(const uint8_t *code, size_t len, int reg, int64_t *disp)
+{
+	int32_t d32;
+
+	if (len < 3 || (code[0] & 0xf8) != 0x48)
+		return -ENOENT;
+	if ((code[1] == 0x8b || code[1] == 0x8d) && modrm_base(code[0], code[2] & 0x3f) == reg) {
+		if ((code[2] & 0xc0) == 0x40 && len >= 4) {
+			*disp = (int8_t)code[3];
+			return 0;
+		}
+		if ((code[2] & 0xc0) == 0x80 && len >= 7) {
+			memcpy(&d32, code + 3, sizeof(d32));
+			*disp = d32;
+			return 0;
+		}
+		return -ENOENT;
+	}
+	/* add $IMM32,%rax has its own opcode; other registers: 81 /0 */
+	if (code[1] == 0x05 && reg == 0 && len >= 6) {
+		memcpy(&d32, code + 2, sizeof(d32));
+		*disp = d32;
+		return 0;
+	}
+	if (code[1] == 0x81 && (code[2] & 0xf8) == 0xc0 &&
+	    ((code[2] & 7) | (code[0] & 1 ? 8 : 0)) == reg && len >= 7) {
+		memcpy(&d32, code + 3, sizeof(d32));
+		*disp = d32;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int discover_static_tls(const uint8_t *code, size_t len, uint64_t vaddr, int64_t *tp_off,
+			uint64_t *got_slot)
+{
+	int32_t d32;
+	int64_t d64;
+	size_t i, j;
+	int base;
+
+	for (i = 0; i + 4 <= len; i++) {
+		/* %fs prefix, REX.W: a 64-bit load relative to the thread pointer */
+		if (code[i] != 0x64 || (code[i + 1] & 0xf8) != 0x48)
+			continue;
+		/* local-exec: mov %fs:DISP32,%reg (ModRM mod 00 rm 100, SIB 0x25: no base) */
+		if (code[i + 2] == 0x8b && i + 9 <= len && (code[i + 3] & 0xc7) == 0x04 &&
+		    code[i + 4] == 0x25) {
+			memcpy(&d32, code + i + 5, sizeof(d32));
+			if (d32 < 0) {
+				*tp_off = d32;
+				return DISCOVER_TLS_LOCAL_EXEC;
+			}
+			/* mov %fs:0,%reg (the TCB's self pointer), then DISP(%reg) or add $DISP */
+			if (d32 == 0 &&
+			    tcb_plus(code + i + 9, len - i - 9, modrm_reg(code[i + 1], code[i + 3]),
+				     tp_off) == 0 &&
+			    *tp_off < 0)
+				return DISCOVER_TLS_LOCAL_EXEC;
+			continue;
+		}
+		/* local-exec, moffs form: mov %fs:MOFFS64,%rax */
+		if (code[i + 2] == 0xa1 && i + 11 <= len) {
+			memcpy(&d64, code + i + 3, sizeof(d64));
+			if (d64 < 0) {
+				*tp_off = d64;
+				return DISCOVER_TLS_LOCAL_EXEC;
+			}
+			continue;
+		}
+		/* initial-exec: mov GOT(%rip),%reg ... mov %fs:(%reg),%reg */
+		base = code[i + 2] == 0x8b ? modrm_base(code[i + 1], code[i + 3]) : -1;
+		if (base < 0 || i < 7)
+			continue;
+		for (j = i >= 7 ? i - 7 : 0;; j--) {
+			if ((code[j] & 0xf8) == 0x48 && code[j + 1] == 0x8b &&
+			    (code[j + 2] & 0xc7) == 0x05 &&
+			    modrm_reg(code[j], code[j + 2]) == base) {
+				memcpy(&d32, code + j + 3, sizeof(d32));
+				*got_slot = vaddr + j + 7 + (int64_t)d32;
+				return DISCOVER_TLS_INITIAL_EXEC;
+			}
+			if (j == 0 || j + 32 < i)
+				break;
+		}
 	}
 	return -ENOENT;
 }
@@ -184,6 +313,7 @@ static int file_crc32(int fd, uint32_t *crc)
 static struct elf_file *debug_candidate(const char *root, const char *path, const char *build_id,
 					uint32_t crc)
 {
+	struct stat st;
 	struct elf_file *dbg = NULL;
 	char id[128];
 	uint32_t c = 0;
@@ -195,6 +325,9 @@ static struct elf_file *debug_candidate(const char *root, const char *path, cons
 		return NULL;
 	}
 	err = -ENOENT;
+	/* only a regular file: the CRC of a device (a symlink to /dev/zero) would never end */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		goto cleanup;
 	if (!build_id && (file_crc32(fd, &c) || c != crc))
 		goto cleanup;
 	dbg = elf_open_fd(fd);
@@ -329,7 +462,47 @@ static int check_ec(pid_t pid, const struct ruby_offsets *off, uint64_t ec, uint
 struct tls_loc {
 	uint64_t modid;
 	uint64_t block_off; /* offset of ruby_current_ec in the module's TLS block */
+	/* Known to be in the static TLS area at tp_off from the thread pointer (the code says so). */
+	bool static_tp;
+	int64_t tp_off;
+	bool musl; /* musl's DTV: 8-byte entries, no record of how a block was allocated */
 };
+
+/*
+ * A static Ruby (libruby-static linked into the executable) reads its own TLS with local-exec or
+ * initial-exec code: the EC is at a fixed offset from every thread's thread pointer.
+ */
+static int static_tls_ec(pid_t pid, uint64_t bias, const uint8_t *code, size_t len, uint64_t vaddr,
+			 struct tls_loc *loc, char *how, size_t howlen)
+{
+	uint64_t slot = 0, val;
+	int64_t off = 0;
+	int kind, err;
+
+	kind = discover_static_tls(code, len, vaddr, &off, &slot);
+	if (kind < 0)
+		return kind;
+	if (kind == DISCOVER_TLS_INITIAL_EXEC) {
+		/* R_X86_64_TPOFF64: the loader writes the offset into the GOT slot */
+		err = procmem_u64(pid, bias + slot, &val);
+		if (err)
+			return err;
+		off = (int64_t)val;
+	}
+	if (off >= 0 || off < -(int64_t)STATIC_TLS_SPAN)
+		return -ENOENT;
+	loc->static_tp = true;
+	loc->tp_off = off;
+	if (kind == DISCOVER_TLS_LOCAL_EXEC)
+		say(how, howlen, "rb_thread_current code (local-exec TLS, fsbase%+" PRId64 ")",
+		    off);
+	else
+		say(how, howlen,
+		    "rb_thread_current code (initial-exec TLS, GOT slot %#" PRIx64
+		    ", fsbase%+" PRId64 ")",
+		    slot, off);
+	return 0;
+}
 
 /* The TLS module id and offset of ruby_current_ec, from the symbol or recognized in code. */
 static int find_tls_ec(pid_t pid, struct symbols_src *src, uint64_t bias, struct tls_loc *loc,
@@ -369,7 +542,7 @@ static int find_tls_ec(pid_t pid, struct symbols_src *src, uint64_t bias, struct
 		return err;
 	err = discover_gd_tls_index(code, len, fn.value, &slot);
 	if (err)
-		return err;
+		return static_tls_ec(pid, bias, code, len, fn.value, loc, how, howlen);
 	/* tls_index {module id, offset}: filled by the loader, read from the live process */
 	err = procmem_read(pid, bias + slot, ti, sizeof(ti));
 	if (err)
@@ -383,16 +556,56 @@ static int find_tls_ec(pid_t pid, struct symbols_src *src, uint64_t bias, struct
 	return 0;
 }
 
+/* No thread validated: none has an EC yet (retry), or `bad` had one that failed (refuse). */
+static enum discover_status tls_verdict(pid_t pid, size_t bad, char *why, size_t whylen)
+{
+	if (!bad) {
+		say(why, whylen, "no thread has a Ruby execution context yet");
+		return kill(pid, 0) && errno == ESRCH ? DISCOVER_GONE : DISCOVER_RETRY;
+	}
+	say(why, whylen,
+	    "execution context failed validation on all %zu threads that have one (offsets do not "
+	    "match this build)",
+	    bad);
+	return DISCOVER_REFUSED;
+}
+
+/* The EC at a fixed offset from the thread pointer: validated as validate_tls() does. */
+static enum discover_status validate_static_tp(pid_t pid, const struct ruby_offsets *off,
+					       int64_t tp_off, const struct rp_thread_tp *tps,
+					       size_t ntps, struct rp_proc *bp, char *why,
+					       size_t whylen)
+{
+	uint64_t ec, ptid;
+	size_t i, good = 0, bad = 0;
+
+	for (i = 0; i < ntps; i++) {
+		if (!tps[i].fsbase || procmem_u64(pid, tps[i].fsbase + tp_off, &ec) || !ec)
+			continue;
+		if (check_ec(pid, off, ec, &ptid) || ptid != tps[i].fsbase)
+			bad++;
+		else
+			good++;
+	}
+	if (!good)
+		return tls_verdict(pid, bad, why, whylen);
+	bp->ec_mode = RP_EC_TLS_STATIC;
+	bp->tls_off = tp_off;
+	return DISCOVER_READY;
+}
+
 /* Validates the TLS location on every thread and picks static or DTV mode. */
 static enum discover_status validate_tls(pid_t pid, const struct ruby_offsets *off,
 					 const struct tls_loc *loc, const struct rp_thread_tp *tps,
 					 size_t ntps, struct rp_proc *bp, char *why, size_t whylen)
 {
-	uint64_t dtv, block, ec, ptid;
+	uint64_t dtv, block, ec, ptid, to_free;
 	int64_t tls_off = 0;
 	size_t i, good = 0, bad = 0;
-	bool varying = false;
+	bool varying = false, allocated = false;
 
+	if (loc->static_tp)
+		return validate_static_tp(pid, off, loc->tp_off, tps, ntps, bp, why, whylen);
 	/* 0: the loader has not filled the GOT yet (the process is starting) */
 	if (!loc->modid) {
 		say(why, whylen, "TLS module id not assigned yet");
@@ -404,21 +617,24 @@ static enum discover_status validate_tls(pid_t pid, const struct ruby_offsets *o
 	}
 	for (i = 0; i < ntps; i++) {
 		if (!tps[i].fsbase || procmem_u64(pid, tps[i].fsbase + 8, &dtv) ||
-		    procmem_u64(pid, dtv + loc->modid * 16, &block) || !block ||
+		    procmem_u64(pid, dtv + loc->modid * (loc->musl ? 8 : 16), &block) || !block ||
 		    block == (uint64_t)-1 || procmem_u64(pid, block + loc->block_off, &ec) || !ec)
 			continue;
 		if (check_ec(pid, off, ec, &ptid) || ptid != tps[i].fsbase) {
 			bad++;
 			continue;
 		}
+		/*
+		 * glibc's dtv entry is {val, to_free}: to_free is the block's own allocation when the
+		 * block was allocated on first use (a dlopen'ed module), NULL when the block lies in
+		 * the static TLS area next to the thread pointer.
+		 */
+		if (loc->musl || procmem_u64(pid, dtv + loc->modid * 16 + 8, &to_free) || to_free)
+			allocated = true;
 		if (good && tls_off != (int64_t)(block + loc->block_off - tps[i].fsbase))
 			varying = true;
 		tls_off = (int64_t)(block + loc->block_off - tps[i].fsbase);
 		good++;
-	}
-	if (!good && !bad) {
-		say(why, whylen, "no thread has a Ruby execution context yet");
-		return kill(pid, 0) && errno == ESRCH ? DISCOVER_GONE : DISCOVER_RETRY;
 	}
 	/*
 	 * One thread whose context points back to it is proof enough that the offsets are right:
@@ -427,20 +643,16 @@ static enum discover_status validate_tls(pid_t pid, const struct ruby_offsets *o
 	 * and their TLS still points to the old context. They are idle (never sampled while they
 	 * wait), so they do not stop the process from being profiled.
 	 */
-	if (!good) {
-		say(why, whylen,
-		    "execution context failed validation on all %zu threads that have one (offsets "
-		    "do not match this build)",
-		    bad);
-		return DISCOVER_REFUSED;
-	}
+	if (!good)
+		return tls_verdict(pid, bad, why, whylen);
 	bp->tls_modid = loc->modid;
 	bp->tls_block_off = loc->block_off;
-	if (!varying && tls_off < 0 && tls_off > -STATIC_TLS_SPAN) {
+	if (!varying && !allocated && tls_off < 0 && tls_off > -STATIC_TLS_SPAN) {
 		bp->ec_mode = RP_EC_TLS_STATIC;
 		bp->tls_off = tls_off;
 	} else {
-		bp->ec_mode = RP_EC_TLS_DTV;
+		/* musl gives no sign of a block's allocation: its DTV is always right */
+		bp->ec_mode = loc->musl ? RP_EC_TLS_DTV_MUSL : RP_EC_TLS_DTV;
 	}
 	return DISCOVER_READY;
 }
@@ -648,6 +860,7 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 		st = DISCOVER_NOT_RUBY;
 		goto cleanup;
 	}
+	loc.musl = uses_musl(&maps);
 	if (procs_nspid(pid, &t->nspid))
 		t->nspid = pid;
 	if (container_id_of(pid, t->container_id, sizeof(t->container_id)))
@@ -736,7 +949,8 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 			say(t->how_ec + n, sizeof(t->how_ec) - n, ", static TLS at fsbase%+" PRId64,
 			    (int64_t)t->bpf.tls_off);
 		else if (st == DISCOVER_READY)
-			say(t->how_ec + n, sizeof(t->how_ec) - n, ", through the DTV");
+			say(t->how_ec + n, sizeof(t->how_ec) - n, ", through %s DTV",
+			    loc.musl ? "musl's" : "the");
 	}
 	if (st != DISCOVER_READY)
 		goto cleanup;

@@ -72,6 +72,19 @@ size_t discover_rip_targets(const uint8_t *code, size_t len, uint64_t vaddr, uin
 /* vaddr of the tls_index of the first general-dynamic TLS access (data16 lea X(%rip),%rdi). */
 int discover_gd_tls_index(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t *tls_index);
 
+#define DISCOVER_TLS_LOCAL_EXEC	  1
+#define DISCOVER_TLS_INITIAL_EXEC 2
+/*
+ * The first load relative to the thread pointer in code (at vaddr), as an executable's code reads
+ * its own TLS (a static Ruby): local-exec "mov %fs:DISP,%reg" (or "mov %fs:0,%reg" and a
+ * negative displacement on that register) sets *tp_off and returns DISCOVER_TLS_LOCAL_EXEC;
+ * initial-exec "mov X(%rip),%reg ... mov %fs:(%reg),%reg" sets *got_slot, the vaddr of the GOT
+ * slot the loader fills with the thread-pointer offset, and returns DISCOVER_TLS_INITIAL_EXEC.
+ * -ENOENT when there is none.
+ */
+int discover_static_tls(const uint8_t *code, size_t len, uint64_t vaddr, int64_t *tp_off,
+			uint64_t *got_slot);
+
 struct elf_file;
 
 /*

@@ -5,7 +5,7 @@
 
 #include "procmem.h"
 
-int procmem_read(pid_t pid, uint64_t addr, void *buf, size_t len)
+int procmem_vm_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = {.iov_base = buf, .iov_len = len};
 	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
@@ -18,6 +18,10 @@ int procmem_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 		return -errno;
 	return (size_t)n == len ? 0 : -EFAULT;
 }
+
+/* Weak, so that a test or fuzz binary can link its own memory source (procmem.h). */
+int procmem_read(pid_t pid, uint64_t addr, void *buf, size_t len)
+	__attribute__((weak, alias("procmem_vm_read")));
 
 int procmem_u64(pid_t pid, uint64_t addr, uint64_t *out)
 {

@@ -194,23 +194,40 @@ static void samples_of(void *ctx, const struct agg_stack *st)
 		f->samples += (uint64_t)st->values[0];
 }
 
-/* Series labels: low cardinality (pid, tid and thread names stay on the samples). */
+/* Adds a label unless its key is there already: the first wins. */
+static void add_label(struct spool_label *l, size_t *n, size_t max, const char *key,
+		      const char *value)
+{
+	size_t i;
+
+	for (i = 0; i < *n; i++)
+		if (strcmp(l[i].key, key) == 0)
+			return;
+	if (*n < max)
+		l[(*n)++] = (struct spool_label){key, value};
+}
+
+/*
+ * Series labels: low cardinality (pid, tid and thread names stay on the samples). A key comes
+ * once (the sidecar is a JSON object): the daemon's own first, then the configuration's, then
+ * the service rule's.
+ */
 static size_t series_labels(struct service *sv, const struct svc_facts *f, struct spool_label *l,
 			    size_t max)
 {
 	struct svc *s = svc_find(sv, f->name);
 	size_t n = 0, i;
 
-	l[n++] = (struct spool_label){"service_name", f->name};
-	l[n++] = (struct spool_label){"hostname", sv->hostname};
+	add_label(l, &n, max, "service_name", f->name);
+	add_label(l, &n, max, "hostname", sv->hostname);
 	if (f->ruby_version && f->ruby_version[0])
-		l[n++] = (struct spool_label){"ruby_version", f->ruby_version};
+		add_label(l, &n, max, "ruby_version", f->ruby_version);
 	if (f->container && f->container[0])
-		l[n++] = (struct spool_label){"container_id", f->container};
-	for (i = 0; i < sv->cfg->nlabels && n < max; i++)
-		l[n++] = (struct spool_label){sv->cfg->labels[i].key, sv->cfg->labels[i].value};
-	for (i = 0; s && i < s->id.nlabels && n < max; i++)
-		l[n++] = (struct spool_label){s->id.labels[i].key, s->id.labels[i].value};
+		add_label(l, &n, max, "container_id", f->container);
+	for (i = 0; i < sv->cfg->nlabels; i++)
+		add_label(l, &n, max, sv->cfg->labels[i].key, sv->cfg->labels[i].value);
+	for (i = 0; s && i < s->id.nlabels; i++)
+		add_label(l, &n, max, s->id.labels[i].key, s->id.labels[i].value);
 	return n;
 }
 
@@ -440,6 +457,10 @@ static void render(void *ctx, struct mbuf *b)
 		bpf[RP_STAT_TRUNCATED]);
 	counter(b, "rubyprofd_bad_records_total", "Ring-buffer records of an unknown kind.",
 		c.sampler.bad_records);
+	counter(b, "rubyprofd_iseqs_reused_total",
+		"Cached iseqs found replaced by another object at their address (freed by GC), "
+		"named again.",
+		(double)c.collector.sym.iseq_reused);
 	counter(b, "rubyprofd_frame_cache_resets_total",
 		"Per-process frame caches dropped at their bound and refilled.",
 		c.collector.cache_resets);

@@ -689,18 +689,23 @@ void spool__free(struct spool *s)
 
 static bool spool_meta_ok(const struct spool_meta *m, const void *profile, size_t len)
 {
-	size_t i;
+	size_t i, j;
 
 	if (!m || (!profile && len) || !m->service || !*m->service ||
 	    strlen(m->service) > SPOOL_MAX_STRING || m->from_ns < 0 || m->until_ns < m->from_ns ||
 	    (m->spy_name && strlen(m->spy_name) > SPOOL_MAX_STRING) ||
 	    m->nlabels > SPOOL_MAX_LABELS || (m->nlabels && !m->labels))
 		return false;
-	for (i = 0; i < m->nlabels; i++)
+	for (i = 0; i < m->nlabels; i++) {
 		if (!m->labels[i].key || !m->labels[i].value ||
 		    strlen(m->labels[i].key) > SPOOL_MAX_STRING ||
 		    strlen(m->labels[i].value) > SPOOL_MAX_STRING)
 			return false;
+		/* a JSON object with a key twice: readers disagree on which wins (ours refuses it) */
+		for (j = 0; j < i; j++)
+			if (strcmp(m->labels[i].key, m->labels[j].key) == 0)
+				return false;
+	}
 	return true;
 }
 

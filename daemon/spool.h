@@ -69,7 +69,7 @@ void spool__free(struct spool *s);
 /*
  * Writes one profile and its sidecar, making room first (age, then oldest pairs for bytes); on a
  * full disk evicts the oldest pair and retries once. The profile's path goes to path (if not
- * NULL). 0, -EINVAL (bad meta), -EFBIG (larger than max_bytes), -ENAMETOOLONG (pathlen too
+ * NULL). 0, -EINVAL (bad meta, a label key given twice), -EFBIG (larger than max_bytes), -ENAMETOOLONG (pathlen too
  * small), or the error of the write (-ENOSPC ...); on error nothing of this write stays.
  */
 int spool_write(struct spool *s, const struct spool_meta *m, const void *profile, size_t len,

@@ -32,6 +32,9 @@ struct iseq_info {
 	uint64_t succ_table;
 	uint64_t imm[SUCC_IMM_WORDS];
 	int imm_loaded;
+	/* What identifies this iseq's object, compared again once per epoch (GC frees, malloc reuses) */
+	uint64_t body, label_val, pathobj_val;
+	uint64_t epoch;
 };
 
 struct symbolizer {
@@ -51,6 +54,7 @@ struct symbolizer {
 	struct hmap classes; /* class -> char * "Foo::Bar#" or "Foo." or "" */
 	size_t max_iseqs, max_lines, max_cfuncs;
 	uint64_t generation;
+	uint64_t epoch; /* symbolizer_new_epoch(): cached iseqs are checked again once in each */
 	struct symbolizer_stats stats;
 };
 
@@ -156,6 +160,11 @@ void symbolizer__free(struct symbolizer *sym)
 	free(sym);
 }
 
+void symbolizer_new_epoch(struct symbolizer *sym)
+{
+	sym->epoch++;
+}
+
 uint64_t symbolizer_generation(const struct symbolizer *sym)
 {
 	return sym->generation;
@@ -222,7 +231,11 @@ static struct iseq_info *load_iseq(struct symbolizer *sym, uint64_t iseq)
 		return NULL;
 	}
 	info->iseq_encoded = hdr[1];
-	info->label = read_string(sym, loc[(off->loc_label - off->loc_pathobj) / 8]);
+	info->body = body;
+	info->label_val = loc[(off->loc_label - off->loc_pathobj) / 8];
+	info->pathobj_val = loc[0];
+	info->epoch = sym->epoch;
+	info->label = read_string(sym, info->label_val);
 	/* pathobj: the path String, or [path, realpath] */
 	path = loc[0];
 	if (rvalue_flags(sym->pid, path, &flags) == 0 && (flags & RUBY_T_MASK) == RUBY_T_ARRAY &&
@@ -307,14 +320,82 @@ static int64_t compute_line(struct symbolizer *sym, struct iseq_info *info, uint
 	return (int32_t)line;
 }
 
-/* Cached iseq, loaded on first use. NULL when it cannot be read. */
+/*
+ * Whether the object at info->iseq is no longer the iseq that was cached: GC freed it and the
+ * address now holds another iseq (or something else): its body, instruction array, type, size,
+ * label and path objects and the label's text are compared. A read that fails keeps the entry:
+ * the sample named this iseq, so it existed a moment ago.
+ */
+static bool iseq_replaced(struct symbolizer *sym, const struct iseq_info *info)
+{
+	const struct ruby_offsets *off = sym->off;
+	uint64_t flags, body, hdr[2], loc[4];
+	char label[RVALUE_STR_MAX + 1];
+
+	if (rvalue_flags(sym->pid, info->iseq, &flags))
+		return false;
+	if ((flags & RUBY_T_MASK) != RUBY_T_IMEMO || rvalue_imemo_type(flags) != RUBY_IMEMO_ISEQ)
+		return true;
+	if (procmem_u64(sym->pid, info->iseq + off->iseq_body, &body))
+		return false;
+	if (body != info->body)
+		return true;
+	if (procmem_read(sym->pid, body + off->body_type, hdr, sizeof(hdr)) ||
+	    procmem_read(sym->pid, body + off->body_location, loc, sizeof(loc)))
+		return false;
+	if ((enum iseq_type)(uint32_t)hdr[0] != info->type ||
+	    (uint32_t)(hdr[0] >> 32) != info->iseq_size || hdr[1] != info->iseq_encoded ||
+	    loc[0] != info->pathobj_val ||
+	    loc[(off->loc_label - off->loc_pathobj) / 8] != info->label_val)
+		return true;
+	/*
+	 * Same-sized mallocs and a freed String's slot come back at the same addresses often
+	 * (methods defined in a loop): the label's text settles it.
+	 */
+	if (rvalue_string(sym->pid, off, info->label_val, label, sizeof(label)))
+		return false;
+	return strcmp(label, info->label) != 0;
+}
+
+static bool line_of_iseq(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
+{
+	return k1 == *(const uint64_t *)ctx;
+}
+
+/* Forgets a replaced iseq: its entry, its lines and its method's owner. */
+static void forget_iseq(struct symbolizer *sym, struct iseq_info *info)
+{
+	uint64_t iseq = info->iseq, val;
+
+	hmap_del(&sym->iseqs, iseq, 0, NULL);
+	hmap_filter(&sym->lines, line_of_iseq, &iseq);
+	if (hmap_del(&sym->owners, iseq, 0, &val))
+		free((char *)(uintptr_t)val);
+	free_iseq(NULL, 0, 0, (uintptr_t)info);
+	sym->stats.iseq_reused++;
+}
+
+/*
+ * Cached iseq, loaded on first use and checked again once per epoch. NULL when it cannot be
+ * read. A replaced entry is freed here, inside a lookup: safe because no caller holds the info
+ * of another iseq than the one it is looking up (qualified_label and owner_in_label keep the
+ * child's info while they look up a parent, never the parent's across a lookup).
+ */
 static struct iseq_info *get_iseq(struct symbolizer *sym, uint64_t iseq)
 {
 	struct iseq_info *info;
 	uint64_t val;
 
-	if (hmap_get(&sym->iseqs, iseq, 0, &val))
-		return (struct iseq_info *)(uintptr_t)val;
+	if (hmap_get(&sym->iseqs, iseq, 0, &val)) {
+		info = (struct iseq_info *)(uintptr_t)val;
+		if (info->epoch == sym->epoch)
+			return info;
+		if (!iseq_replaced(sym, info)) {
+			info->epoch = sym->epoch;
+			return info;
+		}
+		forget_iseq(sym, info);
+	}
 	info = load_iseq(sym, iseq);
 	if (!info)
 		return NULL;
@@ -332,6 +413,8 @@ static struct iseq_info *get_iseq(struct symbolizer *sym, uint64_t iseq)
 #define VM_METHOD_TYPE_ISEQ 0
 #define MAX_ENV_DEPTH	    256
 #define MAX_PARENTS	    256
+/* Labels nest once per block's local iseq (twice through an eval); garbage may nest forever. */
+#define MAX_LABEL_DEPTH	    8
 
 /* A method entry (imemo ment) or 0, as check_method_entry() decides. */
 static uint64_t check_me(struct symbolizer *sym, uint64_t v, int svar_allowed)
@@ -505,10 +588,11 @@ static const char *method_owner(struct symbolizer *sym, uint64_t method_iseq, ui
 
 /*
  * The label Ruby 3.4 prints for a Ruby frame into buf. Returns 1 when it is final (cacheable),
- * 0 when the owner could not be confirmed and the bare method name stands in.
+ * 0 when the owner could not be confirmed and the bare method name stands in. depth counts the
+ * nested calls; past MAX_LABEL_DEPTH they return -1, and the outermost gives the bare label.
  */
 static int qualified_label(struct symbolizer *sym, struct iseq_info *info, uint64_t ep, char *buf,
-			   size_t len)
+			   size_t len, int depth)
 {
 	struct iseq_info *cur = info, *orig;
 	const char *prefix;
@@ -540,7 +624,15 @@ static int qualified_label(struct symbolizer *sym, struct iseq_info *info, uint6
 			}
 			if (cur == orig)
 				goto bare; /* a block without a local iseq: torn memory */
-			final = qualified_label(sym, cur, ep, inner, sizeof(inner));
+			/* blocks local to each other (torn memory): the whole label is bare */
+			if (depth >= MAX_LABEL_DEPTH)
+				return -1;
+			final = qualified_label(sym, cur, ep, inner, sizeof(inner), depth + 1);
+			if (final < 0) {
+				if (depth)
+					return final;
+				goto bare;
+			}
 			if (level <= 1)
 				n = snprintf(buf, len, "block in %s", inner);
 			else
@@ -613,7 +705,7 @@ int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit, 
 		out->label = info->qlabel;
 	} else if (sym->off->class_names != CLASS_NAMES_NONE) {
 		if (sym->off->qualified_labels)
-			final = qualified_label(sym, info, ep, buf, sizeof(buf));
+			final = qualified_label(sym, info, ep, buf, sizeof(buf), 0);
 		else
 			final = owner_in_label(sym, info, ep, buf, sizeof(buf));
 		if (final) {

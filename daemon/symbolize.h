@@ -47,6 +47,7 @@ struct symbolizer_stats {
 	uint64_t cache_resets;	/* caches dropped for exceeding their bound */
 	uint64_t owner_unknown; /* 3.4+ labels printed without their owner (frame gone) */
 	uint64_t line_failed;	/* line tables that could not be read (line 0 given) */
+	uint64_t iseq_reused;	/* cached iseqs found replaced by another object (GC) */
 };
 
 /*
@@ -78,6 +79,12 @@ int symbolize_cfunc(struct symbolizer *sym, uint64_t me, const char **name);
 /* Bumped each time the caches are dropped; callers caching our results compare it. */
 uint64_t symbolizer_generation(const struct symbolizer *sym);
 void symbolizer_stats(const struct symbolizer *sym, struct symbolizer_stats *out);
+/*
+ * Starts an epoch: each cached iseq is checked once more, on its next use, against the object now
+ * at its address (GC frees iseqs; the address can then hold another), and reloaded if replaced.
+ * The collector calls this once per interval, when its own frame cache starts over.
+ */
+void symbolizer_new_epoch(struct symbolizer *sym);
 
 /*
  * Ruby's succinct index lookup (iseq.c succ_index_lookup), on a table already copied out of the

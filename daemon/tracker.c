@@ -236,6 +236,7 @@ static void check(struct tracker *tr, struct entry *e, int64_t now)
 			refuse(tr, e, TRACKER_REFUSED_NOT_READY);
 			return;
 		}
+		log_debug("pid %d: not ready (try %u): %s", e->pid, e->tries, why);
 		retry_later(tr, e, now);
 		return;
 	case DISCOVER_NOT_RUBY:

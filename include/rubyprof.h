@@ -152,9 +152,11 @@ struct rp_proc_event {
 /* ---- per-process configuration (procs map, keyed by tgid) --------------------------------- */
 
 /* How the sampled thread's rb_execution_context_t is found. */
-#define RP_EC_TLS_STATIC 1 /* ec = *(fsbase + tls_off) */
-#define RP_EC_TLS_DTV	 2 /* ec = *(dtv[tls_modid].pointer + tls_block_off), dtv = *(fsbase + 8) */
-#define RP_EC_GLOBAL	 3 /* ec = *ec_global (Ruby < 3.0); checked against the thread's pthread id */
+#define RP_EC_TLS_STATIC   1 /* ec = *(fsbase + tls_off) */
+#define RP_EC_TLS_DTV	   2 /* ec = *(dtv[tls_modid].pointer + tls_block_off), dtv = *(fsbase + 8) */
+#define RP_EC_GLOBAL	   3 /* ec = *ec_global (Ruby < 3.0); checked against the thread's pthread id */
+/* musl: ec = *(dtv[tls_modid] + tls_block_off), dtv = *(fsbase + 8), 8-byte entries, dtv[0] = count */
+#define RP_EC_TLS_DTV_MUSL 4
 
 /* Offsets of the VM structures that the BPF walk reads; filled from daemon/offsets.c. */
 struct rp_vm_offsets {

@@ -6,7 +6,7 @@ require "fileutils"
 require "tmpdir"
 
 class E2E
-  host_only :test_static_ruby, :test_unknown_minor_version, :test_dlopen_host, :test_debug_file
+  host_only :test_static_ruby, :test_unknown_minor_version, :test_dlopen_host, :test_debug_file, :test_musl_ruby
 
   # A fixture executable built by make (the FIXTURES list of the Makefile).
   private def fixture(name)
@@ -95,6 +95,24 @@ class E2E
     "#{matching}/#{total} samples, #{facts["frames"].size} frames; #{how[/static TLS at fsbase-\d+/]}"
   end
 
+  # The static fake Ruby run by musl libc (Alpine's layout): musl's thread descriptor also keeps
+  # the DTV at fsbase+8, but with 8-byte entries and the module count in dtv[0]; the EC is read
+  # through it (musl does not say whether a module's block lies in the static area).
+  def test_musl_ruby
+    bin = File.join(BUILD, "fixtures", "fakeruby-musl")
+    raise Skip, "musl-gcc is not installed (Debian's musl-tools): #{bin} not built" unless File.file?(bin)
+    out = File.join(@rt.workdir, "fake-musl-#{rand(1 << 30)}")
+    pid = launch([bin, out], out)
+    facts = fake_facts(out)
+    check(File.read("/proc/#{pid}/maps") =~ %r{-linux-musl/libc\.so|/ld-musl-}, "musl is not mapped in the fixture")
+    path, _, stderr, = rubyprofd("-v", "--pid", pid.to_s, "--duration", "3")
+    how = how_line(stderr, pid)
+    check(how =~ /ruby_current_ec \(\.dynsym, TLS module 1, offset 0\), through musl's DTV/,
+          "unexpected discovery path: #{how}")
+    matching, total = check_exact_stack(PprofRaw.read(path), pid, facts["frames"], min_total: 10)
+    "#{matching}/#{total} samples, #{facts["frames"].size} frames; through musl's DTV"
+  end
+
   # A Ruby version rubyprofd does not know: one line naming pid, version and reason, no profile,
   # a non-zero exit.
   def test_unknown_minor_version
@@ -143,8 +161,9 @@ class E2E
     end
   end
 
-  # A stripped Ruby whose VM globals are hidden (as in 3.3+): only its separate debug file, inside
-  # the process's root (a chroot here), has them. Found by build id, then by .gnu_debuglink.
+  # A stripped Ruby whose VM globals are hidden (as in 3.3+): recognized in code alone, then with
+  # its separate debug file, inside the process's root (a chroot here), found by build id, then by
+  # .gnu_debuglink.
   def test_debug_file
     root = Dir.mktmpdir("rubyprof-root-")
     bin = fixture("fakeruby-stripped")
@@ -157,10 +176,17 @@ class E2E
     facts = fake_facts(File.join(root, out))
     results = []
 
-    # Nothing but the stripped file: refused, with the reason.
-    _, _, stderr, st = rubyprofd("-v", "--pid", pid.to_s, "--duration", "1", expect_success: false)
-    check(!st.success? && stderr =~ /pid #{pid}: not profiled: Ruby 3\.1\.2: cannot locate ruby_current_ec/,
-          "without its debug file:\n#{stderr}")
+    # Nothing but the stripped file (a static Ruby 3.3+ as built): the EC from rb_thread_current's
+    # local-exec TLS access (mov %fs:DISP), validated on the live threads; the stack still exact.
+    path, _, stderr, = rubyprofd("-v", "--pid", pid.to_s, "--duration", "3")
+    how = how_line(stderr, pid)
+    check(how =~ /execution context: rb_thread_current code \(local-exec TLS, fsbase-\d+\), static TLS at fsbase-\d+/,
+          "without its debug file: #{how}")
+    # without ruby_global_symbols, C functions are named as such, but not by their names
+    check(how =~ /symbols: not found: C functions stay unnamed/, "symbols found in a stripped file: #{how}")
+    want = facts["frames"].map { |f| f["cfunc"] ? f.merge("label" => "[unknown C function]") : f }
+    matching, total = check_exact_stack(PprofRaw.read(path), pid, want, min_total: 20)
+    results << "stripped, local-exec: #{matching}/#{total}"
 
     # Under the root's /usr/lib/debug/.build-id, then in the object's .debug/ directory.
     by_id = "/usr/lib/debug/.build-id/#{build_id[0, 2]}/#{build_id[2..]}.debug"

@@ -25,6 +25,30 @@ class E2E
     "#{matching}/#{total} samples, #{want.size} frames"
   end
 
+  # Fibers: inside an Enumerator driven by `next`, and inside a resumed Fiber, Ruby shows only the
+  # fiber's own frames; the EC sampled is the running fiber's, so the profile shows the same.
+  def test_fibers
+    r = profile_script("fibers.rb", duration: 6)
+    facts, prof, samples, total = r.facts, r.prof, r.samples, r.total
+    results = %w[enum fiber].map do |kind|
+      want = facts["stacks"].fetch(kind)
+      leaf = want.first["label"]
+      mine = samples.select { |s| (f = prof.frames(s).first) && ruby_label(f) == leaf }
+      got = mine.sum(&:count)
+      check(got >= 0.2 * total, "#{kind}: only #{got}/#{total} samples at #{leaf}")
+      matching = mine.select do |s|
+        frames = prof.frames(s)
+        frames.size == want.size && frames.zip(want).all? { |f, w| same?(f, w) }
+      end.sum(&:count)
+      best = mine.max_by(&:count)
+      check(matching >= 0.9 * got,
+            "#{kind}: #{matching}/#{got} samples hold the fiber's stack; Ruby says:\n  #{show(want)}" \
+            "\nmost frequent stack:\n  " + prof.frames(best).map { |l| fmt(l, prof) }.join("\n  "))
+      "#{kind} #{matching}/#{got} (#{want.size} frames)"
+    end
+    results.join(", ")
+  end
+
   # (b) three spinning threads: a third of the samples each, each under its own tid and name
   def test_three_threads
     r = profile_script("threads.rb", duration: 6)

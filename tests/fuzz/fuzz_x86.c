@@ -12,7 +12,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	uint64_t vaddr, out[16], idx;
+	uint64_t vaddr, out[16], idx, slot;
+	int64_t off;
 	size_t n, i;
 
 	if (size < sizeof(vaddr))
@@ -27,5 +28,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)discover_rip_targets(data, size, vaddr, out, 1);
 	(void)discover_rip_targets(data, size, vaddr, out, 0);
 	(void)discover_gd_tls_index(data, size, vaddr, &idx);
+	(void)discover_static_tls(data, size, vaddr, &off, &slot);
 	return 0;
 }

@@ -8,6 +8,8 @@
 #   tests/fuzz/run.sh BUILD_DIR SECONDS NAME...
 set -u
 build=$1 secs=$2
+# fuzz_debugfile finds its fixed object (a fixture) in the build directory.
+export RP_BUILD=$build
 shift 2
 cd "$(dirname "$0")/../.." || exit 1
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "discover.h"
@@ -224,4 +225,25 @@ Test(debugfile, symlinks_stay_inside_the_root)
 	/* The same absolute target, once it exists inside the root, is what the process sees. */
 	place("fakeruby-hidden.debug", target);
 	expect_found("/opt/fake/bin/" DBGNAME, ".gnu_debuglink");
+}
+
+/*
+ * A device where a debug file is looked for (a symlink to /dev/zero, planted in a container's
+ * image): never read. The CRC of /dev/zero would never end, and discovery with it.
+ */
+Test(debugfile, devices_are_not_read, .timeout = 20)
+{
+	char dev[PATH_MAX * 2], link[PATH_MAX * 2];
+
+	mkdirs(strcat(strcpy(dev, root), "/dev"));
+	strcat(dev, "/zero");
+	if (mknod(dev, S_IFCHR | 0666, makedev(1, 5)))
+		cr_skip_test("mknod %s: %s (needs root)", dev, strerror(errno));
+	mkdirs(strcat(strcpy(link, root), "/opt/fake/bin/.debug"));
+	strcat(link, "/" DBGNAME);
+	cr_assert_eq(symlink("/dev/zero", link), 0, "symlink: %s", strerror(errno));
+	expect_none();
+	/* and a FIFO (opened without blocking, then refused) */
+	cr_assert_eq(mkfifo(strcat(strcpy(link, root), "/opt/fake/bin/" DBGNAME), 0600), 0);
+	expect_none();
 }

@@ -4,6 +4,7 @@
  * accesses, on hand-assembled bytes and on the host's libruby (checked against readelf).
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,4 +143,105 @@ Test(discover, maps_line_parsing)
 	cr_assert_eq(procs_parse_maps_line("7ffd-7ffe rw-p 00000000 00:00 0   [stack]\n", &m), 0);
 	cr_assert_null(m.path);
 	cr_assert_neq(procs_parse_maps_line("garbage\n", &m), 0);
+}
+
+/* gcc -O2 -fPIE, an executable's own __thread read: mov %fs:0xfffffffffffffff8,%rax */
+Test(discover, local_exec_tls_access)
+{
+	static const uint8_t code[] = {
+		0xf3, 0x0f, 0x1e, 0xfa, 0x64, 0x48, 0x8b, 0x04, 0x25, 0xf8, 0xff,
+		0xff, 0xff, 0x48, 0x8b, 0x40, 0x30, 0x48, 0x8b, 0x40, 0x10, 0xc3,
+	};
+	/* mov %fs:0x0,%r12 (the TCB's self pointer); lea -0x40(%r12),%rax is not r12 + disp */
+	static const uint8_t r12[] = {0x64, 0x4c, 0x8b, 0x24, 0x25, 0x00, 0x00, 0x00,
+				      0x00, 0x49, 0x8b, 0x44, 0x24, 0xc0, 0xc3};
+	int64_t off = 0;
+	uint64_t slot = 0;
+
+	cr_assert_eq(discover_static_tls(code, sizeof(code), 0x1000, &off, &slot),
+		     DISCOVER_TLS_LOCAL_EXEC);
+	cr_assert_eq(off, -8);
+	/* cut inside the displacement: nothing */
+	cr_assert_eq(discover_static_tls(code, 10, 0x1000, &off, &slot), -ENOENT);
+	/* a SIB-addressed displacement on r12 is not recognized (rather nothing than a guess) */
+	cr_assert_eq(discover_static_tls(r12, sizeof(r12), 0x1000, &off, &slot), -ENOENT);
+}
+
+/* gcc -O2 -fPIE, the address of an executable's __thread: mov %fs:0,%rax; add $-0x10,%rax */
+Test(discover, local_exec_tls_address)
+{
+	static const uint8_t add[] = {0x64, 0x48, 0x8b, 0x04, 0x25, 0x00, 0x00, 0x00,
+				      0x00, 0x48, 0x05, 0xf0, 0xff, 0xff, 0xff, 0xc3};
+	/* mov %fs:0,%rdx; mov -0x18(%rdx),%rax */
+	static const uint8_t mov[] = {0x64, 0x48, 0x8b, 0x14, 0x25, 0x00, 0x00,
+				      0x00, 0x00, 0x48, 0x8b, 0x42, 0xe8, 0xc3};
+	/* mov %fs:0,%rbx; add $-0x20,%rbx */
+	static const uint8_t addrbx[] = {0x64, 0x48, 0x8b, 0x1c, 0x25, 0x00, 0x00, 0x00, 0x00,
+					 0x48, 0x81, 0xc3, 0xe0, 0xff, 0xff, 0xff, 0xc3};
+	int64_t off = 0;
+	uint64_t slot = 0;
+
+	cr_assert_eq(discover_static_tls(add, sizeof(add), 0, &off, &slot),
+		     DISCOVER_TLS_LOCAL_EXEC);
+	cr_assert_eq(off, -16);
+	cr_assert_eq(discover_static_tls(mov, sizeof(mov), 0, &off, &slot),
+		     DISCOVER_TLS_LOCAL_EXEC);
+	cr_assert_eq(off, -24);
+	cr_assert_eq(discover_static_tls(addrbx, sizeof(addrbx), 0, &off, &slot),
+		     DISCOVER_TLS_LOCAL_EXEC);
+	cr_assert_eq(off, -32);
+}
+
+/* gcc -O2 -fPIC -ftls-model=initial-exec: mov GOT(%rip),%rax; mov %fs:(%rax),%rax */
+Test(discover, initial_exec_tls_access)
+{
+	static const uint8_t code[] = {0x48, 0x8b, 0x05, 0x00, 0x01, 0x00, 0x00, 0x64,
+				       0x48, 0x8b, 0x00, 0x48, 0x8b, 0x40, 0x30, 0xc3};
+	/* the GOT load into another register than the %fs access uses: not this access */
+	static const uint8_t other[] = {0x48, 0x8b, 0x0d, 0x00, 0x01, 0x00, 0x00, 0x64,
+					0x48, 0x8b, 0x00, 0x48, 0x8b, 0x40, 0x30, 0xc3};
+	int64_t off = 0;
+	uint64_t slot = 0;
+
+	cr_assert_eq(discover_static_tls(code, sizeof(code), 0x2000, &off, &slot),
+		     DISCOVER_TLS_INITIAL_EXEC);
+	cr_assert_eq(slot, 0x2000 + 7 + 0x100);
+	cr_assert_eq(discover_static_tls(other, sizeof(other), 0x2000, &off, &slot), -ENOENT);
+}
+
+/* The static fixture's own rb_thread_current, against its symbol table and TLS segment. */
+Test(discover, fixture_rb_thread_current_local_exec)
+{
+	char path[4096], cmd[4200 + 64], line[512];
+	struct elf_file *ef;
+	struct elf_sym fn, ec;
+	uint8_t code[256];
+	unsigned long long memsz = 0, align = 1, a, b, c, d, e;
+	int64_t off = 0;
+	uint64_t slot;
+	FILE *p;
+
+	snprintf(path, sizeof(path), "%s/fixtures/fakeruby-static",
+		 getenv("RP_BUILD") ? getenv("RP_BUILD") : "build");
+	ef = elf_file__open(path);
+	if (!ef)
+		cr_skip_test("%s is not built (make fixtures)", path);
+	cr_assert_eq(elf_find_symbol(ef, "rb_thread_current", &fn), 0);
+	cr_assert_eq(elf_find_symbol(ef, "ruby_current_ec", &ec), 0);
+	cr_assert(fn.size > 0 && fn.size <= sizeof(code));
+	cr_assert_eq(elf_read_vaddr(ef, fn.value, code, fn.size), 0);
+	cr_assert_eq(discover_static_tls(code, fn.size, fn.value, &off, &slot),
+		     DISCOVER_TLS_LOCAL_EXEC);
+	/* x86-64 variant II: the TLS segment ends at the thread pointer, aligned */
+	snprintf(cmd, sizeof(cmd), "readelf -lW '%s'", path);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	while (fgets(line, sizeof(line), p))
+		if (sscanf(line, " TLS 0x%llx 0x%llx 0x%llx 0x%llx 0x%llx %*s 0x%llx", &a, &b, &c,
+			   &d, &e, &align) == 6)
+			memsz = e;
+	pclose(p);
+	cr_assert_gt(memsz, 0, "no PT_TLS in %s", path);
+	cr_assert_eq(off, (int64_t)ec.value - (int64_t)((memsz + align - 1) / align * align));
+	elf_file__free(ef);
 }

@@ -602,8 +602,12 @@ Test(spool, rejects_bad_meta)
 	char names[4][256];
 	struct spool *s;
 
-	for (int i = 0; i <= SPOOL_MAX_LABELS; i++)
-		many[i] = (struct spool_label){"k", "v"};
+	char keys[SPOOL_MAX_LABELS + 1][8];
+
+	for (int i = 0; i <= SPOOL_MAX_LABELS; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "k%d", i);
+		many[i] = (struct spool_label){keys[i], "v"};
+	}
 	s = spool__new(spooldir, 0, 0);
 	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
 	m = meta("", T0);
@@ -617,6 +621,11 @@ Test(spool, rejects_bad_meta)
 	m.labels = many;
 	m.nlabels = SPOOL_MAX_LABELS + 1;
 	cr_assert_eq(spool_write(s, &m, "x", 1, NULL, 0), -EINVAL);
+	/* a key given twice: the sidecar would be a JSON object with a duplicate key */
+	many[1].key = "k0";
+	m.nlabels = 2;
+	cr_assert_eq(spool_write(s, &m, "x", 1, NULL, 0), -EINVAL);
+	many[1].key = keys[1];
 	m.nlabels = SPOOL_MAX_LABELS;
 	cr_assert_eq(spool_write(s, &m, "x", 1, NULL, 0), 0);
 	m = meta("shop", T0);

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Fuzzes the readers of Ruby objects in another process's memory (daemon/rvalue.c, the
+ * symbolizer of daemon/symbolize.c) on a fake address space (tests/fuzz/fakemem.h, behind the
+ * procmem_read seam): a profiled process controls every byte they read. The input picks a row of
+ * daemon/offsets.c, holds the roots (a String, an Array, the symbol table, an iseq, a pc, an ep,
+ * a method entry, an st_table) and the regions they point into. Every reader must return, within
+ * a bounded number of reads, whatever the bytes: past FAKEMEM_MAX_READS the target aborts.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fakemem.h"
+#include "fuzz_common.h"
+
+static void check_bounded(const char *what)
+{
+	if (fakemem.over) {
+		fprintf(stderr, "fuzz_mem: %s read more than %d times: a loop on garbage\n", what,
+			FAKEMEM_MAX_READS);
+		abort();
+	}
+	fakemem.reads = 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const struct ruby_offsets *rows, *off;
+	uint64_t roots[FAKEMEM_NROOTS], v, id = 0;
+	unsigned int nrows, row, flags, i;
+	struct symbolizer *sym;
+	struct sym_iseq si;
+	const char *name;
+	char buf[RVALUE_STR_MAX + 1], small[8];
+
+	if (fakemem_load(data, size, &row, &flags, roots))
+		return 0;
+	fakemem.max_reads = FAKEMEM_MAX_READS;
+	rows = ruby_offsets_all(&nrows);
+	off = &rows[row % nrows];
+
+	(void)rvalue_string(FAKEMEM_PID, off, roots[FAKEMEM_STR], buf, sizeof(buf));
+	(void)rvalue_string(FAKEMEM_PID, off, roots[FAKEMEM_STR], small, sizeof(small));
+	for (i = 0; i < 4; i++)
+		(void)rvalue_array_entry(FAKEMEM_PID, roots[FAKEMEM_ARY], i, &v);
+	(void)rvalue_array_entry(FAKEMEM_PID, roots[FAKEMEM_ARY], UINT64_MAX / 8, &v);
+	check_bounded("rvalue_string/array_entry");
+	(void)rvalue_check_symbols(FAKEMEM_PID, off, roots[FAKEMEM_SYMBOLS]);
+	(void)rvalue_find_id(FAKEMEM_PID, off, roots[FAKEMEM_SYMBOLS], "__classpath__", 8192, &id);
+	check_bounded("rvalue_find_id");
+	(void)rvalue_id_name(FAKEMEM_PID, off, roots[FAKEMEM_SYMBOLS], id, buf, sizeof(buf));
+	(void)rvalue_id_name(FAKEMEM_PID, off, roots[FAKEMEM_SYMBOLS], roots[FAKEMEM_PC], buf,
+			     sizeof(buf));
+	(void)rvalue_st_lookup(FAKEMEM_PID, roots[FAKEMEM_TABLE], id, &v);
+	check_bounded("rvalue_id_name/st_lookup");
+
+	sym = symbolizer__new(FAKEMEM_PID, off, roots[FAKEMEM_SYMBOLS], &roots[FAKEMEM_SYMBOLS], 1);
+	if (!sym)
+		return 0;
+	if (flags & FAKEMEM_F_SMALL)
+		symbolizer_set_limits(sym, 1, 1, 1);
+	/* twice: the second call takes the cached paths (or a reset with small bounds) */
+	for (i = 0; i < 2; i++) {
+		(void)symbolize_iseq(sym, roots[FAKEMEM_ISEQ], roots[FAKEMEM_PC],
+				     flags & FAKEMEM_F_JIT, roots[FAKEMEM_EP], &si);
+		check_bounded("symbolize_iseq");
+		(void)symbolize_cfunc(sym, roots[FAKEMEM_ME], &name);
+		check_bounded("symbolize_cfunc");
+	}
+	/* the other roots as iseqs and method entries: any pointer may be one */
+	(void)symbolize_iseq(sym, roots[FAKEMEM_ME], roots[FAKEMEM_PC], 0, roots[FAKEMEM_EP], &si);
+	(void)symbolize_cfunc(sym, roots[FAKEMEM_ISEQ], &name);
+	check_bounded("symbolize_iseq/cfunc on other roots");
+	symbolizer__free(sym);
+	return 0;
+}

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The Ruby object readers (daemon/rvalue.c, daemon/symbolize.c) on a fake address space served
+ * through the procmem_read seam (tests/fuzz/fakemem.h): for every row of daemon/offsets.c, the
+ * objects laid out as that Ruby version lays them out are read back and named as Ruby names
+ * them; then shapes of garbage that made a reader crash or loop.
+ */
+#include <criterion/criterion.h>
+#include <unistd.h>
+
+#include "../fuzz/fakemem.h"
+
+static struct fakemem_image img;
+
+static void build(unsigned int row)
+{
+	cr_assert_eq(fakemem_build(&img, row), 0, "row %u does not fit", row);
+	fakemem_map_image(&img);
+}
+
+Test(fakemem, real_pids_still_read_real_memory)
+{
+	uint64_t word = 0x1122334455667788ULL, got = 0;
+
+	fakemem_reset();
+	cr_assert_eq(procmem_u64(getpid(), (uint64_t)(uintptr_t)&word, &got), 0);
+	cr_assert_eq(got, word);
+	cr_assert_eq(procmem_u64(FAKEMEM_PID, (uint64_t)(uintptr_t)&word, &got), -EFAULT);
+}
+
+Test(fakemem, strings_arrays_and_ids_of_every_version)
+{
+	const struct ruby_offsets *rows = NULL;
+	unsigned int nrows = 0, row;
+	char buf[128], small[6];
+	uint64_t v, id;
+
+	rows = ruby_offsets_all(&nrows);
+	for (row = 0; row < nrows; row++) {
+		build(row);
+		cr_assert_eq(rvalue_string(FAKEMEM_PID, img.off, img.roots[FAKEMEM_STR], buf,
+					   sizeof(buf)),
+			     0, "%s", rows[row].first);
+		cr_assert_str_eq(buf, "a String longer than any embedded one");
+		cr_assert_eq(rvalue_string(FAKEMEM_PID, img.off, img.roots[FAKEMEM_STR], small,
+					   sizeof(small)),
+			     0);
+		cr_assert_str_eq(small, "a Str");
+		cr_assert_eq(rvalue_array_entry(FAKEMEM_PID, img.roots[FAKEMEM_ARY], 2, &v), 0);
+		cr_assert_eq(rvalue_array_entry(FAKEMEM_PID, img.roots[FAKEMEM_ARY], 3, &v),
+			     -ERANGE);
+		cr_assert_eq(rvalue_check_symbols(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS]),
+			     0, "%s", rows[row].first);
+		cr_assert_eq(rvalue_find_id(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS],
+					    "__attached__", 8192, &id),
+			     0, "%s", rows[row].first);
+		cr_assert_eq(id, FM_SERIAL_ATTACHED);
+		cr_assert_eq(rvalue_id_name(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS],
+					    FM_SERIAL_TIMES << 4, buf, sizeof(buf)),
+			     0);
+		cr_assert_str_eq(buf, "times", "%s: \"%s\"", rows[row].first, buf);
+	}
+}
+
+Test(fakemem, frames_named_with_owner_and_line_in_every_version)
+{
+	const struct ruby_offsets *rows;
+	unsigned int nrows = 0, row;
+	struct symbolizer *sym;
+	struct sym_iseq si;
+	const char *name;
+	int named;
+
+	rows = ruby_offsets_all(&nrows);
+	for (row = 0; row < nrows; row++) {
+		build(row);
+		named = rows[row].class_names != CLASS_NAMES_NONE;
+		sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
+		cr_assert_not_null(sym);
+		cr_assert_eq(symbolize_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
+					    img.roots[FAKEMEM_EP], &si),
+			     0, "%s", rows[row].first);
+		cr_assert_str_eq(si.label, named ? "block in Foo#foo" : "block in foo", "%s: %s",
+				 rows[row].first, si.label);
+		cr_assert_str_eq(si.path, "/app/foo.rb");
+		cr_assert_eq(si.first_lineno, 3);
+		cr_assert_eq(si.line, 5, "%s: line %lld", rows[row].first, (long long)si.line);
+		cr_assert_eq(si.type, ISEQ_TYPE_BLOCK);
+		cr_assert(si.label_final);
+		cr_assert_eq(symbolize_cfunc(sym, img.roots[FAKEMEM_ME], &name), 0, "%s",
+			     rows[row].first);
+		cr_assert_str_eq(name, named ? "Foo.times" : "times", "%s: %s", rows[row].first,
+				 name);
+		symbolizer__free(sym);
+	}
+}
+
+/* The row of a Ruby version ("3.4.0"). */
+static unsigned int row_of(const char *first)
+{
+	const struct ruby_offsets *rows;
+	unsigned int nrows = 0, row;
+
+	rows = ruby_offsets_all(&nrows);
+	for (row = 0; row < nrows; row++)
+		if (strcmp(rows[row].first, first) == 0)
+			return row;
+	cr_assert_fail("no offsets row %s", first);
+	return 0;
+}
+
+/* The body of an iseq of the built image. */
+static uint64_t body_of(uint64_t iseq)
+{
+	uint64_t body = 0;
+
+	cr_assert_eq(procmem_u64(FAKEMEM_PID, iseq + img.off->iseq_body, &body), 0);
+	return body;
+}
+
+/*
+ * Two blocks, each the other's parent and local iseq (torn memory, or a hostile process): Ruby
+ * 3.4's label climbs from a block to its local iseq and, when that is a block again, labels it
+ * the same way. That recursion had no bound: a stack overflow.
+ */
+Test(fakemem, blocks_local_to_each_other_end)
+{
+	uint64_t block;
+	struct symbolizer *sym;
+	struct sym_iseq si;
+
+	build(row_of("3.4.0"));
+	block = img.roots[FAKEMEM_ISEQ];
+	fakemem_blocks_local_to_each_other(&img);
+	fakemem.max_reads = FAKEMEM_MAX_READS;
+
+	sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
+	cr_assert_not_null(sym);
+	cr_assert_eq(
+		symbolize_iseq(sym, block, img.roots[FAKEMEM_PC], 0, img.roots[FAKEMEM_EP], &si),
+		0);
+	cr_assert_not(fakemem.over, "more than %d reads", FAKEMEM_MAX_READS);
+	cr_assert_str_eq(si.label, "block in foo", "%s", si.label);
+	cr_assert_not(si.label_final, "a label from torn memory was cached");
+	symbolizer__free(sym);
+}
+
+/* Garbage shapes that must end within a bound of reads, named bare and left uncached. */
+static void symbolize_bounded(uint64_t iseq, uint64_t ep, const char *label)
+{
+	struct symbolizer *sym;
+	struct sym_iseq si;
+
+	fakemem.reads = 0;
+	fakemem.max_reads = FAKEMEM_MAX_READS;
+	sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
+	cr_assert_not_null(sym);
+	cr_assert_eq(symbolize_iseq(sym, iseq, img.roots[FAKEMEM_PC], 0, ep, &si), 0);
+	cr_assert_not(fakemem.over, "more than %d reads", FAKEMEM_MAX_READS);
+	cr_assert_str_eq(si.label, label, "%s", si.label);
+	cr_assert_not(si.label_final, "a label from torn memory was cached");
+	symbolizer__free(sym);
+}
+
+/* A rescue clause that is its own parent (3.4 climbs parents to the code around it). */
+Test(fakemem, rescue_its_own_parent_ends)
+{
+	uint64_t block = 0, rb;
+
+	build(row_of("3.4.0"));
+	block = img.roots[FAKEMEM_ISEQ];
+	rb = body_of(block);
+	fm_w32(&img, rb + img.off->body_type, ISEQ_TYPE_RESCUE);
+	fm_w64(&img, rb + img.off->body_parent_iseq, block);
+	symbolize_bounded(block, img.roots[FAKEMEM_EP], "block in foo");
+}
+
+/* An environment whose previous ep is itself, without the local flag: the method entry search
+ * stops at its depth bound, and the owner stays unknown. */
+Test(fakemem, cyclic_environment_ends)
+{
+	uint64_t ep;
+
+	build(row_of("3.3.0"));
+	ep = img.roots[FAKEMEM_EP];
+	fm_w64(&img, ep - 16, 0); /* no method entry */
+	fm_w64(&img, ep - 8, ep); /* specval: the previous ep, itself */
+	fm_w64(&img, ep, 0);	  /* not local */
+	symbolize_bounded(img.roots[FAKEMEM_ISEQ], ep, "block in foo");
+}
+
+/* A heap String claiming 2^63 bytes: cut at the buffer, never allocated or read in full. */
+Test(fakemem, huge_string_length_is_cut)
+{
+	uint64_t str;
+	char buf[16];
+
+	build(row_of("3.3.0"));
+	str = img.roots[FAKEMEM_STR];
+	fm_w64(&img, str + 16, 1ULL << 63);
+	cr_assert_eq(rvalue_string(FAKEMEM_PID, img.off, str, buf, sizeof(buf)), 0);
+	cr_assert_str_eq(buf, "a String longer");
+}
