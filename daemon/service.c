@@ -611,6 +611,10 @@ static int reload_ship(struct service *sv, const struct config *ncfg, bool *stop
 	r = ship_reconfigure(sv->ship, &o, err, sizeof(err));
 	if (r)
 		log_error("reload: upload: %s", err);
+	else if (strcmp(ncfg->upload_url, sv->cfg->upload_url) ||
+		 ncfg->upload_protocol != sv->cfg->upload_protocol)
+		log_info("shipping the spool to %s (%s) from now on", ncfg->upload_url,
+			 ingest_protocol_name(o.protocol));
 	return r;
 }
 
