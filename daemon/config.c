@@ -10,15 +10,20 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include "config.h"
+#include "ingest.h"
 #include "log.h"
 #include "rubyprof.h"
+#include "upload.h"
 
 /* Every key: its file name (NULL: a flag only), its long flag, and where it is allowed. */
 enum key_id {
@@ -38,6 +43,18 @@ enum key_id {
 	KEY_DURATION,
 	KEY_OUTPUT,
 	KEY_TOP,
+	KEY_UPLOAD_URL,
+	KEY_UPLOAD_PROTOCOL,
+	KEY_UPLOAD_TOKEN_FILE,
+	KEY_UPLOAD_BASIC_AUTH_FILE,
+	KEY_UPLOAD_TENANT_ID,
+	KEY_UPLOAD_HEADER,
+	KEY_UPLOAD_CA_FILE,
+	KEY_UPLOAD_CONNECT_TIMEOUT,
+	KEY_UPLOAD_TIMEOUT,
+	KEY_UPLOAD_MAX_AGE,
+	KEY_UPLOAD_BACKOFF_MAX,
+	KEY_UPLOAD_REJECTED_MAX_AGE,
 	NKEYS,
 };
 
@@ -71,6 +88,22 @@ static const struct key_def keys[NKEYS] = {
 	[KEY_DURATION] = {"duration", "--duration", K_ONESHOT},
 	[KEY_OUTPUT] = {"output", "--output", K_ONESHOT},
 	[KEY_TOP] = {"top", "--top", K_ONESHOT},
+	[KEY_UPLOAD_URL] = {"upload_url", "--upload-url", K_FILE | K_SERVICE},
+	[KEY_UPLOAD_PROTOCOL] = {"upload_protocol", "--upload-protocol", K_FILE | K_SERVICE},
+	[KEY_UPLOAD_TOKEN_FILE] = {"upload_token_file", "--upload-token-file", K_FILE | K_SERVICE},
+	[KEY_UPLOAD_BASIC_AUTH_FILE] = {"upload_basic_auth_file", "--upload-basic-auth-file",
+					K_FILE | K_SERVICE},
+	[KEY_UPLOAD_TENANT_ID] = {"upload_tenant_id", "--upload-tenant-id", K_FILE | K_SERVICE},
+	[KEY_UPLOAD_HEADER] = {"upload_header", "--upload-header", K_FILE | K_REPEAT | K_SERVICE},
+	[KEY_UPLOAD_CA_FILE] = {"upload_ca_file", "--upload-ca-file", K_FILE | K_SERVICE},
+	[KEY_UPLOAD_CONNECT_TIMEOUT] = {"upload_connect_timeout", "--upload-connect-timeout",
+					K_FILE | K_SERVICE},
+	[KEY_UPLOAD_TIMEOUT] = {"upload_timeout", "--upload-timeout", K_FILE | K_SERVICE},
+	[KEY_UPLOAD_MAX_AGE] = {"upload_max_age", "--upload-max-age", K_FILE | K_SERVICE},
+	[KEY_UPLOAD_BACKOFF_MAX] = {"upload_backoff_max", "--upload-backoff-max",
+				    K_FILE | K_SERVICE},
+	[KEY_UPLOAD_REJECTED_MAX_AGE] = {"upload_rejected_max_age", "--upload-rejected-max-age",
+					 K_FILE | K_SERVICE},
 };
 
 /* getopt values: a key's id above every char, and the flags that are no key. */
@@ -99,6 +132,18 @@ static const struct option options[] = {
 	{"label", required_argument, NULL, OPT_KEY + KEY_LABEL},
 	{"rule", required_argument, NULL, OPT_KEY + KEY_RULE},
 	{"log-level", required_argument, NULL, OPT_KEY + KEY_LOG_LEVEL},
+	{"upload-url", required_argument, NULL, OPT_KEY + KEY_UPLOAD_URL},
+	{"upload-protocol", required_argument, NULL, OPT_KEY + KEY_UPLOAD_PROTOCOL},
+	{"upload-token-file", required_argument, NULL, OPT_KEY + KEY_UPLOAD_TOKEN_FILE},
+	{"upload-basic-auth-file", required_argument, NULL, OPT_KEY + KEY_UPLOAD_BASIC_AUTH_FILE},
+	{"upload-tenant-id", required_argument, NULL, OPT_KEY + KEY_UPLOAD_TENANT_ID},
+	{"upload-header", required_argument, NULL, OPT_KEY + KEY_UPLOAD_HEADER},
+	{"upload-ca-file", required_argument, NULL, OPT_KEY + KEY_UPLOAD_CA_FILE},
+	{"upload-connect-timeout", required_argument, NULL, OPT_KEY + KEY_UPLOAD_CONNECT_TIMEOUT},
+	{"upload-timeout", required_argument, NULL, OPT_KEY + KEY_UPLOAD_TIMEOUT},
+	{"upload-max-age", required_argument, NULL, OPT_KEY + KEY_UPLOAD_MAX_AGE},
+	{"upload-backoff-max", required_argument, NULL, OPT_KEY + KEY_UPLOAD_BACKOFF_MAX},
+	{"upload-rejected-max-age", required_argument, NULL, OPT_KEY + KEY_UPLOAD_REJECTED_MAX_AGE},
 	{"verbose", no_argument, NULL, 'v'},
 	{"quiet", no_argument, NULL, 'q'},
 	{"help", no_argument, NULL, 'h'},
@@ -159,6 +204,31 @@ void config_usage(FILE *out)
 		"                        FIELD ~ REGEX => ignore | name=TEMPLATE "
 		"[KEY=TEMPLATE...]\n"
 		"\n"
+		"Shipping to a collector (the service only; see docs/shipping.md):\n"
+		"      --upload-url URL  collector to send every profile to, e.g. "
+		"http://pyroscope:4040\n"
+		"                        (default: none; the spool is the output)\n"
+		"      --upload-protocol P  pyroscope, pyroscope-push or parca (default "
+		"pyroscope)\n"
+		"      --upload-token-file FILE  bearer token (Authorization: Bearer) read from "
+		"FILE\n"
+		"      --upload-basic-auth-file FILE  'user:password' for basic auth, read from "
+		"FILE\n"
+		"      --upload-tenant-id ID  X-Scope-OrgID header (multi-tenant Pyroscope, "
+		"Mimir-style)\n"
+		"      --upload-header 'NAME: VALUE'  extra header (repeatable, at most %d)\n"
+		"      --upload-ca-file FILE  CA certificates (PEM) to verify an https:// "
+		"collector\n"
+		"      --upload-connect-timeout AGE  connect timeout (default 5s)\n"
+		"      --upload-timeout AGE  timeout of a whole request (default 30s)\n"
+		"      --upload-max-age AGE  profiles older than this are dropped, not sent "
+		"(default 1h;\n"
+		"                        0: never)\n"
+		"      --upload-backoff-max AGE  longest wait between retries (default 5m)\n"
+		"      --upload-rejected-max-age AGE  how long refused profiles stay in "
+		"SPOOL_DIR/rejected\n"
+		"                        (default 7d)\n"
+		"\n"
 		"With --oneshot only:\n"
 		"      --oneshot         profile for a while, write one profile, print a summary\n"
 		"  -d, --duration S      seconds to profile (default %g; with a COMMAND: until it "
@@ -174,7 +244,8 @@ void config_usage(FILE *out)
 		CONFIG_DEFAULT_FILE, CONFIG_DEFAULT_SERVICE_FREQUENCY, CONFIG_DEFAULT_FREQUENCY,
 		CONFIG_MAX_FREQUENCY, RP_MAX_FRAMES_DEFAULT, RP_MAX_FRAMES_LIMIT,
 		CONFIG_DEFAULT_INTERVAL, CONFIG_DEFAULT_SPOOL_DIR, CONFIG_DEFAULT_RESCAN_INTERVAL,
-		CONFIG_MAX_LABELS, CONFIG_MAX_RULES, CONFIG_DEFAULT_DURATION);
+		CONFIG_MAX_LABELS, CONFIG_MAX_RULES, CONFIG_MAX_UPLOAD_HEADERS,
+		CONFIG_DEFAULT_DURATION);
 }
 
 /* ---- values ------------------------------------------------------------------------------- */
@@ -389,11 +460,105 @@ static bool has_control(const char *s)
 
 /* ---- setting a key, from the file or a flag ------------------------------------------------ */
 
+/*
+ * http:// or https://, a host, no blanks or control characters, and no user:password@ (it
+ * would end up in the log: the credentials belong in upload_basic_auth_file).
+ */
+static int check_url(const char *val, char *err, size_t errlen)
+{
+	const char *host, *end;
+	size_t n = strlen(val);
+
+	if (n >= CONFIG_MAX_URL) {
+		snprintf(err, errlen, "'%s' is longer than %d bytes", val, CONFIG_MAX_URL - 1);
+		return -EINVAL;
+	}
+	if (!strncmp(val, "http://", 7))
+		host = val + 7;
+	else if (!strncmp(val, "https://", 8))
+		host = val + 8;
+	else {
+		snprintf(err, errlen, "'%s' is not an http:// or https:// URL", val);
+		return -EINVAL;
+	}
+	end = host + strcspn(host, "/?#");
+	if (end == host || has_control(val) || strpbrk(val, " \t")) {
+		snprintf(err, errlen, "'%s' is not an http:// or https:// URL with a host", val);
+		return -EINVAL;
+	}
+	if (memchr(host, '@', (size_t)(end - host))) {
+		snprintf(err, errlen,
+			 "credentials in the URL would be logged: put 'user:password' in "
+			 "upload_basic_auth_file");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* An absolute path that can be opened for reading now (a secret or CA file). */
+static int check_readable(const char *val, char *dst, size_t dstlen, char *err, size_t errlen)
+{
+	size_t n = strlen(val);
+	int fd;
+
+	if (!n) {
+		dst[0] = '\0'; /* none */
+		return 0;
+	}
+	if (val[0] != '/' || n >= dstlen || has_control(val)) {
+		snprintf(err, errlen, "'%s' is not an absolute path", val);
+		return -EINVAL;
+	}
+	fd = open(val, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot read '%s': %s", val, strerror(errno));
+		return -EINVAL;
+	}
+	close(fd);
+	memcpy(dst, val, n + 1);
+	return 0;
+}
+
+/* "3650d", "1h", "0.1s": a bound in the unit it reads best in. */
+static const char *duration_text(double v, char *buf, size_t len)
+{
+	if (v >= 86400 && v == (double)(long long)(v / 86400) * 86400)
+		snprintf(buf, len, "%gd", v / 86400);
+	else if (v >= 3600 && v == (double)(long long)(v / 3600) * 3600)
+		snprintf(buf, len, "%gh", v / 3600);
+	else if (v >= 60 && v == (double)(long long)(v / 60) * 60)
+		snprintf(buf, len, "%gm", v / 60);
+	else
+		snprintf(buf, len, "%gs", v);
+	return buf;
+}
+
+/* A duration from min to max seconds (0 allowed when zero_ok). */
+static int set_upload_seconds(char *err, size_t errlen, const char *val, double min, double max,
+			      bool zero_ok, double *out)
+{
+	double v;
+
+	char lo[32], hi[32];
+
+	if (parse_duration(val, &v) || ((v < min || v > max) && !(zero_ok && v == 0))) {
+		snprintf(err, errlen,
+			 "'%s' is not %sa duration from %s to %s (a number with the suffix s, m, "
+			 "h or d)",
+			 val, zero_ok ? "0 or " : "", duration_text(min, lo, sizeof(lo)),
+			 duration_text(max, hi, sizeof(hi)));
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
 struct parse_ctx {
 	struct config *cfg;
 	bool from_flags;
 	size_t nfile_labels; /* labels[0..nfile_labels) came from the file: a --label replaces them */
-	size_t nfile_rules; /* rules[0..nfile_rules) came from the file */
+	size_t nfile_rules;   /* rules[0..nfile_rules) came from the file */
+	size_t nfile_headers; /* upload_headers[0..nfile_headers) came from the file */
 	char err[CONFIG_MAX_LINE + 256];
 };
 
@@ -496,6 +661,47 @@ static int set_log_level(struct config *cfg, const char *val)
 		}
 	}
 	return -EINVAL;
+}
+
+static int set_upload_header(struct parse_ctx *ctx, const char *val)
+{
+	struct config *cfg = ctx->cfg;
+	size_t n = strlen(val), namelen, i;
+	char *h = NULL;
+
+	if (n >= CONFIG_MAX_UPLOAD_HEADER || !upload_header_valid(val)) {
+		snprintf(ctx->err, sizeof(ctx->err),
+			 "'%s' is not 'Name: value' (a header name, at most %d bytes, no control "
+			 "characters)",
+			 val, CONFIG_MAX_UPLOAD_HEADER - 1);
+		return -EINVAL;
+	}
+	namelen = (size_t)(strchr(val, ':') - val);
+	for (i = 0; i < cfg->nupload_headers; i++) {
+		const char *o = cfg->upload_headers[i];
+
+		if (strncasecmp(o, val, namelen) || o[namelen] != ':')
+			continue;
+		/* a flag wins over the file; twice in one place is a mistake */
+		if (!ctx->from_flags || i >= ctx->nfile_headers) {
+			snprintf(ctx->err, sizeof(ctx->err), "header '%.*s' is given twice",
+				 (int)namelen, val);
+			return -EINVAL;
+		}
+		h = cfg->upload_headers[i];
+		break;
+	}
+	if (!h) {
+		if (cfg->nupload_headers == CONFIG_MAX_UPLOAD_HEADERS) {
+			snprintf(ctx->err, sizeof(ctx->err),
+				 "more than %d headers (file and flags)",
+				 CONFIG_MAX_UPLOAD_HEADERS);
+			return -E2BIG;
+		}
+		h = cfg->upload_headers[cfg->nupload_headers++];
+	}
+	memcpy(h, val, n + 1);
+	return 0;
 }
 
 /*
@@ -635,6 +841,57 @@ static int key_set(struct parse_ctx *ctx, enum key_id id, const char *val, const
 		}
 		cfg->top = (unsigned int)v;
 		return 0;
+	case KEY_UPLOAD_URL:
+		if (n && check_url(val, err, errlen))
+			return -EINVAL;
+		memcpy(cfg->upload_url, val, n + 1);
+		return 0;
+	case KEY_UPLOAD_PROTOCOL: {
+		enum ingest_protocol p;
+
+		if (ingest_protocol_parse(val, &p)) {
+			snprintf(err, errlen, "'%s' is not one of pyroscope, pyroscope-push, parca",
+				 val);
+			return -EINVAL;
+		}
+		cfg->upload_protocol = (unsigned int)p;
+		return 0;
+	}
+	case KEY_UPLOAD_TOKEN_FILE:
+		return check_readable(val, cfg->upload_token_file, sizeof(cfg->upload_token_file),
+				      err, errlen);
+	case KEY_UPLOAD_BASIC_AUTH_FILE:
+		return check_readable(val, cfg->upload_basic_auth_file,
+				      sizeof(cfg->upload_basic_auth_file), err, errlen);
+	case KEY_UPLOAD_CA_FILE:
+		return check_readable(val, cfg->upload_ca_file, sizeof(cfg->upload_ca_file), err,
+				      errlen);
+	case KEY_UPLOAD_TENANT_ID:
+		if (n >= sizeof(cfg->upload_tenant_id) || has_control(val)) {
+			snprintf(err, errlen,
+				 "'%s' is not a tenant id (at most %zu bytes, no control "
+				 "characters)",
+				 val, sizeof(cfg->upload_tenant_id) - 1);
+			return -EINVAL;
+		}
+		memcpy(cfg->upload_tenant_id, val, n + 1);
+		return 0;
+	case KEY_UPLOAD_HEADER:
+		return set_upload_header(ctx, val);
+	case KEY_UPLOAD_CONNECT_TIMEOUT:
+		return set_upload_seconds(err, errlen, val, 0.1, 600, false,
+					  &cfg->upload_connect_timeout);
+	case KEY_UPLOAD_TIMEOUT:
+		return set_upload_seconds(err, errlen, val, 1, 3600, false, &cfg->upload_timeout);
+	case KEY_UPLOAD_MAX_AGE:
+		return set_upload_seconds(err, errlen, val, 1, CONFIG_MAX_SPOOL_MAX_AGE, true,
+					  &cfg->upload_max_age);
+	case KEY_UPLOAD_BACKOFF_MAX:
+		return set_upload_seconds(err, errlen, val, 1, 24 * 3600, false,
+					  &cfg->upload_backoff_max);
+	case KEY_UPLOAD_REJECTED_MAX_AGE:
+		return set_upload_seconds(err, errlen, val, 1, CONFIG_MAX_SPOOL_MAX_AGE, false,
+					  &cfg->upload_rejected_max_age);
 	case NKEYS:
 		break;
 	}
@@ -920,6 +1177,18 @@ static void set_service_defaults(struct config *cfg)
 	cfg->rescan_interval = CONFIG_DEFAULT_RESCAN_INTERVAL;
 	cfg->nlabels = 0;
 	cfg->nrules = 0;
+	cfg->upload_url[0] = '\0';
+	cfg->upload_protocol = INGEST_PYROSCOPE;
+	cfg->upload_token_file[0] = '\0';
+	cfg->upload_basic_auth_file[0] = '\0';
+	cfg->upload_tenant_id[0] = '\0';
+	cfg->nupload_headers = 0;
+	cfg->upload_ca_file[0] = '\0';
+	cfg->upload_connect_timeout = CONFIG_DEFAULT_UPLOAD_CONNECT_TIMEOUT;
+	cfg->upload_timeout = CONFIG_DEFAULT_UPLOAD_TIMEOUT;
+	cfg->upload_max_age = CONFIG_DEFAULT_UPLOAD_MAX_AGE;
+	cfg->upload_backoff_max = CONFIG_DEFAULT_UPLOAD_BACKOFF_MAX;
+	cfg->upload_rejected_max_age = CONFIG_DEFAULT_UPLOAD_REJECTED_MAX_AGE;
 }
 
 static void set_defaults(struct config *cfg)
@@ -1017,6 +1286,7 @@ enum config_result config_parse_with_default(struct config *cfg, int argc, char 
 	}
 	ctx.nfile_labels = cfg->nlabels;
 	ctx.nfile_rules = cfg->nrules;
+	ctx.nfile_headers = cfg->nupload_headers;
 
 	res = apply_flags(&ctx, argc, argv);
 	if (res != CONFIG_RUN)

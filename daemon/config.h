@@ -28,6 +28,11 @@
 /* A longer line in the configuration file is an error. */
 #define CONFIG_MAX_LINE	  4096
 
+/* Shipping: extra headers, each at most this long with its NUL; the collector's URL. */
+#define CONFIG_MAX_UPLOAD_HEADERS 16
+#define CONFIG_MAX_UPLOAD_HEADER  1025
+#define CONFIG_MAX_URL		  2048
+
 struct config_label {
 	char key[64];	 /* [a-zA-Z_][a-zA-Z0-9_]*, not service_name or __name__ */
 	char value[129]; /* non-empty, at most 128 bytes */
@@ -74,6 +79,21 @@ struct config {
 	 * --log-level and the file.
 	 */
 	int log_level;
+
+	/* Shipping (docs/shipping.md); an empty upload_url: none, the spool is the output. */
+	char upload_url[CONFIG_MAX_URL];
+	unsigned int upload_protocol; /* enum ingest_protocol */
+	char upload_token_file[PATH_MAX];
+	char upload_basic_auth_file[PATH_MAX];
+	char upload_tenant_id[256];
+	char upload_headers[CONFIG_MAX_UPLOAD_HEADERS][CONFIG_MAX_UPLOAD_HEADER];
+	size_t nupload_headers;
+	char upload_ca_file[PATH_MAX];
+	double upload_connect_timeout;	/* seconds */
+	double upload_timeout;		/* seconds, a whole request */
+	double upload_max_age;		/* seconds; 0: none */
+	double upload_backoff_max;	/* seconds */
+	double upload_rejected_max_age; /* seconds */
 };
 
 enum config_result {
@@ -97,6 +117,12 @@ enum config_result {
 #define CONFIG_MAX_SPOOL_MAX_AGE	 (3650 * 24 * 3600.0)
 #define CONFIG_DEFAULT_RESCAN_INTERVAL	 30.0
 #define CONFIG_MAX_RESCAN_INTERVAL	 3600.0
+
+#define CONFIG_DEFAULT_UPLOAD_CONNECT_TIMEOUT  5.0
+#define CONFIG_DEFAULT_UPLOAD_TIMEOUT	       30.0
+#define CONFIG_DEFAULT_UPLOAD_MAX_AGE	       3600.0 /* Pyroscope's ingestion window */
+#define CONFIG_DEFAULT_UPLOAD_BACKOFF_MAX      300.0
+#define CONFIG_DEFAULT_UPLOAD_REJECTED_MAX_AGE (7 * 24 * 3600.0)
 
 /* Parses argv and the configuration file into *cfg; reports errors on stderr. */
 enum config_result config_parse(struct config *cfg, int argc, char **argv);

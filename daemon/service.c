@@ -26,6 +26,7 @@
 #include "privs.h"
 #include "service.h"
 #include "session.h"
+#include "ship.h"
 #include "spool.h"
 
 /*
@@ -55,6 +56,7 @@ struct service {
 	char **argv;
 	struct session *session;
 	struct spool *spool;
+	struct ship *ship; /* NULL: no upload_url, the spool is the output */
 	struct metrics *metrics;
 	struct appname_rules *rules;
 	struct hmap svcs; /* hash of name -> struct svc * (chained by probing with k2) */
@@ -315,6 +317,9 @@ static void end_interval(struct service *sv, int64_t now)
 	hmap_filter(&sv->svcs, unseen, NULL);
 	agg_cut(session_agg(sv->session));
 	spool_expire(sv->spool, until);
+	/* the shipper's thread takes them from here; the loop never waits for it */
+	if (sv->ship)
+		ship_kick(sv->ship);
 	sv->intervals++;
 	sv->interval_start = now;
 	sv->interval_start_wall = until;
@@ -340,6 +345,53 @@ static void labelled(struct mbuf *b, const char *name, const char *key, const ch
 
 	mbuf_label(l, sizeof(l), key, value);
 	mbuf_sample(b, name, l, v);
+}
+
+static void render_ship(struct service *sv, struct mbuf *b)
+{
+	struct ship_stats st;
+	int f;
+
+	ship_stats(sv->ship, &st);
+	counter(b, "rubyprofd_upload_ok_total", "Profiles the collector accepted (2xx).",
+		(double)st.uploads_ok);
+	mbuf_family(b, "rubyprofd_upload_failures_total", "counter",
+		    "Uploads that failed, by cause (network, timeout and tls had no HTTP answer).");
+	for (f = 0; f < SHIP_NFAIL; f++)
+		labelled(b, "rubyprofd_upload_failures_total", "cause",
+			 ship_failure_name((enum ship_failure)f), (double)st.failures[f]);
+	counter(b, "rubyprofd_upload_bytes_total", "Request bytes of accepted uploads.",
+		(double)st.bytes_sent);
+	counter(b, "rubyprofd_upload_resends_total",
+		"Profiles sent again after a stop or crash cut their upload off.",
+		(double)st.resends);
+	counter(b, "rubyprofd_upload_dropped_too_old_total",
+		"Profiles dropped unsent: older than upload_max_age.", (double)st.dropped_too_old);
+	counter(b, "rubyprofd_upload_moved_aside_total",
+		"Profiles the collector refused, moved into SPOOL_DIR/rejected.",
+		(double)st.rejected_moved);
+	counter(b, "rubyprofd_upload_rejected_removed_total",
+		"Refused profiles removed from SPOOL_DIR/rejected by its bounds.",
+		(double)st.rejected_removed);
+	counter(b, "rubyprofd_upload_move_errors_total",
+		"Refused profiles that could not be moved aside (removed instead).",
+		(double)st.move_errors);
+	counter(b, "rubyprofd_upload_request_seconds_total",
+		"Time spent in requests that got an HTTP answer.", st.latency_sum);
+	counter(b, "rubyprofd_upload_requests_answered_total",
+		"Requests that got an HTTP answer (the count for the time above).",
+		(double)st.latency_count);
+	gauge(b, "rubyprofd_spool_backlog_profiles", "Profiles waiting in the spool to be sent.",
+	      (double)st.backlog_profiles);
+	gauge(b, "rubyprofd_spool_backlog_bytes", "Bytes waiting in the spool to be sent.",
+	      (double)st.backlog_bytes);
+	gauge(b, "rubyprofd_spool_oldest_profile_age_seconds",
+	      "Age of the oldest profile waiting to be sent (0: none).", st.oldest_age);
+	gauge(b, "rubyprofd_collector_up", "1 when the last upload was accepted, else 0.",
+	      st.state == SHIP_STATE_UP ? 1 : 0);
+	gauge(b, "rubyprofd_upload_last_success_timestamp_seconds",
+	      "When the collector last accepted a profile (0: never).",
+	      (double)st.last_success_ns / 1e9);
 }
 
 static uint64_t rss_bytes(void)
@@ -466,6 +518,8 @@ static void render(void *ctx, struct mbuf *b)
 	      session_frequency(sv->session));
 	counter(b, "rubyprofd_config_reloads_total", "Configuration reloads (SIGHUP).",
 		sv->reloads);
+	if (sv->ship)
+		render_ship(sv, b);
 }
 
 /* ---- set-up, reload, loop ----------------------------------------------------------------- */
@@ -501,11 +555,75 @@ static void set_hostname(struct service *sv)
 	sv->hostname[sizeof(sv->hostname) - 1] = '\0';
 }
 
+/* The shipper's options from the configuration; headers: CONFIG_MAX_UPLOAD_HEADERS pointers. */
+static struct ship_opts ship_opts_of(const struct config *cfg, const char **headers)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->nupload_headers; i++)
+		headers[i] = cfg->upload_headers[i];
+	return (struct ship_opts){
+		.url = cfg->upload_url,
+		.protocol = (enum ingest_protocol)cfg->upload_protocol,
+		.upload =
+			{
+				.token_file = cfg->upload_token_file,
+				.basic_auth_file = cfg->upload_basic_auth_file,
+				.tenant_id = cfg->upload_tenant_id,
+				.headers = headers,
+				.nheaders = cfg->nupload_headers,
+				.ca_file = cfg->upload_ca_file,
+				.connect_timeout_ms = (long)(cfg->upload_connect_timeout * 1000),
+				.timeout_ms = (long)(cfg->upload_timeout * 1000),
+			},
+		.max_age = cfg->upload_max_age,
+		.backoff_max = cfg->upload_backoff_max,
+		.rejected_max_age = cfg->upload_rejected_max_age,
+	};
+}
+
+/*
+ * SIGHUP's part for the shipper: started, stopped or given new options (and secrets, read
+ * again). 0, or -errno with the reason logged: the reload then keeps everything as it was.
+ */
+static int reload_ship(struct service *sv, const struct config *ncfg, bool *stop_ship)
+{
+	const char *headers[CONFIG_MAX_UPLOAD_HEADERS];
+	struct ship_opts o = ship_opts_of(ncfg, headers);
+	char err[512];
+	int r;
+
+	*stop_ship = false;
+	if (!ncfg->upload_url[0]) {
+		*stop_ship = sv->ship != NULL;
+		return 0;
+	}
+	if (!sv->ship) {
+		sv->ship = ship__new(sv->spool, &o, err, sizeof(err));
+		if (!sv->ship) {
+			log_error("reload: upload: %s", err);
+			return -errno;
+		}
+		log_info("shipping the spool to %s (%s)", ncfg->upload_url,
+			 ingest_protocol_name(o.protocol));
+		return 0;
+	}
+	r = ship_reconfigure(sv->ship, &o, err, sizeof(err));
+	if (r)
+		log_error("reload: upload: %s", err);
+	else if (strcmp(ncfg->upload_url, sv->cfg->upload_url) ||
+		 ncfg->upload_protocol != sv->cfg->upload_protocol)
+		log_info("shipping the spool to %s (%s) from now on", ncfg->upload_url,
+			 ingest_protocol_name(o.protocol));
+	return r;
+}
+
 /* SIGHUP: the file again. A bad file keeps the configuration in force (said in the log). */
 static void reload(struct service *sv, int64_t now)
 {
 	struct config *ncfg = malloc(sizeof(*ncfg)), *old = sv->cfg;
 	struct appname_rules *rules;
+	bool stop_ship;
 	int err;
 
 	notify_reloading();
@@ -521,11 +639,17 @@ static void reload(struct service *sv, int64_t now)
 		goto out;
 	}
 	rules = compile_rules(ncfg);
-	if (!rules) {
+	if (!rules || reload_ship(sv, ncfg, &stop_ship)) {
 		log_error("reload: the configuration stays as it was");
 		sv->reload_errors++;
+		appname_rules__free(rules);
 		free(ncfg);
 		goto out;
+	}
+	if (stop_ship) {
+		ship__free(sv->ship); /* a transfer in flight is cut: sent again if re-enabled */
+		sv->ship = NULL;
+		log_info("upload_url is empty now: no more shipping; the spool keeps the profiles");
 	}
 	/* A profile never mixes two periods: a new frequency starts a new interval. */
 	if (ncfg->frequency != old->frequency) {
@@ -637,6 +761,18 @@ static int setup(struct service *sv)
 	sv->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (sv->sigfd < 0 || sv->epfd < 0)
 		return -errno;
+	/* after the mask: the thread inherits it, and a SIGTERM must go to the signalfd */
+	if (sv->cfg->upload_url[0]) {
+		const char *headers[CONFIG_MAX_UPLOAD_HEADERS];
+		struct ship_opts o = ship_opts_of(sv->cfg, headers);
+		char msg[512];
+
+		sv->ship = ship__new(sv->spool, &o, msg, sizeof(msg));
+		if (!sv->ship) {
+			log_error("upload: %s", msg);
+			return errno == ENOMEM ? -ENOMEM : -EINVAL;
+		}
+	}
 	sv->session = session__new(&sopts);
 	if (!sv->session)
 		return -errno ? -errno : -ENOMEM;
@@ -698,6 +834,9 @@ int service_run(struct config *cfg, int argc, char **argv)
 		 "\"%s\"%s%s",
 		 cfg->frequency, cfg->interval, cfg->spool_dir, sv.metrics ? "; metrics on " : "",
 		 sv.metrics ? cfg->metrics_address : "");
+	if (sv.ship)
+		log_info("shipping the spool to %s (%s)", cfg->upload_url,
+			 ingest_protocol_name((enum ingest_protocol)cfg->upload_protocol));
 
 	while (!sv.stop) {
 		deadline = next_deadline(&sv, now);
@@ -742,6 +881,8 @@ int service_run(struct config *cfg, int argc, char **argv)
 	ret = sv.stop ? 0 : 1;
 
 cleanup:
+	/* first: a transfer in flight is aborted, its profile stays in the spool for the next start */
+	ship__free(sv.ship);
 	session__free(sv.session);
 	metrics__free(sv.metrics);
 	spool__free(sv.spool);

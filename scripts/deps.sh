@@ -13,6 +13,7 @@ pkgs=(
 	openssl								# tests: the stand-in collector's test CA (TLS)
 	debhelper lintian dpkg-dev fakeroot systemd				# make deb, make test-package
 	libclang-rt-14-dev						# make fuzz: clang 14's libFuzzer and sanitizer runtimes
+	libcurl4-openssl-dev						# build: the shipper's HTTP transport (daemon/upload.c)
 	musl-tools							# tests: the fake Ruby run by musl libc (Alpine's TLS layout)
 	protobuf-compiler						# test_ingest decodes the collectors' protobuf bodies with protoc
 )

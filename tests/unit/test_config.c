@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "ingest.h"
 #include "log.h"
 #include "rubyprof.h"
 
@@ -959,4 +960,138 @@ Test(conffile, help_shows_both_modes, .init = cr_redirect_stdout)
 	cr_assert(strstr(out, "rubyprofd --oneshot [OPTIONS] [-- COMMAND [ARGS...]]"));
 	cr_assert(strstr(out, "--spool-max-bytes"));
 	cr_assert(strstr(out, "--config FILE"));
+}
+
+/* ---- shipping ---------------------------------------------------------------------------------- */
+
+Test(conffile, upload_defaults)
+{
+	char *argv[] = {"rubyprofd", NULL};
+
+	parse_ok(&cfg, argv, "/nonexistent/default.conf");
+	cr_assert_str_empty(cfg.upload_url);
+	cr_assert_eq(cfg.upload_protocol, INGEST_PYROSCOPE);
+	cr_assert_str_empty(cfg.upload_token_file);
+	cr_assert_str_empty(cfg.upload_basic_auth_file);
+	cr_assert_str_empty(cfg.upload_tenant_id);
+	cr_assert_str_empty(cfg.upload_ca_file);
+	cr_assert_eq(cfg.nupload_headers, 0);
+	cr_assert_float_eq(cfg.upload_connect_timeout, 5, 1e-9);
+	cr_assert_float_eq(cfg.upload_timeout, 30, 1e-9);
+	cr_assert_float_eq(cfg.upload_max_age, 3600, 1e-9);
+	cr_assert_float_eq(cfg.upload_backoff_max, 300, 1e-9);
+	cr_assert_float_eq(cfg.upload_rejected_max_age, 7 * 24 * 3600, 1e-9);
+}
+
+Test(conffile, upload_keys_from_the_file_and_flags)
+{
+	char *token = write_conf("token", "t0k3n\n");
+	char *basic = write_conf("basic", "u:p\n");
+	char *ca = write_conf("ca.pem", "-----BEGIN CERTIFICATE-----\n");
+	char *text, *p, *argv[] = {"rubyprofd",	    "--config",		NULL, "--upload-header",
+				   "x-team: flags", "--upload-timeout", "1m", NULL};
+
+	cr_assert_neq(asprintf(&text,
+			       "upload_url = https://pyroscope.example:4040/prefix\n"
+			       "upload_protocol = parca\n"
+			       "upload_token_file = %s\n"
+			       "upload_basic_auth_file = %s\n"
+			       "upload_tenant_id = team-a\n"
+			       "upload_header = X-Team: file\n"
+			       "upload_header = X-Other: 1\n"
+			       "upload_ca_file = %s\n"
+			       "upload_connect_timeout = 2.5\n"
+			       "upload_timeout = 10\n"
+			       "upload_max_age = 2h\n"
+			       "upload_backoff_max = 1m\n"
+			       "upload_rejected_max_age = 1d\n",
+			       token, basic, ca),
+		      -1);
+	p = write_conf("ship.conf", text);
+	argv[2] = p;
+	parse_ok(&cfg, argv, "/nonexistent/default.conf");
+	cr_assert_str_eq(cfg.upload_url, "https://pyroscope.example:4040/prefix");
+	cr_assert_eq(cfg.upload_protocol, INGEST_PARCA);
+	cr_assert_str_eq(cfg.upload_token_file, token);
+	cr_assert_str_eq(cfg.upload_basic_auth_file, basic);
+	cr_assert_str_eq(cfg.upload_tenant_id, "team-a");
+	cr_assert_str_eq(cfg.upload_ca_file, ca);
+	/* the flag replaces the file's header of the same name (case-insensitive) */
+	cr_assert_eq(cfg.nupload_headers, 2);
+	cr_assert_str_eq(cfg.upload_headers[0], "x-team: flags");
+	cr_assert_str_eq(cfg.upload_headers[1], "X-Other: 1");
+	cr_assert_float_eq(cfg.upload_connect_timeout, 2.5, 1e-9);
+	cr_assert_float_eq(cfg.upload_timeout, 60, 1e-9);
+	cr_assert_float_eq(cfg.upload_max_age, 7200, 1e-9);
+	cr_assert_float_eq(cfg.upload_backoff_max, 60, 1e-9);
+	cr_assert_float_eq(cfg.upload_rejected_max_age, 86400, 1e-9);
+	free(text);
+	free(p);
+	free(token);
+	free(basic);
+	free(ca);
+}
+
+Test(conffile, upload_errors)
+{
+	char *missing = path_of("no-token");
+	char *msg;
+
+	file_bad("upload_url = ftp://x\n",
+		 "1: upload_url: 'ftp://x' is not an http:// or https:// URL");
+	file_bad("upload_url = http:///path\n",
+		 "1: upload_url: 'http:///path' is not an http:// or https:// URL with a host");
+	file_bad("upload_url = https://bob:pw@host:4040\n",
+		 "1: upload_url: credentials in the URL would be logged: put 'user:password' in "
+		 "upload_basic_auth_file");
+	file_bad("upload_protocol = grpc\n",
+		 "1: upload_protocol: 'grpc' is not one of pyroscope, pyroscope-push, parca");
+	file_bad("upload_token_file = token\n",
+		 "1: upload_token_file: 'token' is not an absolute path");
+	cr_assert_neq(asprintf(&msg,
+			       "1: upload_token_file: cannot read '%s': No such file or "
+			       "directory",
+			       missing),
+		      -1);
+	{
+		char *text;
+
+		cr_assert_neq(asprintf(&text, "upload_token_file = %s\n", missing), -1);
+		file_bad(text, msg);
+		free(text);
+	}
+	file_bad("upload_header = Bad Name: x\n",
+		 "1: upload_header: 'Bad Name: x' is not 'Name: value' (a header name, at most "
+		 "1024 bytes, no control characters)");
+	file_bad("upload_header = A: 1\nupload_header = a: 2\n",
+		 "2: upload_header: header 'a' is given twice");
+	file_bad("upload_timeout = 0\n",
+		 "1: upload_timeout: '0' is not a duration from 1s to 1h (a number with the "
+		 "suffix s, m, h or d)");
+	file_bad("upload_max_age = -1\n",
+		 "1: upload_max_age: '-1' is not 0 or a duration from 1s to 3650d (a number with "
+		 "the suffix s, m, h or d)");
+	file_bad("upload_url = http://a\nupload_url = http://b\n",
+		 "2: upload_url: given twice (first on line 1)");
+	free(msg);
+	free(missing);
+}
+
+Test(conffile, at_most_16_upload_headers)
+{
+	char text[2048] = "";
+	size_t n = 0;
+	int i;
+
+	for (i = 0; i < 17; i++)
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "upload_header = X-H%d: v\n", i);
+	file_bad(text, "17: upload_header: more than 16 headers (file and flags)");
+}
+
+Test(conffile, upload_keys_only_for_the_service)
+{
+	char *argv[] = {"rubyprofd", "--oneshot", "--upload-url", "http://x:4040", NULL};
+
+	parse_bad(argv, "/nonexistent/default.conf",
+		  "rubyprofd: --upload-url: only for the service, not with --oneshot\n");
 }

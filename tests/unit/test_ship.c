@@ -1,0 +1,495 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * test_ship.c - delivery from a real spool directory to a real HTTP server on loopback
+ * (httpd.h): a 2xx removes, 5xx and 429 are retried on the same profile in order (Retry-After
+ * honoured), 401 keeps and backs off long, 400 moves aside, too old is dropped, a stop aborts a
+ * hung upload, and a restart after it counts the resend. Deadlines are generous; nothing asserts
+ * how fast it went, only what arrived, in which order, and what the counters say.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "httpd.h"
+#include "ship.h"
+#include "spool.h"
+
+#define NS 1000000000LL
+
+static char tmpdir[] = "/tmp/test_ship.XXXXXX";
+static char spooldir[256];
+static struct httpd *srv;
+static struct spool *sp;
+static struct ship *sh;
+
+static void setup(void)
+{
+	strcpy(tmpdir, "/tmp/test_ship.XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
+	snprintf(spooldir, sizeof(spooldir), "%s/spool", tmpdir);
+	sp = spool__new(spooldir, 0, 0);
+	cr_assert_not_null(sp, "spool__new: %s", strerror(errno));
+	srv = NULL;
+	sh = NULL;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static void teardown(void)
+{
+	ship__free(sh);
+	httpd_stop(srv);
+	spool__free(sp);
+	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(ship, .init = setup, .fini = teardown);
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
+}
+
+/* A profile whose body is "profile-<i>", ending `age` seconds ago, i seconds apart. */
+static void put(int i, double age)
+{
+	static const struct spool_label labels[] = {{"service_name", "shop"}, {"host", "h1"}};
+	int64_t until = now_ns() - (int64_t)(age * NS) - (10 - i) * NS;
+	struct spool_meta m = {
+		.service = "shop",
+		.from_ns = until - 10 * NS,
+		.until_ns = until,
+		.sample_rate = 19,
+		.period_ns = NS / 19,
+		.labels = labels,
+		.nlabels = 2,
+	};
+	char body[32];
+	int n = snprintf(body, sizeof(body), "profile-%d", i);
+
+	cr_assert_eq(spool_write(sp, &m, body, (size_t)n, NULL, 0), 0);
+}
+
+static struct ship_opts opts(void)
+{
+	static char url[128];
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", srv ? srv->port : 1);
+	return (struct ship_opts){
+		.url = url,
+		.protocol = INGEST_PYROSCOPE,
+		.upload = {.connect_timeout_ms = 5000, .timeout_ms = 30000},
+		.max_age = 3600,
+		.backoff_min = 0.05,
+		.backoff_max = 0.2,
+		.auth_backoff = 0.3,
+		.rejected_max_age = 7 * 24 * 3600,
+	};
+}
+
+static void start(const struct ship_opts *o)
+{
+	char err[512];
+
+	sh = ship__new(sp, o, err, sizeof(err));
+	cr_assert_not_null(sh, "ship__new: %s", err);
+	ship_kick(sh);
+}
+
+static uint64_t spool_files(void)
+{
+	struct spool_stats st;
+
+	spool_stats(sp, &st);
+	return st.files;
+}
+
+static bool spool_empty(void *ctx)
+{
+	return spool_files() == 0;
+}
+
+static bool nreqs_at_least(void *ctx)
+{
+	return httpd_nreqs(srv) >= (size_t)(uintptr_t)ctx;
+}
+
+static struct ship_stats stats(void)
+{
+	struct ship_stats st;
+
+	ship_stats(sh, &st);
+	return st;
+}
+
+static bool state_is(void *ctx)
+{
+	return stats().state == (enum ship_state)(uintptr_t)ctx;
+}
+
+/* The bodies the server got, in order, as "profile-0,profile-1,...". */
+static void bodies(char *out, size_t len)
+{
+	size_t i, n = 0;
+
+	out[0] = '\0';
+	pthread_mutex_lock(&srv->mu);
+	for (i = 0; i < srv->nreqs && n < len; i++)
+		n += (size_t)snprintf(out + n, len - n, "%s%s", i ? "," : "", srv->reqs[i].body);
+	pthread_mutex_unlock(&srv->mu);
+}
+
+Test(ship, ok_removes_every_profile_oldest_first)
+{
+	static const struct httpd_step ok[] = {{.status = 200}};
+	struct ship_opts o;
+	struct ship_stats st;
+	char got[512];
+
+	put(0, 0);
+	put(1, 0);
+	put(2, 0);
+	srv = httpd_start(ok, 1);
+	o = opts();
+	start(&o);
+	cr_assert(httpd_wait(spool_empty, NULL, 30), "spool still has %" PRIu64, spool_files());
+	bodies(got, sizeof(got));
+	cr_assert_str_eq(got, "profile-0,profile-1,profile-2");
+	cr_assert(!strncmp(srv->reqs[0].head, "POST /ingest?", 13), "%s", srv->reqs[0].head);
+	st = stats();
+	cr_assert_eq(st.uploads_ok, 3);
+	cr_assert_eq(st.bytes_sent, 3 * strlen("profile-0"));
+	cr_assert_eq(st.latency_count, 3);
+	cr_assert_eq(st.state, SHIP_STATE_UP);
+	cr_assert_eq(st.resends, 0);
+	cr_assert_gt(st.last_success_ns, 0);
+
+	/* later profiles: a kick sends them */
+	put(3, 0);
+	ship_kick(sh);
+	cr_assert(httpd_wait(spool_empty, NULL, 30));
+	cr_assert_eq(stats().uploads_ok, 4);
+}
+
+Test(ship, server_errors_retry_the_same_profile_in_order)
+{
+	static const struct httpd_step steps[] = {
+		{.status = 500, .body = "boom"}, {.status = 502}, {.status = 200}};
+	struct ship_opts o;
+	struct ship_stats st;
+	char got[512];
+
+	put(0, 0);
+	put(1, 0);
+	srv = httpd_start(steps, 3);
+	o = opts();
+	start(&o);
+	cr_assert(httpd_wait(spool_empty, NULL, 30));
+	bodies(got, sizeof(got));
+	cr_assert_str_eq(got, "profile-0,profile-0,profile-0,profile-1");
+	st = stats();
+	cr_assert_eq(st.failures[SHIP_FAIL_HTTP_5XX], 2);
+	cr_assert_eq(st.uploads_ok, 2);
+	cr_assert_eq(st.state, SHIP_STATE_UP);
+}
+
+Test(ship, too_many_requests_honours_retry_after)
+{
+	static const struct httpd_step steps[] = {{.status = 429, .retry_after = "2"},
+						  {.status = 200}};
+	struct ship_opts o;
+	double gap;
+
+	put(0, 0);
+	srv = httpd_start(steps, 2);
+	o = opts(); /* backoff_max 0.2 s: without Retry-After the retry would come much sooner */
+	start(&o);
+	cr_assert(httpd_wait(spool_empty, NULL, 30));
+	cr_assert_eq(httpd_nreqs(srv), 2);
+	gap = srv->reqs[1].at - srv->reqs[0].at;
+	cr_assert(gap >= 1.9, "retried after %.2f s despite Retry-After: 2", gap);
+	cr_assert_eq(stats().failures[SHIP_FAIL_HTTP_429], 1);
+}
+
+Test(ship, unauthorized_keeps_profiles_and_backs_off_long)
+{
+	static const struct httpd_step steps[] = {{.status = 401, .body = "no token"}};
+	struct ship_opts o;
+	struct ship_stats st;
+
+	put(0, 0);
+	put(1, 0);
+	srv = httpd_start(steps, 1);
+	o = opts();
+	o.auth_backoff = 0; /* the default: minutes */
+	start(&o);
+	cr_assert(httpd_wait(state_is, (void *)(uintptr_t)SHIP_STATE_AUTH, 30));
+	/* a second of what would be a dozen retries with the network backoff */
+	usleep(1000000);
+	cr_assert_eq(httpd_nreqs(srv), 1);
+	st = stats();
+	cr_assert_eq(st.failures[SHIP_FAIL_AUTH], 1);
+	cr_assert_eq(st.uploads_ok, 0);
+	cr_assert_eq(spool_files(), 2);
+	cr_assert_eq(st.backlog_profiles, 2);
+	cr_assert_gt(st.oldest_age, 0);
+}
+
+Test(ship, reconfigure_after_auth_failure_retries_at_once)
+{
+	static const struct httpd_step steps[] = {{.status = 403}, {.status = 200}};
+	struct ship_opts o;
+	char err[256];
+
+	put(0, 0);
+	srv = httpd_start(steps, 2);
+	o = opts();
+	o.auth_backoff = 0;
+	start(&o);
+	cr_assert(httpd_wait(state_is, (void *)(uintptr_t)SHIP_STATE_AUTH, 30));
+	cr_assert_eq(ship_reconfigure(sh, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert(httpd_wait(spool_empty, NULL, 30));
+	cr_assert_eq(stats().state, SHIP_STATE_UP);
+}
+
+Test(ship, bad_request_moves_the_profile_aside_and_goes_on)
+{
+	static const struct httpd_step steps[] = {{.status = 400, .body = "invalid profile"},
+						  {.status = 200}};
+	struct ship_opts o;
+	struct ship_stats st;
+	char got[512], path[512];
+	struct stat sb;
+	struct spool_entry *v;
+	size_t n;
+
+	put(0, 0);
+	put(1, 0);
+	cr_assert_eq(spool_list(sp, &v, &n), 0);
+	cr_assert_eq(n, 2);
+	srv = httpd_start(steps, 2);
+	o = opts();
+	start(&o);
+	cr_assert(httpd_wait(spool_empty, NULL, 30));
+	bodies(got, sizeof(got));
+	cr_assert_str_eq(got, "profile-0,profile-1");
+	snprintf(path, sizeof(path), "%s/rejected/%s.pb.gz", spooldir, v[0].stem);
+	cr_assert_eq(stat(path, &sb), 0, "%s: %s", path, strerror(errno));
+	snprintf(path, sizeof(path), "%s/rejected/%s.json", spooldir, v[0].stem);
+	cr_assert_eq(stat(path, &sb), 0, "%s: %s", path, strerror(errno));
+	snprintf(path, sizeof(path), "%s/rejected/%s.pb.gz", spooldir, v[1].stem);
+	cr_assert_neq(stat(path, &sb), 0);
+	free(v);
+	st = stats();
+	cr_assert_eq(st.failures[SHIP_FAIL_REJECTED], 1);
+	cr_assert_eq(st.rejected_moved, 1);
+	cr_assert_eq(st.uploads_ok, 1);
+}
+
+Test(ship, a_2xx_that_says_failure_moves_aside)
+{
+	/* gRPC-web's Trailers-Only answer: HTTP 200, the error among the headers, no body */
+	static const struct httpd_step steps[] = {
+		{.status = 200, .header = "grpc-status: 3\r\ngrpc-message: bad%20profile"},
+		{.status = 200, .header = "grpc-status: 0", .body = ""}};
+	struct ship_opts o;
+	struct ship_stats st;
+
+	put(0, 0);
+	srv = httpd_start(steps, 2);
+	o = opts();
+	o.protocol = INGEST_PARCA;
+	start(&o);
+	cr_assert(httpd_wait(spool_empty, NULL, 30));
+	st = stats();
+	cr_assert_eq(st.failures[SHIP_FAIL_PROTOCOL], 1);
+	cr_assert_eq(st.rejected_moved, 1);
+	cr_assert_eq(st.uploads_ok, 0);
+	cr_assert_eq(httpd_nreqs(srv), 1);
+}
+
+Test(ship, rejected_dir_is_bounded)
+{
+	static const struct httpd_step steps[] = {{.status = 422}};
+	struct ship_opts o;
+	char path[512];
+	int i;
+
+	for (i = 0; i < 5; i++)
+		put(i, 0);
+	srv = httpd_start(steps, 1);
+	o = opts();
+	o.rejected_max_files = 2;
+	start(&o);
+	cr_assert(httpd_wait(spool_empty, NULL, 30));
+	cr_assert_eq(stats().rejected_moved, 5);
+	cr_assert_eq(stats().rejected_removed, 3);
+	snprintf(path, sizeof(path), "%s/rejected", spooldir);
+	{
+		DIR *d = opendir(path);
+		struct dirent *de;
+		int files = 0;
+
+		cr_assert_not_null(d);
+		while ((de = readdir(d)))
+			files += de->d_name[0] != '.';
+		closedir(d);
+		cr_assert_eq(files, 4);
+	}
+}
+
+Test(ship, too_old_is_dropped_not_sent)
+{
+	static const struct httpd_step ok[] = {{.status = 200}};
+	struct ship_opts o;
+	struct ship_stats st;
+	char got[512];
+
+	put(0, 7200);
+	put(1, 0);
+	srv = httpd_start(ok, 1);
+	o = opts();
+	start(&o);
+	cr_assert(httpd_wait(spool_empty, NULL, 30));
+	bodies(got, sizeof(got));
+	cr_assert_str_eq(got, "profile-1");
+	st = stats();
+	cr_assert_eq(st.dropped_too_old, 1);
+	cr_assert_eq(st.uploads_ok, 1);
+}
+
+Test(ship, refused_connection_then_collector_up)
+{
+	static const struct httpd_step ok[] = {{.status = 200}};
+	struct ship_opts o;
+	struct ship_stats st;
+	char err[256];
+	int port;
+
+	put(0, 0);
+	srv = httpd_start(ok, 1);
+	port = srv->port;
+	httpd_stop(srv); /* the collector is down */
+	srv = NULL;
+	o = opts();
+	{
+		static char down[128];
+
+		snprintf(down, sizeof(down), "http://127.0.0.1:%d", port);
+		o.url = down;
+	}
+	start(&o);
+	cr_assert(httpd_wait(state_is, (void *)(uintptr_t)SHIP_STATE_DOWN, 30));
+	st = stats();
+	cr_assert_geq(st.failures[SHIP_FAIL_NETWORK], 1);
+	cr_assert_eq(spool_files(), 1);
+
+	srv = httpd_start(ok, 1);
+	o = opts();
+	cr_assert_eq(ship_reconfigure(sh, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert(httpd_wait(spool_empty, NULL, 30));
+	st = stats();
+	cr_assert_eq(st.state, SHIP_STATE_UP);
+	cr_assert_eq(st.uploads_ok, 1);
+	cr_assert_eq(st.resends, 0);
+}
+
+Test(ship, stop_aborts_a_hung_upload_and_restart_counts_the_resend)
+{
+	static const struct httpd_step hang[] = {{.status = 0}};
+	static const struct httpd_step ok[] = {{.status = 200}};
+	struct ship_opts o;
+	char got[512], path[512], line[256], err[256];
+	struct spool_entry *v;
+	size_t n;
+	double t0;
+	FILE *f;
+	int port;
+
+	put(0, 0);
+	put(1, 0);
+	cr_assert_eq(spool_list(sp, &v, &n), 0);
+	srv = httpd_start(hang, 1);
+	o = opts();
+	o.upload.timeout_ms = 600000;
+	start(&o);
+	cr_assert(httpd_wait(nreqs_at_least, (void *)1, 30));
+	t0 = httpd_now();
+	ship__free(sh);
+	sh = NULL;
+	cr_assert(httpd_now() - t0 < 60, "stopping took %.1f s", httpd_now() - t0);
+	cr_assert_eq(spool_files(), 2);
+	/* the file names the profile that was cut off */
+	snprintf(path, sizeof(path), "%s/.ship-inflight", spooldir);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	line[strcspn(line, "\n")] = '\0';
+	cr_assert_str_eq(line, v[0].stem);
+	free(v);
+	port = srv->port;
+	httpd_stop(srv);
+	srv = NULL; /* its port refuses now */
+
+	/* the next start, over the same directory, first with the collector down: a failed
+	 * attempt is no resend; then up: sent again, byte for byte, counted once */
+	spool__free(sp);
+	sp = spool__new(spooldir, 0, 0);
+	cr_assert_not_null(sp);
+	o = opts();
+	{
+		static char down[128];
+
+		snprintf(down, sizeof(down), "http://127.0.0.1:%d", port);
+		o.url = down;
+	}
+	start(&o);
+	cr_assert(httpd_wait(state_is, (void *)(uintptr_t)SHIP_STATE_DOWN, 30));
+	cr_assert_eq(stats().resends, 0);
+	srv = httpd_start(ok, 1);
+	o = opts();
+	cr_assert_eq(ship_reconfigure(sh, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert(httpd_wait(spool_empty, NULL, 30));
+	bodies(got, sizeof(got));
+	cr_assert_str_eq(got, "profile-0,profile-1");
+	cr_assert_eq(stats().resends, 1);
+	cr_assert_eq(stats().uploads_ok, 2);
+}
+
+Test(ship, answer_clears_the_inflight_record)
+{
+	static const struct httpd_step steps[] = {{.status = 503}};
+	static const struct httpd_step ok[] = {{.status = 200}};
+	struct ship_opts o;
+
+	put(0, 0);
+	srv = httpd_start(steps, 1);
+	o = opts();
+	o.backoff_min = o.backoff_max = 30; /* stopped while waiting, not mid-request */
+	start(&o);
+	cr_assert(httpd_wait(state_is, (void *)(uintptr_t)SHIP_STATE_DOWN, 30));
+	ship__free(sh);
+	sh = NULL;
+	httpd_stop(srv);
+	/* the collector answered every attempt: a restart is no resend */
+	srv = httpd_start(ok, 1);
+	o = opts();
+	start(&o);
+	cr_assert(httpd_wait(spool_empty, NULL, 30));
+	cr_assert_eq(stats().resends, 0);
+}
