@@ -179,17 +179,9 @@ class E2E
                   .to_h { |c, v| [c, Float(v)] }
   end
 
-  # The names the issue's brief gave the shipper's counters, and the names branch `ship` exports
-  # so far: either is read until one is settled (then this table goes).
-  SHIP_METRIC_ALIASES = {
-    "rubyprofd_uploads_total" => "rubyprofd_upload_ok_total",
-    "rubyprofd_upload_dropped_total" => "rubyprofd_upload_dropped_too_old_total",
-    "rubyprofd_upload_rejected_total" => "rubyprofd_upload_moved_aside_total",
-  }.freeze
-
   def ship_metric(mport, name)
     body = metrics(mport).body
-    v = [name, SHIP_METRIC_ALIASES[name]].compact.filter_map { |n| body[/^#{Regexp.escape(n)} (\S+)$/, 1] }.first
+    v = body[/^#{Regexp.escape(name)} (\S+)$/, 1]
     fail!("no #{name} in the metrics:\n#{body}") unless v
     Float(v)
   end
@@ -280,7 +272,7 @@ class E2E
       summary = ship_check(col, apps, protocol, t0: t0, t1: t1)
       check(ship_duplicates(col).empty?, "resent profiles: #{ship_duplicates(col)}")
       check(ship_metric(mport, "rubyprofd_upload_resends_total").zero?, "resends counted")
-      check(ship_metric(mport, "rubyprofd_uploads_total") >= col.index.size, "uploads_total")
+      check(ship_metric(mport, "rubyprofd_upload_ok_total") >= col.index.size, "rubyprofd_upload_ok_total")
       check(ship_metric(mport, "rubyprofd_collector_up") == 1, "collector_up is not 1")
       yield col, svc if block_given?
       st, = svc.stop("TERM")
@@ -597,12 +589,12 @@ class E2E
       ship_wait_profiles(col, n + 2)
       t1 = ship_stop_apps(apps)
       ship_wait_drained(svc, col, t1)
-      dropped = ship_metric(mport, "rubyprofd_upload_dropped_total")
-      check(dropped >= 4, "rubyprofd_upload_dropped_total #{dropped} after 40 s down with a 20 s max age")
+      dropped = ship_metric(mport, "rubyprofd_upload_dropped_too_old_total")
+      check(dropped >= 4, "rubyprofd_upload_dropped_too_old_total #{dropped} after 40 s down with a 20 s max age")
       # (the age is checked before the request: a loaded machine may take a while to send it)
       late = col.index.select { |e| e["arrival"] - (e["time_nanos"] + e["duration_nanos"]) / 1e9 > 20 + 15 }
       check(late.empty?, "sent older than upload_max_age: #{late.map { |e| [e["app"], e["file"]] }}")
-      check(ship_metric(mport, "rubyprofd_upload_rejected_total").zero?, "profiles refused by the collector")
+      check(ship_metric(mport, "rubyprofd_upload_moved_aside_total").zero?, "profiles refused by the collector")
       # what was not dropped arrived: no gap but the one of the outage
       summary = ship_check(col, apps, "pyroscope", t0: t0, t1: t1, gaps: [[down_at, up_at]])
       "#{dropped.to_i} dropped; #{summary}"
@@ -635,8 +627,8 @@ class E2E
         prof = File.join(svc.spool, "rejected", meta["profile"])
         check(File.size?(prof) == meta["bytes"], "rejected/#{meta["profile"]} is not whole")
       end
-      n = ship_metric(mport, "rubyprofd_upload_rejected_total")
-      check(n == 2, "rubyprofd_upload_rejected_total #{n}")
+      n = ship_metric(mport, "rubyprofd_upload_moved_aside_total")
+      check(n == 2, "rubyprofd_upload_moved_aside_total #{n}")
       extra = rejected.group_by { |m| m["service"] }.transform_values { |ms| ms.map { |m| [m["from_ns"], m["until_ns"]] } }
       summary = ship_check(col, apps, "pyroscope", t0: t0, t1: t1, extra: extra)
       delivered = col.index.map { |e| [e["app"], e["time_nanos"]] }
