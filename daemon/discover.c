@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -598,23 +599,51 @@ static int vm_exec_from_tail_jumps(struct elf_file *ef, uint64_t *vm_exec)
 	return 0;
 }
 
+/*
+ * Whether fd is the file mapping m maps: the path in /proc/PID/maps may name another file since
+ * the process mapped it (an upgrade renamed a new build over it), and reading that one would
+ * give wrong symbols and offsets.
+ */
+static bool same_file(int fd, const struct proc_map *m)
+{
+	struct stat st;
+
+	return !fstat(fd, &st) && (uint64_t)st.st_ino == m->inode && (uint64_t)st.st_dev == m->dev;
+}
+
+/*
+ * The mapped object, through its path in the process's root when that still names the mapped
+ * file, else through /proc/PID/map_files (the mapping itself: it needs CAP_SYS_ADMIN or
+ * CAP_CHECKPOINT_RESTORE). On overlayfs the path's device is the overlay's, not the layer's
+ * that maps records, so a mismatch alone does not refuse: only when map_files cannot be read
+ * either. *replaced says that the path named another file.
+ */
 static int open_object(pid_t pid, const char *root, const char *path, const struct proc_map *m,
-		       struct elf_file **ef)
+		       struct elf_file **ef, bool *replaced)
 {
 	char mf[128];
-	int fd;
+	int fd, err;
 
+	*replaced = false;
 	fd = open_in_root(root, path);
 	if (fd >= 0) {
-		*ef = elf_open_fd(fd);
-		close(fd);
-		if (*ef)
-			return 0;
+		if (!m->deleted && same_file(fd, m)) {
+			*ef = elf_open_fd(fd);
+			close(fd);
+			if (*ef)
+				return 0;
+		} else {
+			*replaced = true;
+			close(fd);
+		}
 	}
 	/* The file may be gone or replaced (an upgrade): the mapping itself still has it. */
 	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
 	*ef = elf_file__open(mf);
-	return *ef ? 0 : -errno;
+	if (*ef)
+		return 0;
+	err = -errno;
+	return *replaced ? -ESTALE : err;
 }
 
 enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void *threads_ctx,
@@ -631,6 +660,7 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 	uint64_t vaddr;
 	char root[64], from[PATH_MAX + 64];
 	size_t idx, ntps = 0, n;
+	bool replaced;
 	int err;
 
 	memset(t, 0, sizeof(*t));
@@ -654,11 +684,19 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 		t->container_id[0] = '\0';
 	snprintf(root, sizeof(root), "/proc/%d/root", pid);
 	view_path(root, maps.v[idx].path, t->object, sizeof(t->object));
-	err = open_object(pid, root, t->object, &maps.v[idx], &ef);
+	err = open_object(pid, root, t->object, &maps.v[idx], &ef, &replaced);
+	if (err == -ESTALE) {
+		say(why, whylen,
+		    "\"%s\" is no longer the file it mapped (device and inode differ from "
+		    "/proc/%d/maps) and /proc/%d/map_files is not readable",
+		    t->object, pid, pid);
+		goto cleanup;
+	}
 	if (err) {
 		say(why, whylen, "cannot open \"%s\": %s", t->object, strerror(-err));
 		goto cleanup;
 	}
+	t->object_replaced = replaced;
 	if (elf_offset_to_vaddr(ef, maps.v[idx].offset, &vaddr)) {
 		say(why, whylen, "\"%s\": mapping offset %#" PRIx64 " is in no segment", t->object,
 		    maps.v[idx].offset);

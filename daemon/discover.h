@@ -50,6 +50,9 @@ struct ruby_target {
 	char how_symbols[512];
 	char how_vm_exec[512];
 	char how_gc[128];
+	/* `object`'s path names another file than the one mapped (replaced since): it was read
+	 * through /proc/PID/map_files instead. */
+	bool object_replaced;
 };
 
 /* Thread pointers of every thread of pid (the sampler's task iterator). */
