@@ -221,8 +221,10 @@ int session_drain(struct session *s, int64_t now)
 
 	s->now = now;
 	/* everything sampled until now, within reason: a buffer refilled as fast as it is read
-	 * does not hold the caller forever */
-	for (rounds = 0; rounds < 64; rounds++) {
+	 * does not hold the caller forever. At most 10 calls (half a second, SAMPLER_CONSUME_NS
+	 * each): longer, and the service's metrics clients waiting meanwhile were dropped as idle
+	 * (METRICS_IDLE_MS) though they had sent their request. */
+	for (rounds = 0; rounds < 10; rounds++) {
 		n = sampler_consume(s->sampler);
 		if (n < 0)
 			return n;
