@@ -20,11 +20,11 @@ class E2E
   # A fault_work.rb target: [pid, stdout path, facts]. It works until check_unharmed stops it.
   private def fault_stop = (@fault_stop ||= {})
 
-  private def fault_target(iters: FAULT_ITERS, workers: 1, depth: 10, sleepers: 0, timeout: 60)
+  private def fault_target(iters: FAULT_ITERS, workers: 1, depth: 10, sleepers: 0, maps: nil, timeout: 60)
     script = @rt.script("fault_work.rb")
     out = File.join(@rt.workdir, "facts-fault-#{rand(1 << 30)}")
     log = "#{out}.stdout"
-    pid = Process.spawn(*@rt.argv(script, out, iters.to_s, workers.to_s, depth.to_s, sleepers.to_s),
+    pid = Process.spawn(*@rt.argv(script, out, iters.to_s, workers.to_s, depth.to_s, sleepers.to_s, *maps&.to_s),
                         out: log, pgroup: true)
     @pids << pid
     deadline = Time.now + timeout
@@ -324,5 +324,45 @@ class E2E
         svc&.kill
       end
     end
+  end
+  # The Ruby work of a profile of pid: [samples, samples in fault_mix].
+  private def fault_samples(prof, pid)
+    samples = prof.samples_of(pid)
+    [samples.sum(&:count), samples.select { |s| prof.frames(s).any? { |f| method?(f, "fault_mix") } }.sum(&:count)]
+  end
+
+  # (g) Two thousand threads in one Ruby (two working, the rest waiting): profiled, the workers'
+  # stacks named, nothing dropped or truncated.
+  def test_fault_many_threads
+    sleepers = 2000
+    workers = 2
+    pid, log, facts = fault_target(workers: workers, sleepers: sleepers, timeout: 120)
+    tasks = Dir.children("/proc/#{pid}/task").size
+    check(tasks > sleepers, "only #{tasks} native threads")
+    path, stdout, stderr, = oneshot_within(90, "-v", "--pid", pid.to_s, "--duration", "4")
+    n, named = fault_samples(PprofRaw.read(path), pid)
+    check(n >= 20, "only #{n} samples of a process of #{tasks} threads\n#{stderr}")
+    check(named >= 0.8 * n, "only #{named}/#{n} samples in fault_mix")
+    l = losses(stdout)
+    # a read that races a GVL hand-over is lost and counted (failed reads), rarely
+    check(l["dropped"].zero? && l["failed_reads"] <= n / 50 + 2, "losses with many threads: #{l}")
+    check_unharmed(pid, log, expected_checksum(FAULT_ITERS, workers))
+    "#{facts["threads"]} Ruby threads (#{tasks} native): #{named}/#{n} samples in fault_mix; losses #{l.select { |_, v| v > 0 }}"
+  end
+
+  # (g) A Ruby with 600 files mapped (mmap) besides its libraries: found, profiled, named.
+  def test_fault_many_maps
+    pid, log, facts = fault_target(maps: 600, timeout: 120)
+    total = File.read("/proc/#{pid}/maps").lines.size
+    check(facts["maps"] == 600, "the target mapped #{facts["maps"].inspect} files, not 600")
+    path, stdout, stderr, = oneshot_within(90, "-v", "--pid", pid.to_s, "--duration", "3")
+    check(stderr =~ /pid #{pid}: Ruby #{Regexp.escape(@rt.version)}/, "pid #{pid} not profiled:\n#{stderr}")
+    n, named = fault_samples(PprofRaw.read(path), pid)
+    check(n >= 20, "only #{n} samples\n#{stderr}")
+    check(named >= 0.8 * n, "only #{named}/#{n} samples in fault_mix")
+    l = losses(stdout)
+    check(l["dropped"].zero? && l["failed_reads"].zero?, "losses with many mappings: #{l}")
+    check_unharmed(pid, log, expected_checksum(FAULT_ITERS, 1))
+    "#{total} mappings (600 mmap'd files): #{named}/#{n} samples in fault_mix"
   end
 end
