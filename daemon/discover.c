@@ -619,12 +619,13 @@ static bool same_file(int fd, const struct proc_map *m)
  * either. *replaced says that the path named another file.
  */
 static int open_object(pid_t pid, const char *root, const char *path, const struct proc_map *m,
-		       struct elf_file **ef, bool *replaced)
+		       struct elf_file **ef, bool *replaced, bool *from_map_files)
 {
 	char mf[128];
 	int fd, err;
 
 	*replaced = false;
+	*from_map_files = false;
 	fd = open_in_root(root, path);
 	if (fd >= 0) {
 		if (!m->deleted && same_file(fd, m)) {
@@ -640,8 +641,10 @@ static int open_object(pid_t pid, const char *root, const char *path, const stru
 	/* The file may be gone or replaced (an upgrade): the mapping itself still has it. */
 	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
 	*ef = elf_file__open(mf);
-	if (*ef)
+	if (*ef) {
+		*from_map_files = true;
 		return 0;
+	}
 	err = -errno;
 	return *replaced ? -ESTALE : err;
 }
@@ -660,7 +663,7 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 	uint64_t vaddr;
 	char root[64], from[PATH_MAX + 64];
 	size_t idx, ntps = 0, n;
-	bool replaced;
+	bool replaced, from_map_files;
 	int err;
 
 	memset(t, 0, sizeof(*t));
@@ -684,7 +687,7 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 		t->container_id[0] = '\0';
 	snprintf(root, sizeof(root), "/proc/%d/root", pid);
 	view_path(root, maps.v[idx].path, t->object, sizeof(t->object));
-	err = open_object(pid, root, t->object, &maps.v[idx], &ef, &replaced);
+	err = open_object(pid, root, t->object, &maps.v[idx], &ef, &replaced, &from_map_files);
 	if (err == -ESTALE) {
 		say(why, whylen,
 		    "\"%s\" is no longer the file it mapped (device and inode differ from "
@@ -697,6 +700,7 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 		goto cleanup;
 	}
 	t->object_replaced = replaced;
+	t->object_from_map_files = from_map_files;
 	if (elf_offset_to_vaddr(ef, maps.v[idx].offset, &vaddr)) {
 		say(why, whylen, "\"%s\": mapping offset %#" PRIx64 " is in no segment", t->object,
 		    maps.v[idx].offset);
