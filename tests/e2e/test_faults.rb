@@ -365,4 +365,53 @@ class E2E
     check_unharmed(pid, log, expected_checksum(FAULT_ITERS, 1))
     "#{total} mappings (600 mmap'd files): #{named}/#{n} samples in fault_mix"
   end
+  # (c) A Ruby whose root is gone: chrooted into a directory that was then deleted, and another
+  # into a tmpfs that was then unmounted (lazily: the process keeps it). Its object's path
+  # leads nowhere from /proc/PID/root, so it is read through /proc/PID/map_files and profiled
+  # exactly, as is a Ruby beside it. (As root, /proc/PID/root itself cannot be made unreadable
+  # while the memory stays readable: both are the same ptrace access check; a daemon without
+  # it refuses the process as no_access, counted in rubyprofd_processes_refused_total.)
+  def test_fault_root_gone
+    exe = "/opt/fake/bin/fakeruby-static"
+    roots = []
+    deleted = Dir.mktmpdir("rubyprof-root-")
+    roots << deleted
+    mini_root(deleted, fixture("fakeruby-static"), exe)
+    out = "/tmp/facts-#{rand(1 << 30)}"
+    pid1 = launch(["chroot", deleted, exe, out], File.join(deleted, out))
+    facts1 = fake_facts(File.join(deleted, out))
+    FileUtils.rm_rf(deleted)
+    check(File.readlink("/proc/#{pid1}/root").end_with?("(deleted)"), "the root of pid #{pid1} is not deleted")
+
+    mnt = Dir.mktmpdir("rubyprof-rootmnt-")
+    roots << mnt
+    _, err, st = Open3.capture3("mount", "-t", "tmpfs", "-o", "size=16m", "none", mnt)
+    raise Skip, "cannot mount a tmpfs: #{err.strip}" unless st.success?
+    mounted = true
+    mini_root(mnt, fixture("fakeruby-static"), exe)
+    pid2 = launch(["chroot", mnt, exe, out], File.join(mnt, out))
+    facts2 = fake_facts(File.join(mnt, out))
+    system("umount", "-l", mnt) or fail!("umount -l #{mnt} failed")
+    mounted = false
+
+    other = File.join(@rt.workdir, "fake-beside-#{rand(1 << 30)}")
+    pid3 = launch([fixture("fakeruby-static"), other], other)
+    facts3 = fake_facts(other)
+    path, stdout, stderr, = oneshot_within(60, "-v", "--pid", pid1.to_s, "--pid", pid2.to_s, "--pid", pid3.to_s,
+                                           "--duration", "4")
+    check(stderr =~ /pid #{pid1}: Ruby 3\.1\.2 \([^)]*, (not found at its path|replaced on disk since mapped): read through \/proc\/PID\/map_files\)/,
+          "the Ruby in a deleted root is not read through map_files:\n#{stderr}")
+    prof = PprofRaw.read(path)
+    res = [[pid1, facts1], [pid2, facts2], [pid3, facts3]].map do |pid, facts|
+      check(Process.waitpid(pid, Process::WNOHANG).nil?, "pid #{pid} died")
+      check_exact_stack(prof, pid, facts["frames"], min_total: 15).join("/")
+    end
+    check(losses(stdout)["dropped"].zero?, "samples dropped:\n#{stdout}")
+    how2 = stderr[/pid #{pid2}: Ruby 3\.1\.2 \(([^)]*)\)/, 1]
+    "deleted root #{res[0]}, unmounted root #{res[1]} (#{how2}), beside #{res[2]} exact samples"
+  ensure
+    stop_all
+    system("umount", "-l", mnt, err: File::NULL) if mounted
+    roots&.each { |r| FileUtils.rm_rf(r) }
+  end
 end
