@@ -447,6 +447,17 @@ int sampler_consume(struct sampler *s)
 	return n;
 }
 
+int sampler_pause(struct sampler *s)
+{
+	int i, err = 0;
+
+	for (i = 0; i < s->nlinks; i++) {
+		if (ioctl(s->pfds[i], PERF_EVENT_IOC_DISABLE, 0) && !err)
+			err = -errno;
+	}
+	return err;
+}
+
 int sampler_set_frequency(struct sampler *s, unsigned int frequency)
 {
 	/*

@@ -64,6 +64,10 @@ int sampler_fd(const struct sampler *s);
  * of records, or -errno. */
 int sampler_consume(struct sampler *s);
 
+/* Stops every CPU's sampling event (for good: a run's end), so that what the ring buffer holds
+ * then is all there will be. 0 or -errno. */
+int sampler_pause(struct sampler *s);
+
 /* Changes the sampling frequency of every CPU's event. 0 or -errno. */
 int sampler_set_frequency(struct sampler *s, unsigned int frequency);
 

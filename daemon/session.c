@@ -234,6 +234,27 @@ int session_drain(struct session *s, int64_t now)
 	return 0;
 }
 
+/* Rounds of session_finish at most: with sampling stopped, the ring buffer empties in a few
+ * (its size over SAMPLER_CONSUME_MAX records); the bound only guards against a writer that
+ * goes on (life-cycle events). */
+#define FINISH_ROUNDS 1024
+
+int session_finish(struct session *s, int64_t now)
+{
+	int err, n, rounds;
+
+	err = sampler_pause(s->sampler);
+	s->now = now;
+	for (rounds = 0; rounds < FINISH_ROUNDS; rounds++) {
+		n = sampler_consume(s->sampler);
+		if (n < 0)
+			return n;
+		if (n < SAMPLER_CONSUME_MAX)
+			break;
+	}
+	return err;
+}
+
 int64_t session_next_due(const struct session *s)
 {
 	return tracker_next_due(s->tracker);
