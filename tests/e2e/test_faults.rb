@@ -98,11 +98,13 @@ class E2E
     rounds = 12_000
     out = File.join(@rt.workdir, "fake-scribble-#{rand(1 << 30)}")
     log = "#{out}.stdout"
-    pid = Process.spawn(fixture("fakeruby-static"), out, "scribble", rounds.to_s, out: log, pgroup: true)
+    # 2.5 s untouched first: rubyprofd finds the VM and caches its true frames (what it read
+    # while scribbled, it would keep), then the garbage comes
+    pid = Process.spawn(fixture("fakeruby-static"), out, "scribble", rounds.to_s, "2500", out: log, pgroup: true)
     @pids << pid
     Timeout.timeout(30) { sleep 0.05 until File.exist?(out) }
     facts = fake_facts(out)
-    path, stdout, stderr, = oneshot_within(60, "-v", "--pid", pid.to_s, "--duration", "3", "--frequency", "999")
+    path, stdout, stderr, = oneshot_within(60, "-v", "--pid", pid.to_s, "--duration", "5", "--frequency", "999")
     # the fixture's own checksum: xorshift64, 3 steps per write, 32 writes per round
     rng = 0x9e3779b97f4a7c15
     (rounds * 32 * 3).times do
@@ -111,6 +113,7 @@ class E2E
       rng ^= (rng << 17) & FAULT_MASK
     end
     check_unharmed(pid, log, rng, what: "the scribbled fake Ruby")
+    check(stdout.force_encoding("UTF-8").valid_encoding?, "the summary is not valid UTF-8:\n#{stdout.scrub}")
     l = losses(stdout)
     check(l["failed_reads"] + l["unsymbolized"] > 0, "garbage read, nothing counted: #{l}")
     prof = PprofRaw.read(path)
@@ -122,6 +125,8 @@ class E2E
     garbled = 0
     samples.each do |s|
       names = prof.frames(s).map(&:name)
+      bad = names.reject { |n| n.dup.force_encoding("UTF-8").valid_encoding? && n !~ /[[:cntrl:]]/ }
+      check(bad.empty?, "names that are not UTF-8 text: #{bad.map(&:inspect).join(", ")}")
       if names.any? { |n| n.start_with?("[") }
         marked += s.count
       elsif !names.all? { |n| good.include?(n) }
@@ -130,7 +135,9 @@ class E2E
     end
     exact = samples.select { |s| prof.frames(s).map(&:name) == good }.sum(&:count)
     check(marked > 0, "no bracketed mark for #{l["failed_reads"]} failed reads")
-    check(exact >= total / 10, "only #{exact}/#{total} samples with the true stack between the bursts")
+    best = samples.max_by(&:count)
+    check(exact >= total / 4, "only #{exact}/#{total} samples with the true stack between the bursts; most frequent " \
+                               "(#{best.count}): #{prof.frames(best).map { |f| fmt(f, prof) }.join(" < ")}")
     check(garbled <= total / 20, "#{garbled}/#{total} samples with garbled names")
     "#{total} samples: #{exact} exact, #{marked} marked, #{garbled} garbled; failed reads #{l["failed_reads"]}, " \
       "frames unsymbolized #{l["unsymbolized"]}, truncated #{l["truncated"]}"
@@ -192,6 +199,8 @@ class E2E
     check(n >= 1000, "only #{n} samples at 10 kHz\n#{stderr}")
     deep = prof.samples_of(pid).select { |s| prof.frames(s).count { |f| method?(f, "fault_down") } >= 300 }.sum(&:count)
     check(deep >= n / 2, "only #{deep}/#{n} samples with the deep stack")
+    # every Ruby sample the BPF program took is in the profile, or counted as lost
+    check(n <= ruby && ruby - n <= l["dropped"], "#{ruby} Ruby samples, #{n} in the profile, #{l["dropped"]} counted as lost")
     check_unharmed(pid, log, expected_checksum(FAULT_ITERS, workers))
     "#{secs.round(1)} s; #{all} samples, #{ruby} Ruby, #{n} in the profile (#{deep} deep); " \
       "ring buffer drops #{l["ring_buffer"]}, dropped #{l["dropped"]}, truncated #{l["truncated"]}"
@@ -345,7 +354,9 @@ class E2E
     check(named >= 0.8 * n, "only #{named}/#{n} samples in fault_mix")
     l = losses(stdout)
     # a read that races a GVL hand-over is lost and counted (failed reads), rarely
-    check(l["dropped"].zero? && l["failed_reads"] <= n / 50 + 2, "losses with many threads: #{l}")
+    check(l["dropped"].zero? && l["failed_reads"] <= n / 10 + 5, "losses with many threads: #{l}")
+    ruby = samples_line(stdout)[1]
+    check(n == ruby, "#{ruby} Ruby samples, #{n} in the profile, none counted as lost")
     check_unharmed(pid, log, expected_checksum(FAULT_ITERS, workers))
     "#{facts["threads"]} Ruby threads (#{tasks} native): #{named}/#{n} samples in fault_mix; losses #{l.select { |_, v| v > 0 }}"
   end
@@ -362,6 +373,8 @@ class E2E
     check(named >= 0.8 * n, "only #{named}/#{n} samples in fault_mix")
     l = losses(stdout)
     check(l["dropped"].zero? && l["failed_reads"].zero?, "losses with many mappings: #{l}")
+    ruby = samples_line(stdout)[1]
+    check(n == ruby, "#{ruby} Ruby samples, #{n} in the profile, none counted as lost")
     check_unharmed(pid, log, expected_checksum(FAULT_ITERS, 1))
     "#{total} mappings (600 mmap'd files): #{named}/#{n} samples in fault_mix"
   end
