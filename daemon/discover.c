@@ -614,9 +614,10 @@ static bool same_file(int fd, const struct proc_map *m)
 /*
  * The mapped object, through its path in the process's root when that still names the mapped
  * file, else through /proc/PID/map_files (the mapping itself: it needs CAP_SYS_ADMIN or
- * CAP_CHECKPOINT_RESTORE). On overlayfs the path's device is the overlay's, not the layer's
- * that maps records, so a mismatch alone does not refuse: only when map_files cannot be read
- * either. *replaced says that the path named another file.
+ * CAP_CHECKPOINT_RESTORE). A mapping maps calls "(deleted)" was certainly replaced or removed:
+ * without map_files it is refused (-ESTALE). A mere device or inode mismatch may be overlayfs
+ * (maps may have the layer's device, stat the overlay's): without map_files the path's file
+ * is read, as before. *replaced says that the path named another file.
  */
 static int open_object(pid_t pid, const char *root, const char *path, const struct proc_map *m,
 		       struct elf_file **ef, bool *replaced, bool *from_map_files)
@@ -627,26 +628,35 @@ static int open_object(pid_t pid, const char *root, const char *path, const stru
 	*replaced = false;
 	*from_map_files = false;
 	fd = open_in_root(root, path);
-	if (fd >= 0) {
-		if (!m->deleted && same_file(fd, m)) {
-			*ef = elf_open_fd(fd);
-			close(fd);
-			if (*ef)
-				return 0;
-		} else {
-			*replaced = true;
-			close(fd);
-		}
+	if (fd >= 0 && !m->deleted && same_file(fd, m)) {
+		*ef = elf_open_fd(fd);
+		close(fd);
+		if (*ef)
+			return 0;
+		fd = -1;
 	}
 	/* The file may be gone or replaced (an upgrade): the mapping itself still has it. */
 	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
 	*ef = elf_file__open(mf);
 	if (*ef) {
+		*replaced = fd >= 0;
 		*from_map_files = true;
+		if (fd >= 0)
+			close(fd);
 		return 0;
 	}
 	err = -errno;
-	return *replaced ? -ESTALE : err;
+	if (fd >= 0 && m->deleted) {
+		close(fd);
+		*replaced = true;
+		return -ESTALE;
+	}
+	if (fd >= 0) {
+		*ef = elf_open_fd(fd);
+		close(fd);
+		return *ef ? 0 : -errno;
+	}
+	return err;
 }
 
 enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void *threads_ctx,
@@ -690,8 +700,8 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 	err = open_object(pid, root, t->object, &maps.v[idx], &ef, &replaced, &from_map_files);
 	if (err == -ESTALE) {
 		say(why, whylen,
-		    "\"%s\" is no longer the file it mapped (device and inode differ from "
-		    "/proc/%d/maps) and /proc/%d/map_files is not readable",
+		    "\"%s\" is no longer the file it mapped (/proc/%d/maps says deleted) and "
+		    "/proc/%d/map_files is not readable",
 		    t->object, pid, pid);
 		goto cleanup;
 	}

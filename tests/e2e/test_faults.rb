@@ -180,7 +180,23 @@ class E2E
     matching, total = check_exact_stack(PprofRaw.read(path), pid, facts["frames"], min_total: 20)
     check(Process.waitpid(pid, Process::WNOHANG).nil?, "the target died")
     check(losses(stdout)["dropped"].zero?, "samples dropped:\n#{stdout}")
-    "#{matching}/#{total} samples exact through map_files; truncating the running file: #{trunc}"
+    # Without CAP_SYS_ADMIN and CAP_CHECKPOINT_RESTORE, map_files is closed: the replaced one is
+    # refused with the reason (the service counts it in rubyprofd_processes_refused_total), the
+    # other is still profiled.
+    setpriv = ENV["PATH"].split(":").map { |d| File.join(d, "setpriv") }.find { |f| File.executable?(f) }
+    refusal = "no setpriv"
+    if setpriv
+      out3 = File.join(@rt.workdir, "profile-#{rand(1 << 30)}.pb.gz")
+      o3, e3, st3 = Open3.capture3(setpriv, "--bounding-set=-sys_admin,-checkpoint_restore", RUBYPROFD,
+                                   "--oneshot", "-o", out3, "--pid", pid.to_s, "--pid", pid2.to_s, "--duration", "2")
+      check(st3.success?, "without map_files: exit #{st3.inspect}\n#{e3}")
+      refusal = e3[/pid #{pid}: not profiled: .*/] or fail!("no refusal of pid #{pid} without map_files:\n#{e3}")
+      check(refusal.include?("\"#{exe}\" is no longer the file it mapped") && refusal.include?("map_files is not readable"),
+            "the refusal does not say why: #{refusal}")
+      check(o3 =~ /^rubyprofd: 1 Ruby process profiled/, "the other process is not profiled:\n#{o3}#{e3}")
+    end
+    "#{matching}/#{total} samples exact through map_files; truncating the running file: #{trunc}; " \
+      "without map_files: #{refusal.sub(/.*not profiled: /, "")}"
   ensure
     FileUtils.rm_rf(dir) if dir
   end
