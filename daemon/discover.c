@@ -810,23 +810,64 @@ static int vm_exec_from_tail_jumps(struct elf_file *ef, uint64_t *vm_exec)
 	return 0;
 }
 
+/*
+ * Whether fd is the file mapping m maps: the path in /proc/PID/maps may name another file since
+ * the process mapped it (an upgrade renamed a new build over it), and reading that one would
+ * give wrong symbols and offsets.
+ */
+static bool same_file(int fd, const struct proc_map *m)
+{
+	struct stat st;
+
+	return !fstat(fd, &st) && (uint64_t)st.st_ino == m->inode && (uint64_t)st.st_dev == m->dev;
+}
+
+/*
+ * The mapped object, through its path in the process's root when that still names the mapped
+ * file, else through /proc/PID/map_files (the mapping itself: it needs CAP_SYS_ADMIN or
+ * CAP_CHECKPOINT_RESTORE). A mapping maps calls "(deleted)" was certainly replaced or removed:
+ * without map_files it is refused (-ESTALE). A mere device or inode mismatch may be overlayfs
+ * (maps may have the layer's device, stat the overlay's): without map_files the path's file
+ * is read, as before. *replaced says that the path named another file.
+ */
 static int open_object(pid_t pid, const char *root, const char *path, const struct proc_map *m,
-		       struct elf_file **ef)
+		       struct elf_file **ef, bool *replaced, bool *from_map_files)
 {
 	char mf[128];
-	int fd;
+	int fd, err;
 
+	*replaced = false;
+	*from_map_files = false;
 	fd = open_in_root(root, path);
-	if (fd >= 0) {
+	if (fd >= 0 && !m->deleted && same_file(fd, m)) {
 		*ef = elf_open_fd(fd);
 		close(fd);
 		if (*ef)
 			return 0;
+		fd = -1;
 	}
 	/* The file may be gone or replaced (an upgrade): the mapping itself still has it. */
 	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
 	*ef = elf_file__open(mf);
-	return *ef ? 0 : -errno;
+	if (*ef) {
+		*replaced = fd >= 0;
+		*from_map_files = true;
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	err = -errno;
+	if (fd >= 0 && m->deleted) {
+		close(fd);
+		*replaced = true;
+		return -ESTALE;
+	}
+	if (fd >= 0) {
+		*ef = elf_open_fd(fd);
+		close(fd);
+		return *ef ? 0 : -errno;
+	}
+	return err;
 }
 
 enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void *threads_ctx,
@@ -843,6 +884,7 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 	uint64_t vaddr;
 	char root[64], from[PATH_MAX + 64];
 	size_t idx, ntps = 0, n;
+	bool replaced, from_map_files;
 	int err;
 
 	memset(t, 0, sizeof(*t));
@@ -867,11 +909,20 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 		t->container_id[0] = '\0';
 	snprintf(root, sizeof(root), "/proc/%d/root", pid);
 	view_path(root, maps.v[idx].path, t->object, sizeof(t->object));
-	err = open_object(pid, root, t->object, &maps.v[idx], &ef);
+	err = open_object(pid, root, t->object, &maps.v[idx], &ef, &replaced, &from_map_files);
+	if (err == -ESTALE) {
+		say(why, whylen,
+		    "\"%s\" is no longer the file it mapped (/proc/%d/maps says deleted) and "
+		    "/proc/%d/map_files is not readable",
+		    t->object, pid, pid);
+		goto cleanup;
+	}
 	if (err) {
 		say(why, whylen, "cannot open \"%s\": %s", t->object, strerror(-err));
 		goto cleanup;
 	}
+	t->object_replaced = replaced;
+	t->object_from_map_files = from_map_files;
 	if (elf_offset_to_vaddr(ef, maps.v[idx].offset, &vaddr)) {
 		say(why, whylen, "\"%s\": mapping offset %#" PRIx64 " is in no segment", t->object,
 		    maps.v[idx].offset);

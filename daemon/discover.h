@@ -50,6 +50,11 @@ struct ruby_target {
 	char how_symbols[512];
 	char how_vm_exec[512];
 	char how_gc[128];
+	/* `object` was read through /proc/PID/map_files: its path leads nowhere from the
+	 * process's root (a deleted root, a removed file), or names another file than the one
+	 * mapped (`object_replaced`: an upgrade renamed a new build over it). */
+	bool object_from_map_files;
+	bool object_replaced;
 };
 
 /* Thread pointers of every thread of pid (the sampler's task iterator). */

@@ -320,7 +320,10 @@ int oneshot_run(const struct config *cfg)
 		}
 		wait_records(&r, now_ns(CLOCK_MONOTONIC));
 	}
-	session_drain(r.session, now_ns(CLOCK_MONOTONIC));
+	/* sampling stops before the last records are read: the summary's counts then add up */
+	err = session_finish(r.session, now_ns(CLOCK_MONOTONIC));
+	if (err)
+		log_warn("cannot stop sampling: %s", strerror(-err));
 	secs = (now_ns(CLOCK_MONOTONIC) - r.start_ns) / 1e9;
 
 	if (r.child_exited && WIFEXITED(r.child_status) && WEXITSTATUS(r.child_status))

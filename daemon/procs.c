@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 
 #include "procs.h"
 
@@ -54,6 +55,7 @@ int procs_parse_maps_line(const char *line, struct proc_map *m)
 	unsigned long long start, end, off;
 	char perms[5], dev[16];
 	unsigned long inode;
+	unsigned int major, minor;
 	int pos = 0;
 	const char *path;
 	size_t len;
@@ -67,6 +69,9 @@ int procs_parse_maps_line(const char *line, struct proc_map *m)
 	m->end = end;
 	m->offset = off;
 	memcpy(m->perms, perms, sizeof(m->perms));
+	if (sscanf(dev, "%x:%x", &major, &minor) == 2)
+		m->dev = makedev(major, minor);
+	m->inode = inode;
 	path = line + pos;
 	len = strcspn(path, "\n");
 	if (len == 0 || path[0] != '/')

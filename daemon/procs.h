@@ -11,7 +11,9 @@
 struct proc_map {
 	uint64_t start, end, offset;
 	char perms[5];
-	char *path; /* NULL for anonymous mappings; " (deleted)" stripped, see `deleted` */
+	uint64_t dev;	/* the mapped file's device (makedev of maps' "MAJOR:MINOR"), 0 if none */
+	uint64_t inode; /* and its inode: what a path must still name to be that file */
+	char *path;	/* NULL for anonymous mappings; " (deleted)" stripped, see `deleted` */
 	bool deleted;
 };
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -42,6 +43,7 @@ struct sampler {
 	struct sampler_handlers h;
 	uint64_t incomplete, bad_records;
 	unsigned int budget; /* records left in this sampler_consume() call */
+	int64_t until_ns;    /* and when that call stops (CLOCK_MONOTONIC) */
 	char *verifier_log;
 };
 
@@ -146,12 +148,23 @@ static int on_stack_chunk(struct sampler *s, const struct rp_sample *r, size_t s
 
 static int dispatch(struct sampler *s, void *data, size_t size);
 
+static int64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct sampler *s = ctx;
 
 	dispatch(s, data, size);
 	if (s->budget && --s->budget == 0)
+		return BUDGET_SPENT;
+	/* the clock after every record: one deep stack of frames not cached yet can take long */
+	if (s->until_ns && monotonic_ns() >= s->until_ns)
 		return BUDGET_SPENT;
 	return 0;
 }
@@ -419,14 +432,30 @@ int sampler_consume(struct sampler *s)
 	/*
 	 * At most SAMPLER_CONSUME_MAX records per call: when samples arrive faster than they are
 	 * handled, the caller's loop still gets to its timers and signals (an interval's end,
-	 * SIGTERM) between calls; what is left stays in the ring buffer for the next call.
+	 * SIGTERM) between calls; what is left stays in the ring buffer for the next call. And
+	 * at most SAMPLER_CONSUME_NS: on a starved CPU, with records of a process whose frames
+	 * are not cached yet, 4096 records took minutes, and the service answered no /metrics
+	 * and wrote no interval meanwhile.
 	 */
 	s->budget = SAMPLER_CONSUME_MAX;
+	s->until_ns = monotonic_ns() + SAMPLER_CONSUME_NS;
 	n = ring_buffer__consume(s->rb);
 	s->budget = 0;
+	s->until_ns = 0;
 	if (n == BUDGET_SPENT)
 		return SAMPLER_CONSUME_MAX;
 	return n;
+}
+
+int sampler_pause(struct sampler *s)
+{
+	int i, err = 0;
+
+	for (i = 0; i < s->nlinks; i++) {
+		if (ioctl(s->pfds[i], PERF_EVENT_IOC_DISABLE, 0) && !err)
+			err = -errno;
+	}
+	return err;
 }
 
 int sampler_set_frequency(struct sampler *s, unsigned int frequency)

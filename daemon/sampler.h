@@ -56,11 +56,17 @@ bool sampler_has_lifecycle(const struct sampler *s);
 
 /* The ring buffer's epoll fd: readable when records wait (see sampler_consume). */
 int sampler_fd(const struct sampler *s);
-/* Records one sampler_consume() call delivers at most. */
+/* Records one sampler_consume() call delivers at most, and the time it spends at most. */
 #define SAMPLER_CONSUME_MAX 4096
-/* Delivers waiting records without blocking, at most SAMPLER_CONSUME_MAX (call again while it
- * returns that many). Number of records, or -errno. */
+#define SAMPLER_CONSUME_NS  (50 * 1000000LL)
+/* Delivers waiting records without blocking, at most SAMPLER_CONSUME_MAX, for at most
+ * SAMPLER_CONSUME_NS (call again while it returns SAMPLER_CONSUME_MAX: more may wait). Number
+ * of records, or -errno. */
 int sampler_consume(struct sampler *s);
+
+/* Stops every CPU's sampling event (for good: a run's end), so that what the ring buffer holds
+ * then is all there will be. 0 or -errno. */
+int sampler_pause(struct sampler *s);
 
 /* Changes the sampling frequency of every CPU's event. 0 or -errno. */
 int sampler_set_frequency(struct sampler *s, unsigned int frequency);

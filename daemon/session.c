@@ -221,8 +221,10 @@ int session_drain(struct session *s, int64_t now)
 
 	s->now = now;
 	/* everything sampled until now, within reason: a buffer refilled as fast as it is read
-	 * does not hold the caller forever */
-	for (rounds = 0; rounds < 64; rounds++) {
+	 * does not hold the caller forever. At most 10 calls (half a second, SAMPLER_CONSUME_NS
+	 * each): longer, and the service's metrics clients waiting meanwhile were dropped as idle
+	 * (METRICS_IDLE_MS) though they had sent their request. */
+	for (rounds = 0; rounds < 10; rounds++) {
 		n = sampler_consume(s->sampler);
 		if (n < 0)
 			return n;
@@ -230,6 +232,27 @@ int session_drain(struct session *s, int64_t now)
 			break;
 	}
 	return 0;
+}
+
+/* Rounds of session_finish at most: with sampling stopped, the ring buffer empties in a few
+ * (its size over SAMPLER_CONSUME_MAX records); the bound only guards against a writer that
+ * goes on (life-cycle events). */
+#define FINISH_ROUNDS 1024
+
+int session_finish(struct session *s, int64_t now)
+{
+	int err, n, rounds;
+
+	err = sampler_pause(s->sampler);
+	s->now = now;
+	for (rounds = 0; rounds < FINISH_ROUNDS; rounds++) {
+		n = sampler_consume(s->sampler);
+		if (n < 0)
+			return n;
+		if (n < SAMPLER_CONSUME_MAX)
+			break;
+	}
+	return err;
 }
 
 int64_t session_next_due(const struct session *s)

@@ -55,6 +55,9 @@ int session_fd(const struct session *s);
 int session_run(struct session *s, int64_t now_ns);
 /* Consumes what waits in the ring buffer (bounded), e.g. before an interval's profile is made. */
 int session_drain(struct session *s, int64_t now_ns);
+/* The end of a run: stops sampling, then consumes all the ring buffer holds, so that every
+ * sample counted is in the profile or counted as lost. 0 or -errno (of stopping). */
+int session_finish(struct session *s, int64_t now_ns);
 /* When session_run next has work without a record arriving (CLOCK_MONOTONIC), or INT64_MAX. */
 int64_t session_next_due(const struct session *s);
 /* A /proc rescan (the safety net under the life-cycle events). */

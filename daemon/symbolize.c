@@ -194,12 +194,54 @@ unsigned int succ_index_lookup(const uint64_t imm[SUCC_IMM_WORDS], const uint8_t
 	return rank + small_rank + __builtin_popcountll(bits << (63 - bit % 64));
 }
 
+static bool utf8_cont(unsigned char c)
+{
+	return (c & 0xc0) == 0x80;
+}
+
+/* Length of the well-formed UTF-8 sequence at p (Unicode table 3-7), 0 if it is not one. */
+static size_t utf8_len(const unsigned char *p)
+{
+	unsigned char c = p[0];
+
+	if (c >= 0x20 && c < 0x7f)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		return utf8_cont(p[1]) ? 2 : 0;
+	if (c >= 0xe0 && c <= 0xef) {
+		if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f))
+			return 0;
+		return utf8_cont(p[1]) && utf8_cont(p[2]) ? 3 : 0;
+	}
+	if (c >= 0xf0 && c <= 0xf4) {
+		if ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] > 0x8f))
+			return 0;
+		return utf8_cont(p[1]) && utf8_cont(p[2]) && utf8_cont(p[3]) ? 4 : 0;
+	}
+	return 0; /* control characters too: a name is one line of the summary */
+}
+
+/*
+ * A name read from the target: whatever its memory holds (a string overwritten, another
+ * encoding) becomes valid UTF-8, each byte of an invalid sequence a '?'. The profile's strings
+ * must be UTF-8 (proto3 `string`: strict decoders reject the whole profile otherwise).
+ */
 static char *read_string(struct symbolizer *sym, uint64_t str)
 {
-	char buf[RVALUE_STR_MAX + 1];
+	char buf[RVALUE_STR_MAX + 4];
+	unsigned char *p;
+	size_t n;
 
-	if (rvalue_string(sym->pid, sym->off, str, buf, sizeof(buf)))
+	memset(buf, 0, sizeof(buf)); /* utf8_len may look 3 bytes past the NUL */
+	if (rvalue_string(sym->pid, sym->off, str, buf, RVALUE_STR_MAX + 1))
 		return NULL;
+	for (p = (unsigned char *)buf; *p; p += n) {
+		n = utf8_len(p);
+		if (!n) {
+			*p = '?';
+			n = 1;
+		}
+	}
 	return strdup(buf);
 }
 

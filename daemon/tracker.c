@@ -221,8 +221,13 @@ static void check(struct tracker *tr, struct entry *e, int64_t now)
 			tr->stats.enabled++;
 		}
 		e->state = ST_ACTIVE;
-		log_info("pid %d: Ruby %s%s (%s)", e->pid, t.version,
-			 t.exact ? "" : " (unknown patch release, offsets validated)", t.object);
+		log_info("pid %d: Ruby %s%s (%s%s)", e->pid, t.version,
+			 t.exact ? "" : " (unknown patch release, offsets validated)", t.object,
+			 t.object_replaced ? ", replaced on disk since mapped: read through "
+					     "/proc/PID/map_files"
+			 : t.object_from_map_files ? ", not found at its path: read through "
+						     "/proc/PID/map_files"
+						   : "");
 		log_info("pid %d: execution context: %s; symbols: %s; %s; %s", e->pid, t.how_ec,
 			 t.how_symbols, t.how_vm_exec, t.how_gc);
 		return;
