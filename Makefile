@@ -81,6 +81,16 @@ $(BUILD)/daemon/%.o: daemon/%.c $(BUILD)/rubyprof.skel.h | $(BUILD)/daemon
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
+# The flame graph page (daemon/views/flamegraph.html, the template of `rubyprofd report --format
+# flamegraph`) is compiled into the binary as a byte array: the binary needs no file beside it.
+VIEW_TEMPLATES := $(BUILD)/views/flamegraph_html.h
+$(BUILD)/views/flamegraph_html.h: daemon/views/flamegraph.html
+	$(call msg,EMBED,$@)
+	$(Q)mkdir -p $(@D) && { echo '/* Generated from $< by the Makefile: do not edit. */' && \
+		echo 'static const unsigned char view_flamegraph_html[] = {' && xxd -i < $< && \
+		echo '};'; } > $@
+$(BUILD)/daemon/view_flame.o $(BUILD)/fuzz/daemon/view_flame.o: $(VIEW_TEMPLATES)
+
 $(BUILD)/rubyprofd: $(BUILD)/daemon/main.o $(DAEMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
@@ -202,7 +212,7 @@ format:
 format-check:
 	$(Q)clang-format --dry-run --Werror $(SRC_FILES)
 
-check: format-check $(BUILD)/rubyprof.skel.h
+check: format-check $(BUILD)/rubyprof.skel.h $(VIEW_TEMPLATES)
 	$(Q)clang-tidy --quiet $(filter %.c,$(wildcard daemon/*.c)) -- $(filter-out -MMD -MP,$(ALL_CFLAGS))
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 		-Iinclude -Idaemon -D__x86_64__ daemon
