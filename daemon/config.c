@@ -19,6 +19,7 @@
 #include "config.h"
 #include "log.h"
 #include "rubyprof.h"
+#include "view.h"
 
 /* Every key: its file name (NULL: a flag only), its long flag, and where it is allowed. */
 enum key_id {
@@ -38,6 +39,7 @@ enum key_id {
 	KEY_DURATION,
 	KEY_OUTPUT,
 	KEY_TOP,
+	KEY_FORMAT,
 	NKEYS,
 };
 
@@ -71,6 +73,7 @@ static const struct key_def keys[NKEYS] = {
 	[KEY_DURATION] = {"duration", "--duration", K_ONESHOT},
 	[KEY_OUTPUT] = {"output", "--output", K_ONESHOT},
 	[KEY_TOP] = {"top", "--top", K_ONESHOT},
+	[KEY_FORMAT] = {"format", "--format", K_ONESHOT},
 };
 
 /* getopt values: a key's id above every char, and the flags that are no key. */
@@ -89,6 +92,7 @@ static const struct option options[] = {
 	{"output", required_argument, NULL, 'o'},
 	{"max-frames", required_argument, NULL, OPT_KEY + KEY_MAX_FRAMES},
 	{"top", required_argument, NULL, OPT_KEY + KEY_TOP},
+	{"format", required_argument, NULL, OPT_KEY + KEY_FORMAT},
 	{"interval", required_argument, NULL, OPT_KEY + KEY_INTERVAL},
 	{"spool-dir", required_argument, NULL, OPT_KEY + KEY_SPOOL_DIR},
 	{"spool-max-bytes", required_argument, NULL, OPT_KEY + KEY_SPOOL_MAX_BYTES},
@@ -166,6 +170,8 @@ void config_usage(FILE *out)
 		"  -o, --output FILE     where to write the profile\n"
 		"                        (default: ./rubyprofd-HOST-YYYYMMDD-HHMMSS.pb.gz)\n"
 		"      --top N           lines in the summary's top list (default 15)\n"
+		"      --format F        also write a view beside the profile: flamegraph, svg,\n"
+		"                        speedscope, collapsed or top (see rubyprofd report -h)\n"
 		"\n"
 		"With a COMMAND, rubyprofd --oneshot starts it and profiles it and the Ruby "
 		"processes it\n"
@@ -634,6 +640,14 @@ static int key_set(struct parse_ctx *ctx, enum key_id id, const char *val, const
 			return -EINVAL;
 		}
 		cfg->top = (unsigned int)v;
+		return 0;
+	case KEY_FORMAT: /* only from argv, as --output */
+		if (!view_format_ext(val)) {
+			snprintf(err, errlen,
+				 "'%s' is not flamegraph, svg, speedscope, collapsed or top", val);
+			return -EINVAL;
+		}
+		cfg->format = val;
 		return 0;
 	case NKEYS:
 		break;
