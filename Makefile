@@ -153,7 +153,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(DAEMON_OBJS) | $(BUILD)/tests
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(DAEMON_OBJS) $(LDLIBS) -lcriterion -o $@
 
 .PHONY: all test test-asan test-build test-unit test-e2e test-package churn deps check format format-check install deb \
-	clean profile bench
+	clean profile bench readme-flamegraph
 
 test-unit: $(UNIT_BINS) $(FIXTURES)
 	$(Q)tests/run-unit.sh $(BUILD) $(UNIT_BINS)
@@ -198,6 +198,19 @@ test-asan: deps
 # Installs every build and test dependency from Debian packages; quiet when all are present.
 deps:
 	$(Q)scripts/deps.sh
+
+# The README's flame graph (root): examples/workload.rb profiled by --oneshot, its view written by
+# rubyprofd report, photographed by headless chromium (Debian's chromium) into docs/.
+README_PNG := docs/views-flamegraph.png
+readme-flamegraph: all
+	$(Q)mkdir -p $(BUILD)/readme
+	$(Q)$(BUILD)/rubyprofd --oneshot -o $(BUILD)/readme/workload.pb.gz -- ruby examples/workload.rb 10 >/dev/null
+	$(Q)$(BUILD)/rubyprofd report $(BUILD)/readme/workload.pb.gz --title 'rubyprofd: examples/workload.rb' \
+		--focus '^<main>$$' -o $(BUILD)/readme/workload.html
+	$(call msg,PNG,$(README_PNG))
+	$(Q)chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1200,600 \
+		--virtual-time-budget=5000 --screenshot=$(abspath $(README_PNG)) \
+		file://$(abspath $(BUILD))/readme/workload.html 2>/dev/null
 
 # Profiles every Ruby running on this host for 10 s, or the example program when none runs.
 profile: deps
