@@ -79,6 +79,10 @@ struct pprofread {
 	struct pprofread_sample *samples;
 	struct pprofread_location *locations;
 	struct hmap loc_by_id, fn_by_id, map_by_id; /* id -> index + 1 */
+	/* Location ids are usually 1..n (ours are): then id -> index + 1 is an array, not a hash
+	 * lookup per frame of every sample. NULL when the ids are sparse. */
+	uint32_t *loc_dense;
+	size_t loc_dense_len;
 };
 
 /* The decoder's position and its error message. */
@@ -578,6 +582,25 @@ static int index_ids(struct dec *d, struct hmap *h, const void *base, size_t n, 
 	return 0;
 }
 
+static int build_dense(struct pprofread *r)
+{
+	const struct rlocation *rl = r->rlocs.data;
+	uint64_t max = 0;
+	size_t i;
+
+	for (i = 0; i < r->rlocs.len; i++)
+		max = rl[i].loc.id > max ? rl[i].loc.id : max;
+	if (!r->rlocs.len || max > 2 * (uint64_t)r->rlocs.len + 1024)
+		return 0;
+	r->loc_dense = calloc(max + 1, sizeof(*r->loc_dense));
+	if (!r->loc_dense)
+		return -ENOMEM;
+	r->loc_dense_len = max + 1;
+	for (i = 0; i < r->rlocs.len; i++)
+		r->loc_dense[rl[i].loc.id] = (uint32_t)(i + 1);
+	return 0;
+}
+
 /* Builds the public view of the pools and checks every reference. */
 static int finish(struct dec *d)
 {
@@ -618,6 +641,8 @@ static int finish(struct dec *d)
 	    index_ids(d, &r->fn_by_id, fn, r->funcs.len, sizeof(*fn), "function") ||
 	    index_ids(d, &r->loc_by_id, rl, r->rlocs.len, sizeof(*rl), "location"))
 		return d->ret;
+	if (build_dense(r))
+		return nomem(d);
 	for (i = 0; i < r->maps.len; i++) {
 		if (check_str(d, m[i].filename, "mapping", m[i].id) ||
 		    check_str(d, m[i].build_id, "mapping", m[i].id))
@@ -657,8 +682,7 @@ static int finish(struct dec *d)
 			(const struct pprofread_label *)r->labels.data + rs[i].lab_off;
 		r->samples[i].nlabels = rs[i].nlabs;
 		for (j = 0; j < rs[i].nlocs; j++) {
-			v = r->samples[i].location_ids[j];
-			if (!hmap_get(&r->loc_by_id, v, 0, &v))
+			if (!pprofread_location_index(r, r->samples[i].location_ids[j]))
 				return fail(d, d->end, -EINVAL, "sample %zu: no location %llu",
 					    i + 1,
 					    (unsigned long long)r->samples[i].location_ids[j]);
@@ -777,6 +801,7 @@ void pprofread__free(struct pprofread *r)
 	free(r->strings);
 	free(r->samples);
 	free(r->locations);
+	free(r->loc_dense);
 	hmap_clear(&r->loc_by_id);
 	hmap_clear(&r->fn_by_id);
 	hmap_clear(&r->map_by_id);
@@ -898,11 +923,20 @@ const struct pprofread_profile *pprofread_profile(const struct pprofread *r)
 	return &r->prof;
 }
 
-const struct pprofread_location *pprofread_location(const struct pprofread *r, uint64_t id)
+size_t pprofread_location_index(const struct pprofread *r, uint64_t id)
 {
 	uint64_t i;
 
-	return hmap_get(&r->loc_by_id, id, 0, &i) ? &r->locations[i - 1] : NULL;
+	if (r->loc_dense)
+		return id < r->loc_dense_len ? r->loc_dense[id] : 0;
+	return hmap_get(&r->loc_by_id, id, 0, &i) ? (size_t)i : 0;
+}
+
+const struct pprofread_location *pprofread_location(const struct pprofread *r, uint64_t id)
+{
+	size_t i = pprofread_location_index(r, id);
+
+	return i ? &r->locations[i - 1] : NULL;
 }
 
 const struct pprofread_function *pprofread_function(const struct pprofread *r, uint64_t id)

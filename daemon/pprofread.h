@@ -101,6 +101,8 @@ void pprofread__free(struct pprofread *r);
 const struct pprofread_profile *pprofread_profile(const struct pprofread *r);
 /* By id; NULL when absent (id 0 included). */
 const struct pprofread_location *pprofread_location(const struct pprofread *r, uint64_t id);
+/* The location's index in the profile's locations + 1; 0 when absent. */
+size_t pprofread_location_index(const struct pprofread *r, uint64_t id);
 const struct pprofread_function *pprofread_function(const struct pprofread *r, uint64_t id);
 const struct pprofread_mapping *pprofread_mapping(const struct pprofread *r, uint64_t id);
 /* strings[idx], "" when out of range (never after validation, but callers need not care). */

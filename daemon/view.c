@@ -36,8 +36,8 @@ struct view {
 	uint32_t refused_frame; /* "[too many frames]", 0 until needed */
 	struct agg *agg;	/* for top */
 	struct agg_proc *aproc;
-	uint32_t *abuf; /* agg frame ids, leaf first */
-	size_t abuf_cap;
+	uint32_t *path_frames, *path_nodes; /* the last stack added, root first, and its nodes */
+	size_t path_len, path_cap;
 	struct view_stats st;
 };
 
@@ -75,7 +75,8 @@ void view__free(struct view *v)
 	if (v->has_focus)
 		regfree(&v->focus);
 	agg__free(v->agg);
-	free(v->abuf);
+	free(v->path_frames);
+	free(v->path_nodes);
 	free(v);
 }
 
@@ -217,8 +218,17 @@ static uint32_t child_of(struct view *v, uint32_t parent, uint32_t frame, int *e
 {
 	uint64_t key = (uint64_t)parent << 32 | frame, id;
 	struct view_node *nn, *n;
+	uint32_t c;
+	int k = 0;
 
-	if (hmap_get(&v->child, key, 0, &id))
+	/* Most nodes have few children (a deep recursion has one): a short walk of the list is
+	 * cheaper than a hash lookup, which misses the cache on big trees. */
+	for (c = v->nodes[parent].child; c && k < 4; c = v->nodes[c].sibling, k++) {
+		if (v->nodes[c].frame == frame)
+			return c;
+	}
+	/* c == 0: the whole list was walked */
+	if (c && hmap_get(&v->child, key, 0, &id))
 		return (uint32_t)id;
 	if (v->nnodes >= VIEW_MAX_NODES)
 		return 0;
@@ -248,15 +258,36 @@ static uint32_t child_of(struct view *v, uint32_t parent, uint32_t frame, int *e
 	return (uint32_t)v->nnodes++;
 }
 
-/* Adds one stack (frame ids leaf first) to the tree. */
+/*
+ * Adds one stack (frame ids leaf first) to the tree. The previous stack's path is kept: stacks
+ * of one process come in runs sharing their root side, whose nodes are then reused without a
+ * lookup per frame (a 10,000-frame recursion costs a compare per frame, not a hash lookup).
+ */
 static int tree_add(struct view *v, const uint32_t *frames, size_t n, uint64_t value)
 {
-	uint32_t node = 0, next;
+	uint32_t node = 0, next, *nb;
+	size_t d = 0, depth;
 	int err = 0;
-	size_t i;
 
-	for (i = n; i-- > 0;) {
-		next = child_of(v, node, frames[i], &err);
+	if (n > v->path_cap) {
+		nb = realloc(v->path_frames, n * sizeof(*nb));
+		if (!nb)
+			return -ENOMEM;
+		v->path_frames = nb;
+		nb = realloc(v->path_nodes, n * sizeof(*nb));
+		if (!nb)
+			return -ENOMEM;
+		v->path_nodes = nb;
+		v->path_cap = n;
+	}
+	/* the shared root side: same frames at the same depths as the previous stack */
+	while (d < n && d < v->path_len && v->path_frames[d] == frames[n - 1 - d]) {
+		node = v->path_nodes[d];
+		v->nodes[node].total += value;
+		d++;
+	}
+	for (depth = d; depth < n; depth++) {
+		next = child_of(v, node, frames[n - 1 - depth], &err);
 		if (err)
 			return err;
 		if (!next) {
@@ -265,7 +296,10 @@ static int tree_add(struct view *v, const uint32_t *frames, size_t n, uint64_t v
 		}
 		node = next;
 		v->nodes[node].total += value;
+		v->path_frames[depth] = frames[n - 1 - depth];
+		v->path_nodes[depth] = node;
 	}
+	v->path_len = depth;
 	v->nodes[node].self += value;
 	v->nodes[0].total += value;
 	return 0;
@@ -283,8 +317,9 @@ static bool frame_focused(struct view *v, uint32_t id)
 
 /* Per file: what its locations are as view frames (inlined lines expand to several). */
 struct file_ctx {
-	struct hmap loc_frames; /* location id -> offset + 1 into buf, count in the high 16 bits */
-	uint32_t *lf;		/* frame ids of the locations, in pool order */
+	uint64_t
+		*loc_frames; /* per location index: offset + 1 into lf, count in the high 16 bits */
+	uint32_t *lf;	     /* frame ids of the locations, in pool order */
 	size_t nlf, lf_cap;
 	uint32_t *stack; /* the current sample's frames, leaf first */
 	size_t stack_cap;
@@ -320,6 +355,9 @@ static int resolve_locations(struct view *v, struct file_ctx *x, const struct pp
 	uint32_t id;
 	int ret = 0;
 
+	x->loc_frames = calloc(p->nlocations ? p->nlocations : 1, sizeof(*x->loc_frames));
+	if (!x->loc_frames)
+		return -ENOMEM;
 	for (i = 0; i < p->nlocations; i++) {
 		l = &p->locations[i];
 		m = pprofread_mapping(r, l->mapping_id);
@@ -362,9 +400,7 @@ static int resolve_locations(struct view *v, struct file_ctx *x, const struct pp
 			if (ret)
 				return ret;
 		}
-		if (hmap_put(&x->loc_frames, l->id, 0,
-			     (uint64_t)(off + 1) | (uint64_t)(x->nlf - off) << 48))
-			return -ENOMEM;
+		x->loc_frames[i] = (uint64_t)(off + 1) | (uint64_t)(x->nlf - off) << 48;
 	}
 	return 0;
 }
@@ -468,7 +504,8 @@ static int add_samples(struct view *v, struct file_ctx *x, const struct pprofrea
 			continue;
 		total_frames = 0;
 		for (j = 0; j < s->nlocations; j++) {
-			hmap_get(&x->loc_frames, s->location_ids[j], 0, &lf);
+			/* every id resolves: pprofread checked them */
+			lf = x->loc_frames[pprofread_location_index(r, s->location_ids[j]) - 1];
 			total_frames += (size_t)(lf >> 48) / per;
 		}
 		if (total_frames > x->stack_cap && grow_stack(x, total_frames))
@@ -476,7 +513,7 @@ static int add_samples(struct view *v, struct file_ctx *x, const struct pprofrea
 		n = 0;
 		focused = !v->has_focus;
 		for (j = 0; j < s->nlocations; j++) {
-			hmap_get(&x->loc_frames, s->location_ids[j], 0, &lf);
+			lf = x->loc_frames[pprofread_location_index(r, s->location_ids[j]) - 1];
 			off = (lf & ((1ULL << 48) - 1)) - 1;
 			cnt = lf >> 48;
 			for (k = 0; k < cnt; k += per) {
@@ -545,7 +582,7 @@ int view_add_profile(struct view *v, const struct pprofread *r, const char *name
 		ret = add_samples(v, &x, r);
 	if (ret)
 		snprintf(err, errlen, "%s: %s", name, strerror(-ret));
-	hmap_clear(&x.loc_frames);
+	free(x.loc_frames);
 	free(x.lf);
 	free(x.stack);
 	free(x.astack);
