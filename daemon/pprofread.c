@@ -96,22 +96,26 @@ struct dec {
 	int ret; /* first error, -errno */
 };
 
-__attribute__((format(printf, 4, 5))) static int fail(struct dec *d, size_t at, int err,
-						      const char *fmt, ...)
+/* Keeps the first error and its message ("NAME: byte N: ..."). */
+__attribute__((format(printf, 4, 5))) static void fail_msg(struct dec *d, size_t at, int err,
+							   const char *fmt, ...)
 {
 	char msg[200];
 	va_list ap;
 
 	if (d->ret)
-		return d->ret;
+		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (d->err && d->errlen)
 		snprintf(d->err, d->errlen, "%s: byte %zu: %s", d->name, at, msg);
 	d->ret = err;
-	return err;
 }
+
+/* Records an error and evaluates to it (a macro: the static analyzer does not follow variadic
+ * calls, and must see that every failure path returns non-zero). */
+#define fail(d, at, err, ...) (fail_msg((d), (at), (err), __VA_ARGS__), (err))
 
 static int nomem(struct dec *d)
 {
@@ -125,6 +129,7 @@ static int get_varint(struct dec *d, uint64_t *v)
 	uint64_t x = 0;
 	uint8_t b;
 
+	*v = 0;
 	do {
 		if (d->pos >= d->end)
 			return fail(d, start, -EINVAL, "truncated varint");
@@ -147,6 +152,10 @@ static int get_field(struct dec *d, unsigned int *field, unsigned int *wt, uint6
 	size_t at = d->pos;
 	uint64_t tag, n;
 
+	*field = 0;
+	*wt = 0;
+	*v = 0;
+	*start = *end = d->pos;
 	if (get_varint(d, &tag))
 		return d->ret;
 	if ((tag >> 3) == 0 || (tag >> 3) > 0x1fffffff)
@@ -222,7 +231,8 @@ static int repeated(struct dec *d, unsigned int wt, uint64_t v, size_t start, si
 	d->end = end;
 	while (d->pos < d->end && !d->ret) {
 		if (*count >= max) {
-			fail(d, d->pos, -EFBIG, "more than %llu %s", (unsigned long long)max, what);
+			fail_msg(d, d->pos, -EFBIG, "more than %llu %s", (unsigned long long)max,
+				 what);
 			break;
 		}
 		if (get_varint(d, &v))
@@ -462,7 +472,7 @@ static void *table_push(struct dec *d, struct pool *p, size_t at, const char *wh
 	void *e;
 
 	if (p->len >= PPROFREAD_MAX_TABLE) {
-		fail(d, at, -EFBIG, "more than %u %s", PPROFREAD_MAX_TABLE, what);
+		fail_msg(d, at, -EFBIG, "more than %u %s", PPROFREAD_MAX_TABLE, what);
 		return NULL;
 	}
 	e = pool_push(p);
@@ -504,8 +514,8 @@ static int dec_profile(struct dec *d)
 		switch (f) {
 		case 1:
 			if (r->types.len >= PPROFREAD_MAX_VALUES) {
-				fail(d, at, -EFBIG, "more than %d sample types",
-				     PPROFREAD_MAX_VALUES);
+				fail_msg(d, at, -EFBIG, "more than %d sample types",
+					 PPROFREAD_MAX_VALUES);
 				break;
 			}
 			vt = pool_push(&r->types);
@@ -516,7 +526,8 @@ static int dec_profile(struct dec *d)
 			break;
 		case 2:
 			if (r->rsamples.len >= PPROFREAD_MAX_SAMPLES) {
-				fail(d, at, -EFBIG, "more than %u samples", PPROFREAD_MAX_SAMPLES);
+				fail_msg(d, at, -EFBIG, "more than %u samples",
+					 PPROFREAD_MAX_SAMPLES);
 				break;
 			}
 			obj = pool_push(&r->rsamples);
@@ -848,8 +859,8 @@ struct pprofread *pprofread__new(const uint8_t *data, size_t len, const char *na
 			goto cleanup;
 		data = plain;
 	} else if (len > PPROFREAD_MAX_BYTES) {
-		fail(&d, 0, -EFBIG, "more than %llu bytes",
-		     (unsigned long long)PPROFREAD_MAX_BYTES);
+		fail_msg(&d, 0, -EFBIG, "more than %llu bytes",
+			 (unsigned long long)PPROFREAD_MAX_BYTES);
 		goto cleanup;
 	}
 	d.buf = data;

@@ -64,7 +64,7 @@ void view__free(struct view *v)
 
 	if (!v)
 		return;
-	for (i = 1; i < v->nframes; i++) {
+	for (i = 1; v->frames && i < v->nframes; i++) {
 		free((char *)v->frames[i].f.name);
 		free((char *)v->frames[i].f.file);
 	}
@@ -356,8 +356,10 @@ static int resolve_locations(struct view *v, struct file_ctx *x, const struct pp
 	int ret = 0;
 
 	x->loc_frames = calloc(p->nlocations ? p->nlocations : 1, sizeof(*x->loc_frames));
-	if (!x->loc_frames)
+	x->lf = malloc(256 * sizeof(*x->lf));
+	if (!x->loc_frames || !x->lf)
 		return -ENOMEM;
+	x->lf_cap = 256;
 	for (i = 0; i < p->nlocations; i++) {
 		l = &p->locations[i];
 		m = pprofread_mapping(r, l->mapping_id);
@@ -494,6 +496,8 @@ static int add_samples(struct view *v, struct file_ctx *x, const struct pprofrea
 	int ret;
 
 	per = v->agg ? 2 : 1; /* frames per line in lf: the view's, then the agg's */
+	if (grow_stack(x, 64))
+		return -ENOMEM;
 	for (i = 0; i < p->nsamples; i++) {
 		s = &p->samples[i];
 		val = p->nsample_types ? s->values[vi] : 0;

@@ -233,16 +233,15 @@ int view_report_main(int argc, char **argv)
 		title = ret < 0 ? "rubyprofd" : title_buf;
 		ret = 1;
 	}
-	if (!output && (strcmp(format, "top") == 0 || strcmp(format, "collapsed") == 0))
-		output = "-";
-	if (!output) {
+	/* by default, the text formats go to stdout, the others to a file named after the input */
+	if (!output && strcmp(format, "top") != 0 && strcmp(format, "collapsed") != 0) {
 		derived = default_output(argv[optind], view_format_ext(format));
 		if (!derived) {
 			fprintf(stderr, "rubyprofd report: out of memory\n");
 			goto cleanup;
 		}
-		output = derived;
 	}
+	output = output ? output : derived ? derived : "-";
 	out = strcmp(output, "-") == 0 ? stdout : fopen(output, "w");
 	if (!out) {
 		fprintf(stderr, "rubyprofd report: '%s': %s\n", output, strerror(errno));
