@@ -82,13 +82,14 @@ $(BUILD)/daemon/%.o: daemon/%.c $(BUILD)/rubyprof.skel.h | $(BUILD)/daemon
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # The flame graph page (daemon/views/flamegraph.html, the template of `rubyprofd report --format
-# flamegraph`) is compiled into the binary as a byte array: the binary needs no file beside it.
+# flamegraph`) is compiled into the binary as a byte array (od and sed: no tool beyond coreutils):
+# the binary needs no file beside it.
 VIEW_TEMPLATES := $(BUILD)/views/flamegraph_html.h
 $(BUILD)/views/flamegraph_html.h: daemon/views/flamegraph.html
 	$(call msg,EMBED,$@)
 	$(Q)mkdir -p $(@D) && { echo '/* Generated from $< by the Makefile: do not edit. */' && \
-		echo 'static const unsigned char view_flamegraph_html[] = {' && xxd -i < $< && \
-		echo '};'; } > $@
+		echo 'static const unsigned char view_flamegraph_html[] = {' && \
+		od -An -v -tx1 $< | sed -e 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g' && echo '};'; } > $@
 $(BUILD)/daemon/view_flame.o $(BUILD)/fuzz/daemon/view_flame.o: $(VIEW_TEMPLATES)
 
 $(BUILD)/rubyprofd: $(BUILD)/daemon/main.o $(DAEMON_OBJS)

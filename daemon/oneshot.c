@@ -208,7 +208,7 @@ static void write_view(const char *path, const char *format)
 	static const char *const how[][2] = {
 		{"flamegraph", "open it in a browser"},
 		{"svg", "open it in a browser or an image viewer"},
-		{"speedscope", "open it with: speedscope FILE (npm package speedscope)"},
+		{"speedscope", "open it with speedscope (npm package speedscope): speedscope "},
 		{"collapsed", "folded stacks for flamegraph.pl or inferno-flamegraph"},
 		{"top", "a text table"},
 	};
@@ -221,7 +221,8 @@ static void write_view(const char *path, const char *format)
 	}
 	for (i = 0; i < sizeof(how) / sizeof(how[0]); i++) {
 		if (strcmp(how[i][0], format) == 0)
-			printf("%s: %s  (%s)\n", format, out, how[i][1]);
+			printf("%s: %s  (%s%s)\n", format, out, how[i][1],
+			       strcmp(format, "speedscope") == 0 ? out : "");
 	}
 }
 

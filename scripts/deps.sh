@@ -11,7 +11,7 @@ pkgs=(
 	python3								# test_spool reads sidecars with its json module
 	curl prometheus							# tests: metrics endpoint client, promtool
 	debhelper lintian dpkg-dev fakeroot systemd				# make deb, make test-package
-	chromium xxd							# tests/views (headless chromium), the embedded flame graph page
+	chromium							# tests/views: the flame graph page and speedscope in headless chromium
 	libclang-rt-14-dev						# make fuzz: clang 14's libFuzzer and sanitizer runtimes
 )
 # `scripts/deps.sh bench` (make bench) also installs the peers that the bench measures.
