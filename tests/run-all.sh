@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # The whole test suite: unit tests, the end-to-end tests (root; skipped with the reason
-# otherwise), the package test (tests/package/test-deb.sh), the views of rubyprofd report
-# (tests/views/run.py: chromium and speedscope, skipped with the reason without them), a short run of each fuzz target
+# otherwise), the package test (tests/package/test-deb.sh), a short run of each fuzz target
 # (make fuzz-smoke: FUZZ_SMOKE_SECONDS each), then, given ASAN_BUILD_DIR (a build with
 # SANITIZE=address,undefined), the unit tests and a part of the end-to-end tests again with that
 # build, as the suites asan-unit and asan-e2e. Ends with one line:
@@ -44,7 +43,8 @@ if [ "${RP_ASAN_ONLY:-0}" != 1 ]; then
 	tests/package/test-deb.sh "$build" | tee -a "$log"
 	suites+=(package) rcs+=("${PIPESTATUS[0]}")
 
-	echo "== views (rubyprofd report in chromium and speedscope)"
+	# rubyprofd report's views in headless chromium and speedscope (skipped without them)
+	echo "== views"
 	python3 tests/views/run.py "$build" | tee -a "$log"
 	suites+=(views) rcs+=("${PIPESTATUS[0]}")
 
