@@ -50,5 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		sum += strlen(p->strings[p->functions[i].name]) +
 		       strlen(p->strings[p->functions[i].filename]);
 	pprofread__free(r);
-	return sum == 1 ? 0 : 0;
+	/* the strings and values were read (ASan checks each access); keep the reads */
+	__asm__ volatile("" : : "r"(sum));
+	return 0;
 }
