@@ -28,7 +28,7 @@ BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 RUBYPROFD = os.path.join(BUILD, "rubyprofd")
 ARTIFACTS = os.path.join(BUILD, "tests", "views")
 NPM_CACHE = os.environ.get("RP_NPM_CACHE", "/var/cache/rubyprofd-test/npm")
-PROFILE = os.path.join(ROOT, "tests", "fuzz", "corpus", "pprofread", "workload.pb.gz")
+PROFILE = os.path.join(ROOT, "tests", "fuzz", "corpus", "pprofread", "workload.pprof.gz")
 TMP = tempfile.mkdtemp(prefix="rp-views.")
 results = collections.Counter()
 
