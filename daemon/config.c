@@ -118,6 +118,7 @@ void config_usage(FILE *out)
 	fprintf(out,
 		"Usage: rubyprofd [OPTIONS]                                  (the service)\n"
 		"       rubyprofd --oneshot [OPTIONS] [-- COMMAND [ARGS...]]\n"
+		"       rubyprofd report FILE.pb.gz... [OPTIONS]  (views of profiles: report -h)\n"
 		"\n"
 		"Profiles the CPU time of Ruby processes with eBPF, without stopping or changing "
 		"them.\n"
