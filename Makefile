@@ -81,6 +81,17 @@ $(BUILD)/daemon/%.o: daemon/%.c $(BUILD)/rubyprof.skel.h | $(BUILD)/daemon
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
+# The flame graph page (daemon/views/flamegraph.html, the template of `rubyprofd report --format
+# flamegraph`) is compiled into the binary as a byte array (od and sed: no tool beyond coreutils):
+# the binary needs no file beside it.
+VIEW_TEMPLATES := $(BUILD)/views/flamegraph_html.h
+$(BUILD)/views/flamegraph_html.h: daemon/views/flamegraph.html
+	$(call msg,EMBED,$@)
+	$(Q)mkdir -p $(@D) && { echo '/* Generated from $< by the Makefile: do not edit. */' && \
+		echo 'static const unsigned char view_flamegraph_html[] = {' && \
+		od -An -v -tx1 $< | sed -e 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g' && echo '};'; } > $@
+$(BUILD)/daemon/view_flame.o $(BUILD)/fuzz/daemon/view_flame.o: $(VIEW_TEMPLATES)
+
 $(BUILD)/rubyprofd: $(BUILD)/daemon/main.o $(DAEMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
@@ -150,7 +161,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(DAEMON_OBJS) | $(BUILD)/tests
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(DAEMON_OBJS) $(LDLIBS) -lcriterion -o $@
 
 .PHONY: all test test-asan test-build test-unit test-e2e test-package churn deps check format format-check install deb \
-	clean profile bench
+	clean profile bench readme-flamegraph
 
 test-unit: $(UNIT_BINS) $(FIXTURES)
 	$(Q)tests/run-unit.sh $(BUILD) $(UNIT_BINS)
@@ -196,6 +207,19 @@ test-asan: deps
 deps:
 	$(Q)scripts/deps.sh
 
+# The README's flame graph (root): examples/workload.rb profiled by --oneshot, its view written by
+# rubyprofd report, photographed by headless chromium (Debian's chromium) into docs/.
+README_PNG := docs/views-flamegraph.png
+readme-flamegraph: all
+	$(Q)mkdir -p $(BUILD)/readme
+	$(Q)$(BUILD)/rubyprofd --oneshot -o $(BUILD)/readme/workload.pb.gz -- ruby examples/workload.rb 10 >/dev/null
+	$(Q)$(BUILD)/rubyprofd report $(BUILD)/readme/workload.pb.gz --title 'rubyprofd: examples/workload.rb' \
+		--focus '^<main>$$' -o $(BUILD)/readme/workload.html
+	$(call msg,PNG,$(README_PNG))
+	$(Q)chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1200,600 \
+		--virtual-time-budget=5000 --screenshot=$(abspath $(README_PNG)) \
+		file://$(abspath $(BUILD))/readme/workload.html 2>/dev/null
+
 # Profiles every Ruby running on this host for 10 s, or the example program when none runs.
 profile: deps
 	$(Q)$(MAKE) --no-print-directory all
@@ -209,7 +233,7 @@ format:
 format-check:
 	$(Q)clang-format --dry-run --Werror $(SRC_FILES)
 
-check: format-check $(BUILD)/rubyprof.skel.h
+check: format-check $(BUILD)/rubyprof.skel.h $(VIEW_TEMPLATES)
 	$(Q)clang-tidy --quiet $(filter %.c,$(wildcard daemon/*.c)) -- $(filter-out -MMD -MP,$(ALL_CFLAGS))
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 		-Iinclude -Idaemon -D__x86_64__ daemon

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "rubyprof.h"
 #include "upload.h"
+#include "view.h"
 
 /* Every key: its file name (NULL: a flag only), its long flag, and where it is allowed. */
 enum key_id {
@@ -55,6 +56,7 @@ enum key_id {
 	KEY_UPLOAD_MAX_AGE,
 	KEY_UPLOAD_BACKOFF_MAX,
 	KEY_UPLOAD_REJECTED_MAX_AGE,
+	KEY_FORMAT,
 	NKEYS,
 };
 
@@ -104,6 +106,7 @@ static const struct key_def keys[NKEYS] = {
 				    K_FILE | K_SERVICE},
 	[KEY_UPLOAD_REJECTED_MAX_AGE] = {"upload_rejected_max_age", "--upload-rejected-max-age",
 					 K_FILE | K_SERVICE},
+	[KEY_FORMAT] = {"format", "--format", K_ONESHOT},
 };
 
 /* getopt values: a key's id above every char, and the flags that are no key. */
@@ -122,6 +125,7 @@ static const struct option options[] = {
 	{"output", required_argument, NULL, 'o'},
 	{"max-frames", required_argument, NULL, OPT_KEY + KEY_MAX_FRAMES},
 	{"top", required_argument, NULL, OPT_KEY + KEY_TOP},
+	{"format", required_argument, NULL, OPT_KEY + KEY_FORMAT},
 	{"interval", required_argument, NULL, OPT_KEY + KEY_INTERVAL},
 	{"spool-dir", required_argument, NULL, OPT_KEY + KEY_SPOOL_DIR},
 	{"spool-max-bytes", required_argument, NULL, OPT_KEY + KEY_SPOOL_MAX_BYTES},
@@ -159,6 +163,7 @@ void config_usage(FILE *out)
 	fprintf(out,
 		"Usage: rubyprofd [OPTIONS]                                  (the service)\n"
 		"       rubyprofd --oneshot [OPTIONS] [-- COMMAND [ARGS...]]\n"
+		"       rubyprofd report FILE.pb.gz... [OPTIONS]  (views of profiles: report -h)\n"
 		"\n"
 		"Profiles the CPU time of Ruby processes with eBPF, without stopping or changing "
 		"them.\n"
@@ -236,6 +241,8 @@ void config_usage(FILE *out)
 		"  -o, --output FILE     where to write the profile\n"
 		"                        (default: ./rubyprofd-HOST-YYYYMMDD-HHMMSS.pb.gz)\n"
 		"      --top N           lines in the summary's top list (default 15)\n"
+		"      --format F        also write a view beside the profile: flamegraph, svg,\n"
+		"                        speedscope, collapsed or top (see rubyprofd report -h)\n"
 		"\n"
 		"With a COMMAND, rubyprofd --oneshot starts it and profiles it and the Ruby "
 		"processes it\n"
@@ -892,6 +899,14 @@ static int key_set(struct parse_ctx *ctx, enum key_id id, const char *val, const
 	case KEY_UPLOAD_REJECTED_MAX_AGE:
 		return set_upload_seconds(err, errlen, val, 1, CONFIG_MAX_SPOOL_MAX_AGE, false,
 					  &cfg->upload_rejected_max_age);
+	case KEY_FORMAT: /* only from argv, as --output */
+		if (!view_format_ext(val)) {
+			snprintf(err, errlen,
+				 "'%s' is not flamegraph, svg, speedscope, collapsed or top", val);
+			return -EINVAL;
+		}
+		cfg->format = val;
+		return 0;
 	case NKEYS:
 		break;
 	}

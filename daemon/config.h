@@ -57,6 +57,7 @@ struct config {
 	const char *output;   /* NULL: rubyprofd-HOST-TIME.pb.gz in the current directory */
 	char *const *command; /* argv after "--", NULL-terminated; NULL when none */
 	unsigned int top;     /* lines of the summary's top list */
+	const char *format;   /* --format: a view (view.h) written beside the profile; NULL: none */
 	int verbose;	      /* -v: info about each process; -vv: debug */
 	bool quiet;
 

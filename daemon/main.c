@@ -8,6 +8,7 @@
 #include "log.h"
 #include "oneshot.h"
 #include "service.h"
+#include "view.h"
 
 static void on_signal(int sig)
 {
@@ -19,6 +20,9 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	static struct config cfg; /* about 300 KiB: not on the stack */
 
+	/* `rubyprofd report FILE...`: reads profiles, needs no privileges and no configuration */
+	if (argc > 1 && strcmp(argv[1], "report") == 0)
+		return view_report_main(argc - 1, argv + 1);
 	switch (config_parse(&cfg, argc, argv)) {
 	case CONFIG_EXIT_OK:
 		return 0;

@@ -25,6 +25,7 @@
 #include "privs.h"
 #include "report.h"
 #include "session.h"
+#include "view.h"
 
 volatile sig_atomic_t oneshot_stop;
 
@@ -201,6 +202,30 @@ static int write_profile(struct run *r, const char *path, int64_t duration_ns, c
 	return err;
 }
 
+/* --format: the view written beside the profile, and how to open it. */
+static void write_view(const char *path, const char *format)
+{
+	static const char *const how[][2] = {
+		{"flamegraph", "open it in a browser"},
+		{"svg", "open it in a browser or an image viewer"},
+		{"speedscope", "open it with speedscope (npm package speedscope): speedscope "},
+		{"collapsed", "folded stacks for flamegraph.pl or inferno-flamegraph"},
+		{"top", "a text table"},
+	};
+	char out[PATH_MAX], err[512];
+	size_t i;
+
+	if (view_write_beside(path, format, out, sizeof(out), err, sizeof(err))) {
+		log_error("cannot write the %s view: %s", format, err);
+		return;
+	}
+	for (i = 0; i < sizeof(how) / sizeof(how[0]); i++) {
+		if (strcmp(how[i][0], format) == 0)
+			printf("%s: %s  (%s%s)\n", format, out, how[i][1],
+			       strcmp(format, "speedscope") == 0 ? out : "");
+	}
+}
+
 static void summary(struct run *r, double secs, const char *path)
 {
 	struct session_counters c;
@@ -230,6 +255,8 @@ static void summary(struct run *r, double secs, const char *path)
 	       bpf[RP_STAT_TRUNCATED]);
 	if (path)
 		printf("profile: %s  (view: go tool pprof -top %s)\n", path, path);
+	if (path && r->cfg->format)
+		write_view(path, r->cfg->format);
 }
 
 /* Waits for records, the next due check of the tracker, or the poll period. */

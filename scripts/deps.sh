@@ -12,6 +12,7 @@ pkgs=(
 	curl prometheus							# tests: metrics endpoint client, promtool
 	openssl								# tests: the stand-in collector's test CA (TLS)
 	debhelper lintian dpkg-dev fakeroot systemd				# make deb, make test-package
+	chromium							# tests/views: the flame graph page and speedscope in headless chromium
 	libclang-rt-14-dev						# make fuzz: clang 14's libFuzzer and sanitizer runtimes
 	libcurl4-openssl-dev						# build: the shipper's HTTP transport (daemon/upload.c)
 	musl-tools							# tests: the fake Ruby run by musl libc (Alpine's TLS layout)

@@ -48,6 +48,11 @@ if [ "${RP_ASAN_ONLY:-0}" != 1 ]; then
 	tests/package/test-deb.sh "$build" | tee -a "$log"
 	suites+=(package) rcs+=("${PIPESTATUS[0]}")
 
+	# rubyprofd report's views in headless chromium and speedscope (skipped without them)
+	echo "== views"
+	python3 tests/views/run.py "$build" | tee -a "$log"
+	suites+=(views) rcs+=("${PIPESTATUS[0]}")
+
 	echo "== fuzz smoke"
 	make --no-print-directory BUILD="$build" fuzz-smoke 2>&1 | tee -a "$log"
 	suites+=(fuzz) rcs+=("${PIPESTATUS[0]}")

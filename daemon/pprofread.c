@@ -1,0 +1,974 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * pprofread.c - decodes a perftools.profiles.Profile by hand: gunzip with zlib into one buffer
+ * (bounded), then one pass over the message's fields into flat pools, then the references are
+ * checked and indexed by id.
+ *
+ * The message's nesting is fixed by the schema (Profile > Sample > Label, Profile > Location >
+ * Line): only those messages are descended into, unknown fields are skipped by their wire type,
+ * so no input nests deeper than three levels.
+ */
+#define ZLIB_CONST
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "hmap.h"
+#include "pprofread.h"
+
+/* ---- growable pools --------------------------------------------------------------------------- */
+
+struct pool {
+	void *data;
+	size_t len, cap, elem;
+};
+
+/* Room for one more element; a pointer to it (zeroed), or NULL (ENOMEM). */
+static void *pool_push(struct pool *p)
+{
+	size_t ncap;
+	void *tmp;
+
+	if (p->len == p->cap) {
+		ncap = p->cap ? p->cap * 2 : 16;
+		if (ncap > SIZE_MAX / p->elem)
+			return NULL;
+		tmp = realloc(p->data, ncap * p->elem);
+		if (!tmp)
+			return NULL;
+		p->data = tmp;
+		p->cap = ncap;
+	}
+	tmp = (char *)p->data + p->len++ * p->elem;
+	memset(tmp, 0, p->elem);
+	return tmp;
+}
+
+/* While decoding, nested arrays are offsets into pools (which move as they grow). */
+struct rsample {
+	size_t loc_off, nlocs, val_off, nvals, lab_off, nlabs;
+};
+
+struct rlocation {
+	struct pprofread_location loc;
+	size_t line_off;
+};
+
+struct pprofread {
+	struct pprofread_profile prof;
+	struct pool strs;     /* size_t offsets into chars */
+	struct pool chars;    /* NUL-terminated copies */
+	struct pool types;    /* struct pprofread_value_type */
+	struct pool rsamples; /* struct rsample */
+	struct pool locids;   /* uint64_t */
+	struct pool values;   /* int64_t */
+	struct pool labels;   /* struct pprofread_label */
+	struct pool rlocs;    /* struct rlocation */
+	struct pool lines;    /* struct pprofread_line */
+	struct pool funcs;    /* struct pprofread_function */
+	struct pool maps;     /* struct pprofread_mapping */
+	struct pool comments; /* uint64_t */
+	const char **strings; /* built at the end */
+	struct pprofread_sample *samples;
+	struct pprofread_location *locations;
+	struct hmap loc_by_id, fn_by_id, map_by_id; /* id -> index + 1 */
+	/* Location ids are usually 1..n (ours are): then id -> index + 1 is an array, not a hash
+	 * lookup per frame of every sample. NULL when the ids are sparse. */
+	uint32_t *loc_dense;
+	size_t loc_dense_len;
+};
+
+/* The decoder's position and its error message. */
+struct dec {
+	struct pprofread *r;
+	const uint8_t *buf;
+	size_t pos, end;
+	const char *name;
+	char *err;
+	size_t errlen;
+	int ret; /* first error, -errno */
+};
+
+/* Keeps the first error and its message ("NAME: byte N: ..."). */
+__attribute__((format(printf, 4, 5))) static void fail_msg(struct dec *d, size_t at, int err,
+							   const char *fmt, ...)
+{
+	char msg[200];
+	va_list ap;
+
+	if (d->ret)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (d->err && d->errlen)
+		snprintf(d->err, d->errlen, "%s: byte %zu: %s", d->name, at, msg);
+	d->ret = err;
+}
+
+/* Records an error and evaluates to it (a macro: the static analyzer does not follow variadic
+ * calls, and must see that every failure path returns non-zero). */
+#define fail(d, at, err, ...) (fail_msg((d), (at), (err), __VA_ARGS__), (err))
+
+static int nomem(struct dec *d)
+{
+	return fail(d, d->pos, -ENOMEM, "out of memory");
+}
+
+static int get_varint(struct dec *d, uint64_t *v)
+{
+	size_t start = d->pos;
+	unsigned int shift = 0;
+	uint64_t x = 0;
+	uint8_t b;
+
+	*v = 0;
+	do {
+		if (d->pos >= d->end)
+			return fail(d, start, -EINVAL, "truncated varint");
+		if (shift > 63)
+			return fail(d, start, -EINVAL, "varint longer than 10 bytes");
+		b = d->buf[d->pos++];
+		x |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+	} while (b & 0x80);
+	*v = x;
+	return 0;
+}
+
+enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
+
+/* The next field's number, wire type and, for WT_LEN, its payload [*start, *end). */
+static int get_field(struct dec *d, unsigned int *field, unsigned int *wt, uint64_t *v,
+		     size_t *start, size_t *end)
+{
+	size_t at = d->pos;
+	uint64_t tag, n;
+
+	*field = 0;
+	*wt = 0;
+	*v = 0;
+	*start = *end = d->pos;
+	if (get_varint(d, &tag))
+		return d->ret;
+	if ((tag >> 3) == 0 || (tag >> 3) > 0x1fffffff)
+		return fail(d, at, -EINVAL, "invalid field number %llu",
+			    (unsigned long long)(tag >> 3));
+	*field = (unsigned int)(tag >> 3);
+	*wt = (unsigned int)(tag & 7);
+	*v = 0;
+	switch (*wt) {
+	case WT_VARINT:
+		return get_varint(d, v);
+	case WT_I64:
+	case WT_I32:
+		n = *wt == WT_I64 ? 8 : 4;
+		if (d->end - d->pos < n)
+			return fail(d, at, -EINVAL, "truncated fixed-width field %u", *field);
+		d->pos += n;
+		return 0;
+	case WT_LEN:
+		if (get_varint(d, &n))
+			return d->ret;
+		if (n > d->end - d->pos)
+			return fail(d, at, -EINVAL,
+				    "field %u: length %llu past the end of its message", *field,
+				    (unsigned long long)n);
+		*start = d->pos;
+		*end = d->pos + n;
+		d->pos += n;
+		return 0;
+	default:
+		return fail(d, at, -EINVAL, "field %u: unsupported wire type %u", *field, *wt);
+	}
+}
+
+/* Runs fn over the sub-message [start, end) and returns to where d was. */
+static int sub(struct dec *d, size_t start, size_t end, int (*fn)(struct dec *d, void *obj),
+	       void *obj)
+{
+	size_t pos = d->pos, oend = d->end;
+
+	d->pos = start;
+	d->end = end;
+	fn(d, obj);
+	d->pos = pos;
+	d->end = oend;
+	return d->ret;
+}
+
+/*
+ * A repeated scalar: packed (WT_LEN) or one value (WT_VARINT). Appends to pool (8-byte elements);
+ * *count is bumped per value, and past max the profile is refused.
+ */
+static int repeated(struct dec *d, unsigned int wt, uint64_t v, size_t start, size_t end,
+		    struct pool *pool, size_t *count, uint64_t max, const char *what)
+{
+	size_t pos = d->pos, oend = d->end;
+	uint64_t *slot;
+
+	if (wt == WT_VARINT) {
+		if (*count >= max)
+			return fail(d, pos, -EFBIG, "more than %llu %s", (unsigned long long)max,
+				    what);
+		slot = pool_push(pool);
+		if (!slot)
+			return nomem(d);
+		*slot = v;
+		(*count)++;
+		return 0;
+	}
+	if (wt != WT_LEN)
+		return fail(d, pos, -EINVAL, "%s: wire type %u", what, wt);
+	d->pos = start;
+	d->end = end;
+	while (d->pos < d->end && !d->ret) {
+		if (*count >= max) {
+			fail_msg(d, d->pos, -EFBIG, "more than %llu %s", (unsigned long long)max,
+				 what);
+			break;
+		}
+		if (get_varint(d, &v))
+			break;
+		slot = pool_push(pool);
+		if (!slot) {
+			nomem(d);
+			break;
+		}
+		*slot = v;
+		(*count)++;
+	}
+	d->pos = pos;
+	d->end = oend;
+	return d->ret;
+}
+
+/* ---- messages ---------------------------------------------------------------------------- */
+
+static int dec_value_type(struct dec *d, void *obj)
+{
+	struct pprofread_value_type *vt = obj;
+	unsigned int f, wt;
+	size_t s, e;
+	uint64_t v;
+
+	while (d->pos < d->end && !get_field(d, &f, &wt, &v, &s, &e)) {
+		if (wt != WT_VARINT)
+			continue;
+		if (f == 1)
+			vt->type = v;
+		else if (f == 2)
+			vt->unit = v;
+	}
+	return d->ret;
+}
+
+static int dec_label(struct dec *d, void *obj)
+{
+	struct pprofread_label *l = obj;
+	unsigned int f, wt;
+	size_t s, e;
+	uint64_t v;
+
+	while (d->pos < d->end && !get_field(d, &f, &wt, &v, &s, &e)) {
+		if (wt != WT_VARINT)
+			continue;
+		if (f == 1)
+			l->key = v;
+		else if (f == 2)
+			l->str = v;
+		else if (f == 3)
+			l->num = (int64_t)v;
+		else if (f == 4)
+			l->num_unit = v;
+	}
+	return d->ret;
+}
+
+static int dec_sample(struct dec *d, void *obj)
+{
+	struct rsample *s = obj;
+	struct pprofread *r = d->r;
+	struct pprofread_label *l;
+	unsigned int f, wt;
+	size_t st, e, at;
+	uint64_t v;
+
+	s->loc_off = r->locids.len;
+	s->val_off = r->values.len;
+	s->lab_off = r->labels.len;
+	while (d->pos < d->end) {
+		at = d->pos;
+		if (get_field(d, &f, &wt, &v, &st, &e))
+			break;
+		if (f == 1) {
+			if (r->locids.len >= PPROFREAD_MAX_STACK_TOTAL)
+				return fail(d, at, -EFBIG,
+					    "more than %llu location ids in all samples",
+					    (unsigned long long)PPROFREAD_MAX_STACK_TOTAL);
+			repeated(d, wt, v, st, e, &r->locids, &s->nlocs, PPROFREAD_MAX_STACK,
+				 "locations in a sample");
+		} else if (f == 2) {
+			repeated(d, wt, v, st, e, &r->values, &s->nvals, PPROFREAD_MAX_VALUES,
+				 "values in a sample");
+		} else if (f == 3 && wt == WT_LEN) {
+			if (s->nlabs >= PPROFREAD_MAX_LABELS)
+				return fail(d, at, -EFBIG, "more than %d labels in a sample",
+					    PPROFREAD_MAX_LABELS);
+			l = pool_push(&r->labels);
+			if (!l)
+				return nomem(d);
+			s->nlabs++;
+			sub(d, st, e, dec_label, l);
+		}
+		if (d->ret)
+			break;
+	}
+	return d->ret;
+}
+
+static int dec_line(struct dec *d, void *obj)
+{
+	struct pprofread_line *l = obj;
+	unsigned int f, wt;
+	size_t s, e;
+	uint64_t v;
+
+	while (d->pos < d->end && !get_field(d, &f, &wt, &v, &s, &e)) {
+		if (wt != WT_VARINT)
+			continue;
+		if (f == 1)
+			l->function_id = v;
+		else if (f == 2)
+			l->line = (int64_t)v;
+	}
+	return d->ret;
+}
+
+static int dec_location(struct dec *d, void *obj)
+{
+	struct rlocation *rl = obj;
+	struct pprofread *r = d->r;
+	struct pprofread_line *l;
+	unsigned int f, wt;
+	size_t s, e, at;
+	uint64_t v;
+
+	rl->line_off = r->lines.len;
+	while (d->pos < d->end) {
+		at = d->pos;
+		if (get_field(d, &f, &wt, &v, &s, &e))
+			break;
+		if (wt == WT_VARINT && f == 1)
+			rl->loc.id = v;
+		else if (wt == WT_VARINT && f == 2)
+			rl->loc.mapping_id = v;
+		else if (wt == WT_VARINT && f == 3)
+			rl->loc.address = v;
+		else if (wt == WT_LEN && f == 4) {
+			if (rl->loc.nlines >= PPROFREAD_MAX_LINES)
+				return fail(d, at, -EFBIG, "more than %d lines in a location",
+					    PPROFREAD_MAX_LINES);
+			l = pool_push(&r->lines);
+			if (!l)
+				return nomem(d);
+			rl->loc.nlines++;
+			sub(d, s, e, dec_line, l);
+		}
+	}
+	return d->ret;
+}
+
+static int dec_function(struct dec *d, void *obj)
+{
+	struct pprofread_function *fn = obj;
+	unsigned int f, wt;
+	size_t s, e;
+	uint64_t v;
+
+	while (d->pos < d->end && !get_field(d, &f, &wt, &v, &s, &e)) {
+		if (wt != WT_VARINT)
+			continue;
+		if (f == 1)
+			fn->id = v;
+		else if (f == 2)
+			fn->name = v;
+		else if (f == 3)
+			fn->system_name = v;
+		else if (f == 4)
+			fn->filename = v;
+		else if (f == 5)
+			fn->start_line = (int64_t)v;
+	}
+	return d->ret;
+}
+
+static int dec_mapping(struct dec *d, void *obj)
+{
+	struct pprofread_mapping *m = obj;
+	unsigned int f, wt;
+	size_t s, e;
+	uint64_t v;
+
+	while (d->pos < d->end && !get_field(d, &f, &wt, &v, &s, &e)) {
+		if (wt != WT_VARINT)
+			continue;
+		if (f == 1)
+			m->id = v;
+		else if (f == 2)
+			m->start = v;
+		else if (f == 3)
+			m->limit = v;
+		else if (f == 4)
+			m->offset = v;
+		else if (f == 5)
+			m->filename = v;
+		else if (f == 6)
+			m->build_id = v;
+	}
+	return d->ret;
+}
+
+static int add_string(struct dec *d, size_t start, size_t end)
+{
+	struct pprofread *r = d->r;
+	size_t *off, len = end - start, ncap;
+	char *c;
+
+	if (r->strs.len >= PPROFREAD_MAX_STRINGS)
+		return fail(d, start, -EFBIG, "more than %u strings", PPROFREAD_MAX_STRINGS);
+	off = pool_push(&r->strs);
+	if (!off)
+		return nomem(d);
+	*off = r->chars.len;
+	if (r->chars.cap - r->chars.len < len + 1) {
+		/* len is below the message's size, itself bounded: no overflow */
+		ncap = (r->chars.cap ? r->chars.cap : 4096);
+		while (ncap - r->chars.len < len + 1)
+			ncap *= 2;
+		c = realloc(r->chars.data, ncap);
+		if (!c)
+			return nomem(d);
+		r->chars.data = c;
+		r->chars.cap = ncap;
+	}
+	c = (char *)r->chars.data + r->chars.len;
+	memcpy(c, d->buf + start, len);
+	c[len] = '\0';
+	r->chars.len += len + 1;
+	return 0;
+}
+
+/* Pushes a table entry after checking the table's bound. */
+static void *table_push(struct dec *d, struct pool *p, size_t at, const char *what)
+{
+	void *e;
+
+	if (p->len >= PPROFREAD_MAX_TABLE) {
+		fail_msg(d, at, -EFBIG, "more than %u %s", PPROFREAD_MAX_TABLE, what);
+		return NULL;
+	}
+	e = pool_push(p);
+	if (!e)
+		nomem(d);
+	return e;
+}
+
+static int dec_profile(struct dec *d)
+{
+	struct pprofread *r = d->r;
+	struct pprofread_value_type *vt;
+	size_t s, e, at;
+	unsigned int f, wt;
+	void *obj;
+	uint64_t v;
+
+	while (d->pos < d->end && !d->ret) {
+		at = d->pos;
+		if (get_field(d, &f, &wt, &v, &s, &e))
+			break;
+		if (f == 13) {
+			r->prof.ncomments = r->comments.len;
+			repeated(d, wt, v, s, e, &r->comments, &r->prof.ncomments, 1u << 20,
+				 "comments");
+			continue;
+		}
+		if (wt == WT_VARINT) {
+			if (f == 9)
+				r->prof.time_ns = (int64_t)v;
+			else if (f == 10)
+				r->prof.duration_ns = (int64_t)v;
+			else if (f == 12)
+				r->prof.period = (int64_t)v;
+			continue;
+		}
+		if (wt != WT_LEN)
+			continue;
+		switch (f) {
+		case 1:
+			if (r->types.len >= PPROFREAD_MAX_VALUES) {
+				fail_msg(d, at, -EFBIG, "more than %d sample types",
+					 PPROFREAD_MAX_VALUES);
+				break;
+			}
+			vt = pool_push(&r->types);
+			if (!vt)
+				nomem(d);
+			else
+				sub(d, s, e, dec_value_type, vt);
+			break;
+		case 2:
+			if (r->rsamples.len >= PPROFREAD_MAX_SAMPLES) {
+				fail_msg(d, at, -EFBIG, "more than %u samples",
+					 PPROFREAD_MAX_SAMPLES);
+				break;
+			}
+			obj = pool_push(&r->rsamples);
+			if (!obj)
+				nomem(d);
+			else
+				sub(d, s, e, dec_sample, obj);
+			break;
+		case 3:
+			obj = table_push(d, &r->maps, at, "mappings");
+			if (obj)
+				sub(d, s, e, dec_mapping, obj);
+			break;
+		case 4:
+			obj = table_push(d, &r->rlocs, at, "locations");
+			if (obj)
+				sub(d, s, e, dec_location, obj);
+			break;
+		case 5:
+			obj = table_push(d, &r->funcs, at, "functions");
+			if (obj)
+				sub(d, s, e, dec_function, obj);
+			break;
+		case 6:
+			add_string(d, s, e);
+			break;
+		case 11:
+			sub(d, s, e, dec_value_type, &r->prof.period_type);
+			break;
+		default:
+			break;
+		}
+	}
+	return d->ret;
+}
+
+/* ---- checks and indexes ------------------------------------------------------------------- */
+
+static int check_str(struct dec *d, uint64_t idx, const char *what, uint64_t id)
+{
+	if (idx < d->r->strs.len)
+		return 0;
+	return fail(d, d->end, -EINVAL, "%s %llu: string index %llu past the table (%zu strings)",
+		    what, (unsigned long long)id, (unsigned long long)idx, d->r->strs.len);
+}
+
+static int index_ids(struct dec *d, struct hmap *h, const void *base, size_t n, size_t elem,
+		     const char *what)
+{
+	uint64_t id, old;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		id = *(const uint64_t *)((const char *)base + i * elem);
+		if (!id)
+			return fail(d, d->end, -EINVAL, "%s #%zu has id 0", what, i + 1);
+		if (hmap_get(h, id, 0, &old))
+			return fail(d, d->end, -EINVAL, "%s id %llu appears twice", what,
+				    (unsigned long long)id);
+		if (hmap_put(h, id, 0, i + 1))
+			return nomem(d);
+	}
+	return 0;
+}
+
+static int build_dense(struct pprofread *r)
+{
+	const struct rlocation *rl = r->rlocs.data;
+	uint64_t max = 0;
+	size_t i;
+
+	for (i = 0; i < r->rlocs.len; i++)
+		max = rl[i].loc.id > max ? rl[i].loc.id : max;
+	if (!r->rlocs.len || max > 2 * (uint64_t)r->rlocs.len + 1024)
+		return 0;
+	r->loc_dense = calloc(max + 1, sizeof(*r->loc_dense));
+	if (!r->loc_dense)
+		return -ENOMEM;
+	r->loc_dense_len = max + 1;
+	for (i = 0; i < r->rlocs.len; i++)
+		r->loc_dense[rl[i].loc.id] = (uint32_t)(i + 1);
+	return 0;
+}
+
+/* Builds the public view of the pools and checks every reference. */
+static int finish(struct dec *d)
+{
+	struct pprofread *r = d->r;
+	struct pprofread_profile *p = &r->prof;
+	const struct rsample *rs = r->rsamples.data;
+	const struct rlocation *rl = r->rlocs.data;
+	const struct pprofread_function *fn = r->funcs.data;
+	const struct pprofread_mapping *m = r->maps.data;
+	const struct pprofread_label *l;
+	const struct pprofread_line *ln;
+	const size_t *off = r->strs.data;
+	size_t i, j, nt;
+	uint64_t v;
+
+	if (r->strs.len == 0 || ((const char *)r->chars.data)[off[0]] != '\0')
+		return fail(d, d->end, -EINVAL, "the string table does not start with \"\"");
+	r->strings = calloc(r->strs.len, sizeof(*r->strings));
+	r->samples = calloc(r->rsamples.len ? r->rsamples.len : 1, sizeof(*r->samples));
+	r->locations = calloc(r->rlocs.len ? r->rlocs.len : 1, sizeof(*r->locations));
+	if (!r->strings || !r->samples || !r->locations)
+		return nomem(d);
+	for (i = 0; i < r->strs.len; i++)
+		r->strings[i] = (const char *)r->chars.data + off[i];
+	nt = r->types.len;
+	for (i = 0; i < nt; i++) {
+		const struct pprofread_value_type *vt =
+			(const struct pprofread_value_type *)r->types.data + i;
+
+		if (check_str(d, vt->type, "sample type", i + 1) ||
+		    check_str(d, vt->unit, "sample type", i + 1))
+			return d->ret;
+	}
+	if (check_str(d, p->period_type.type, "period type", 1) ||
+	    check_str(d, p->period_type.unit, "period type", 1))
+		return d->ret;
+	if (index_ids(d, &r->map_by_id, m, r->maps.len, sizeof(*m), "mapping") ||
+	    index_ids(d, &r->fn_by_id, fn, r->funcs.len, sizeof(*fn), "function") ||
+	    index_ids(d, &r->loc_by_id, rl, r->rlocs.len, sizeof(*rl), "location"))
+		return d->ret;
+	if (build_dense(r))
+		return nomem(d);
+	for (i = 0; i < r->maps.len; i++) {
+		if (check_str(d, m[i].filename, "mapping", m[i].id) ||
+		    check_str(d, m[i].build_id, "mapping", m[i].id))
+			return d->ret;
+	}
+	for (i = 0; i < r->funcs.len; i++) {
+		if (check_str(d, fn[i].name, "function", fn[i].id) ||
+		    check_str(d, fn[i].system_name, "function", fn[i].id) ||
+		    check_str(d, fn[i].filename, "function", fn[i].id))
+			return d->ret;
+	}
+	for (i = 0; i < r->rlocs.len; i++) {
+		r->locations[i] = rl[i].loc;
+		r->locations[i].lines =
+			(const struct pprofread_line *)r->lines.data + rl[i].line_off;
+		if (rl[i].loc.mapping_id && !hmap_get(&r->map_by_id, rl[i].loc.mapping_id, 0, &v))
+			return fail(d, d->end, -EINVAL, "location %llu: no mapping %llu",
+				    (unsigned long long)rl[i].loc.id,
+				    (unsigned long long)rl[i].loc.mapping_id);
+		for (j = 0; j < rl[i].loc.nlines; j++) {
+			ln = r->locations[i].lines + j;
+			if (ln->function_id && !hmap_get(&r->fn_by_id, ln->function_id, 0, &v))
+				return fail(d, d->end, -EINVAL, "location %llu: no function %llu",
+					    (unsigned long long)rl[i].loc.id,
+					    (unsigned long long)ln->function_id);
+		}
+	}
+	for (i = 0; i < r->rsamples.len; i++) {
+		if (rs[i].nvals != nt)
+			return fail(d, d->end, -EINVAL,
+				    "sample %zu: %zu values for %zu sample types", i + 1,
+				    rs[i].nvals, nt);
+		r->samples[i].location_ids = (const uint64_t *)r->locids.data + rs[i].loc_off;
+		r->samples[i].nlocations = rs[i].nlocs;
+		r->samples[i].values = (const int64_t *)r->values.data + rs[i].val_off;
+		r->samples[i].labels =
+			(const struct pprofread_label *)r->labels.data + rs[i].lab_off;
+		r->samples[i].nlabels = rs[i].nlabs;
+		for (j = 0; j < rs[i].nlocs; j++) {
+			if (!pprofread_location_index(r, r->samples[i].location_ids[j]))
+				return fail(d, d->end, -EINVAL, "sample %zu: no location %llu",
+					    i + 1,
+					    (unsigned long long)r->samples[i].location_ids[j]);
+		}
+		for (j = 0; j < rs[i].nlabs; j++) {
+			l = r->samples[i].labels + j;
+			if (check_str(d, l->key, "sample", i + 1) ||
+			    check_str(d, l->str, "sample", i + 1) ||
+			    check_str(d, l->num_unit, "sample", i + 1))
+				return d->ret;
+		}
+	}
+	for (i = 0; i < r->comments.len; i++) {
+		if (check_str(d, ((const uint64_t *)r->comments.data)[i], "comment", i + 1))
+			return d->ret;
+	}
+	p->strings = r->strings;
+	p->nstrings = r->strs.len;
+	p->sample_types = r->types.data;
+	p->nsample_types = nt;
+	p->samples = r->samples;
+	p->nsamples = r->rsamples.len;
+	p->mappings = r->maps.data;
+	p->nmappings = r->maps.len;
+	p->locations = r->locations;
+	p->nlocations = r->rlocs.len;
+	p->functions = r->funcs.data;
+	p->nfunctions = r->funcs.len;
+	p->comments = r->comments.data;
+	p->ncomments = r->comments.len;
+	return 0;
+}
+
+/* ---- gzip ---------------------------------------------------------------------------------- */
+
+/* Inflates a gzip stream into a malloc'd buffer of at most PPROFREAD_MAX_BYTES. */
+static int gunzip(struct dec *d, const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
+{
+	const size_t piece = 1u << 30; /* zlib's counts are uInt: feed and drain in pieces */
+	size_t cap = len * 4 + 4096, n = 0;
+	z_stream zs = {0};
+	uint8_t *buf, *tmp;
+	int zret, ret = 0;
+
+	if (cap > PPROFREAD_MAX_BYTES)
+		cap = PPROFREAD_MAX_BYTES;
+	buf = malloc(cap);
+	if (!buf)
+		return nomem(d);
+	if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
+		free(buf);
+		return fail(d, 0, -ENOMEM, "zlib: inflateInit2 failed");
+	}
+	zs.next_in = in;
+	for (;;) {
+		if (n == cap) {
+			if (cap >= PPROFREAD_MAX_BYTES) {
+				ret = fail(d, zs.total_in, -EFBIG,
+					   "gzip: decompresses to more than %llu bytes",
+					   (unsigned long long)PPROFREAD_MAX_BYTES);
+				goto cleanup;
+			}
+			cap = cap * 2 > PPROFREAD_MAX_BYTES ? PPROFREAD_MAX_BYTES : cap * 2;
+			tmp = realloc(buf, cap);
+			if (!tmp) {
+				ret = nomem(d);
+				goto cleanup;
+			}
+			buf = tmp;
+		}
+		zs.avail_in = (uInt)(len - zs.total_in > piece ? piece : len - zs.total_in);
+		zs.next_out = buf + n;
+		zs.avail_out = (uInt)(cap - n > piece ? piece : cap - n);
+		zret = inflate(&zs, Z_NO_FLUSH);
+		n = zs.total_out;
+		if (zret == Z_STREAM_END)
+			break;
+		if (zret == Z_OK || (zret == Z_BUF_ERROR && zs.avail_out == 0))
+			continue;
+		/* Z_BUF_ERROR with room to write: the input ended inside the stream */
+		ret = fail(d, zs.total_in, zret == Z_MEM_ERROR ? -ENOMEM : -EINVAL,
+			   "gzip: %s at compressed byte %lu",
+			   zret == Z_BUF_ERROR ? "truncated stream"
+			   : zs.msg	       ? zs.msg
+					       : "corrupt stream",
+			   zs.total_in);
+		goto cleanup;
+	}
+	*out = buf;
+	*out_len = n;
+	buf = NULL;
+cleanup:
+	inflateEnd(&zs);
+	free(buf);
+	return ret;
+}
+
+/* ---- public -------------------------------------------------------------------------------- */
+
+void pprofread__free(struct pprofread *r)
+{
+	if (!r)
+		return;
+	free(r->strs.data);
+	free(r->chars.data);
+	free(r->types.data);
+	free(r->rsamples.data);
+	free(r->locids.data);
+	free(r->values.data);
+	free(r->labels.data);
+	free(r->rlocs.data);
+	free(r->lines.data);
+	free(r->funcs.data);
+	free(r->maps.data);
+	free(r->comments.data);
+	free(r->strings);
+	free(r->samples);
+	free(r->locations);
+	free(r->loc_dense);
+	hmap_clear(&r->loc_by_id);
+	hmap_clear(&r->fn_by_id);
+	hmap_clear(&r->map_by_id);
+	free(r);
+}
+
+static struct pprofread *reader_alloc(void)
+{
+	struct pprofread *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->strs.elem = sizeof(size_t);
+	r->chars.elem = 1;
+	r->types.elem = sizeof(struct pprofread_value_type);
+	r->rsamples.elem = sizeof(struct rsample);
+	r->locids.elem = sizeof(uint64_t);
+	r->values.elem = sizeof(int64_t);
+	r->labels.elem = sizeof(struct pprofread_label);
+	r->rlocs.elem = sizeof(struct rlocation);
+	r->lines.elem = sizeof(struct pprofread_line);
+	r->funcs.elem = sizeof(struct pprofread_function);
+	r->maps.elem = sizeof(struct pprofread_mapping);
+	r->comments.elem = sizeof(uint64_t);
+	return r;
+}
+
+struct pprofread *pprofread__new(const uint8_t *data, size_t len, const char *name, char *err,
+				 size_t errlen)
+{
+	struct dec d = {.name = name ? name : "profile", .err = err, .errlen = errlen};
+	uint8_t *plain = NULL;
+	size_t plain_len = len;
+
+	if (err && errlen)
+		err[0] = '\0';
+	d.r = reader_alloc();
+	if (!d.r) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (len >= 2 && data[0] == 0x1f && data[1] == 0x8b) {
+		if (gunzip(&d, data, len, &plain, &plain_len))
+			goto cleanup;
+		data = plain;
+	} else if (len > PPROFREAD_MAX_BYTES) {
+		fail_msg(&d, 0, -EFBIG, "more than %llu bytes",
+			 (unsigned long long)PPROFREAD_MAX_BYTES);
+		goto cleanup;
+	}
+	d.buf = data;
+	d.end = plain_len;
+	if (dec_profile(&d))
+		goto cleanup;
+	finish(&d);
+cleanup:
+	free(plain);
+	if (d.ret) {
+		pprofread__free(d.r);
+		errno = -d.ret;
+		return NULL;
+	}
+	return d.r;
+}
+
+struct pprofread *pprofread__open(const char *path, char *err, size_t errlen)
+{
+	struct pprofread *r = NULL;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	struct stat st;
+	ssize_t n;
+	int fd, e = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		e = errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(e));
+		goto cleanup;
+	}
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > PPROFREAD_MAX_BYTES) {
+		e = S_ISREG(st.st_mode) ? EFBIG : EINVAL;
+		snprintf(err, errlen, "%s: %s", path,
+			 e == EFBIG ? "larger than the reader's bound" : "not a regular file");
+		goto cleanup;
+	}
+	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+	if (!buf) {
+		e = ENOMEM;
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto cleanup;
+	}
+	while (len < (size_t)st.st_size) {
+		n = read(fd, buf + len, (size_t)st.st_size - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			e = n < 0 ? errno : EIO;
+			snprintf(err, errlen, "%s: read: %s", path,
+				 n < 0 ? strerror(e) : "short read");
+			goto cleanup;
+		}
+		len += (size_t)n;
+	}
+	r = pprofread__new(buf, len, path, err, errlen);
+	if (!r)
+		e = errno;
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	if (!r)
+		errno = e;
+	return r;
+}
+
+const struct pprofread_profile *pprofread_profile(const struct pprofread *r)
+{
+	return &r->prof;
+}
+
+size_t pprofread_location_index(const struct pprofread *r, uint64_t id)
+{
+	uint64_t i;
+
+	if (r->loc_dense)
+		return id < r->loc_dense_len ? r->loc_dense[id] : 0;
+	return hmap_get(&r->loc_by_id, id, 0, &i) ? (size_t)i : 0;
+}
+
+const struct pprofread_location *pprofread_location(const struct pprofread *r, uint64_t id)
+{
+	size_t i = pprofread_location_index(r, id);
+
+	return i ? &r->locations[i - 1] : NULL;
+}
+
+const struct pprofread_function *pprofread_function(const struct pprofread *r, uint64_t id)
+{
+	uint64_t i;
+
+	return hmap_get(&r->fn_by_id, id, 0, &i)
+		       ? (const struct pprofread_function *)r->funcs.data + i - 1
+		       : NULL;
+}
+
+const struct pprofread_mapping *pprofread_mapping(const struct pprofread *r, uint64_t id)
+{
+	uint64_t i;
+
+	return hmap_get(&r->map_by_id, id, 0, &i)
+		       ? (const struct pprofread_mapping *)r->maps.data + i - 1
+		       : NULL;
+}
+
+const char *pprofread_str(const struct pprofread *r, uint64_t idx)
+{
+	return idx < r->strs.len ? r->strings[idx] : "";
+}

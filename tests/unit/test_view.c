@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * test_view.c - rubyprofd report's merged view: profiles written by our writer (pprof.c) with
+ * known stacks and labels, read back through pprofread, merged, filtered, and written as folded
+ * stacks, top, speedscope and SVG, whose text is checked.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pprof.h"
+#include "pprofread.h"
+#include "view.h"
+
+#define T0 1700000000000000000LL
+
+/*
+ * pid 10, tid 11 "worker": 5 x main;work;Integer#times [c]
+ * pid 10, tid 12 "main":   3 x main;work
+ * pid 20, tid 21 "other":  2 x main;(garbage collection)
+ */
+static struct pprofread *make_profile(int64_t time_ns)
+{
+	struct pprof *p = pprof__new();
+	uint64_t mr, mc, mm, fmain, fwork, ftimes, fgc, lmain, lwork, ltimes, lgc;
+	uint8_t *buf;
+	size_t len;
+	char err[256];
+	struct pprofread *r;
+
+	cr_assert_not_null(p);
+	pprof_set_time(p, time_ns, 10000000000LL);
+	mr = pprof_mapping(p, 0, 0, 0, "[ruby]", "");
+	mc = pprof_mapping(p, 0, 0, 0, "[ruby cfunc]", "");
+	mm = pprof_mapping(p, 0, 0, 0, "[rubyprofd]", "");
+	fmain = pprof_function(p, "main", "", "/app/a.rb", 1);
+	fwork = pprof_function(p, "work", "", "/app/a.rb", 5);
+	ftimes = pprof_function(p, "Integer#times", "", "", 0);
+	fgc = pprof_function(p, "(garbage collection)", "", "", 0);
+	lmain = pprof_location(p, mr, 0, fmain, 2);
+	lwork = pprof_location(p, mr, 0, fwork, 7);
+	ltimes = pprof_location(p, mc, 0, ftimes, 0);
+	lgc = pprof_location(p, mm, 0, fgc, 0);
+	{
+		const uint64_t s1[] = {ltimes, lwork, lmain}, s2[] = {lwork, lmain},
+			       s3[] = {lgc, lmain};
+		const int64_t v1[2] = {5, 50}, v2[2] = {3, 30}, v3[2] = {2, 20};
+		const struct pprof_label l1[] = {{.key = "pid", .num = 10},
+						 {.key = "tid", .num = 11},
+						 {.key = "thread_name", .str = "worker"}};
+		const struct pprof_label l2[] = {{.key = "pid", .num = 10},
+						 {.key = "tid", .num = 12},
+						 {.key = "thread_name", .str = "main"}};
+		const struct pprof_label l3[] = {{.key = "pid", .num = 20},
+						 {.key = "tid", .num = 21},
+						 {.key = "container_id", .str = "abc"}};
+
+		cr_assert_eq(pprof_add_sample(p, s1, 3, v1, l1, 3), 0);
+		cr_assert_eq(pprof_add_sample(p, s2, 2, v2, l2, 3), 0);
+		cr_assert_eq(pprof_add_sample(p, s3, 2, v3, l3, 3), 0);
+	}
+	cr_assert_eq(pprof_encode(p, 1, &buf, &len), 0);
+	pprof__free(p);
+	r = pprofread__new(buf, len, "mem", err, sizeof(err));
+	cr_assert_not_null(r, "%s", err);
+	free(buf);
+	return r;
+}
+
+/* The view of the profile(s) with filter f, written as format into a string. */
+static char *render(const struct view_filter *f, const char *format, int nfiles, int64_t *times)
+{
+	char err[256], *text = NULL;
+	size_t len = 0;
+	struct view *v = view__new(f, err, sizeof(err));
+	struct pprofread *r;
+	FILE *out;
+	int i;
+
+	cr_assert_not_null(v, "%s", err);
+	for (i = 0; i < nfiles; i++) {
+		r = make_profile(times ? times[i] : T0);
+		cr_assert_geq(view_add_profile(v, r, "mem", err, sizeof(err)), 0, "%s", err);
+		pprofread__free(r);
+	}
+	cr_assert_eq(view_finish(v), 0);
+	out = open_memstream(&text, &len);
+	cr_assert_not_null(out);
+	cr_assert_eq(view_write(v, format, out, "test", 10), 0);
+	fclose(out);
+	view__free(v);
+	return text;
+}
+
+Test(view, collapsed_merged_and_sorted)
+{
+	struct view_filter f = {0};
+	char *t = render(&f, "collapsed", 1, NULL);
+
+	cr_assert_str_eq(t, "main;(garbage collection) 2\n"
+			    "main;work 3\n"
+			    "main;work;Integer#times 5\n");
+	free(t);
+	t = render(&f, "collapsed", 2, NULL);
+	cr_assert_str_eq(t, "main;(garbage collection) 4\n"
+			    "main;work 6\n"
+			    "main;work;Integer#times 10\n");
+	free(t);
+}
+
+Test(view, filters)
+{
+	struct view_filter f = {.pid = 20};
+	char *t = render(&f, "collapsed", 1, NULL);
+
+	cr_assert_str_eq(t, "main;(garbage collection) 2\n");
+	free(t);
+
+	memset(&f, 0, sizeof(f));
+	f.thread = "worker";
+	t = render(&f, "collapsed", 1, NULL);
+	cr_assert_str_eq(t, "main;work;Integer#times 5\n");
+	free(t);
+	f.thread = "12";
+	t = render(&f, "collapsed", 1, NULL);
+	cr_assert_str_eq(t, "main;work 3\n");
+	free(t);
+
+	memset(&f, 0, sizeof(f));
+	f.label_key[0] = "container_id";
+	f.label_val[0] = "abc";
+	f.nlabels = 1;
+	t = render(&f, "collapsed", 1, NULL);
+	cr_assert_str_eq(t, "main;(garbage collection) 2\n");
+	free(t);
+
+	memset(&f, 0, sizeof(f));
+	f.focus = "times$";
+	t = render(&f, "collapsed", 1, NULL);
+	cr_assert_str_eq(t, "main;work;Integer#times 5\n");
+	free(t);
+	f.focus = "a\\.rb";
+	t = render(&f, "collapsed", 1, NULL);
+	cr_assert_not_null(strstr(t, "main;work 3\n"), "%s", t);
+	free(t);
+}
+
+Test(view, time_range)
+{
+	int64_t times[2] = {T0, T0 + 3600000000000LL};
+	struct view_filter f = {.since_ns = T0 + 1800000000000LL};
+	char *t = render(&f, "collapsed", 2, times);
+
+	/* only the second file (an hour later) is in the range */
+	cr_assert_str_eq(t, "main;(garbage collection) 2\n"
+			    "main;work 3\n"
+			    "main;work;Integer#times 5\n");
+	free(t);
+	f.since_ns = 0;
+	f.until_ns = T0 + 5000000000LL; /* inside the first file's 10 s */
+	t = render(&f, "collapsed", 2, times);
+	cr_assert_str_eq(t, "main;(garbage collection) 2\n"
+			    "main;work 3\n"
+			    "main;work;Integer#times 5\n");
+	free(t);
+}
+
+Test(view, bad_focus)
+{
+	struct view_filter f = {.focus = "(unclosed"};
+	char err[256];
+
+	cr_assert_null(view__new(&f, err, sizeof(err)));
+	cr_assert_not_null(strstr(err, "--focus '(unclosed'"), "%s", err);
+}
+
+Test(view, top_reuses_the_summary)
+{
+	struct view_filter f = {.want_top = true};
+	char *t = render(&f, "top", 1, NULL);
+
+	cr_assert_not_null(strstr(t, "10 samples in 1 profile"), "%s", t);
+	cr_assert_not_null(strstr(t, "50.0%   50.0%        5  Integer#times [c]"), "%s", t);
+	cr_assert_not_null(strstr(t, "30.0%   80.0%        3  work  /app/a.rb"), "%s", t);
+	free(t);
+	f.by_line = true;
+	t = render(&f, "top", 1, NULL);
+	cr_assert_not_null(strstr(t, "work  /app/a.rb:7"), "%s", t);
+	free(t);
+}
+
+Test(view, speedscope_and_svg)
+{
+	struct view_filter f = {0};
+	char *t = render(&f, "speedscope", 1, NULL);
+
+	cr_assert_not_null(strstr(t, "\"type\":\"sampled\""), "%s", t);
+	cr_assert_not_null(strstr(t, "\"weights\":[2,3,5]"), "%s", t);
+	cr_assert_not_null(strstr(t, "{\"name\":\"work\",\"file\":\"/app/a.rb\",\"line\":5}"), "%s",
+			   t);
+	free(t);
+	t = render(&f, "svg", 1, NULL);
+	cr_assert_not_null(
+		strstr(t, "data-name=\"Integer#times\" data-kind=\"cfunc\" data-samples=\"5\""),
+		"%s", t);
+	cr_assert_not_null(strstr(t, "data-kind=\"gc\" data-samples=\"2\""), "%s", t);
+	free(t);
+	t = render(&f, "flamegraph", 1, NULL);
+	cr_assert_not_null(strstr(t, "window.__PROFILE={\"title\":\"test\",\"total\":10"), "%.200s",
+			   t);
+	cr_assert_null(strstr(t, "/*@PROFILE@*/"));
+	free(t);
+}
