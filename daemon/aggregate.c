@@ -473,8 +473,9 @@ struct export_ctx {
 	const struct agg *a;
 	struct pprof *p;
 	const char *service;
-	uint64_t **locs;  /* per process index: frame id -> location id (0: not yet added) */
-	uint64_t maps[4]; /* mapping per frame kind */
+	unsigned int flags; /* AGG_PPROF_* */
+	uint64_t **locs;    /* per process index: frame id -> location id (0: not yet added) */
+	uint64_t maps[4];   /* mapping per frame kind */
 	uint64_t *buf;
 	size_t buf_cap;
 	int err;
@@ -550,16 +551,16 @@ static void export_stack(void *ctx, const struct agg_stack *st)
 	if (info->container[0])
 		labels[nl++] = (struct pprof_label){.key = "container_id", .str = info->container};
 	labels[nl++] = (struct pprof_label){.key = "tid", .num = st->tid};
-	if (st->thread_name && st->thread_name[0])
+	if (st->thread_name && st->thread_name[0] && !(x->flags & AGG_PPROF_NO_THREAD_NAME))
 		labels[nl++] = (struct pprof_label){.key = "thread_name", .str = st->thread_name};
 	values[0] = st->values[0];
 	values[1] = x->a->nvalues > 1 ? st->values[1] : 0;
 	x->err = pprof_add_sample(x->p, x->buf, st->nframes, values, labels, nl);
 }
 
-int agg_to_pprof(const struct agg *a, struct pprof *p, const char *service)
+int agg_to_pprof(const struct agg *a, struct pprof *p, const char *service, unsigned int flags)
 {
-	struct export_ctx x = {.a = a, .p = p, .service = service};
+	struct export_ctx x = {.a = a, .p = p, .service = service, .flags = flags};
 	size_t i;
 
 	x.locs = calloc(a->nprocs ? a->nprocs : 1, sizeof(*x.locs));

@@ -112,11 +112,14 @@ void agg_stats(const struct agg *a, struct agg_stats *out);
  */
 void agg_cut(struct agg *a);
 
+/* agg_to_pprof() flags */
+#define AGG_PPROF_NO_THREAD_NAME 0x1 /* no thread_name label (Pyroscope: one series each) */
+
 /*
  * Adds the interval's stacks to a pprof builder as samples [values[0], values[1]] with pid, tid
  * and thread name labels, and ns_pid and container_id where the process has them. service: only
- * the stacks of processes of that service (NULL: all). 0 or -errno.
+ * the stacks of processes of that service (NULL: all); flags: AGG_PPROF_*. 0 or -errno.
  */
-int agg_to_pprof(const struct agg *a, struct pprof *p, const char *service);
+int agg_to_pprof(const struct agg *a, struct pprof *p, const char *service, unsigned int flags);
 
 #endif

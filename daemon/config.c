@@ -36,6 +36,7 @@ enum key_id {
 	KEY_SPOOL_MAX_AGE,
 	KEY_METRICS_ADDRESS,
 	KEY_RESCAN_INTERVAL,
+	KEY_THREAD_NAMES,
 	KEY_HOSTNAME,
 	KEY_LABEL,
 	KEY_RULE,
@@ -82,6 +83,7 @@ static const struct key_def keys[NKEYS] = {
 	[KEY_SPOOL_MAX_AGE] = {"spool_max_age", "--spool-max-age", K_FILE | K_SERVICE},
 	[KEY_METRICS_ADDRESS] = {"metrics_address", "--metrics-address", K_FILE | K_SERVICE},
 	[KEY_RESCAN_INTERVAL] = {"rescan_interval", "--rescan-interval", K_FILE | K_SERVICE},
+	[KEY_THREAD_NAMES] = {"thread_names", "--thread-names", K_FILE | K_SERVICE},
 	[KEY_HOSTNAME] = {"hostname", "--hostname", K_FILE},
 	[KEY_LABEL] = {"label", "--label", K_FILE | K_REPEAT | K_SERVICE},
 	[KEY_RULE] = {"rule", "--rule", K_FILE | K_REPEAT | K_SERVICE},
@@ -132,6 +134,7 @@ static const struct option options[] = {
 	{"spool-max-age", required_argument, NULL, OPT_KEY + KEY_SPOOL_MAX_AGE},
 	{"metrics-address", required_argument, NULL, OPT_KEY + KEY_METRICS_ADDRESS},
 	{"rescan-interval", required_argument, NULL, OPT_KEY + KEY_RESCAN_INTERVAL},
+	{"thread-names", required_argument, NULL, OPT_KEY + KEY_THREAD_NAMES},
 	{"hostname", required_argument, NULL, OPT_KEY + KEY_HOSTNAME},
 	{"label", required_argument, NULL, OPT_KEY + KEY_LABEL},
 	{"rule", required_argument, NULL, OPT_KEY + KEY_RULE},
@@ -203,6 +206,9 @@ void config_usage(FILE *out)
 		"                        (default: none)\n"
 		"      --rescan-interval S  seconds between full /proc rescans (default %g; 0: "
 		"none)\n"
+		"      --thread-names auto|yes|no  thread_name as a sample label (auto: not when "
+		"shipping\n"
+		"                        to Pyroscope, which makes a series of each thread name)\n"
 		"      --label KEY=VALUE label added to every profile (repeatable, at most %d)\n"
 		"      --rule RULE       service naming rule, tried before the file's (repeatable, "
 		"at most %d):\n"
@@ -785,6 +791,18 @@ static int key_set(struct parse_ctx *ctx, enum key_id id, const char *val, const
 			return -EINVAL;
 		memcpy(cfg->metrics_address, val, n + 1);
 		return 0;
+	case KEY_THREAD_NAMES:
+		if (strcmp(val, "auto") == 0) {
+			cfg->thread_names = CONFIG_THREAD_NAMES_AUTO;
+		} else if (strcmp(val, "yes") == 0) {
+			cfg->thread_names = CONFIG_THREAD_NAMES_YES;
+		} else if (strcmp(val, "no") == 0) {
+			cfg->thread_names = CONFIG_THREAD_NAMES_NO;
+		} else {
+			snprintf(err, errlen, "'%s' is not auto, yes or no", val);
+			return -EINVAL;
+		}
+		return 0;
 	case KEY_RESCAN_INTERVAL:
 		if (parse_decimal(val, n, &cfg->rescan_interval) ||
 		    (cfg->rescan_interval != 0 && cfg->rescan_interval < 1) ||
@@ -1190,6 +1208,7 @@ static void set_service_defaults(struct config *cfg)
 	cfg->spool_max_age = CONFIG_DEFAULT_SPOOL_MAX_AGE;
 	cfg->metrics_address[0] = '\0';
 	cfg->rescan_interval = CONFIG_DEFAULT_RESCAN_INTERVAL;
+	cfg->thread_names = CONFIG_THREAD_NAMES_AUTO;
 	cfg->nlabels = 0;
 	cfg->nrules = 0;
 	cfg->upload_url[0] = '\0';

@@ -68,7 +68,9 @@ struct config {
 	double spool_max_age;	   /* seconds */
 	char metrics_address[128]; /* "HOST:PORT" or "[V6]:PORT"; empty: no metrics endpoint */
 	double rescan_interval;	   /* seconds between /proc rescans; 0: none */
-	char hostname[256];	   /* empty: gethostname() at run time */
+	/* thread_name as a sample label of the service's profiles: CONFIG_THREAD_NAMES_* */
+	int thread_names;
+	char hostname[256]; /* empty: gethostname() at run time */
 	struct config_label labels[CONFIG_MAX_LABELS];
 	size_t nlabels;
 	/* --rule flags first (the first matching rule wins, so flags win), then the file's rules. */
@@ -96,6 +98,11 @@ struct config {
 	double upload_backoff_max;	/* seconds */
 	double upload_rejected_max_age; /* seconds */
 };
+
+/* auto: yes, except when shipping to Pyroscope, which makes a series of each string label */
+#define CONFIG_THREAD_NAMES_AUTO 0
+#define CONFIG_THREAD_NAMES_YES	 1
+#define CONFIG_THREAD_NAMES_NO	 2
 
 enum config_result {
 	CONFIG_RUN = 0,

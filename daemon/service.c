@@ -19,6 +19,7 @@
 #include "appname.h"
 #include "config.h"
 #include "hmap.h"
+#include "ingest.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
@@ -231,6 +232,22 @@ static size_t series_labels(struct service *sv, const struct svc_facts *f, struc
 	return n;
 }
 
+/*
+ * Pyroscope turns every string label of a pprof sample into a series label (its distributor
+ * splits a profile by them): thread names would make one series per thread. Numeric labels
+ * (pid, tid) it ignores. docs/shipping.md says more.
+ */
+static unsigned int pprof_flags(const struct config *cfg)
+{
+	bool pyroscope = cfg->upload_url[0] && (cfg->upload_protocol == INGEST_PYROSCOPE ||
+						cfg->upload_protocol == INGEST_PYROSCOPE_PUSH);
+
+	if (cfg->thread_names == CONFIG_THREAD_NAMES_NO ||
+	    (cfg->thread_names == CONFIG_THREAD_NAMES_AUTO && pyroscope))
+		return AGG_PPROF_NO_THREAD_NAME;
+	return 0;
+}
+
 static int write_service(struct service *sv, const char *name, int64_t until_wall)
 {
 	struct svc_facts f = {.name = name};
@@ -256,7 +273,7 @@ static int write_service(struct service *sv, const char *name, int64_t until_wal
 		 name, hz);
 	err = pprof_add_comment(p, comment);
 	if (!err)
-		err = agg_to_pprof(session_agg(sv->session), p, name);
+		err = agg_to_pprof(session_agg(sv->session), p, name, pprof_flags(sv->cfg));
 	if (!err)
 		err = pprof_encode(p, 1, &data, &len);
 	pprof__free(p);

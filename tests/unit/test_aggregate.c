@@ -179,12 +179,38 @@ Test(aggregate, pprof_per_service)
 
 	cr_assert_eq(agg_add(a, p, 1, "", &fp, 1, ONE), 0);
 	cr_assert_eq(agg_add(a, q, 2, "", &fq, 1, TWO), 0);
-	cr_assert_eq(agg_to_pprof(a, pp, "shop"), 0);
+	cr_assert_eq(agg_to_pprof(a, pp, "shop", 0), 0);
 	cr_assert_eq(pprof_encode(pp, 0, &out, &len), 0);
 	/* only shop's frame is in it */
 	cr_assert_not_null(memmem(out, len, "/x.rb", 5));
 	cr_assert_null(memmem(out, len, "/y.rb", 5));
 	free(out);
 	pprof__free(pp);
+	agg__free(a);
+}
+
+/* Thread names are sample labels, unless the caller asks for none (profiles for Pyroscope). */
+Test(aggregate, pprof_thread_names)
+{
+	struct agg *a = agg__new(2, 100);
+	struct agg_proc *p = proc(a, 1, "shop");
+	uint32_t fp = agg_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2);
+	unsigned int flags[] = {0, AGG_PPROF_NO_THREAD_NAME};
+
+	cr_assert_eq(agg_add(a, p, 1, "puma srv tp 001", &fp, 1, ONE), 0);
+	for (int i = 0; i < 2; i++) {
+		struct pprof *pp = pprof__new();
+		uint8_t *out = NULL;
+		size_t len = 0;
+
+		cr_assert_eq(agg_to_pprof(a, pp, NULL, flags[i]), 0);
+		cr_assert_eq(pprof_encode(pp, 0, &out, &len), 0);
+		cr_assert_eq(memmem(out, len, "thread_name", 11) != NULL, i == 0);
+		cr_assert_eq(memmem(out, len, "puma srv tp 001", 15) != NULL, i == 0);
+		/* the numeric labels stay */
+		cr_assert_not_null(memmem(out, len, "tid", 3));
+		free(out);
+		pprof__free(pp);
+	}
 	agg__free(a);
 }
