@@ -54,7 +54,8 @@ struct floor_scratch {
 	__u64 cfp;
 	__u32 left;
 	__u32 cfp_size;
-	__u8 buf[FLOOR_BATCH * FLOOR_CFP_MAX_SIZE];
+	/* Twice a batch: a size masked to the buffer (below) must not wrap a full batch to 0. */
+	__u8 buf[2 * FLOOR_BATCH * FLOOR_CFP_MAX_SIZE];
 };
 
 struct {
@@ -91,8 +92,9 @@ static long copy_batch(__u32 idx, void *ctx)
 		return 1;
 	n = s->left < FLOOR_BATCH ? s->left : FLOOR_BATCH;
 	size = (__u64)n * s->cfp_size;
-	/* Mask in asm on the register that is passed (see bpf/walk.bpf.h): buf is 512 bytes. */
-	asm volatile("%[size] &= 511" : [size] "+r"(size));
+	/* Mask in asm on the register that is passed (see bpf/walk.bpf.h): buf is 1024 bytes, so
+	 * that a full batch of 64-byte frames (512 bytes, Ruby 3.1 and 3.2) is copied whole. */
+	asm volatile("%[size] &= 1023" : [size] "+r"(size));
 	if (bpf_probe_read_user(s->buf, size, (const void *)s->cfp)) {
 		stat_add(FLOOR_STAT_READ_FAILED, 1);
 		return 1;
