@@ -22,8 +22,8 @@
  * that stack stays in `slots` until the next one replaces it.
  */
 struct cpu_asm {
-	struct rp_sample first; /* header of chunk 0 */
-	struct rp_frame *slots; /* the stack, root first (max_frames) */
+	struct rp_sample first;	 /* header of chunk 0 */
+	struct rp_frame *slots;	 /* the stack, root first (max_frames) */
 	struct rp_frame *frames; /* the stack delivered, leaf first, empty slots left out */
 	uint32_t nslots;	 /* slots of the sample being assembled */
 	uint32_t next_slot;	 /* slot the next chunk starts at */
@@ -225,11 +225,12 @@ static int dispatch(struct sampler *s, void *data, size_t size)
 	}
 }
 
-struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampler_handlers *h)
+/* The sampler without its BPF object: the dispatcher and the per-CPU reassembly. */
+static struct sampler *sampler_alloc(const struct sampler_opts *opts,
+				     const struct sampler_handlers *h, int ncpus)
 {
-	LIBBPF_OPTS(bpf_object_open_opts, oopts);
 	struct sampler *s;
-	int err, i;
+	int i;
 
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -237,26 +238,54 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	s->h = *h;
 	s->frequency = opts->frequency;
 	s->max_frames = opts->max_frames;
-	libbpf_set_print(libbpf_print);
-
-	s->ncpus = libbpf_num_possible_cpus();
-	if (s->ncpus <= 0) {
-		err = s->ncpus ? s->ncpus : -EINVAL;
+	s->ncpus = ncpus;
+	s->cpus = calloc(ncpus, sizeof(*s->cpus));
+	if (!s->cpus)
 		goto cleanup;
-	}
-	s->cpus = calloc(s->ncpus, sizeof(*s->cpus));
-	if (!s->cpus) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	for (i = 0; i < s->ncpus; i++) {
+	for (i = 0; i < ncpus; i++) {
 		s->cpus[i].slots = calloc(s->max_frames, sizeof(struct rp_frame));
 		s->cpus[i].frames = calloc(s->max_frames, sizeof(struct rp_frame));
-		if (!s->cpus[i].slots || !s->cpus[i].frames) {
-			err = -ENOMEM;
+		if (!s->cpus[i].slots || !s->cpus[i].frames)
 			goto cleanup;
-		}
 	}
+	return s;
+
+cleanup:
+	sampler__free(s);
+	errno = ENOMEM;
+	return NULL;
+}
+
+struct sampler *sampler__new_offline(const struct sampler_opts *opts,
+				     const struct sampler_handlers *h, int ncpus)
+{
+	if (ncpus <= 0 || !opts->max_frames || opts->max_frames > RP_MAX_FRAMES_LIMIT) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return sampler_alloc(opts, h, ncpus);
+}
+
+int sampler_feed(struct sampler *s, void *data, size_t size)
+{
+	return dispatch(s, data, size);
+}
+
+struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampler_handlers *h)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oopts);
+	struct sampler *s;
+	int err, ncpus;
+
+	libbpf_set_print(libbpf_print);
+	ncpus = libbpf_num_possible_cpus();
+	if (ncpus <= 0) {
+		errno = ncpus ? -ncpus : EINVAL;
+		return NULL;
+	}
+	s = sampler_alloc(opts, h, ncpus);
+	if (!s)
+		return NULL;
 
 	s->verifier_log = malloc(VERIFIER_LOG_SIZE);
 	if (!s->verifier_log) {
@@ -522,6 +551,10 @@ int sampler_counters(struct sampler *s, struct sampler_counters *out)
 	int i, err = 0;
 
 	memset(out, 0, sizeof(*out));
+	out->incomplete = s->incomplete;
+	out->bad_records = s->bad_records;
+	if (!s->skel)
+		return 0;
 	vals = calloc(s->ncpus, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
@@ -534,8 +567,6 @@ int sampler_counters(struct sampler *s, struct sampler_counters *out)
 		for (i = 0; i < s->ncpus; i++)
 			out->bpf[key] += vals[i];
 	}
-	out->incomplete = s->incomplete;
-	out->bad_records = s->bad_records;
 	free(vals);
 	return err;
 }

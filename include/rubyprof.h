@@ -102,14 +102,14 @@ struct rp_rec {
 };
 
 /* rp_sample.flags */
-#define RP_SAMPLE_LAST	    0x01 /* last chunk of this sample */
-#define RP_SAMPLE_TRUNCATED 0x02 /* the walk stopped at max_frames; see `truncated` */
-#define RP_SAMPLE_NO_EC	    0x04 /* a thread of a Ruby process with no Ruby execution context */
-#define RP_SAMPLE_BAD_EC    0x08 /* the EC failed its shape check; no frames */
-#define RP_SAMPLE_NOT_GVL   0x10 /* Ruby < 3.0: the global EC belongs to another thread */
-#define RP_SAMPLE_READ_FAIL 0x20 /* a frame batch could not be read; the stack is partial */
-#define RP_SAMPLE_GC	    0x40 /* the VM was in garbage collection, run by this thread */
-#define RP_SAMPLE_JIT_LEAF  0x80 /* the leaf frame is JIT code (cfp->jit_return set) */
+#define RP_SAMPLE_LAST	    0x01  /* last chunk of this sample */
+#define RP_SAMPLE_TRUNCATED 0x02  /* the walk stopped at max_frames; see `truncated` */
+#define RP_SAMPLE_NO_EC	    0x04  /* a thread of a Ruby process with no Ruby execution context */
+#define RP_SAMPLE_BAD_EC    0x08  /* the EC failed its shape check; no frames */
+#define RP_SAMPLE_NOT_GVL   0x10  /* Ruby < 3.0: the global EC belongs to another thread */
+#define RP_SAMPLE_READ_FAIL 0x20  /* a frame batch could not be read; the stack is partial */
+#define RP_SAMPLE_GC	    0x40  /* the VM was in garbage collection, run by this thread */
+#define RP_SAMPLE_JIT_LEAF  0x80  /* the leaf frame is JIT code (cfp->jit_return set) */
 #define RP_SAMPLE_DELTA	    0x100 /* slots [0, first) are those of sample base_seq of this CPU */
 
 /*
@@ -140,7 +140,8 @@ struct rp_sample {
 	__u32 base_seq;	 /* RP_SAMPLE_DELTA: the sample whose slots [0, first) this one shares */
 	__u32 pad;
 	char comm[16]; /* thread name at sample time */
-	struct rp_frame frames[0]; /* a zero-length array: the header is embedded in BPF scratch space */
+	/* zero-length, not flexible: the header is embedded in the BPF side's scratch space */
+	struct rp_frame frames[0];
 };
 
 #define RP_SAMPLE_HDR_SIZE 88
