@@ -11,12 +11,12 @@ struct rp_walk {
 	__u32 remaining; /* control frames left to read */
 	__u32 cfp_size;
 	__u32 off_pc, off_iseq, off_ep, off_jit;
-	__u32 first;	 /* the next frame is the first control frame (ec->cfp) */
-	__u32 slot;	 /* slot of the next control frame + 1 (slots are root first) */
-	__u32 key_base;	 /* this CPU's first block in `slots` */
-	__u32 base_n;	 /* slots of the last stack that may be compared (0: none) */
-	__u32 shared;	 /* slots [0, shared) equal the last stack's so far */
-	__u32 nframes;	 /* frames of the stack (slots that are not empty) */
+	__u32 first;	/* the next frame is the first control frame (ec->cfp) */
+	__u32 slot;	/* slot of the next control frame + 1 (slots are root first) */
+	__u32 key_base; /* this CPU's first block in `slots` */
+	__u32 base_n;	/* slots of the last stack that may be compared (0: none) */
+	__u32 shared;	/* slots [0, shared) equal the last stack's so far */
+	__u32 nframes;	/* frames of the stack (slots that are not empty) */
 	__u32 read_failed;
 	__u32 dropped;
 	__u32 shipped;

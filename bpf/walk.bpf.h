@@ -28,42 +28,49 @@ static __always_inline __u64 cfp_field(struct rp_scratch *s, __u32 base, __u32 o
 	return *(__u64 *)(s->cfps + ((base + off) & 0x1f8));
 }
 
+/* The walk state that changes per frame, kept on the stack (in registers) during a batch. */
+struct rp_walk_hot {
+	__u32 slot, shared, base_n, key_base, nframes, first;
+};
+
 /* Puts a frame into the next slot (walking leaf to root); unchanged slots are not written. */
-static __always_inline void slot_put(struct rp_walk *w, __u64 addr, __u64 info, __u64 ep)
+static __always_inline void slot_put(struct rp_walk *w, struct rp_walk_hot *h, __u64 addr,
+				     __u64 info, __u64 ep)
 {
 	struct rp_slot_block *b;
 	struct rp_frame *f;
 	__u32 r, key;
 
-	if (w->slot == 0)
+	if (h->slot == 0)
 		return;
-	r = --w->slot;
-	key = w->key_base + r / RP_SLOT_BLOCK;
+	r = --h->slot;
+	key = h->key_base + r / RP_SLOT_BLOCK;
 	b = bpf_map_lookup_elem(&slots, &key);
 	if (!b) {
 		w->read_failed = 1;
 		return;
 	}
 	f = &b->f[r & (RP_SLOT_BLOCK - 1)];
-	if (r < w->base_n && f->addr == addr && f->info == info && f->ep == ep)
+	if (r < h->base_n && f->addr == addr && f->info == info && f->ep == ep)
 		return;
-	if (r < w->shared)
-		w->shared = r;
+	if (r < h->shared)
+		h->shared = r;
 	f->addr = addr;
 	f->info = info;
 	f->ep = ep;
 }
 
 /* Turns the control frame at `base` in the batch into an rp_frame (or an empty slot). */
-static __always_inline void walk_one(struct rp_scratch *s, struct rp_walk *w, __u32 base)
+static __always_inline void walk_one(struct rp_scratch *s, struct rp_walk *w, struct rp_walk_hot *h,
+				     __u32 base)
 {
 	__u64 iseq, pc, ep, info;
 	__u32 jit;
 
 	/* YJIT leaves the pc of the frame it is running stale (even 0): only the first control
 	 * frame can be such a frame; every frame below it had its pc saved before a call. */
-	jit = w->first && w->off_jit && cfp_field(s, base, w->off_jit);
-	w->first = 0;
+	jit = h->first && w->off_jit && cfp_field(s, base, w->off_jit);
+	h->first = 0;
 
 	iseq = cfp_field(s, base, w->off_iseq);
 	ep = cfp_field(s, base, w->off_ep);
@@ -91,11 +98,11 @@ static __always_inline void walk_one(struct rp_scratch *s, struct rp_walk *w, __
 		iseq = s->ep[0];
 		info = RP_FRAME_KIND_CFUNC << RP_FRAME_KIND_SHIFT;
 	}
-	w->nframes++;
-	slot_put(w, iseq, info, ep);
+	h->nframes++;
+	slot_put(w, h, iseq, info, ep);
 	return;
 empty:
-	slot_put(w, 0, 0, 0);
+	slot_put(w, h, 0, 0, 0);
 }
 
 /*
@@ -105,6 +112,7 @@ empty:
  */
 static long rp_walk_batch(__u32 idx, void *ctx)
 {
+	struct rp_walk_hot h;
 	struct rp_scratch *s;
 	struct rp_walk *w;
 	__u32 zero = 0, n, j;
@@ -127,11 +135,21 @@ static long rp_walk_batch(__u32 idx, void *ctx)
 		w->read_failed = 1;
 		return 1;
 	}
+	h.slot = w->slot;
+	h.shared = w->shared;
+	h.base_n = w->base_n;
+	h.key_base = w->key_base;
+	h.nframes = w->nframes;
+	h.first = w->first;
 	for (j = 0; j < RP_CFP_BATCH; j++) {
 		if (j >= n)
 			break;
-		walk_one(s, w, j * w->cfp_size);
+		walk_one(s, w, &h, j * w->cfp_size);
 	}
+	w->slot = h.slot;
+	w->shared = h.shared;
+	w->nframes = h.nframes;
+	w->first = h.first;
 	w->cfp += (__u64)n * w->cfp_size;
 	w->remaining -= n;
 	return w->remaining ? 0 : 1;
@@ -182,8 +200,8 @@ static long rp_ship_chunk(__u32 idx, void *ctx)
 		len *= sizeof(struct rp_frame);
 		/* in asm on the register passed, as in rp_walk_batch (the block is 512 bytes) */
 		asm volatile("%[len] &= 511" : [len] "+r"(len));
-		bpf_dynptr_write(&rec, RP_SAMPLE_HDR_SIZE + off * sizeof(struct rp_frame), b->f, len,
-				 0);
+		bpf_dynptr_write(&rec, RP_SAMPLE_HDR_SIZE + off * sizeof(struct rp_frame), b->f,
+				 len, 0);
 	}
 	bpf_ringbuf_submit_dynptr(&rec, rb_flags());
 	s->walk.shipped += nf;
@@ -383,7 +401,11 @@ static __always_inline void rp_sample_ruby(struct rp_scratch *s, const struct rp
 		stat_add(RP_STAT_READ_FAILED, 1);
 	}
 	n -= s->sample.first;
-	bpf_loop(n ? (n + RP_CHUNK_FRAMES - 1) / RP_CHUNK_FRAMES : 1, rp_ship_chunk, NULL, 0);
+	/* Most samples, deltas above all, are one record: no loop for them. */
+	if (n <= RP_CHUNK_FRAMES)
+		rp_ship_chunk(0, NULL);
+	else
+		bpf_loop((n + RP_CHUNK_FRAMES - 1) / RP_CHUNK_FRAMES, rp_ship_chunk, NULL, 0);
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
 		return;
