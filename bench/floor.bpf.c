@@ -7,9 +7,10 @@
  * and copy the control frames to a per-CPU buffer, RP-style: bpf_loop, 8 frames per
  * bpf_probe_read_user. No frame is decoded and nothing leaves the kernel, so rp_on_sample can
  * only be slower; how much slower is what the bench reports. With `emit` set (bpfbench floor -R)
- * it also ships as many bytes as rubyprofd does for the stack (a sample header and a struct
- * rp_frame per frame, in chunks of RP_CHUNK_FRAMES, include/rubyprof.h) through a ring buffer,
- * without waking the reader: the floor of walking plus delivering, apart from decoding frames.
+ * it also ships the whole stack's bytes (a sample header and a struct rp_frame per frame, in
+ * chunks of RP_CHUNK_FRAMES, include/rubyprof.h; what rubyprofd shipped for every sample before
+ * its records became deltas) through a ring buffer, without waking the reader: the floor of
+ * walking plus delivering, apart from decoding frames.
  *
  * bench_empty: an empty perf_event program. Attached to a cpu-clock event it measures what the
  * sampling interrupt itself costs the interrupted thread (bpfbench irq), before any BPF work.

@@ -840,7 +840,7 @@ class Bench
     fps = median(d[:ours].map { |x| x[:frames_per_stack] })
     beside = if f
                "floor #{spread(floor.map { |x| x / 1e3 }, '%.2f')} µs (×#{spread(d[:ratios], '%.2f')}); " \
-                 "floor + shipping the same bytes through a ring buffer #{spread(floor_rb.map { |x| x / 1e3 }, '%.2f')} µs"
+                 "floor + shipping the whole stack (24 bytes a frame) through a ring buffer #{spread(floor_rb.map { |x| x / 1e3 }, '%.2f')} µs"
              else
                "floor n/a (#{d[:floor_note]})"
              end
