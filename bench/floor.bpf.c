@@ -7,9 +7,10 @@
  * and copy the control frames to a per-CPU buffer, RP-style: bpf_loop, 8 frames per
  * bpf_probe_read_user. No frame is decoded and nothing leaves the kernel, so rp_on_sample can
  * only be slower; how much slower is what the bench reports. With `emit` set (bpfbench floor -R)
- * it also ships as many bytes as rubyprofd does for the stack (a sample header and a struct
- * rp_frame per frame, in chunks of RP_CHUNK_FRAMES, include/rubyprof.h) through a ring buffer,
- * without waking the reader: the floor of walking plus delivering, apart from decoding frames.
+ * it also ships the whole stack's bytes (a sample header and a struct rp_frame per frame, in
+ * chunks of RP_CHUNK_FRAMES, include/rubyprof.h; what rubyprofd shipped for every sample before
+ * its records became deltas) through a ring buffer, without waking the reader: the floor of
+ * walking plus delivering, apart from decoding frames.
  *
  * bench_empty: an empty perf_event program. Attached to a cpu-clock event it measures what the
  * sampling interrupt itself costs the interrupted thread (bpfbench irq), before any BPF work.
@@ -54,7 +55,8 @@ struct floor_scratch {
 	__u64 cfp;
 	__u32 left;
 	__u32 cfp_size;
-	__u8 buf[FLOOR_BATCH * FLOOR_CFP_MAX_SIZE];
+	/* Twice a batch: a size masked to the buffer (below) must not wrap a full batch to 0. */
+	__u8 buf[2 * FLOOR_BATCH * FLOOR_CFP_MAX_SIZE];
 };
 
 struct {
@@ -91,8 +93,9 @@ static long copy_batch(__u32 idx, void *ctx)
 		return 1;
 	n = s->left < FLOOR_BATCH ? s->left : FLOOR_BATCH;
 	size = (__u64)n * s->cfp_size;
-	/* Mask in asm on the register that is passed (see bpf/walk.bpf.h): buf is 512 bytes. */
-	asm volatile("%[size] &= 511" : [size] "+r"(size));
+	/* Mask in asm on the register that is passed (see bpf/walk.bpf.h): buf is 1024 bytes, so
+	 * that a full batch of 64-byte frames (512 bytes, Ruby 3.1 and 3.2) is copied whole. */
+	asm volatile("%[size] &= 1023" : [size] "+r"(size));
 	if (bpf_probe_read_user(s->buf, size, (const void *)s->cfp)) {
 		stat_add(FLOOR_STAT_READ_FAILED, 1);
 		return 1;

@@ -13,6 +13,9 @@
 # The driver runs on CPU 0, the workload under test alone on the last CPU, so that a profiler's
 # userspace work lands on CPU 0 and what the workload loses is the sampling itself.
 # BENCH_QUICK=1 halves the phases (for trying the bench out; figures get noisier).
+# BENCH_ONLY=bpf runs only the BPF rows (the cost of another process's sample and the BPF time per
+# sample by stack depth, beside the floor and floor + shipping, with the daemon's CPU per sample):
+# about two minutes, for comparing BPF-side changes.
 require "json"
 require "fileutils"
 require "zlib"
@@ -26,6 +29,7 @@ OUT = File.join(BUILD, "bench")
 TARGET = File.join(__dir__, "target.rb")
 QUICK = ENV["BENCH_QUICK"] == "1"
 SCALE = QUICK ? 0.5 : 1.0
+ONLY_BPF = ENV["BENCH_ONLY"] == "bpf"
 
 # Phase lengths (seconds) and repetitions; the whole run stays well under 10 minutes.
 IRQ_HZ = 999
@@ -334,12 +338,14 @@ class Bench
     old_stats = File.read("/proc/sys/kernel/bpf_stats_enabled").strip
     File.write("/proc/sys/kernel/bpf_stats_enabled", "1")
     begin
-      measure_interrupt
+      measure_interrupt unless ONLY_BPF
       measure_c0
       measure_depths
-      measure_slowdown
-      measure_daemon
-      measure_latency
+      unless ONLY_BPF
+        measure_slowdown
+        measure_daemon
+        measure_latency
+      end
     ensure
       File.write("/proc/sys/kernel/bpf_stats_enabled", old_stats)
     end
@@ -354,10 +360,10 @@ class Bench
   def check_environment
     abort "bench: needs root (BPF, perf events, other processes' memory): run 'sudo make bench'" unless Process.uid.zero?
     [RUBYPROFD, BPFBENCH].each { |f| abort "bench: #{f} missing: run 'make bench'" unless File.executable?(f) }
-    %w[bpftool bpftrace taskset].each do |t|
+    (ONLY_BPF ? %w[bpftool taskset] : %w[bpftool bpftrace taskset]).each do |t|
       abort "bench: #{t} not found: run 'sudo scripts/deps.sh bench'" unless system("which #{t} >/dev/null 2>&1")
     end
-    abort "bench: stackprof not installed: run 'sudo scripts/deps.sh bench'" unless system("ruby", "-rstackprof", "-e", "")
+    abort "bench: stackprof not installed: run 'sudo scripts/deps.sh bench'" unless ONLY_BPF || system("ruby", "-rstackprof", "-e", "")
     abort "bench: needs at least 2 CPUs (workload and profiler apart)" if @ncpus < 2
     FileUtils.mkdir_p(OUT)
     # The driver (and what it starts without another CPU list) stays on CPU 0.
@@ -472,10 +478,15 @@ class Bench
         targets ||= floor_targets(rp, pids)
         sleep 0.2
         a = rp.snapshot
+        cpu0 = cpu_ns(rp.pid)
         sleep DEPTH_PHASE
+        cpu1 = cpu_ns(rp.pid)
         d = delta(a, rp.snapshot)
         rp.stop
+        # The daemon's CPU time (utime + stime of all its threads) over the same phase, per sample
+        # it took in: what moving work out of BPF costs userspace, its timers included.
         ours << d.merge(per_sample_ns: per_ruby_sample(d, @r[:c0][:ours_ns]),
+                        daemon_ns: d[:ruby_samples].zero? ? nil : (cpu1 - cpu0) / d[:ruby_samples].to_f,
                         frames_per_stack: d[:ruby_stacks].zero? ? 0 : d[:frames] / d[:ruby_stacks].to_f)
         next unless targets
 
@@ -489,8 +500,9 @@ class Bench
       @r[:depth][depth] = { ours: ours, floor: floor, floor_rb: floor_rb, ratios: ratios,
                             floor_note: targets ? nil : "EC not in static TLS" }
       fmt = ->(xs) { xs.map { |x| format('%.2f', x[:per_sample_ns] / 1e3) }.join("/") }
-      log format("  rubyprofd %s µs, floor %s µs, floor + shipping %s µs, %.1f frames/stack",
-                 fmt.call(ours), fmt.call(floor), fmt.call(floor_rb), ours.first[:frames_per_stack])
+      log format("  rubyprofd %s µs, floor %s µs, floor + shipping %s µs, %.1f frames/stack; daemon %s µs CPU per sample",
+                 fmt.call(ours), fmt.call(floor), fmt.call(floor_rb), ours.first[:frames_per_stack],
+                 ours.map { |o| o[:daemon_ns] ? format('%.1f', o[:daemon_ns] / 1e3) : "n/a" }.join("/"))
     end
   end
 
@@ -764,13 +776,16 @@ class Bench
   def table
     rows = []
     irq = @r[:irq]
-    rows << ["Sampling interrupt (empty perf_event program)", "#{irq[:hz]} Hz on 1 CPU, #{irq[:pairs].size} off/on pairs",
+    irq && rows << ["Sampling interrupt (empty perf_event program)", "#{irq[:hz]} Hz on 1 CPU, #{irq[:pairs].size} off/on pairs",
              spread(irq[:pairs].map { |p| p[:irq_ns] / 1e3 }, "%.2f") + " µs per interrupt",
              "empty program itself: #{format('%.0f', irq[:prog_ns])} ns", "—", ""]
     c0 = @r[:c0]
     rows << ["BPF time per sample of another process", "#{DEPTH_HZ} Hz", "#{format('%.0f', c0[:ours_ns])} ns",
              "floor #{format('%.0f', c0[:floor_ns])} ns", "—", ""]
     DEPTHS.each { |d| rows << depth_row(d) }
+    DEPTHS.each { |d| rows << daemon_sample_row(d) }
+    return table_text(rows) if ONLY_BPF
+
     %w[methods blocks].each do |kind|
       s = @r[:slowdown][kind]
       slow_configs.each { |who, hz| rows << slow_row(kind, s, who, hz) }
@@ -795,6 +810,10 @@ class Bench
     rows << ["Latency: SIGINT → the interval in progress on disk, service exited", "#{LATENCY_HZ} Hz, #{lat[:write_ms].size} runs",
              spread(lat[:write_ms], "%.0f") + " ms", "a sample waits for its interval to end, then this",
              "—", ""]
+    table_text(rows)
+  end
+
+  def table_text(rows)
     m = @r[:machine]
     head = "rubyprofd `make bench` on #{m[:summary]}. Load average #{m[:load_at_start]} at the start, " \
            "#{m[:load_at_end]} at the end; the hypervisor took #{format('%.1f', m[:steal_pct])} % of the CPU time " \
@@ -821,7 +840,7 @@ class Bench
     fps = median(d[:ours].map { |x| x[:frames_per_stack] })
     beside = if f
                "floor #{spread(floor.map { |x| x / 1e3 }, '%.2f')} µs (×#{spread(d[:ratios], '%.2f')}); " \
-                 "floor + shipping the same bytes through a ring buffer #{spread(floor_rb.map { |x| x / 1e3 }, '%.2f')} µs"
+                 "floor + shipping the whole stack (24 bytes a frame) through a ring buffer #{spread(floor_rb.map { |x| x / 1e3 }, '%.2f')} µs"
              else
                "floor n/a (#{d[:floor_note]})"
              end
@@ -855,6 +874,18 @@ class Bench
               end
     ["BPF time per sample, #{depth} frames", format("%d Hz, 2 Rubies, %.0f frames walked", DEPTH_HZ, fps),
      "#{spread(ours.map { |x| x / 1e3 }, '%.2f')} µs", beside, budget.join(", "), verdict]
+  end
+
+  # The daemon's CPU per sample beside the BPF time of the same phases: work moved out of BPF must
+  # not simply reappear in userspace.
+  def daemon_sample_row(depth)
+    d = @r[:depth][depth]
+    cpu = d[:ours].filter_map { |o| o[:daemon_ns] && o[:daemon_ns] / 1e3 }
+    bpf = median(d[:ours].map { |o| o[:per_sample_ns] })
+    ["Daemon CPU per sample, #{depth} frames",
+     format("%d Hz, 2 Rubies, --oneshot, the phases of the row above", DEPTH_HZ),
+     "#{spread(cpu, '%.2f')} µs", format("BPF time per sample %s; utime + stime of the daemon's threads over " \
+                                        "the phase / samples taken, its 20 ms polling included", us(bpf)), "—", ""]
   end
 
   def pct_ci(st)

@@ -11,18 +11,21 @@ struct rp_walk {
 	__u32 remaining; /* control frames left to read */
 	__u32 cfp_size;
 	__u32 off_pc, off_iseq, off_ep, off_jit;
-	__u32 first;	 /* the next frame is the first control frame (ec->cfp) */
-	__u32 batch_len; /* frames in s->cfps */
-	__u32 in_batch;	 /* next frame of the batch */
-	__u32 frames_sent;
-	__u32 dropped;
+	__u32 first;	/* the next frame is the first control frame (ec->cfp) */
+	__u32 slot;	/* slot of the next control frame + 1 (slots are root first) */
+	__u32 key_base; /* this CPU's first block in `slots` */
+	__u32 base_n;	/* slots of the last stack that may be compared (0: none) */
+	__u32 shared;	/* slots [0, shared) equal the last stack's so far */
+	__u32 nframes;	/* frames of the stack (slots that are not empty) */
 	__u32 read_failed;
+	__u32 dropped;
+	__u32 shipped;
 	__u32 pad;
 };
 
-/* Per-CPU working memory: the BPF stack (512 bytes) is far too small for a frame buffer. */
+/* Per-CPU working memory: the BPF stack (512 bytes) is far too small. */
 struct rp_scratch {
-	struct rp_sample sample;
+	struct rp_sample sample; /* header of the records being sent */
 	struct rp_walk walk;
 	__u64 ec[8];	 /* first 64 bytes of the EC */
 	__u8 cfps[1024]; /* a batch of control frames (a power of two, see walk.bpf.h) */
@@ -30,9 +33,34 @@ struct rp_scratch {
 	__u32 seq;	 /* sample counter of this CPU */
 	__u32 gc_flags;	 /* objspace flags word */
 	__u64 running_ec;
+	/* The stack in `slots`: its slots, and whether the reader has it whole (every chunk sent,
+	 * no read failed) under sample base_seq, so that the next one may be sent as a delta. */
+	__u32 base_n;
+	__u32 base_seq;
+	__u32 base_valid;
+	__u32 pad;
 };
 
 _Static_assert(sizeof(struct rp_scratch) <= 32768, "per-CPU map values are limited to 32 KiB");
+
+/* RP_SLOT_BLOCK slots of a CPU's last stack (walk.bpf.h). */
+struct rp_slot_block {
+	struct rp_frame f[RP_SLOT_BLOCK];
+	/* To 512 bytes: a copy's length masked with 511 (walk.bpf.h) is then within the value. */
+	__u8 pad[512 - RP_SLOT_BLOCK * sizeof(struct rp_frame)];
+};
+
+/* Blocks of one CPU in `slots`: max_frames / RP_SLOT_BLOCK rounded up, set by the daemon. */
+const volatile __u32 slot_blocks = RP_MAX_FRAMES_DEFAULT / RP_SLOT_BLOCK;
+
+/* Each CPU's last stack, root first: CPU c owns blocks [c * slot_blocks, (c + 1) * slot_blocks).
+ * A plain array (its lookups are inlined), sized by the daemon before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rp_slot_block);
+} slots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

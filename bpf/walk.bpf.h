@@ -1,11 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * walk.bpf.h - the control-frame walk: a bpf_loop callback that copies RP_CFP_BATCH control frames
- * with one read, turns each into an rp_frame, and flushes full chunks to the ring buffer.
+ * with one read and turns each into an rp_frame in its slot of the CPU's stack (`slots`, root
+ * first), noting where the stack first differs from the CPU's previous one; then the stack is
+ * shipped from that block on (include/rubyprof.h, RP_SAMPLE_DELTA).
  *
  * Which frames count is decided exactly as Ruby's backtrace does: a frame with an iseq and a pc is
  * a Ruby frame; a frame without an iseq whose ep[0] carries VM_FRAME_MAGIC_CFUNC is a C function
- * frame; anything else (ifunc, dummy frames) is skipped.
+ * frame; anything else (ifunc, dummy frames) is an empty slot.
+ *
+ * Why deltas: writing a record into the ring buffer is what a deep stack costs (memory the CPU
+ * has not touched for a while, every sample), while the previous stack of the same CPU is warm
+ * and a sampled thread keeps all but a few leaf frames from one tick to the next. Comparing and
+ * shipping only the changed leaf end costs a few loads per frame instead of 24 bytes written.
+ * The comparison is on the decoded frames themselves, so a delta is exact whatever the process.
  */
 #ifndef RP_WALK_BPF_H
 #define RP_WALK_BPF_H
@@ -15,39 +23,54 @@
 #define RP_VM_FRAME_MAGIC_MASK	0x7fff0001ULL
 #define RP_VM_FRAME_MAGIC_CFUNC 0x55550001ULL
 
-/* Sends the current chunk (header + its frames) and starts the next one. */
-static __always_inline void rp_walk_flush(struct rp_walk *w, struct rp_scratch *s)
-{
-	__u32 nf = s->sample.nframes;
-	__u64 size;
-
-	if (nf > RP_CHUNK_FRAMES)
-		nf = RP_CHUNK_FRAMES;
-	size = RP_SAMPLE_HDR_SIZE + (__u64)nf * sizeof(struct rp_frame);
-	s->sample.hdr.size = size;
-	if (bpf_ringbuf_output(&samples, &s->sample, size, rb_flags()))
-		w->dropped = 1;
-	else
-		w->frames_sent += nf;
-	s->sample.chunk++;
-	s->sample.nframes = 0;
-}
-
 static __always_inline __u64 cfp_field(struct rp_scratch *s, __u32 base, __u32 off)
 {
 	return *(__u64 *)(s->cfps + ((base + off) & 0x1f8));
 }
 
-/* Turns the control frame at `base` in the batch into an rp_frame (or skips it). */
-static __always_inline void walk_one(struct rp_scratch *s, struct rp_walk *w, __u32 base)
+/* The walk state that changes per frame, kept on the stack (in registers) during a batch. */
+struct rp_walk_hot {
+	__u32 slot, shared, base_n, key_base, nframes, first;
+};
+
+/* Puts a frame into the next slot (walking leaf to root); unchanged slots are not written. */
+static __always_inline void slot_put(struct rp_walk *w, struct rp_walk_hot *h, __u64 addr,
+				     __u64 info, __u64 ep)
+{
+	struct rp_slot_block *b;
+	struct rp_frame *f;
+	__u32 r, key;
+
+	if (h->slot == 0)
+		return;
+	r = --h->slot;
+	key = h->key_base + r / RP_SLOT_BLOCK;
+	b = bpf_map_lookup_elem(&slots, &key);
+	if (!b) {
+		w->read_failed = 1;
+		return;
+	}
+	f = &b->f[r & (RP_SLOT_BLOCK - 1)];
+	if (r < h->base_n && f->addr == addr && f->info == info && f->ep == ep)
+		return;
+	if (r < h->shared)
+		h->shared = r;
+	f->addr = addr;
+	f->info = info;
+	f->ep = ep;
+}
+
+/* Turns the control frame at `base` in the batch into an rp_frame (or an empty slot). */
+static __always_inline void walk_one(struct rp_scratch *s, struct rp_walk *w, struct rp_walk_hot *h,
+				     __u32 base)
 {
 	__u64 iseq, pc, ep, info;
-	__u32 nf, jit;
+	__u32 jit;
 
 	/* YJIT leaves the pc of the frame it is running stale (even 0): only the first control
 	 * frame can be such a frame; every frame below it had its pc saved before a call. */
-	jit = w->first && w->off_jit && cfp_field(s, base, w->off_jit);
-	w->first = 0;
+	jit = h->first && w->off_jit && cfp_field(s, base, w->off_jit);
+	h->first = 0;
 
 	iseq = cfp_field(s, base, w->off_iseq);
 	ep = cfp_field(s, base, w->off_ep);
@@ -55,7 +78,7 @@ static __always_inline void walk_one(struct rp_scratch *s, struct rp_walk *w, __
 		pc = cfp_field(s, base, w->off_pc);
 		/* pc == 0: an ifunc frame (C block), skipped as Ruby does, unless it is JIT code */
 		if (!pc && !jit)
-			return;
+			goto empty;
 		info = (pc & RP_FRAME_PC_MASK) | (RP_FRAME_KIND_ISEQ << RP_FRAME_KIND_SHIFT);
 		if (jit) {
 			info |= RP_FRAME_FLAG_JIT << RP_FRAME_KIND_SHIFT;
@@ -63,24 +86,23 @@ static __always_inline void walk_one(struct rp_scratch *s, struct rp_walk *w, __
 		}
 	} else {
 		if (!ep)
-			return;
-		/* ep[-2] is the method entry, ep[0] the frame's flags (magic). */
+			goto empty;
+		/* ep[-2] is the method entry, ep[0] the frame's flags (magic). A C function's
+		 * method entry is read now: its frame is gone by the time userspace could look. */
 		if (bpf_probe_read_user(s->ep, sizeof(s->ep), (const void *)(ep - 16))) {
 			w->read_failed = 1;
-			return;
+			goto empty;
 		}
 		if ((s->ep[2] & RP_VM_FRAME_MAGIC_MASK) != RP_VM_FRAME_MAGIC_CFUNC)
-			return;
+			goto empty;
 		iseq = s->ep[0];
 		info = RP_FRAME_KIND_CFUNC << RP_FRAME_KIND_SHIFT;
 	}
-	nf = s->sample.nframes;
-	s->sample.frames[nf & (RP_CHUNK_FRAMES - 1)].addr = iseq;
-	s->sample.frames[nf & (RP_CHUNK_FRAMES - 1)].info = info;
-	s->sample.frames[nf & (RP_CHUNK_FRAMES - 1)].ep = ep;
-	s->sample.nframes = nf + 1;
-	if (nf + 1 >= RP_CHUNK_FRAMES)
-		rp_walk_flush(w, s);
+	h->nframes++;
+	slot_put(w, h, iseq, info, ep);
+	return;
+empty:
+	slot_put(w, h, 0, 0, 0);
 }
 
 /*
@@ -90,6 +112,7 @@ static __always_inline void walk_one(struct rp_scratch *s, struct rp_walk *w, __
  */
 static long rp_walk_batch(__u32 idx, void *ctx)
 {
+	struct rp_walk_hot h;
 	struct rp_scratch *s;
 	struct rp_walk *w;
 	__u32 zero = 0, n, j;
@@ -112,14 +135,79 @@ static long rp_walk_batch(__u32 idx, void *ctx)
 		w->read_failed = 1;
 		return 1;
 	}
+	h.slot = w->slot;
+	h.shared = w->shared;
+	h.base_n = w->base_n;
+	h.key_base = w->key_base;
+	h.nframes = w->nframes;
+	h.first = w->first;
 	for (j = 0; j < RP_CFP_BATCH; j++) {
 		if (j >= n)
 			break;
-		walk_one(s, w, j * w->cfp_size);
+		walk_one(s, w, &h, j * w->cfp_size);
 	}
+	w->slot = h.slot;
+	w->shared = h.shared;
+	w->nframes = h.nframes;
+	w->first = h.first;
 	w->cfp += (__u64)n * w->cfp_size;
 	w->remaining -= n;
 	return w->remaining ? 0 : 1;
+}
+
+/*
+ * Sends one record: the header and slots [first, first + RP_CHUNK_FRAMES) of the stack (at most),
+ * written block by block into a ring-buffer reservation of the record's size.
+ */
+static long rp_ship_chunk(__u32 idx, void *ctx)
+{
+	struct rp_slot_block *b;
+	struct bpf_dynptr rec;
+	struct rp_scratch *s;
+	__u32 zero = 0, start, nf, j, off, key, len;
+
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 1;
+	start = s->sample.first;
+	nf = s->sample.nslots > start ? s->sample.nslots - start : 0;
+	if (nf > RP_CHUNK_FRAMES)
+		nf = RP_CHUNK_FRAMES;
+	s->sample.nframes = nf;
+	if (start + nf >= s->sample.nslots)
+		s->sample.flags |= RP_SAMPLE_LAST;
+	s->sample.hdr.size = RP_SAMPLE_HDR_SIZE + nf * sizeof(struct rp_frame);
+	if (bpf_ringbuf_reserve_dynptr(&samples, s->sample.hdr.size, 0, &rec)) {
+		bpf_ringbuf_discard_dynptr(&rec, 0);
+		s->walk.dropped = 1;
+		return 1;
+	}
+	bpf_dynptr_write(&rec, 0, &s->sample, RP_SAMPLE_HDR_SIZE, 0);
+	for (j = 0; j < RP_CHUNK_FRAMES / RP_SLOT_BLOCK; j++) {
+		off = j * RP_SLOT_BLOCK;
+		if (off >= nf)
+			break;
+		key = s->walk.key_base + (start + off) / RP_SLOT_BLOCK;
+		b = bpf_map_lookup_elem(&slots, &key);
+		if (!b) {
+			bpf_ringbuf_discard_dynptr(&rec, 0);
+			s->walk.dropped = 1;
+			return 1;
+		}
+		len = nf - off;
+		if (len > RP_SLOT_BLOCK)
+			len = RP_SLOT_BLOCK;
+		len *= sizeof(struct rp_frame);
+		/* in asm on the register passed, as in rp_walk_batch (the block is 512 bytes) */
+		asm volatile("%[len] &= 511" : [len] "+r"(len));
+		bpf_dynptr_write(&rec, RP_SAMPLE_HDR_SIZE + off * sizeof(struct rp_frame), b->f,
+				 len, 0);
+	}
+	bpf_ringbuf_submit_dynptr(&rec, rb_flags());
+	s->walk.shipped += nf;
+	s->sample.chunk++;
+	s->sample.first = start + nf;
+	return start + nf >= s->sample.nslots ? 1 : 0;
 }
 
 /* objspace flags word: `mode` in bits 0-1, `during_gc` in bit 5 (gc.c, 2.6 - 4.0) */
@@ -180,6 +268,9 @@ static __always_inline void emit_empty(struct rp_scratch *s, __u32 flags)
 {
 	s->sample.flags = flags | RP_SAMPLE_LAST;
 	s->sample.nframes = 0;
+	s->sample.first = 0;
+	s->sample.nslots = 0;
+	s->sample.base_seq = 0;
 	s->sample.truncated = 0;
 	s->sample.hdr.size = RP_SAMPLE_HDR_SIZE;
 	if (bpf_ringbuf_output(&samples, &s->sample, RP_SAMPLE_HDR_SIZE, rb_flags()))
@@ -195,8 +286,9 @@ static __always_inline void emit_empty(struct rp_scratch *s, __u32 flags)
 static __always_inline void rp_sample_ruby(struct rp_scratch *s, const struct rp_proc *proc,
 					   __u64 tp)
 {
-	__u32 zero = 0;
+	__u32 zero = 0, lo, key, j;
 	__u64 ec, vm_stack, vm_stack_size, cfp, top, end, n, th, ptid;
+	struct rp_slot_block *blk;
 
 	s->sample.hdr.version = RP_REC_VERSION;
 	s->sample.hdr.kind = RP_REC_STACK;
@@ -254,6 +346,7 @@ static __always_inline void rp_sample_ruby(struct rp_scratch *s, const struct rp
 
 	s->sample.flags = 0;
 	s->sample.truncated = 0;
+	s->sample.pad = 0;
 	/* In GC? Only the thread that runs the collector (the GVL holder) is attributed to it. */
 	if (proc->gc_flags &&
 	    !bpf_probe_read_user(&s->gc_flags, sizeof(s->gc_flags), (const void *)proc->gc_flags) &&
@@ -280,24 +373,66 @@ static __always_inline void rp_sample_ruby(struct rp_scratch *s, const struct rp
 		.off_ep = proc->off.cfp_ep,
 		.off_jit = proc->off.cfp_jit_return,
 		.first = 1,
+		.slot = n,
+		.key_base = s->sample.cpu * slot_blocks,
 	};
-	s->sample.nframes = 0;
+	/* A full stack now and then, so that a reader that lost the base finds it again. */
+	if (s->base_valid && s->sample.seq % RP_FULL_EVERY)
+		s->walk.base_n = s->base_n;
+	s->walk.shared = n < s->walk.base_n ? n : s->walk.base_n;
+	s->base_valid = 0;
 	bpf_loop((n + RP_CFP_BATCH - 1) / RP_CFP_BATCH, rp_walk_batch, NULL, 0);
 	/* The callback may have flushed chunks: look the scratch space up again. */
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
 		return;
+	s->sample.nslots = n;
+	s->sample.base_seq = 0;
+	if (s->walk.remaining) {
+		/* A batch could not be read: slots [0, lo) are another stack's. Send [lo, n), the
+		 * rest of lo's block emptied. */
+		lo = s->walk.slot;
+		s->sample.first = lo & ~(RP_SLOT_BLOCK - 1);
+		key = s->walk.key_base + lo / RP_SLOT_BLOCK;
+		blk = bpf_map_lookup_elem(&slots, &key);
+		for (j = 0; j < RP_SLOT_BLOCK && blk; j++) {
+			if (s->sample.first + j >= lo)
+				break;
+			blk->f[j] = (struct rp_frame){};
+		}
+	} else if (s->walk.shared >= RP_SLOT_BLOCK) {
+		s->sample.first = s->walk.shared & ~(RP_SLOT_BLOCK - 1);
+		s->sample.base_seq = s->base_seq;
+		s->sample.flags |= RP_SAMPLE_DELTA;
+	} else {
+		s->sample.first = 0;
+	}
 	if (s->walk.read_failed) {
 		s->sample.flags |= RP_SAMPLE_READ_FAIL;
 		stat_add(RP_STAT_READ_FAILED, 1);
 	}
-	s->sample.flags |= RP_SAMPLE_LAST;
-	rp_walk_flush(&s->walk, s);
-	stat_add(RP_STAT_FRAMES, s->walk.frames_sent);
-	if (s->walk.dropped)
-		stat_add(RP_STAT_RB_DROPPED, 1);
+	n -= s->sample.first;
+	/* Most samples, deltas above all, are one record: no loop for them. */
+	if (n <= RP_CHUNK_FRAMES)
+		rp_ship_chunk(0, NULL);
 	else
-		stat_add(RP_STAT_RUBY_STACKS, 1);
+		bpf_loop((n + RP_CHUNK_FRAMES - 1) / RP_CHUNK_FRAMES, rp_ship_chunk, NULL, 0);
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return;
+	stat_add(RP_STAT_FRAMES, s->walk.nframes);
+	stat_add(RP_STAT_SHIPPED, s->walk.shipped);
+	if (s->walk.dropped) {
+		stat_add(RP_STAT_RB_DROPPED, 1);
+		return;
+	}
+	stat_add(RP_STAT_RUBY_STACKS, 1);
+	/* The reader now holds this stack whole: the next may be sent as its delta. */
+	if (!s->walk.read_failed) {
+		s->base_n = s->sample.nslots;
+		s->base_seq = s->sample.seq;
+		s->base_valid = 1;
+	}
 }
 
 #endif

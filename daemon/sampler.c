@@ -17,14 +17,24 @@
 #include "sampler.h"
 #include "rubyprof.skel.h"
 
-/* Reassembly buffer of one CPU: chunks of one sample arrive in order from the same CPU. */
+/*
+ * Reassembly of one CPU's stacks: chunks of one sample arrive in order from the same CPU, root
+ * first, and a sample may be a delta of the CPU's previous complete stack (RP_SAMPLE_DELTA), so
+ * that stack stays in `slots` until the next one replaces it.
+ */
 struct cpu_asm {
-	struct rp_sample first; /* header of chunk 0 (frames unused) */
-	struct rp_frame *frames;
-	size_t nframes;
+	struct rp_sample first;	 /* header of chunk 0 */
+	struct rp_frame *slots;	 /* the stack, root first (max_frames) */
+	struct rp_frame *frames; /* the stack delivered, leaf first, empty slots left out */
+	uint32_t nslots;	 /* slots of the sample being assembled */
+	uint32_t next_slot;	 /* slot the next chunk starts at */
+	uint32_t lo;		 /* first known slot (0 but for a partial stack) */
 	uint32_t flags;
 	uint16_t next_chunk;
 	int active;
+	/* the last complete stack: slots [0, base_n) of sample base_seq */
+	uint32_t base_n, base_seq;
+	int has_base;
 };
 
 struct sampler {
@@ -91,13 +101,36 @@ static void deliver(struct sampler *s, struct cpu_asm *a)
 	struct sampler_stack st = {
 		.first = &a->first,
 		.frames = a->frames,
-		.nframes = a->nframes,
 		.flags = a->flags,
 		.truncated = a->first.truncated,
 	};
+	size_t n = 0;
+	uint32_t i;
 
+	/* leaf first, as Ruby's backtrace, without the control frames it skips */
+	for (i = a->nslots; i-- > a->lo;) {
+		if (rp_frame_kind(&a->slots[i]))
+			a->frames[n++] = a->slots[i];
+	}
+	st.nframes = n;
 	s->h.on_stack(s->h.ctx, &st);
 	a->active = 0;
+	/* The BPF side counts on this stack as the base of the CPU's next one exactly when it
+	 * was sent whole: every chunk, no failed read. */
+	if (a->nslots && !(a->flags & RP_SAMPLE_READ_FAIL) && a->lo == 0) {
+		a->base_n = a->nslots;
+		a->base_seq = a->first.seq;
+		a->has_base = 1;
+	}
+}
+
+/* A chunk of a sample was lost, or its delta has no base: count it, forget the CPU's stack. */
+static int lost(struct sampler *s, struct cpu_asm *a)
+{
+	s->incomplete++;
+	a->active = 0;
+	a->has_base = 0;
+	return 0;
 }
 
 static int on_stack_chunk(struct sampler *s, const struct rp_sample *r, size_t size)
@@ -105,39 +138,49 @@ static int on_stack_chunk(struct sampler *s, const struct rp_sample *r, size_t s
 	struct cpu_asm *a;
 	size_t nf;
 
-	if (size < RP_SAMPLE_HDR_SIZE || r->cpu >= (uint32_t)s->ncpus) {
+	if (size < RP_SAMPLE_HDR_SIZE || r->cpu >= (uint32_t)s->ncpus ||
+	    RP_SAMPLE_HDR_SIZE + (size_t)r->nframes * sizeof(struct rp_frame) > size ||
+	    r->nslots > s->max_frames || r->first > r->nslots ||
+	    r->nframes > r->nslots - r->first) {
 		s->bad_records++;
 		return 0;
 	}
 	nf = r->nframes;
-	if (RP_SAMPLE_HDR_SIZE + nf * sizeof(struct rp_frame) > size)
-		nf = (size - RP_SAMPLE_HDR_SIZE) / sizeof(struct rp_frame);
 	a = &s->cpus[r->cpu];
 
 	if (r->chunk == 0) {
 		if (a->active)
-			s->incomplete++;
+			lost(s, a);
+		if (r->flags & RP_SAMPLE_DELTA &&
+		    (!a->has_base || a->base_seq != r->base_seq || r->first > a->base_n))
+			return lost(s, a);
 		memcpy(&a->first, r, RP_SAMPLE_HDR_SIZE);
-		a->nframes = 0;
+		a->nslots = r->nslots;
+		a->next_slot = r->first;
+		a->lo = r->flags & RP_SAMPLE_DELTA ? 0 : r->first;
 		a->flags = 0;
 		a->next_chunk = 0;
 		a->active = 1;
-	} else if (!a->active || r->seq != a->first.seq || r->chunk != a->next_chunk) {
+		/* the slots are being rewritten: no base until this stack is whole */
+		if (r->nslots)
+			a->has_base = 0;
+	} else if (!a->active || r->seq != a->first.seq || r->chunk != a->next_chunk ||
+		   r->first != a->next_slot) {
 		/* A chunk of this sample was dropped: the stack would be wrong, count it instead. */
 		if (a->active)
-			s->incomplete++;
-		a->active = 0;
+			return lost(s, a);
 		return 0;
 	}
-	if (a->nframes + nf > s->max_frames)
-		nf = s->max_frames - a->nframes;
-	memcpy(a->frames + a->nframes, r->frames, nf * sizeof(struct rp_frame));
-	a->nframes += nf;
+	memcpy(a->slots + r->first, r->frames, nf * sizeof(struct rp_frame));
+	a->next_slot = r->first + (uint32_t)nf;
 	a->flags |= r->flags;
 	a->first.truncated = r->truncated;
 	a->next_chunk++;
-	if (r->flags & RP_SAMPLE_LAST)
+	if (r->flags & RP_SAMPLE_LAST) {
+		if (a->next_slot != a->nslots)
+			return lost(s, a);
 		deliver(s, a);
+	}
 	return 0;
 }
 
@@ -195,11 +238,12 @@ static int dispatch(struct sampler *s, void *data, size_t size)
 	}
 }
 
-struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampler_handlers *h)
+/* The sampler without its BPF object: the dispatcher and the per-CPU reassembly. */
+static struct sampler *sampler_alloc(const struct sampler_opts *opts,
+				     const struct sampler_handlers *h, int ncpus)
 {
-	LIBBPF_OPTS(bpf_object_open_opts, oopts);
 	struct sampler *s;
-	int err, i;
+	int i;
 
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -207,25 +251,54 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	s->h = *h;
 	s->frequency = opts->frequency;
 	s->max_frames = opts->max_frames;
-	libbpf_set_print(libbpf_print);
-
-	s->ncpus = libbpf_num_possible_cpus();
-	if (s->ncpus <= 0) {
-		err = s->ncpus ? s->ncpus : -EINVAL;
+	s->ncpus = ncpus;
+	s->cpus = calloc(ncpus, sizeof(*s->cpus));
+	if (!s->cpus)
 		goto cleanup;
-	}
-	s->cpus = calloc(s->ncpus, sizeof(*s->cpus));
-	if (!s->cpus) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	for (i = 0; i < s->ncpus; i++) {
+	for (i = 0; i < ncpus; i++) {
+		s->cpus[i].slots = calloc(s->max_frames, sizeof(struct rp_frame));
 		s->cpus[i].frames = calloc(s->max_frames, sizeof(struct rp_frame));
-		if (!s->cpus[i].frames) {
-			err = -ENOMEM;
+		if (!s->cpus[i].slots || !s->cpus[i].frames)
 			goto cleanup;
-		}
 	}
+	return s;
+
+cleanup:
+	sampler__free(s);
+	errno = ENOMEM;
+	return NULL;
+}
+
+struct sampler *sampler__new_offline(const struct sampler_opts *opts,
+				     const struct sampler_handlers *h, int ncpus)
+{
+	if (ncpus <= 0 || !opts->max_frames || opts->max_frames > RP_MAX_FRAMES_LIMIT) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return sampler_alloc(opts, h, ncpus);
+}
+
+int sampler_feed(struct sampler *s, void *data, size_t size)
+{
+	return dispatch(s, data, size);
+}
+
+struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampler_handlers *h)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oopts);
+	struct sampler *s;
+	int err, ncpus;
+
+	libbpf_set_print(libbpf_print);
+	ncpus = libbpf_num_possible_cpus();
+	if (ncpus <= 0) {
+		errno = ncpus ? -ncpus : EINVAL;
+		return NULL;
+	}
+	s = sampler_alloc(opts, h, ncpus);
+	if (!s)
+		return NULL;
 
 	s->verifier_log = malloc(VERIFIER_LOG_SIZE);
 	if (!s->verifier_log) {
@@ -244,6 +317,12 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 		goto cleanup;
 	}
 	s->skel->rodata->max_frames = s->max_frames;
+	/* Each CPU's last stack, in blocks (bpf/maps.bpf.h). */
+	s->skel->rodata->slot_blocks = (s->max_frames + RP_SLOT_BLOCK - 1) / RP_SLOT_BLOCK;
+	err = bpf_map__set_max_entries(s->skel->maps.slots,
+				       s->skel->rodata->slot_blocks * (uint32_t)s->ncpus);
+	if (err)
+		goto cleanup;
 	s->skel->rodata->rb_wakeup_bytes = opts->ringbuf_bytes / 4;
 	err = bpf_map__set_max_entries(s->skel->maps.samples, opts->ringbuf_bytes);
 	if (err)
@@ -294,8 +373,10 @@ void sampler__free(struct sampler *s)
 	ring_buffer__free(s->rb);
 	rubyprof_bpf__destroy(s->skel);
 	if (s->cpus) {
-		for (i = 0; i < s->ncpus; i++)
+		for (i = 0; i < s->ncpus; i++) {
+			free(s->cpus[i].slots);
 			free(s->cpus[i].frames);
+		}
 	}
 	free(s->cpus);
 	free(s->verifier_log);
@@ -499,6 +580,10 @@ int sampler_counters(struct sampler *s, struct sampler_counters *out)
 	int i, err = 0;
 
 	memset(out, 0, sizeof(*out));
+	out->incomplete = s->incomplete;
+	out->bad_records = s->bad_records;
+	if (!s->skel)
+		return 0;
 	vals = calloc(s->ncpus, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
@@ -511,8 +596,6 @@ int sampler_counters(struct sampler *s, struct sampler_counters *out)
 		for (i = 0; i < s->ncpus; i++)
 			out->bpf[key] += vals[i];
 	}
-	out->incomplete = s->incomplete;
-	out->bad_records = s->bad_records;
 	free(vals);
 	return err;
 }

@@ -48,6 +48,12 @@ struct sampler_counters {
  * failure logs the tail of the verifier log. */
 struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampler_handlers *h);
 void sampler__free(struct sampler *s);
+/* The dispatcher and stack reassembly alone, for `ncpus` CPUs, with no BPF object (records come
+ * from sampler_feed; tests). NULL with errno set. */
+struct sampler *sampler__new_offline(const struct sampler_opts *opts,
+				     const struct sampler_handlers *h, int ncpus);
+/* Dispatches one ring-buffer record as if read from the ring buffer. 0 or -errno. */
+int sampler_feed(struct sampler *s, void *data, size_t size);
 
 /* Starts sampling on every online CPU, and the process life-cycle tracepoints. 0 or -errno. */
 int sampler_attach(struct sampler *s);

@@ -18,11 +18,19 @@
 /* ---- limits ------------------------------------------------------------------------------- */
 
 /*
- * Frames per ring-buffer record. A per-CPU map value may not exceed 32 KiB on this kernel, and a
- * ring-buffer reservation has a constant size, so a deep stack travels as several records
- * ("chunks") that share a sequence number. 1024 frames x 24 bytes = 24 KiB per chunk.
+ * Frames of a 24 KiB ring-buffer record of bench/floor.bpf.c's shipping reference, which sends a
+ * whole stack the way rubyprofd did before stacks travelled as deltas (RP_REC_VERSION 1); also
+ * the most frames one RP_REC_STACK record carries.
  */
 #define RP_CHUNK_FRAMES	      1024
+/*
+ * The BPF side keeps each CPU's last stack root first in blocks of RP_SLOT_BLOCK frames (the
+ * `slots` map), and a stack record starts at a block boundary: the unit in which a new stack is
+ * compared with the last one and shipped.
+ */
+#define RP_SLOT_BLOCK	      16
+/* A stack is shipped whole at least every RP_FULL_EVERY samples of a CPU (see RP_SAMPLE_DELTA). */
+#define RP_FULL_EVERY	      256
 /* Control frames copied with one bpf_probe_read_user: 8 x 64 bytes = 512 bytes. */
 #define RP_CFP_BATCH	      8
 /* Largest sizeof(rb_control_frame_t) of any supported Ruby (3.1/3.2: 64). */
@@ -68,7 +76,7 @@ struct rp_frame {
  * with a thread state) share one buffer and one dispatcher in the daemon. A reader skips kinds it
  * does not know (by `size`) and refuses a version it does not know.
  */
-#define RP_REC_VERSION 1
+#define RP_REC_VERSION 2 /* 2: stacks root first, as deltas of the CPU's last stack */
 
 #define RP_REC_STACK 1 /* struct rp_sample: one chunk of a sampled Ruby stack */
 #define RP_REC_PROC  2 /* struct rp_proc_event: exec, fork or exit of a process */
@@ -94,19 +102,29 @@ struct rp_rec {
 };
 
 /* rp_sample.flags */
-#define RP_SAMPLE_LAST	    0x01 /* last chunk of this sample */
-#define RP_SAMPLE_TRUNCATED 0x02 /* the walk stopped at max_frames; see `truncated` */
-#define RP_SAMPLE_NO_EC	    0x04 /* a thread of a Ruby process with no Ruby execution context */
-#define RP_SAMPLE_BAD_EC    0x08 /* the EC failed its shape check; no frames */
-#define RP_SAMPLE_NOT_GVL   0x10 /* Ruby < 3.0: the global EC belongs to another thread */
-#define RP_SAMPLE_READ_FAIL 0x20 /* a frame batch could not be read; the stack is partial */
-#define RP_SAMPLE_GC	    0x40 /* the VM was in garbage collection, run by this thread */
-#define RP_SAMPLE_JIT_LEAF  0x80 /* the leaf frame is JIT code (cfp->jit_return set) */
+#define RP_SAMPLE_LAST	    0x01  /* last chunk of this sample */
+#define RP_SAMPLE_TRUNCATED 0x02  /* the walk stopped at max_frames; see `truncated` */
+#define RP_SAMPLE_NO_EC	    0x04  /* a thread of a Ruby process with no Ruby execution context */
+#define RP_SAMPLE_BAD_EC    0x08  /* the EC failed its shape check; no frames */
+#define RP_SAMPLE_NOT_GVL   0x10  /* Ruby < 3.0: the global EC belongs to another thread */
+#define RP_SAMPLE_READ_FAIL 0x20  /* a frame batch could not be read; the stack is partial */
+#define RP_SAMPLE_GC	    0x40  /* the VM was in garbage collection, run by this thread */
+#define RP_SAMPLE_JIT_LEAF  0x80  /* the leaf frame is JIT code (cfp->jit_return set) */
+#define RP_SAMPLE_DELTA	    0x100 /* slots [0, first) are those of sample base_seq of this CPU */
 
 /*
- * RP_REC_STACK: one chunk of one sampled stack, frames leaf first. A sample is the sequence of
- * chunks with the same (cpu, seq), chunk = 0, 1, ..., the last flagged RP_SAMPLE_LAST. Only the
- * header and `nframes` frames are sent (hdr.size says how many bytes).
+ * RP_REC_STACK: one chunk of one sampled stack. The stack is an array of `nslots` slots, one per
+ * walked control frame, ROOT FIRST (slot nslots - 1 is the leaf); a slot whose frame kind is 0 is
+ * a control frame Ruby's backtrace skips (ifunc, dummy). A sample is the sequence of chunks with
+ * the same (cpu, seq), chunk = 0, 1, ..., the last flagged RP_SAMPLE_LAST; chunk k carries slots
+ * [first, first + nframes), each chunk continuing where the previous one ended, up to nslots.
+ *
+ * Consecutive samples of a thread share most of their stack (all but a few frames at the leaf
+ * end), so the BPF side compares each new stack with the last one of its CPU and ships only
+ * from the first differing block on: with RP_SAMPLE_DELTA, slots [0, first) of chunk 0 are
+ * those of the CPU's previous complete stack, sample `base_seq`, which the reader keeps.
+ * Without it, slots [0, first) are unknown (a read failed at the root end: a partial stack).
+ * Only the header and `nframes` frames are sent (hdr.size says how many bytes).
  */
 struct rp_sample {
 	struct rp_rec hdr;
@@ -114,14 +132,19 @@ struct rp_sample {
 	__u32 seq;	 /* per-CPU sample counter */
 	__u32 flags;	 /* RP_SAMPLE_* */
 	__u16 chunk;	 /* index of this chunk */
-	__u16 nframes;	 /* frames in this record */
+	__u16 nframes;	 /* frames (slots) in this record, <= RP_CHUNK_FRAMES */
 	__u32 truncated; /* control frames left unwalked at the root end (last chunk) */
 	__u32 gc_mode;	 /* RP_SAMPLE_GC: objspace mode (1 marking, 2 sweeping, 3 compacting) */
-	char comm[16];	 /* thread name at sample time */
-	struct rp_frame frames[RP_CHUNK_FRAMES];
+	__u32 first;	 /* slot of frames[0] */
+	__u32 nslots;	 /* slots of the whole stack */
+	__u32 base_seq;	 /* RP_SAMPLE_DELTA: the sample whose slots [0, first) this one shares */
+	__u32 pad;
+	char comm[16]; /* thread name at sample time */
+	/* zero-length, not flexible: the header is embedded in the BPF side's scratch space */
+	struct rp_frame frames[0];
 };
 
-#define RP_SAMPLE_HDR_SIZE 72
+#define RP_SAMPLE_HDR_SIZE 88
 
 /* RP_REC_PROC events */
 #define RP_PROC_EXEC 1 /* the process (hdr.pid) ran execve: a new program */
@@ -200,14 +223,15 @@ struct rp_proc {
 #define RP_STAT_RB_DROPPED   6	/* ring-buffer output failed (full) */
 #define RP_STAT_TRUNCATED    7	/* stacks cut at max_frames */
 #define RP_STAT_NOT_GVL	     8	/* Ruby < 3.0: sample of a thread that does not hold the GVL */
-#define RP_STAT_FRAMES	     9	/* frames sent */
+#define RP_STAT_FRAMES	     9	/* frames of the stacks taken (shipped or shared) */
 #define RP_STAT_GC	     10 /* samples taken while this thread ran the garbage collector */
 #define RP_STAT_PROC_EVENTS  11 /* process events sent */
 #define RP_STAT_EVENTS_LOST  12 /* process events lost (ring buffer full) */
 #define RP_STAT_STALE_PID    13 /* samples of a pid whose procs entry was for an earlier process */
 #define RP_STAT_FORK_COPIED  14 /* procs entries copied to a forked child */
 #define RP_STAT_RUN_NS	     15 /* time spent in the sampling program (ns, measured inside it) */
-#define RP_STAT_MAX	     16
+#define RP_STAT_SHIPPED	     16 /* frames (slots) shipped: the rest was the CPU's previous stack */
+#define RP_STAT_MAX	     17
 
 /* ---- task iterator output (fsbase of each thread of one process) -------------------------- */
 
@@ -227,7 +251,7 @@ _Static_assert(sizeof(struct rp_rec) == 32, "rp_rec layout");
 _Static_assert(sizeof(struct rp_proc_event) == 72, "rp_proc_event layout");
 _Static_assert(__builtin_offsetof(struct rp_sample, frames) == RP_SAMPLE_HDR_SIZE,
 	       "rp_sample header");
-_Static_assert(sizeof(struct rp_sample) <= 32768, "per-CPU map values are limited to 32 KiB");
+_Static_assert(sizeof(struct rp_sample) == RP_SAMPLE_HDR_SIZE, "rp_sample header");
 #endif
 
 #endif /* RUBYPROF_H */
