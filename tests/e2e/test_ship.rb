@@ -94,7 +94,7 @@ class E2E
     raise Skip, "this rubyprofd has no shipper (no --upload-url in --help)" unless help.include?("--upload-url")
   end
 
-  def wait_for(what, timeout, interval: 0.2)
+  def ship_wait_for(what, timeout, interval: 0.2)
     deadline = Time.now + timeout
     until (v = yield)
       fail!("#{what}: not after #{timeout} s") if Time.now > deadline
@@ -161,14 +161,14 @@ class E2E
                                                               .select { |m| m["service"] == name }.map { |m| m["until_ns"] }
       ends.max.to_i >= (t1.to_f - SHIP_INTERVAL - 2) * 1e9
     end
-    wait_for("the apps' last intervals", timeout) { SHIP_APPS.keys.all?(&ended) }
-    wait_for("the spool still holds #{ship_spooled(svc).size} profiles of the apps",
+    ship_wait_for("the apps' last intervals", timeout) { SHIP_APPS.keys.all?(&ended) }
+    ship_wait_for("the spool still holds #{ship_spooled(svc).size} profiles of the apps",
              [deadline - Time.now, 1].max) { ship_spooled(svc).empty? }
   end
 
   # Lets the apps run until the collector has n profiles of each.
   def ship_wait_profiles(col, n, timeout: 180)
-    wait_for("#{n} profiles of each app in the collector", timeout) do
+    ship_wait_for("#{n} profiles of each app in the collector", timeout) do
       SHIP_APPS.keys.all? { |name| col.index.count { |e| e["app"] == name } >= n }
     end
   end
@@ -335,13 +335,13 @@ class E2E
     svc = ship_service(dir, mport, conf: ship_conf("http://127.0.0.1:#{col.port}", "pyroscope"))
     t0 = Time.now
     begin
-      wait_for("first deliveries", 180) { col.index.count { |e| SHIP_APPS.key?(e["app"]) } >= 4 }
+      ship_wait_for("first deliveries", 180) { col.index.count { |e| SHIP_APPS.key?(e["app"]) } >= 4 }
       col.kill # the collector stopped for a while
       sleep 20
       check(ship_spooled(svc).size >= 4, "profiles kept while the collector is down: #{ship_spooled(svc).size}")
       col.restart
       col.control(mode: "hang", store: true) # it takes the next upload and never answers
-      wait_for("an upload in flight", 180) { col.state["hung"] >= 1 }
+      ship_wait_for("an upload in flight", 180) { col.state["hung"] >= 1 }
       kill_at = Time.now
       svc.kill # SIGKILL mid-upload
       col.control(mode: "ok")
@@ -380,7 +380,7 @@ class E2E
     svc = ship_service(dir, mport, conf: ship_conf("http://127.0.0.1:#{col.port}", "pyroscope"))
     t0 = Time.now
     begin
-      wait_for("first deliveries", 180) { col.index.count { |e| SHIP_APPS.key?(e["app"]) } >= 2 }
+      ship_wait_for("first deliveries", 180) { col.index.count { |e| SHIP_APPS.key?(e["app"]) } >= 2 }
       log_mark = svc.log_text.lines.size
       col.kill
       sleep 60
@@ -418,9 +418,9 @@ class E2E
     svc = ship_service(dir, mport, conf: ship_conf("http://127.0.0.1:#{col.port}", "pyroscope-push"))
     t0 = Time.now
     begin
-      wait_for("first deliveries", 180) { col.index.count { |e| SHIP_APPS.key?(e["app"]) } >= 2 }
+      ship_wait_for("first deliveries", 180) { col.index.count { |e| SHIP_APPS.key?(e["app"]) } >= 2 }
       col.control(mode: "hang", store: true)
-      wait_for("an upload in flight", 180) { col.state["hung"] >= 1 }
+      ship_wait_for("an upload in flight", 180) { col.state["hung"] >= 1 }
       kill_at = Time.now
       svc.kill
       col.control(mode: "ok")
@@ -456,9 +456,9 @@ class E2E
     svc = ship_service(dir, mport, conf: ship_conf("http://127.0.0.1:#{col.port}", "pyroscope"))
     t0 = Time.now
     begin
-      wait_for("first deliveries", 180) { col.index.count { |e| SHIP_APPS.key?(e["app"]) } >= 2 }
+      ship_wait_for("first deliveries", 180) { col.index.count { |e| SHIP_APPS.key?(e["app"]) } >= 2 }
       col.control(mode: "hang")
-      wait_for("an upload in flight", 180) { col.state["hung"] >= 1 }
+      ship_wait_for("an upload in flight", 180) { col.state["hung"] >= 1 }
       before = ship_spooled(svc).size
       pings = svc.read_notes.count { |n| n.include?("WATCHDOG=1") }
       sleep 20
@@ -512,7 +512,7 @@ class E2E
     svc = ship_service(dir, mport, conf: ship_conf(url, "pyroscope"))
     t0 = Time.now
     begin
-      wait_for("a refused TLS handshake", 180) { col.log_text.include?("TLS handshake failed") }
+      ship_wait_for("a refused TLS handshake", 180) { col.log_text.include?("TLS handshake failed") }
       sleep SHIP_INTERVAL
       check(col.index.empty?, "delivered without the CA")
       failures = ship_failures(mport)
@@ -549,8 +549,8 @@ class E2E
                                                   "upload_token_file" => token))
     t0 = Time.now
     begin
-      wait_for("a 401", 180) { col.state.dig("statuses", "401").to_i >= 1 }
-      wait_for("4 profiles kept", 180) { ship_spooled(svc).size >= 4 }
+      ship_wait_for("a 401", 180) { col.state.dig("statuses", "401").to_i >= 1 }
+      ship_wait_for("4 profiles kept", 180) { ship_spooled(svc).size >= 4 }
       check(col.index.empty?, "delivered with a wrong token")
       kept = ship_spooled(svc).size
       lines = svc.log_text.lines.grep(/401|unauthori[sz]ed|credential|forbidden/i)
@@ -559,7 +559,7 @@ class E2E
       check(failures["auth"].to_f.positive?, "no auth failure counted: #{failures.inspect}")
       File.write(token, "#{good}\n")
       Process.kill("HUP", svc.pid)
-      wait_for("delivery after SIGHUP", 180) { col.index.size >= kept }
+      ship_wait_for("delivery after SIGHUP", 180) { col.index.size >= kept }
       t1 = ship_stop_apps(apps)
       ship_wait_drained(svc, col, t1)
       summary = ship_check(col, apps, "pyroscope", t0: t0, t1: t1)
@@ -584,7 +584,7 @@ class E2E
                                                   "upload_max_age" => "20s"))
     t0 = Time.now
     begin
-      wait_for("first deliveries", 180) { col.index.count { |e| SHIP_APPS.key?(e["app"]) } >= 2 }
+      ship_wait_for("first deliveries", 180) { col.index.count { |e| SHIP_APPS.key?(e["app"]) } >= 2 }
       down_at = Time.now
       col.kill
       sleep 40
@@ -620,9 +620,9 @@ class E2E
     svc = ship_service(dir, mport, conf: ship_conf("http://127.0.0.1:#{col.port}", "pyroscope"))
     t0 = Time.now
     begin
-      wait_for("deliveries after a 400", 180) { col.index.size >= 2 }
+      ship_wait_for("deliveries after a 400", 180) { col.index.size >= 2 }
       col.control(mode: "status", status: 413, count: 1)
-      wait_for("the 413", 180) { col.state.dig("statuses", "413").to_i == 1 }
+      ship_wait_for("the 413", 180) { col.state.dig("statuses", "413").to_i == 1 }
       ship_wait_profiles(col, 2)
       t1 = ship_stop_apps(apps)
       ship_wait_drained(svc, col, t1)
