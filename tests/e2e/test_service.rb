@@ -131,9 +131,11 @@ class E2E
     ensure
       svc.kill
     end
-    runs = File.readlines(log_path).to_h do |l|
-      n, t0, t1 = l.split.map(&:to_i)
-      [n, [t0, t1]]
+    # method -> [start, end]; the method running when the log is read has not ended yet
+    runs = {}
+    File.readlines(log_path).each do |l|
+      what, n, t = l.split
+      (runs[n.to_i] ||= [nil, Float::INFINITY])[what == "start" ? 0 : 1] = t.to_i
     end
     slack = 1.5e9
     named = stale = no_line = 0

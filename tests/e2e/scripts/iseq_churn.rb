@@ -2,9 +2,9 @@
 # Defines a method, runs it for a while, removes it, over and over, with GC: the freed iseqs'
 # addresses come back for the next methods, so a profiler that caches names by iseq address would
 # name a new method after an old one. Each method m_N spans lines 10*N+1 to 10*N+11 of "churn.rb"
-# (5 to 11 lines: its shape varies) and spins on line 10*N+3; its
-# wall-clock run [start, end] goes to OUT.log ("N START_NS END_NS") so that the test can tell
-# which names may appear in which interval. Usage: ruby iseq_churn.rb OUT
+# (5 to 11 lines: its shape varies) and spins on line 10*N+3; its wall-clock run goes to OUT.log
+# ("start N NS" before, "end N NS" after) so that the test can tell which names may appear in
+# which interval. Usage: ruby iseq_churn.rb OUT
 OUT = ARGV.fetch(0)
 LOG = File.open(OUT + ".log", "w")
 LOG.sync = true
@@ -26,9 +26,9 @@ loop do
     #{pad}  x
     end
   RUBY
-  t0 = now_ns
+  LOG.puts("start #{i} #{now_ns}")
   Churn.new.public_send("m_#{i}", 0.08)
-  LOG.puts("#{i} #{t0} #{now_ns}")
+  LOG.puts("end #{i} #{now_ns}")
   Churn.send(:remove_method, "m_#{i}")
   GC.start if i % 10 == 9
   if i == 2
