@@ -33,24 +33,29 @@ struct rp_walk_hot {
 	__u32 slot, shared, base_n, key_base, nframes, first;
 };
 
-/* Puts a frame into the next slot (walking leaf to root); unchanged slots are not written. */
-static __always_inline void slot_put(struct rp_walk *w, struct rp_walk_hot *h, __u64 addr,
-				     __u64 info, __u64 ep)
+/* The next slot (walking leaf to root), its index in *r; NULL when there is none. */
+static __always_inline struct rp_frame *slot_next(struct rp_walk *w, struct rp_walk_hot *h,
+						  __u32 *r)
 {
 	struct rp_slot_block *b;
-	struct rp_frame *f;
-	__u32 r, key;
+	__u32 key;
 
 	if (h->slot == 0)
-		return;
-	r = --h->slot;
-	key = h->key_base + r / RP_SLOT_BLOCK;
+		return NULL;
+	*r = --h->slot;
+	key = h->key_base + *r / RP_SLOT_BLOCK;
 	b = bpf_map_lookup_elem(&slots, &key);
 	if (!b) {
 		w->read_failed = 1;
-		return;
+		return NULL;
 	}
-	f = &b->f[r & (RP_SLOT_BLOCK - 1)];
+	return &b->f[*r & (RP_SLOT_BLOCK - 1)];
+}
+
+/* Writes a frame into slot r unless it holds it already (then the stacks still share it). */
+static __always_inline void slot_write(struct rp_walk_hot *h, struct rp_frame *f, __u32 r,
+				       __u64 addr, __u64 info, __u64 ep)
+{
 	if (r < h->base_n && f->addr == addr && f->info == info && f->ep == ep)
 		return;
 	if (r < h->shared)
@@ -58,6 +63,45 @@ static __always_inline void slot_put(struct rp_walk *w, struct rp_walk_hot *h, _
 	f->addr = addr;
 	f->info = info;
 	f->ep = ep;
+}
+
+static __always_inline void slot_put(struct rp_walk *w, struct rp_walk_hot *h, __u64 addr,
+				     __u64 info, __u64 ep)
+{
+	struct rp_frame *f;
+	__u32 r = 0;
+
+	f = slot_next(w, h, &r);
+	if (f)
+		slot_write(h, f, r, addr, info, ep);
+}
+
+#define RP_VM_ENV_FLAG_LOCAL 0x2ULL
+
+/*
+ * A Ruby frame: a method's own frame (local environment) ships its ep[-2] instead of its ep
+ * (RP_FRAME_FLAG_ME). Read only when the slot held another frame: the same iseq and pc again is
+ * the same method, and a block's slot matches on its ep, which needs no read.
+ */
+static __always_inline void slot_put_ruby(struct rp_scratch *s, struct rp_walk *w,
+					  struct rp_walk_hot *h, __u64 iseq, __u64 info, __u64 ep)
+{
+	__u64 me_flag = RP_FRAME_FLAG_ME << RP_FRAME_KIND_SHIFT;
+	struct rp_frame *f;
+	__u32 r = 0;
+
+	f = slot_next(w, h, &r);
+	if (!f)
+		return;
+	if (r < h->base_n && f->addr == iseq && (f->info & ~me_flag) == info &&
+	    ((f->info & me_flag) || f->ep == ep))
+		return;
+	if (ep && !bpf_probe_read_user(s->ep, sizeof(s->ep), (const void *)(ep - 16)) &&
+	    (s->ep[2] & RP_VM_ENV_FLAG_LOCAL)) {
+		info |= me_flag;
+		ep = s->ep[0];
+	}
+	slot_write(h, f, r, iseq, info, ep);
 }
 
 /* Turns the control frame at `base` in the batch into an rp_frame (or an empty slot). */
@@ -84,6 +128,9 @@ static __always_inline void walk_one(struct rp_scratch *s, struct rp_walk *w, st
 			info |= RP_FRAME_FLAG_JIT << RP_FRAME_KIND_SHIFT;
 			s->sample.flags |= RP_SAMPLE_JIT_LEAF;
 		}
+		h->nframes++;
+		slot_put_ruby(s, w, h, iseq, info, ep);
+		return;
 	} else {
 		if (!ep)
 			goto empty;

@@ -241,20 +241,38 @@ struct caller {
 };
 
 /* Interned frame of a Ruby frame; *type is its iseq type. 0 on ENOMEM. */
+/* A Ruby frame's second key in the frame cache (its first: the iseq). */
+static uint64_t iseq_key2(const struct rp_frame *f)
+{
+	uint64_t jit = (f->info >> RP_FRAME_KIND_SHIFT) & RP_FRAME_FLAG_JIT;
+
+	return rp_frame_pc(f) | (uint64_t) !!jit << 63;
+}
+
+static bool has_me(const struct rp_frame *f)
+{
+	return (f->info >> RP_FRAME_KIND_SHIFT) & RP_FRAME_FLAG_ME;
+}
+
+/* A Ruby frame's ep, for the symbolizer's walk to its method entry; 0 when it carries the entry. */
+static uint64_t frame_ep(const struct rp_frame *f)
+{
+	return has_me(f) ? 0 : f->ep;
+}
+
 static uint32_t iseq_frame(struct collector *c, struct target *t, const struct rp_frame *f,
 			   enum iseq_type *type)
 {
-	uint64_t pc = rp_frame_pc(f), key2, val;
+	uint64_t pc = rp_frame_pc(f), key2 = iseq_key2(f), val;
 	int jit = (f->info >> RP_FRAME_KIND_SHIFT) & RP_FRAME_FLAG_JIT;
 	struct sym_iseq si;
 	uint32_t id;
 
-	key2 = pc | (uint64_t) !!jit << 63;
 	if (hmap_get(&t->frames, f->addr, key2, &val)) {
 		*type = (enum iseq_type)(val >> 32);
 		return (uint32_t)val;
 	}
-	if (symbolize_iseq(t->sym, f->addr, pc, jit, f->ep, &si) || !still_alive(t)) {
+	if (symbolize_iseq(t->sym, f->addr, pc, jit, frame_ep(f), &si) || !still_alive(t)) {
 		c->stats.frames_failed++;
 		*type = ISEQ_TYPE_METHOD;
 		return mark(t, "[unknown Ruby frame]");
@@ -307,12 +325,24 @@ static uint32_t cfunc_frame(struct collector *c, struct target *t, const struct 
 static int stack_frames(struct collector *c, struct target *t, const struct sampler_stack *st)
 {
 	struct caller caller = {.path = "", .line = 0, .frame = 0};
+	const struct rp_frame *f;
+	uint64_t val;
 	const struct agg_frame *af;
 	enum iseq_type type;
 	int skip_next = 0;
 	size_t i, n = 0;
 	uint32_t id;
 
+	/*
+	 * Method frames carry their method entry, read at the sample: the owners they name are
+	 * learned first, so that the blocks above them in this stack are named with them too.
+	 */
+	for (i = 0; i < st->nframes; i++) {
+		f = &st->frames[i];
+		if (rp_frame_kind(f) == RP_FRAME_KIND_ISEQ && has_me(f) &&
+		    !hmap_get(&t->frames, f->addr, iseq_key2(f), &val))
+			symbolize_method_entry(t->sym, f->addr, f->ep);
+	}
 	for (i = 0; i < st->nframes; i++) {
 		c->kind[i] = rp_frame_kind(&st->frames[i]);
 		if (c->kind[i] != RP_FRAME_KIND_ISEQ)

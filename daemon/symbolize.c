@@ -604,16 +604,25 @@ static const char *owner_prefix(struct symbolizer *sym, uint64_t klass)
  * checked against the iseq (the frame may be gone by now); a confirmed owner is cached.
  * NULL when it cannot be confirmed.
  */
+static const char *owner_from_me(struct symbolizer *sym, uint64_t method_iseq, uint64_t me);
+
 static const char *method_owner(struct symbolizer *sym, uint64_t method_iseq, uint64_t ep)
 {
-	uint64_t val, me, def, body_iseq, owner;
+	uint64_t val;
+
+	if (hmap_get(&sym->owners, method_iseq, 0, &val))
+		return (const char *)(uintptr_t)val;
+	return owner_from_me(sym, method_iseq, ep ? frame_method_entry(sym, ep) : 0);
+}
+
+/* The owner prefix of method_iseq from a method entry said to be its, checked and cached. */
+static const char *owner_from_me(struct symbolizer *sym, uint64_t method_iseq, uint64_t me)
+{
+	uint64_t def, body_iseq, owner;
 	uint8_t type;
 	const char *prefix;
 	char *copy;
 
-	if (hmap_get(&sym->owners, method_iseq, 0, &val))
-		return (const char *)(uintptr_t)val;
-	me = ep ? frame_method_entry(sym, ep) : 0;
 	if (!me || procmem_u64(sym->pid, me + sym->off->me_def, &def) ||
 	    procmem_read(sym->pid, def, &type, 1) || (type & 0x0f) != VM_METHOD_TYPE_ISEQ ||
 	    procmem_u64(sym->pid, def + 8, &body_iseq) || body_iseq != method_iseq ||
@@ -725,6 +734,18 @@ static int owner_in_label(struct symbolizer *sym, struct iseq_info *info, uint64
 		return 1;
 	n = snprintf(buf, len, "%.*s%s%s", (int)(ll - nl), info->label, prefix, local->label);
 	return n >= 0 && (size_t)n < len;
+}
+
+void symbolize_method_entry(struct symbolizer *sym, uint64_t method_iseq, uint64_t me_cref)
+{
+	uint64_t val;
+
+	if (sym->off->class_names == CLASS_NAMES_NONE)
+		return;
+	evict_if_full(sym);
+	if (hmap_get(&sym->owners, method_iseq, 0, &val))
+		return;
+	(void)owner_from_me(sym, method_iseq, check_me(sym, me_cref, 1));
 }
 
 int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit, uint64_t ep,

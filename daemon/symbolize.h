@@ -72,6 +72,13 @@ void symbolizer_set_limits(struct symbolizer *sym, size_t max_iseqs, size_t max_
  */
 int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit, uint64_t ep,
 		   struct sym_iseq *out);
+/*
+ * A method frame's ep[-2] as read at the sample (RP_FRAME_FLAG_ME): the method entry, or the svar
+ * holding it. Learns the owner of method_iseq from it (checked: the entry's definition must be
+ * that iseq), so that the method and its blocks are named with their owner even when the frame is
+ * gone by now. Call it before symbolize_iseq() for the frames of a stack.
+ */
+void symbolize_method_entry(struct symbolizer *sym, uint64_t method_iseq, uint64_t me_cref);
 /* Label of a C function frame's method entry: "times" before 3.4, "Integer#times" after.
  * 0 or -errno. */
 int symbolize_cfunc(struct symbolizer *sym, uint64_t me, const char **name);

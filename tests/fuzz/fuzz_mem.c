@@ -68,6 +68,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_bounded("symbolize_cfunc");
 	}
 	/* the other roots as iseqs and method entries: any pointer may be one */
+	symbolize_method_entry(sym, roots[FAKEMEM_ISEQ], roots[FAKEMEM_ME]);
+	(void)symbolize_iseq(sym, roots[FAKEMEM_ISEQ], roots[FAKEMEM_PC], 0, 0, &si);
+	check_bounded("symbolize_method_entry");
 	(void)symbolize_iseq(sym, roots[FAKEMEM_ME], roots[FAKEMEM_PC], 0, roots[FAKEMEM_EP], &si);
 	(void)symbolize_cfunc(sym, roots[FAKEMEM_ISEQ], &name);
 	check_bounded("symbolize_iseq/cfunc on other roots");

@@ -201,3 +201,43 @@ Test(fakemem, huge_string_length_is_cut)
 	cr_assert_eq(rvalue_string(FAKEMEM_PID, img.off, str, buf, sizeof(buf)), 0);
 	cr_assert_str_eq(buf, "a String longer");
 }
+
+/*
+ * A method frame's ep[-2] as the BPF program read it at the sample (RP_FRAME_FLAG_ME): with the
+ * frame gone (no ep to read), its block is named bare and not final; once the method entry is
+ * given, with its owner, on every version that names owners.
+ */
+Test(fakemem, owner_from_the_sampled_method_entry)
+{
+	const struct ruby_offsets *rows;
+	unsigned int nrows = 0, row;
+	uint64_t me = 0, def = 0, method = 0;
+	struct symbolizer *sym;
+	struct sym_iseq si;
+
+	rows = ruby_offsets_all(&nrows);
+	for (row = 0; row < nrows; row++) {
+		if (rows[row].class_names == CLASS_NAMES_NONE)
+			continue;
+		build(row);
+		cr_assert_eq(procmem_u64(FAKEMEM_PID, img.roots[FAKEMEM_EP] - 16, &me), 0);
+		cr_assert_eq(procmem_u64(FAKEMEM_PID, me + img.off->me_def, &def), 0);
+		cr_assert_eq(procmem_u64(FAKEMEM_PID, def + 8, &method), 0);
+		sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
+		cr_assert_not_null(sym);
+		cr_assert_eq(symbolize_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
+					    0, &si),
+			     0);
+		cr_assert_str_eq(si.label, "block in foo", "%s: %s", rows[row].first, si.label);
+		cr_assert(!si.label_final, "%s: a bare label cached", rows[row].first);
+		/* another method's entry is not taken for foo's */
+		symbolize_method_entry(sym, img.roots[FAKEMEM_ISEQ], me);
+		symbolize_method_entry(sym, method, me);
+		cr_assert_eq(symbolize_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
+					    0, &si),
+			     0);
+		cr_assert_str_eq(si.label, "block in Foo#foo", "%s: %s", rows[row].first, si.label);
+		cr_assert(si.label_final);
+		symbolizer__free(sym);
+	}
+}
