@@ -20,6 +20,7 @@ require "json"
 require "fileutils"
 require "zlib"
 require "etc"
+require "tmpdir"
 
 BUILD = File.expand_path(ARGV.fetch(0, "build"))
 SRC = File.expand_path("..", __dir__)
@@ -50,6 +51,12 @@ DAEMON_WINDOW = 3.0 * SCALE
 LATENCY_RUNS = 3
 LATENCY_RUBIES = 2
 LATENCY_HZ = 99
+
+HARM_WORK = File.join(SRC, "tests", "e2e", "scripts", "harm_work.rb")
+HARM_PHASE = 15 * SCALE      # seconds per phase, without and with the daemon churn, ×2 each
+HARM_HZ = 999
+# BENCH_ONLY=harm runs only the churn row (its table has that row alone).
+ONLY = ENV["BENCH_ONLY"]
 
 # Budgets of issue 5.
 BUDGET_SLOWDOWN_99 = 0.5     # % at 99 Hz
@@ -338,14 +345,17 @@ class Bench
     old_stats = File.read("/proc/sys/kernel/bpf_stats_enabled").strip
     File.write("/proc/sys/kernel/bpf_stats_enabled", "1")
     begin
-      measure_interrupt unless ONLY_BPF
-      measure_c0
-      measure_depths
-      unless ONLY_BPF
+      if ONLY != "harm"
+        measure_interrupt unless ONLY_BPF
+        measure_c0
+        measure_depths
+      end
+      unless ONLY
         measure_slowdown
         measure_daemon
         measure_latency
       end
+      measure_harm unless ONLY_BPF
     ensure
       File.write("/proc/sys/kernel/bpf_stats_enabled", old_stats)
     end
@@ -359,11 +369,13 @@ class Bench
 
   def check_environment
     abort "bench: needs root (BPF, perf events, other processes' memory): run 'sudo make bench'" unless Process.uid.zero?
-    [RUBYPROFD, BPFBENCH].each { |f| abort "bench: #{f} missing: run 'make bench'" unless File.executable?(f) }
-    (ONLY_BPF ? %w[bpftool taskset] : %w[bpftool bpftrace taskset]).each do |t|
+    [RUBYPROFD, BPFBENCH].each do |f|
+      abort "bench: #{f} missing: run 'make bench'" unless File.executable?(f) || (ONLY == "harm" && f == BPFBENCH)
+    end
+    (ONLY ? %w[bpftool taskset] : %w[bpftool bpftrace taskset]).each do |t|
       abort "bench: #{t} not found: run 'sudo scripts/deps.sh bench'" unless system("which #{t} >/dev/null 2>&1")
     end
-    abort "bench: stackprof not installed: run 'sudo scripts/deps.sh bench'" unless ONLY_BPF || system("ruby", "-rstackprof", "-e", "")
+    abort "bench: stackprof not installed: run 'sudo scripts/deps.sh bench'" unless ONLY || system("ruby", "-rstackprof", "-e", "")
     abort "bench: needs at least 2 CPUs (workload and profiler apart)" if @ncpus < 2
     FileUtils.mkdir_p(OUT)
     # The driver (and what it starts without another CPU list) stays on CPU 0.
@@ -761,6 +773,80 @@ class Bench
 
   # -- the table --------------------------------------------------------------------------------------
 
+  # The target's throughput while rubyprofd is started and SIGKILLed again and again (issue 10,
+  # item 5; tests/e2e/test_harm.rb checks its results): harm_work.rb's rounds (threads, a fork,
+  # GC) on the workload CPU, phases without and with the churn alternated (A/B/A/B); a round
+  # counts for the phase it ran wholly inside. The daemons run on CPU 0, the driver's.
+  def measure_harm
+    log "harm: target rounds without and with a daemon SIGKILLed after 0.2-2 s"
+    dir = Dir.mktmpdir("rubyprofd-bench-harm-")
+    stop = File.join(dir, "stop")
+    w = Child.new(["taskset", "-c", @wcpu.to_s, "ruby", HARM_WORK, "run", File.join(dir, "facts"), stop])
+    w.wait_for(/^round 0 /, timeout: 120)
+    expected = IO.popen(["ruby", HARM_WORK, "expect", "4"], &:read).split
+    rng = Random.new
+    phases = []
+    kills = 0
+    [false, true, false, true].each do |churn|
+      t0 = mono
+      t1 = t0 + HARM_PHASE * 1e9
+      i = 0
+      while mono < t1
+        unless churn
+          sleep 0.1
+          next
+        end
+        argv = if i.even?
+                 [RUBYPROFD, "--spool-dir", File.join(dir, "spool"), "--interval", "1", "--frequency", HARM_HZ.to_s,
+                  "--log-level", "error"]
+               else
+                 [RUBYPROFD, "--oneshot", "--frequency", HARM_HZ.to_s, "--duration", "60", "-o",
+                  File.join(dir, "p.pb.gz"), "--quiet"]
+               end
+        pid = Process.spawn(*argv, out: File::NULL, err: File::NULL)
+        sleep(rng.rand(0.2..2.0))
+        Process.kill(:KILL, pid)
+        Process.wait(pid)
+        kills += 1
+        i += 1
+      end
+      phases << { churn: churn, from: t0, to: mono }
+    end
+    FileUtils.touch(stop)
+    w.wait_for(/^rounds \d+$/, timeout: 120)
+    rounds = w.lines.filter_map do |t, l|
+      next unless l =~ /^round (\d+) (\h+) ([\d.]+)$/
+
+      { t_end: t, secs: Float($3), ok: $2 == expected[Integer($1) % 4] }
+    end
+    times = { false => [], true => [] }
+    rounds.each do |r|
+      ph = phases.find { |p| r[:t_end] - r[:secs] * 1e9 >= p[:from] && r[:t_end] <= p[:to] }
+      times[ph[:churn]] << r[:secs] if ph
+    end
+    @r[:harm] = { kills: kills, hz: HARM_HZ, phase_s: HARM_PHASE, without_s: times[false], with_s: times[true],
+                  rounds: rounds.size, all_equal: rounds.all? { |r| r[:ok] }, exit: w.stop(:TERM).exitstatus }
+    FileUtils.rm_rf(dir)
+  end
+
+  def harm_row
+    h = @r[:harm]
+    a, b = h[:without_s], h[:with_s]
+    result = if a.empty? || b.empty?
+               "no round ran wholly inside a phase (#{a.size} without, #{b.size} with)"
+             else
+               format("round time ×%.3f under churn (median %.3f s vs %.3f s)", median(b) / median(a), median(b),
+                      median(a))
+             end
+    ["Target under daemon churn (SIGKILL mid-run)",
+     "#{h[:hz]} Hz, service and --oneshot alternately, each SIGKILLed after 0.2–2 s (#{h[:kills]} kills); " \
+     "2 phases of #{h[:phase_s].round} s with, 2 without",
+     result,
+     "harm_work.rb rounds (4 threads, a fork, GC.compact): #{a.size} without, #{b.size} with; " \
+     "#{h[:all_equal] ? "every checksum equal to the unprofiled one" : "CHECKSUMS DIFFER"}; exit #{h[:exit]}",
+     "—", h[:all_equal] && h[:exit] == 0 ? "" : "FAIL: the target was harmed"]
+  end
+
   def us(ns)
     ns.nil? ? "n/a" : format(ns < 10_000 ? "%.2f µs" : "%.1f µs", ns / 1e3)
   end
@@ -774,6 +860,8 @@ class Bench
   end
 
   def table
+    return table_of([harm_row]) if ONLY == "harm"
+
     rows = []
     irq = @r[:irq]
     irq && rows << ["Sampling interrupt (empty perf_event program)", "#{irq[:hz]} Hz on 1 CPU, #{irq[:pairs].size} off/on pairs",
@@ -784,7 +872,7 @@ class Bench
              "floor #{format('%.0f', c0[:floor_ns])} ns", "—", ""]
     DEPTHS.each { |d| rows << depth_row(d) }
     DEPTHS.each { |d| rows << daemon_sample_row(d) }
-    return table_text(rows) if ONLY_BPF
+    return table_of(rows) if ONLY_BPF
 
     %w[methods blocks].each do |kind|
       s = @r[:slowdown][kind]
@@ -810,10 +898,11 @@ class Bench
     rows << ["Latency: SIGINT → the interval in progress on disk, service exited", "#{LATENCY_HZ} Hz, #{lat[:write_ms].size} runs",
              spread(lat[:write_ms], "%.0f") + " ms", "a sample waits for its interval to end, then this",
              "—", ""]
-    table_text(rows)
+    rows << harm_row
+    table_of(rows)
   end
 
-  def table_text(rows)
+  def table_of(rows)
     m = @r[:machine]
     head = "rubyprofd `make bench` on #{m[:summary]}. Load average #{m[:load_at_start]} at the start, " \
            "#{m[:load_at_end]} at the end; the hypervisor took #{format('%.1f', m[:steal_pct])} % of the CPU time " \

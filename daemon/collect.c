@@ -61,7 +61,9 @@ static bool still_alive(const struct target *t)
 {
 	if (t->pidfd < 0)
 		return true;
-	return syscall(SYS_pidfd_send_signal, t->pidfd, 0, NULL, 0) == 0;
+	/* EPERM (another user's process, and no CAP_KILL) still says it lives: a gone process
+	 * is ESRCH */
+	return syscall(SYS_pidfd_send_signal, t->pidfd, 0, NULL, 0) == 0 || errno == EPERM;
 }
 
 static void target_free(struct target *t)

@@ -253,6 +253,11 @@ static void summary(struct run *r, double secs, const char *path)
 	       c.collector.dropped_nomem, c.collector.dropped_error, c.collector.unknown_pid,
 	       bpf[RP_STAT_READ_FAILED] + bpf[RP_STAT_BAD_EC], c.collector.frames_failed,
 	       bpf[RP_STAT_TRUNCATED]);
+	/* A bound hit is counted: a reset costs reads again, never frames (only when it happened,
+	 * so that the usual summary stays three lines) */
+	if (c.collector.sym.cache_resets || c.collector.cache_resets)
+		printf("cache resets: %" PRIu64 " symbolizer, %" PRIu64 " frame cache\n",
+		       c.collector.sym.cache_resets, c.collector.cache_resets);
 	if (path)
 		printf("profile: %s  (view: go tool pprof -top %s)\n", path, path);
 	if (path && r->cfg->format)

@@ -481,6 +481,9 @@ static void render(void *ctx, struct mbuf *b)
 	counter(b, "rubyprofd_frame_cache_resets_total",
 		"Per-process frame caches dropped at their bound and refilled.",
 		c.collector.cache_resets);
+	counter(b, "rubyprofd_symbolizer_cache_resets_total",
+		"Per-process symbolizer caches (iseqs, lines, names) dropped at their bound.",
+		c.collector.sym.cache_resets);
 	counter(b, "rubyprofd_processes_without_pidfd_total",
 		"Processes profiled without a pidfd (their reads are not checked against pid "
 		"reuse).",

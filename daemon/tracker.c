@@ -402,7 +402,9 @@ void tracker_scan(struct tracker *tr, int64_t now)
 	hmap_filter(&tr->by_pid, gone, tr);
 	if (tr->opts.npids) {
 		for (i = 0; i < tr->opts.npids; i++) {
-			if (!find(tr, tr->opts.pids[i]) && kill(tr->opts.pids[i], 0) == 0)
+			/* EPERM: it lives, as another user's process (no CAP_KILL is needed) */
+			if (!find(tr, tr->opts.pids[i]) &&
+			    (kill(tr->opts.pids[i], 0) == 0 || errno == EPERM))
 				add(tr, tr->opts.pids[i], now);
 		}
 		goto out;

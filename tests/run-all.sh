@@ -26,8 +26,9 @@ unit_bins() {
 }
 
 # The end-to-end tests under the sanitizers: the host's Ruby only, the tests that exercise the
-# most of the daemon (stacks, labels, process lifecycle, the service and its churn, a deep stack).
-ASAN_E2E='^ruby-[^/]*/(exact_stack|labels|fork_children|exec_in_place|service|service_churn|deep_5000)$'
+# most of the daemon (stacks, labels, process lifecycle, the service and its churn, a deep stack,
+# the symbolizer's caches dropped and refilled under 100,000 methods).
+ASAN_E2E='^ruby-[^/]*/(exact_stack|labels|fork_children|exec_in_place|service|service_churn|deep_5000|many_methods)$'
 
 suites=() rcs=()
 if [ "${RP_ASAN_ONLY:-0}" != 1 ]; then

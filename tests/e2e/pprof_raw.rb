@@ -46,7 +46,8 @@ module PprofRaw
             line.scan(/(\S+?):\[([^\]]*)\]/) { |k, v| s.labels[k] = v }
           end
         when :locations
-          if line =~ /^\s+(\d+): 0x\h+ M=(\d+) (.*) (\S*):(-?\d+) s=(-?\d+)/
+          # ids are padded to 6 columns: from 100000 on, a line starts with its id
+          if line =~ /^\s*(\d+): 0x\h+ M=(\d+) (.*) (\S*):(-?\d+) s=(-?\d+)/
             prof.locations[Integer($1)] = Location.new(Integer($1), Integer($2), $3, $4, Integer($5), Integer($6))
           end
         when :mappings

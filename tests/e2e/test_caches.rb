@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# The symbolizer's bounded caches at scale (issue 10, item 1): a Ruby with 100,000 methods, each
+# calling blocks through C functions of its own, sampled at 999 Hz for 40 s, so that the
+# per-process caches (16,384 C method entries, 65,536 iseqs) fill and are dropped while frames
+# are being symbolized. A reset in the middle of one frame's
+# symbolization once freed the entry its caller still wrote to: under ASan (tests/run-all.sh runs
+# this test in the asan-e2e suite) any such use fails the test with the sanitizer's report.
+class E2E
+  host_only :test_many_methods
+
+  # Share of the generated methods' Ruby frames whose label names the owner ("Many::C0#m1"): on
+  # Ruby 3.1 the owner is confirmed from the frame's environment, which must still hold the method
+  # when the daemon reads it, and a method called once in a while is gone by then (its frame keeps
+  # the bare name, and is symbolized again on its next sample). Measured on Ruby 3.1.2, 2 shared
+  # vCPUs under load: 1.6 % of the frames (release build); the ASan build, slower to read, 0.0 to
+  # 0.4 % (no floor there: the share is reported). A floor of what is true today, not a goal: most
+  # methods here are sampled once or twice.
+  MANY_METHODS_QUALIFIED_FLOOR = ENV["RP_SANITIZED"] == "1" ? 0.0 : 0.005
+
+  def test_many_methods
+    facts = start("many_methods.rb", "200", "500", "3", "0.0005", "0", timeout: 120)
+    path, stdout, stderr, = rubyprofd("--pid", facts["pid"].to_s, "--frequency", "999", "--duration", "40")
+    resets = stdout[/^cache resets: (\d+) symbolizer/, 1].to_i
+    check(resets >= 1, "no symbolizer cache reset with #{facts["methods"]} methods:\n#{stdout}#{stderr}")
+    prof = PprofRaw.read(path)
+    samples = prof.samples_of(facts["pid"])
+    check(samples.sum(&:count) >= 1000, "only #{samples.sum(&:count)} samples at 999 Hz")
+
+    # Every frame of a generated method: its owner is the one of its file, or none; never another.
+    # The C functions are each method's copies of Kernel#catch, named with their owner.
+    owners = facts["owners"].to_h
+    used = samples.flat_map(&:locations).uniq.map { |id| prof.locations.fetch(id) }
+    cfuncs, mine = used.select { |l| owners.key?(l.file) }.partition { |l| prof.cfunc?(l) }
+    methods = Hash.new { |h, k| h[k] = [] } # [file, method name] => frames
+    wrong = []
+    mine.each do |l|
+      m = l.name.match(/\A((?:block|block \(\d+ levels\)) in )?(.*?)(m\d+)\z/)
+      if !m || !["", owners[l.file]].include?(m[2])
+        wrong << "#{l.name} #{l.file}:#{l.line} (owner #{owners[l.file]})"
+        next
+      end
+      methods[[l.file, m[3]]] << l
+    end
+    wrong += cfuncs.reject { |l| l.name == "#{owners[l.file]}catch" }.map { |l| "#{l.name} [c] #{l.file}:#{l.line}" }
+    check(wrong.empty?, "#{wrong.size} frames with a wrong label, e.g.:\n  #{wrong.first(10).join("\n  ")}")
+    check(methods.size >= 2000, "only #{methods.size} distinct methods in the profile")
+    check(cfuncs.size >= 1000, "only #{cfuncs.size} C function frames of the methods' own copies")
+    qualified = mine.count { |l| l.name.include?(owners[l.file]) }
+    share = qualified.fdiv(mine.size)
+    check(share >= MANY_METHODS_QUALIFIED_FLOOR,
+          format("only %d of %d frames (%.1f %%) name their owner", qualified, mine.size, 100 * share))
+
+    # The methods whose own backtrace the script recorded: label, path and line as Ruby says,
+    # with the owner Method#owner gives.
+    compared = bare = 0
+    facts["recorded"].each do |r|
+      frames = methods[[r["path"], r["name"]]]
+      next if frames.empty?
+      r["frames"].each do |want|
+        f = frames.find { |l| unqualify(l.name) == want["label"] }
+        next unless f
+        compared += 1
+        check(f.file == want["path"] && f.line == want["lineno"],
+              "#{f.name} at #{f.file}:#{f.line}, Ruby says #{want["path"]}:#{want["lineno"]}")
+        full = want["label"].sub(/#{r["name"]}\z/, r["owner"] + r["name"])
+        if f.name == want["label"]
+          bare += 1
+        else
+          check(f.name == full, "#{f.name}: Ruby says #{want["label"]} of owner #{r["owner"]}")
+        end
+      end
+    end
+    check(compared >= 50, "only #{compared} frames of the #{facts["recorded"].size} recorded methods in the profile")
+    format("%d methods, %d distinct in the profile, %d symbolizer cache resets; owner named in %d/%d Ruby " \
+           "frames (%.1f %%) and all %d C function frames; %d frames equal Ruby's caller_locations (%d " \
+           "without their owner)", facts["methods"], methods.size, resets, qualified, mine.size, 100 * share,
+           cfuncs.size, compared, bare)
+  end
+end
