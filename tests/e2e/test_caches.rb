@@ -8,14 +8,14 @@
 class E2E
   host_only :test_many_methods
 
-  # Share of the generated methods' Ruby frames whose label names the owner ("Many::C0#m1"): on
-  # Ruby 3.1 the owner is confirmed from the frame's environment, which must still hold the method
-  # when the daemon reads it, and a method called once in a while is gone by then (its frame keeps
-  # the bare name, and is symbolized again on its next sample). Measured on Ruby 3.1.2, 2 shared
-  # vCPUs under load: 1.6 % of the frames (release build); the ASan build, slower to read, 0.0 to
-  # 0.4 % (no floor there: the share is reported). A floor of what is true today, not a goal: most
-  # methods here are sampled once or twice.
-  MANY_METHODS_QUALIFIED_FLOOR = ENV["RP_SANITIZED"] == "1" ? 0.0 : 0.005
+  # Share of the generated methods' Ruby frames whose label names the owner ("Many::C0#m1"). The
+  # BPF program reads a method frame's method entry at the sample (RP_FRAME_FLAG_ME), so the owner
+  # no longer depends on the frame still being there when the daemon reads it: measured on Ruby
+  # 3.1.2, 2 shared vCPUs under load, 98.9 % of the frames (it was 1.6 % when the owner was read
+  # later from the frame's environment). The rest: blocks whose method frame was not in the same
+  # stack and had returned. Under the sanitizers the daemon is slower to keep up, so less is
+  # asked of it there.
+  MANY_METHODS_QUALIFIED_FLOOR = ENV["RP_SANITIZED"] == "1" ? 0.5 : 0.9
 
   def test_many_methods
     facts = start("many_methods.rb", "200", "500", "3", "0.0005", "0", timeout: 120)
