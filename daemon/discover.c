@@ -155,7 +155,8 @@ static int tcb_plus(const uint8_t *code, size_t len, int reg, int64_t *disp)
 		return -ENOENT;
 	if ((code[1] == 0x8b || code[1] == 0x8d) && modrm_base(code[0], code[2] & 0x3f) == reg) {
 		if ((code[2] & 0xc0) == 0x40 && len >= 4) {
-			*disp = (int8_t)code[3];
+			*disp = code[3] < 0x80 ? (int64_t)code[3]
+					       : (int64_t)code[3] - 256; /* disp8 */
 			return 0;
 		}
 		if ((code[2] & 0xc0) == 0x80 && len >= 7) {
