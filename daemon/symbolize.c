@@ -798,6 +798,13 @@ int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit, 
 		return 0;
 	}
 	out->line = compute_line(sym, info, pc);
+	/*
+	 * The line table is read after the sample: GC may have freed the iseq meanwhile (a method
+	 * removed and collected), and the table read is then garbage. The iseq, checked again after
+	 * the read, says whether it can be trusted.
+	 */
+	if (out->line > 0 && iseq_replaced(sym, info))
+		out->line = -1;
 	if (out->line < 0) {
 		out->line = 0;
 		out->label_final = 0; /* keep the caller from caching this frame */
