@@ -242,7 +242,7 @@ class E2E
     v
   end
 
-  # (f) The service stopped (SIGSTOP) for 4 s with a deep-stacked Ruby on the CPUs, then SIGCONT:
+  # (f) The service stopped (SIGSTOP) for 12 s with a deep-stacked Ruby on the CPUs, then SIGCONT:
   # the samples the ring buffer could not hold meanwhile are counted, the service goes on, the
   # next interval's profile is written, SIGTERM ends it with 0, the target finishes unharmed.
   def test_fault_daemon_stopped
@@ -257,8 +257,10 @@ class E2E
       rb = ->() { metric(port, "rubyprofd_dropped_samples_total", 'cause="ring_buffer_full"').to_i }
       before = rb.call
       written = metric(port, "rubyprofd_profiles_written_total").to_i
+      # Stacks ship as deltas of the CPU's previous one (about 1 MB a second here), so the 8 MiB
+      # ring buffer takes several seconds to fill: stopped for 12 s, it overflows.
       Process.kill("STOP", svc.pid)
-      sleep 4
+      sleep 12
       Process.kill("CONT", svc.pid)
       cont = Time.now
       # the target's own profile of an interval that began after SIGCONT
@@ -269,7 +271,7 @@ class E2E
         end.then { |a| a.empty? ? nil : a }
       end
       lost = rb.call - before
-      check(lost > 0, "4 s stopped at 999 Hz with 300-deep stacks, no ring_buffer_full drop counted")
+      check(lost > 0, "12 s stopped at 999 Hz with 300-deep stacks, no ring_buffer_full drop counted")
       st, = svc.stop("TERM")
       check(st.exited? && st.exitstatus == 0, "SIGTERM: #{st.inspect}\n#{svc.log_text}")
       check_unharmed(pid, log, expected_checksum(FAULT_ITERS, workers))
