@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "ingest.h"
 
 /* ---- JSON reader ----------------------------------------------------------------------------- */
@@ -794,47 +795,7 @@ cleanup:
 
 /* ---- output buffer --------------------------------------------------------------------------- */
 
-struct obuf {
-	uint8_t *p;
-	size_t len, cap;
-	int err;
-};
-
-static void ob_put(struct obuf *b, const void *data, size_t n)
-{
-	size_t cap;
-	uint8_t *p;
-
-	if (b->err)
-		return;
-	if (n > SIZE_MAX / 4 - b->len) {
-		b->err = -ENOMEM;
-		return;
-	}
-	if (b->len + n + 1 > b->cap) {
-		cap = b->cap ? b->cap : 256;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (!p) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	if (n)
-		memcpy(b->p + b->len, data, n);
-	b->len += n;
-	b->p[b->len] = '\0'; /* URLs are built here too */
-}
-
-static void ob_puts(struct obuf *b, const char *s)
-{
-	ob_put(b, s, strlen(s));
-}
-
-static void ob_varint(struct obuf *b, uint64_t v)
+static void ob_varint(struct buf *b, uint64_t v)
 {
 	uint8_t tmp[10];
 	size_t n = 0;
@@ -846,29 +807,29 @@ static void ob_varint(struct obuf *b, uint64_t v)
 			tmp[n] |= 0x80;
 		n++;
 	} while (v);
-	ob_put(b, tmp, n);
+	buf_put(b, tmp, n);
 }
 
 /* Protobuf wire types used here: varint (0) and length-delimited (2). */
-static void ob_tag(struct obuf *b, unsigned field, unsigned wire)
+static void ob_tag(struct buf *b, unsigned field, unsigned wire)
 {
 	ob_varint(b, (uint64_t)field << 3 | wire);
 }
 
-static void ob_bytes(struct obuf *b, unsigned field, const void *data, size_t n)
+static void ob_bytes(struct buf *b, unsigned field, const void *data, size_t n)
 {
 	ob_tag(b, field, 2);
 	ob_varint(b, n);
-	ob_put(b, data, n);
+	buf_put(b, data, n);
 }
 
-static void ob_str(struct obuf *b, unsigned field, const char *s)
+static void ob_str(struct buf *b, unsigned field, const char *s)
 {
 	ob_bytes(b, field, s, strlen(s));
 }
 
 /* A nested message built in its own buffer; its error carries over. */
-static void ob_msg(struct obuf *b, unsigned field, const struct obuf *m)
+static void ob_msg(struct buf *b, unsigned field, const struct buf *m)
 {
 	if (m->err && !b->err)
 		b->err = m->err;
@@ -995,7 +956,7 @@ static int ilabels_build(enum ingest_protocol proto, const struct sidecar *sc, s
 /* ---- requests -------------------------------------------------------------------------------- */
 
 /* "http://" or "https://", a host, no query or fragment; a trailing '/' is dropped. */
-static int base_url(struct obuf *b, const char *base)
+static int base_url(struct buf *b, const char *base)
 {
 	size_t n = strlen(base), skip;
 
@@ -1009,13 +970,13 @@ static int base_url(struct obuf *b, const char *base)
 		n--;
 	if (n == skip || base[skip] == '/' || strpbrk(base, "?# \t\r\n"))
 		return -EINVAL;
-	ob_put(b, base, n);
+	buf_put(b, base, n);
 	return 0;
 }
 
 /* Percent-encodes everything but RFC 3986's unreserved characters ('+' included: Go reads it as
  * a space in a query). */
-static void ob_pct(struct obuf *b, const char *s)
+static void ob_pct(struct buf *b, const char *s)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	char e[3];
@@ -1024,12 +985,12 @@ static void ob_pct(struct obuf *b, const char *s)
 		unsigned char c = (unsigned char)*s;
 
 		if ((isalnum(c) && c < 0x80) || c == '-' || c == '.' || c == '_' || c == '~') {
-			ob_put(b, s, 1);
+			buf_put(b, s, 1);
 		} else {
 			e[0] = '%';
 			e[1] = hex[c >> 4];
 			e[2] = hex[c & 15];
-			ob_put(b, e, 3);
+			buf_put(b, e, 3);
 		}
 	}
 }
@@ -1041,7 +1002,7 @@ static void ob_pct(struct obuf *b, const char *s)
  */
 static char *ingest_name(const char *service, const struct ilabels *ls)
 {
-	struct obuf b = {0};
+	struct buf b = {0};
 	const char *s;
 	size_t i;
 	char c;
@@ -1050,20 +1011,20 @@ static char *ingest_name(const char *service, const struct ilabels *ls)
 		c = *s;
 		if (!((isalnum((unsigned char)c) && (unsigned char)c < 0x80) || strchr("_./-", c)))
 			c = '_';
-		ob_put(&b, &c, 1);
+		buf_put(&b, &c, 1);
 	}
-	ob_put(&b, "{", 1);
+	buf_put(&b, "{", 1);
 	for (i = 0; i < ls->n; i++) {
 		if (i)
-			ob_put(&b, ",", 1);
-		ob_puts(&b, ls->v[i].key);
-		ob_put(&b, "=", 1);
+			buf_put(&b, ",", 1);
+		buf_puts(&b, ls->v[i].key);
+		buf_put(&b, "=", 1);
 		for (s = ls->v[i].value; *s; s++) {
 			c = *s == ',' || *s == '}' ? '_' : *s;
-			ob_put(&b, &c, 1);
+			buf_put(&b, &c, 1);
 		}
 	}
-	ob_put(&b, "}", 1);
+	buf_put(&b, "}", 1);
 	if (b.err) {
 		free(b.p);
 		return NULL;
@@ -1076,24 +1037,24 @@ static int64_t floor_div(int64_t a, int64_t b)
 	return a / b - (a % b < 0);
 }
 
-static int build_ingest(const struct sidecar *sc, const struct ilabels *ls, struct obuf *url)
+static int build_ingest(const struct sidecar *sc, const struct ilabels *ls, struct buf *url)
 {
 	char num[64], *name = ingest_name(sc->service, ls);
 	int64_t until_s;
 
 	if (!name)
 		return -ENOMEM;
-	ob_puts(url, "/ingest?name=");
+	buf_puts(url, "/ingest?name=");
 	ob_pct(url, name);
 	free(name);
 	/* Whole seconds (attime.Parse); the interval is widened to them, never cut. */
 	until_s = floor_div(sc->until_ns, 1000000000) + (sc->until_ns % 1000000000 != 0);
 	snprintf(num, sizeof(num), "&from=%" PRId64 "&until=%" PRId64 "&sampleRate=%u",
 		 floor_div(sc->from_ns, 1000000000), until_s, sc->sample_rate);
-	ob_puts(url, num);
-	ob_puts(url, "&spyName=");
+	buf_puts(url, num);
+	buf_puts(url, "&spyName=");
 	ob_pct(url, sc->spy_name);
-	ob_puts(url, "&format=pprof");
+	buf_puts(url, "&format=pprof");
 	return url->err;
 }
 
@@ -1145,9 +1106,9 @@ static void profile_uuid(const struct sidecar *sc, const struct ilabels *ls, cha
 
 /* push.v1.PushRequest { series: [RawProfileSeries { labels, samples: [RawSample] }] } */
 static int build_push(const struct sidecar *sc, const struct ilabels *ls, const void *profile,
-		      size_t len, struct obuf *body)
+		      size_t len, struct buf *body)
 {
-	struct obuf series = {0}, m = {0};
+	struct buf series = {0}, m = {0};
 	char id[37];
 	size_t i;
 
@@ -1173,9 +1134,9 @@ static int build_push(const struct sidecar *sc, const struct ilabels *ls, const 
  * parca.profilestore.v1alpha1.WriteRawRequest { series: [RawProfileSeries { labels: LabelSet
  * { labels: [Label] }, samples: [RawSample { raw_profile }] }], normalized: true }.
  */
-static int build_parca(const struct ilabels *ls, const void *profile, size_t len, struct obuf *body)
+static int build_parca(const struct ilabels *ls, const void *profile, size_t len, struct buf *body)
 {
-	struct obuf req = {0}, series = {0}, set = {0}, m = {0};
+	struct buf req = {0}, series = {0}, set = {0}, m = {0};
 	uint8_t hdr[5];
 	size_t i;
 
@@ -1201,8 +1162,8 @@ static int build_parca(const struct ilabels *ls, const void *profile, size_t len
 		hdr[2] = (uint8_t)(req.len >> 16);
 		hdr[3] = (uint8_t)(req.len >> 8);
 		hdr[4] = (uint8_t)req.len;
-		ob_put(body, hdr, sizeof(hdr));
-		ob_put(body, req.p, req.len);
+		buf_put(body, hdr, sizeof(hdr));
+		buf_put(body, req.p, req.len);
 	} else {
 		body->err = req.err;
 	}
@@ -1216,7 +1177,7 @@ static int build_parca(const struct ilabels *ls, const void *profile, size_t len
 int ingest_build(enum ingest_protocol proto, const char *base, const struct sidecar *sc,
 		 const void *profile, size_t len, struct ingest_request *out)
 {
-	struct obuf url = {0}, body = {0};
+	struct buf url = {0}, body = {0};
 	struct ilabels ls = {0};
 	int err;
 
@@ -1234,17 +1195,17 @@ int ingest_build(enum ingest_protocol proto, const char *base, const struct side
 	case INGEST_PYROSCOPE:
 		err = build_ingest(sc, &ls, &url);
 		if (!err)
-			ob_put(&body, profile, len);
+			buf_put(&body, profile, len);
 		out->content_type = "application/octet-stream";
 		break;
 	case INGEST_PYROSCOPE_PUSH:
-		ob_puts(&url, "/push.v1.PusherService/Push");
+		buf_puts(&url, "/push.v1.PusherService/Push");
 		err = build_push(sc, &ls, profile, len, &body);
 		out->content_type = "application/proto";
 		out->headers[0] = "Connect-Protocol-Version: 1";
 		break;
 	case INGEST_PARCA:
-		ob_puts(&url, "/parca.profilestore.v1alpha1.ProfileStoreService/WriteRaw");
+		buf_puts(&url, "/parca.profilestore.v1alpha1.ProfileStoreService/WriteRaw");
 		err = build_parca(&ls, profile, len, &body);
 		out->content_type = "application/grpc-web+proto";
 		out->headers[0] = "X-Grpc-Web: 1";

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "fileio.h"
 #include "spool.h"
 
@@ -126,54 +127,6 @@ static bool spool_parse_stem(const char *stem, size_t len, int64_t *from_ns)
 
 /* ---- JSON ---------------------------------------------------------------------------------- */
 
-struct jbuf {
-	char *p;
-	size_t len, cap;
-	int err;
-};
-
-static void jb_put(struct jbuf *b, const void *data, size_t n)
-{
-	size_t cap;
-	char *p;
-
-	if (b->err)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		cap = b->cap ? b->cap : 512;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (!p) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, data, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void jb_puts(struct jbuf *b, const char *s)
-{
-	jb_put(b, s, strlen(s));
-}
-
-__attribute__((format(printf, 2, 3))) static void jb_printf(struct jbuf *b, const char *fmt, ...)
-{
-	char tmp[64];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	/* only numbers are formatted here; they fit */
-	jb_put(b, tmp, n > 0 ? (size_t)n : 0);
-}
-
 static bool is_cont(unsigned char c)
 {
 	return (c & 0xc0) == 0x80;
@@ -206,69 +159,69 @@ static size_t utf8_len(const unsigned char *p)
  * UTF-8 passes as is; every byte that is not part of well-formed UTF-8 becomes \ufffd, so the
  * file is always valid UTF-8 and valid JSON whatever the labels hold.
  */
-static void jb_str(struct jbuf *b, const char *s)
+static void jb_str(struct buf *b, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t n;
 
-	jb_put(b, "\"", 1);
+	buf_put(b, "\"", 1);
 	while (*p) {
 		switch (*p) {
 		case '"':
-			jb_puts(b, "\\\"");
+			buf_puts(b, "\\\"");
 			break;
 		case '\\':
-			jb_puts(b, "\\\\");
+			buf_puts(b, "\\\\");
 			break;
 		case '\n':
-			jb_puts(b, "\\n");
+			buf_puts(b, "\\n");
 			break;
 		case '\t':
-			jb_puts(b, "\\t");
+			buf_puts(b, "\\t");
 			break;
 		case '\r':
-			jb_puts(b, "\\r");
+			buf_puts(b, "\\r");
 			break;
 		default:
 			if (*p < 0x20 || *p == 0x7f) {
-				jb_printf(b, "\\u%04x", *p);
+				buf_printf(b, "\\u%04x", *p);
 			} else if (*p < 0x80) {
-				jb_put(b, p, 1);
+				buf_put(b, p, 1);
 			} else if ((n = utf8_len(p))) {
-				jb_put(b, p, n);
+				buf_put(b, p, n);
 				p += n;
 				continue;
 			} else {
-				jb_puts(b, "\\ufffd");
+				buf_puts(b, "\\ufffd");
 			}
 		}
 		p++;
 	}
-	jb_put(b, "\"", 1);
+	buf_put(b, "\"", 1);
 }
 
-static int spool_sidecar(struct jbuf *b, const struct spool_meta *m, const char *stem, size_t len)
+static int spool_sidecar(struct buf *b, const struct spool_meta *m, const char *stem, size_t len)
 {
 	size_t i;
 
-	jb_puts(b, "{\"version\":1,\"service\":");
+	buf_puts(b, "{\"version\":1,\"service\":");
 	jb_str(b, m->service);
-	jb_printf(b, ",\"from_ns\":%" PRId64 ",\"until_ns\":%" PRId64, m->from_ns, m->until_ns);
-	jb_printf(b, ",\"sample_rate\":%u,\"period_ns\":%" PRId64, m->sample_rate, m->period_ns);
-	jb_puts(b, ",\"spy_name\":");
+	buf_printf(b, ",\"from_ns\":%" PRId64 ",\"until_ns\":%" PRId64, m->from_ns, m->until_ns);
+	buf_printf(b, ",\"sample_rate\":%u,\"period_ns\":%" PRId64, m->sample_rate, m->period_ns);
+	buf_puts(b, ",\"spy_name\":");
 	jb_str(b, m->spy_name ? m->spy_name : "rubyprofd");
-	jb_puts(b, ",\"labels\":{");
+	buf_puts(b, ",\"labels\":{");
 	for (i = 0; i < m->nlabels; i++) {
 		if (i)
-			jb_put(b, ",", 1);
+			buf_put(b, ",", 1);
 		jb_str(b, m->labels[i].key);
-		jb_put(b, ":", 1);
+		buf_put(b, ":", 1);
 		jb_str(b, m->labels[i].value);
 	}
-	jb_puts(b, "},\"profile\":\"");
-	jb_puts(b, stem); /* [A-Za-z0-9._-] only: nothing to escape */
-	jb_puts(b, PROFILE_SUFFIX "\"");
-	jb_printf(b, ",\"bytes\":%zu}\n", len);
+	buf_puts(b, "},\"profile\":\"");
+	buf_puts(b, stem); /* [A-Za-z0-9._-] only: nothing to escape */
+	buf_puts(b, PROFILE_SUFFIX "\"");
+	buf_printf(b, ",\"bytes\":%zu}\n", len);
 	return b->err;
 }
 
@@ -432,7 +385,7 @@ cleanup:
 }
 
 /* The sidecar first, the profile last: the profile's rename commits the pair. */
-static int spool_write_pair(struct spool *s, const char *stem, const struct jbuf *json,
+static int spool_write_pair(struct spool *s, const char *stem, const struct buf *json,
 			    const void *profile, size_t len)
 {
 	char name[NAME_MAX + 1];
@@ -736,7 +689,7 @@ int spool_write(struct spool *s, const struct spool_meta *m, const void *profile
 		char *path, size_t pathlen)
 {
 	struct spool_entry e = {0};
-	struct jbuf json = {0};
+	struct buf json = {0};
 	uint64_t need;
 	int err;
 
