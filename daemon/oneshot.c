@@ -363,6 +363,7 @@ int oneshot_run(const struct config *cfg)
 	else if (r.child_exited && WIFSIGNALED(r.child_status))
 		log_warn("the command was killed by signal %d", WTERMSIG(r.child_status));
 
+	session_report_pending(r.session);
 	if (session_profiled(r.session) == 0) {
 		struct session_counters c;
 

@@ -278,6 +278,12 @@ bool session_all_gone(const struct session *s)
 	return tracker_all_gone(s->tracker);
 }
 
+void session_report_pending(const struct session *s)
+{
+	if (s->tracker)
+		tracker_report_pending(s->tracker);
+}
+
 int session_set_frequency(struct session *s, unsigned int frequency)
 {
 	int err;

@@ -65,6 +65,8 @@ void session_scan(struct session *s, int64_t now_ns);
 /* Whether process events arrive from the kernel (else scan often). */
 bool session_has_lifecycle(const struct session *s);
 bool session_all_gone(const struct session *s);
+/* Says why each process named by --pid that never became ready was not (oneshot's end). */
+void session_report_pending(const struct session *s);
 
 /* Changes the sampling frequency (the caller cuts the interval first). 0 or -errno. */
 int session_set_frequency(struct session *s, unsigned int frequency);

@@ -42,6 +42,7 @@ struct entry {
 	int64_t delay_ns;
 	unsigned int tries;
 	bool named; /* the user named it (--pid): warn about it */
+	char *why;  /* a named process not ready yet: why, for tracker_report_pending() */
 };
 
 struct tracker {
@@ -80,9 +81,16 @@ struct tracker *tracker__new(const struct tracker_opts *opts, const struct track
 	return tr;
 }
 
+static void entry_free(struct entry *e)
+{
+	if (e)
+		free(e->why);
+	free(e);
+}
+
 static void free_entry(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
 {
-	free((struct entry *)(uintptr_t)val);
+	entry_free((struct entry *)(uintptr_t)val);
 }
 
 void tracker__free(struct tracker *tr)
@@ -150,7 +158,7 @@ static struct entry *add(struct tracker *tr, pid_t pid, int64_t now)
 	e->named = is_named(tr, pid);
 	e->delay_ns = FIRST_DELAY_NS;
 	if (hmap_put(&tr->by_pid, (uint64_t)pid, 0, (uintptr_t)e)) {
-		free(e);
+		entry_free(e);
 		return NULL;
 	}
 	schedule(tr, e, now);
@@ -169,7 +177,7 @@ static void forget(struct tracker *tr, pid_t pid)
 		tr->stats.active--;
 	}
 	hmap_del(&tr->by_pid, (uint64_t)pid, 0, NULL);
-	free(e);
+	entry_free(e);
 }
 
 static void refuse(struct tracker *tr, struct entry *e, enum tracker_refusal why)
@@ -242,6 +250,10 @@ static void check(struct tracker *tr, struct entry *e, int64_t now)
 			return;
 		}
 		log_debug("pid %d: not ready (try %u): %s", e->pid, e->tries, why);
+		if (e->named) {
+			free(e->why);
+			e->why = strdup(why);
+		}
 		retry_later(tr, e, now);
 		return;
 	case DISCOVER_NOT_RUBY:
@@ -387,7 +399,7 @@ static bool gone(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
 		tr->ops.disable(tr->ops.ctx, e->pid);
 		tr->stats.active--;
 	}
-	free(e);
+	entry_free(e);
 	return true;
 }
 
@@ -436,6 +448,20 @@ out:
 void tracker_set_root(struct tracker *tr, pid_t root)
 {
 	tr->opts.root = root;
+}
+
+static void report_pending(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
+{
+	const struct entry *e = (const struct entry *)(uintptr_t)val;
+
+	if (e->named && e->state == ST_PENDING && e->why)
+		log_warn("pid %d: not profiled: still not ready after %u tries: %s", e->pid,
+			 e->tries, e->why);
+}
+
+void tracker_report_pending(const struct tracker *tr)
+{
+	hmap_foreach(&tr->by_pid, report_pending, NULL);
 }
 
 bool tracker_all_gone(const struct tracker *tr)

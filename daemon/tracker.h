@@ -84,5 +84,7 @@ const char *tracker_refusal_name(enum tracker_refusal r);
 /* Whether the only processes of interest (the named pids, or the root and its descendants) are
  * all gone: a named run can end. */
 bool tracker_all_gone(const struct tracker *tr);
+/* Logs, for each process named by --pid that never became ready, the last reason it was not. */
+void tracker_report_pending(const struct tracker *tr);
 
 #endif
