@@ -668,7 +668,9 @@ static int finish(struct dec *d)
 	for (i = 0; i < r->rlocs.len; i++) {
 		r->locations[i] = rl[i].loc;
 		r->locations[i].lines =
-			(const struct pprofread_line *)r->lines.data + rl[i].line_off;
+			r->lines.data
+				? (const struct pprofread_line *)r->lines.data + rl[i].line_off
+				: NULL;
 		if (rl[i].loc.mapping_id && !hmap_get(&r->map_by_id, rl[i].loc.mapping_id, 0, &v))
 			return fail(d, d->end, -EINVAL, "location %llu: no mapping %llu",
 				    (unsigned long long)rl[i].loc.id,
@@ -686,11 +688,16 @@ static int finish(struct dec *d)
 			return fail(d, d->end, -EINVAL,
 				    "sample %zu: %zu values for %zu sample types", i + 1,
 				    rs[i].nvals, nt);
-		r->samples[i].location_ids = (const uint64_t *)r->locids.data + rs[i].loc_off;
+		/* a table with no entry at all has no memory: NULL + 0 is undefined */
+		r->samples[i].location_ids =
+			r->locids.data ? (const uint64_t *)r->locids.data + rs[i].loc_off : NULL;
 		r->samples[i].nlocations = rs[i].nlocs;
-		r->samples[i].values = (const int64_t *)r->values.data + rs[i].val_off;
+		r->samples[i].values =
+			r->values.data ? (const int64_t *)r->values.data + rs[i].val_off : NULL;
 		r->samples[i].labels =
-			(const struct pprofread_label *)r->labels.data + rs[i].lab_off;
+			r->labels.data
+				? (const struct pprofread_label *)r->labels.data + rs[i].lab_off
+				: NULL;
 		r->samples[i].nlabels = rs[i].nlabs;
 		for (j = 0; j < rs[i].nlocs; j++) {
 			if (!pprofread_location_index(r, r->samples[i].location_ids[j]))
