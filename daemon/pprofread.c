@@ -85,6 +85,17 @@ struct pprofread {
 	size_t loc_dense_len;
 };
 
+/*
+ * Row `off` of a pool of rows of `size` bytes. A pool that never got a row has no memory (NULL +
+ * 0 is undefined): a static stand-in then, never read (whatever points there counts 0 rows).
+ */
+static const void *pool_at(const struct pool *p, size_t size, size_t off)
+{
+	static const uint64_t none[8];
+
+	return p->data ? (const char *)p->data + size * off : (const void *)none;
+}
+
 /* The decoder's position and its error message. */
 struct dec {
 	struct pprofread *r;
@@ -668,9 +679,7 @@ static int finish(struct dec *d)
 	for (i = 0; i < r->rlocs.len; i++) {
 		r->locations[i] = rl[i].loc;
 		r->locations[i].lines =
-			r->lines.data
-				? (const struct pprofread_line *)r->lines.data + rl[i].line_off
-				: NULL;
+			pool_at(&r->lines, sizeof(struct pprofread_line), rl[i].line_off);
 		if (rl[i].loc.mapping_id && !hmap_get(&r->map_by_id, rl[i].loc.mapping_id, 0, &v))
 			return fail(d, d->end, -EINVAL, "location %llu: no mapping %llu",
 				    (unsigned long long)rl[i].loc.id,
@@ -688,16 +697,11 @@ static int finish(struct dec *d)
 			return fail(d, d->end, -EINVAL,
 				    "sample %zu: %zu values for %zu sample types", i + 1,
 				    rs[i].nvals, nt);
-		/* a table with no entry at all has no memory: NULL + 0 is undefined */
-		r->samples[i].location_ids =
-			r->locids.data ? (const uint64_t *)r->locids.data + rs[i].loc_off : NULL;
+		r->samples[i].location_ids = pool_at(&r->locids, sizeof(uint64_t), rs[i].loc_off);
 		r->samples[i].nlocations = rs[i].nlocs;
-		r->samples[i].values =
-			r->values.data ? (const int64_t *)r->values.data + rs[i].val_off : NULL;
+		r->samples[i].values = pool_at(&r->values, sizeof(int64_t), rs[i].val_off);
 		r->samples[i].labels =
-			r->labels.data
-				? (const struct pprofread_label *)r->labels.data + rs[i].lab_off
-				: NULL;
+			pool_at(&r->labels, sizeof(struct pprofread_label), rs[i].lab_off);
 		r->samples[i].nlabels = rs[i].nlabs;
 		for (j = 0; j < rs[i].nlocs; j++) {
 			if (!pprofread_location_index(r, r->samples[i].location_ids[j]))
