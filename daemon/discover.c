@@ -666,8 +666,10 @@ static enum discover_status validate_global(pid_t pid, const struct ruby_offsets
 	size_t i;
 
 	if (procmem_u64(pid, addr, &ec)) {
+		/* right after an exec the loader may not have mapped libruby's data yet: try again
+		 * (the tracker gives up after its tries, with this reason) */
 		say(why, whylen, "cannot read ruby_current_execution_context_ptr");
-		return kill(pid, 0) && errno == ESRCH ? DISCOVER_GONE : DISCOVER_REFUSED;
+		return kill(pid, 0) && errno == ESRCH ? DISCOVER_GONE : DISCOVER_RETRY;
 	}
 	if (!ec) {
 		say(why, whylen, "no execution context yet");
