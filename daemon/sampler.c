@@ -52,6 +52,7 @@ struct sampler {
 	unsigned int max_frames;
 	struct sampler_handlers h;
 	uint64_t incomplete, bad_records;
+	uint64_t ring_bytes; /* bytes of records read from the ring buffer */
 	unsigned int budget; /* records left in this sampler_consume() call */
 	int64_t until_ns;    /* and when that call stops (CLOCK_MONOTONIC) */
 	char *verifier_log;
@@ -203,6 +204,7 @@ static int on_record(void *ctx, void *data, size_t size)
 {
 	struct sampler *s = ctx;
 
+	s->ring_bytes += size;
 	dispatch(s, data, size);
 	if (s->budget && --s->budget == 0)
 		return BUDGET_SPENT;
@@ -582,6 +584,7 @@ int sampler_counters(struct sampler *s, struct sampler_counters *out)
 	memset(out, 0, sizeof(*out));
 	out->incomplete = s->incomplete;
 	out->bad_records = s->bad_records;
+	out->ring_bytes = s->ring_bytes;
 	if (!s->skel)
 		return 0;
 	vals = calloc(s->ncpus, sizeof(*vals));

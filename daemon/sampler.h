@@ -42,6 +42,7 @@ struct sampler_counters {
 	uint64_t bpf[RP_STAT_MAX];
 	uint64_t incomplete;  /* stacks missing a chunk (a chunk was dropped) */
 	uint64_t bad_records; /* records of an unknown kind or version, or malformed */
+	uint64_t ring_bytes;  /* bytes of records read from the ring buffer */
 };
 
 /* Opens and loads the BPF object; nothing is attached yet. NULL with errno set; a verifier

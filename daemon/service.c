@@ -472,6 +472,11 @@ static void render(void *ctx, struct mbuf *b)
 		 bpf[RP_STAT_STALE_PID]);
 	counter(b, "rubyprofd_truncated_stacks_total", "Stacks cut at max_frames.",
 		bpf[RP_STAT_TRUNCATED]);
+	counter(b, "rubyprofd_ring_buffer_bytes_total",
+		"Bytes of records read from the ring buffer (its size is 8 MiB: this rate tells "
+		"how "
+		"long the daemon may stall before samples are dropped).",
+		(double)c.sampler.ring_bytes);
 	counter(b, "rubyprofd_bad_records_total", "Ring-buffer records of an unknown kind.",
 		c.sampler.bad_records);
 	counter(b, "rubyprofd_iseqs_reused_total",
