@@ -475,7 +475,7 @@ struct export_ctx {
 	const char *service;
 	unsigned int flags; /* AGG_PPROF_* */
 	uint64_t **locs;    /* per process index: frame id -> location id (0: not yet added) */
-	uint64_t maps[4];   /* mapping per frame kind */
+	uint64_t maps[5];   /* mapping per frame kind */
 	uint64_t *buf;
 	size_t buf_cap;
 	int err;
@@ -485,6 +485,7 @@ static const char *const kind_mapping[] = {
 	[AGG_FRAME_RUBY] = "[ruby]",
 	[AGG_FRAME_CFUNC] = "[ruby cfunc]",
 	[AGG_FRAME_MARK] = "[rubyprofd]",
+	[AGG_FRAME_NATIVE] = "[native]",
 };
 
 static uint64_t frame_location(struct export_ctx *x, const struct agg_proc *proc, uint32_t id)
@@ -512,7 +513,12 @@ static uint64_t frame_location(struct export_ctx *x, const struct agg_proc *proc
 	fn = pprof_function(x->p, f->name, "", f->file, f->start_line);
 	if (!fn)
 		return 0;
-	locs[id] = pprof_location(x->p, x->maps[f->kind], 0, fn, f->line);
+	/* a native frame's mapping is its object (interned: one per file) */
+	if (f->kind == AGG_FRAME_NATIVE && f->file[0])
+		locs[id] = pprof_location(x->p, pprof_mapping(x->p, 0, 0, 0, f->file, ""), 0, fn,
+					  f->line);
+	else
+		locs[id] = pprof_location(x->p, x->maps[f->kind], 0, fn, f->line);
 	return locs[id];
 }
 

@@ -26,9 +26,10 @@
 #define AGG_MAX_FRAMES_PER_PROC (1u << 20)
 
 enum agg_frame_kind {
-	AGG_FRAME_RUBY = 1,  /* a Ruby method or block */
-	AGG_FRAME_CFUNC = 2, /* a C function called from Ruby */
-	AGG_FRAME_MARK = 3,  /* rubyprofd's own marker: truncation, no Ruby context... */
+	AGG_FRAME_RUBY = 1,   /* a Ruby method or block */
+	AGG_FRAME_CFUNC = 2,  /* a C function called from Ruby */
+	AGG_FRAME_MARK = 3,   /* rubyprofd's own marker: truncation, no Ruby context... */
+	AGG_FRAME_NATIVE = 4, /* a native function (--stacks mixed); file: its object */
 };
 
 struct agg_frame {

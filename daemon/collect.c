@@ -10,10 +10,13 @@
 
 #include "collect.h"
 #include "hmap.h"
+#include "native.h"
 #include "symbolize.h"
 
 /* Entries of a process's frame cache before it is dropped and refilled. */
-#define MAX_FRAME_CACHE (1u << 18)
+#define MAX_FRAME_CACHE	  (1u << 18)
+/* Native frames of one sample (--stacks mixed), above its Ruby leaf. */
+#define MAX_NATIVE_FRAMES 128
 
 struct target {
 	struct ruby_target t;
@@ -34,6 +37,7 @@ struct collector {
 	uint8_t *kind; /* RP_FRAME_KIND_* of its raw frames */
 	size_t buf_cap;
 	struct collector_stats stats;
+	struct native *native; /* --stacks mixed; NULL otherwise */
 };
 
 struct collector *collector__new(struct agg *agg, int64_t period_ns)
@@ -90,6 +94,7 @@ void collector__free(struct collector *c)
 	hmap_clear(&c->by_pid);
 	free(c->buf);
 	free(c->kind);
+	native__free(c->native);
 	free(c);
 }
 
@@ -142,6 +147,8 @@ void collector_remove(struct collector *c, pid_t pid)
 	/* Its samples so far are interned in the aggregate, which keeps them until the interval
 	 * ends; the symbolizer and caches die with the process. */
 	agg_proc_exit(c->agg, t->proc);
+	if (c->native)
+		native_forget(c->native, pid);
 	hmap_del(&c->by_pid, (uint64_t)pid, 0, NULL);
 	sym_stats_add(&c->stats.sym, t->sym);
 	target_free(t);
@@ -427,6 +434,86 @@ static size_t add_leaf_marks(struct collector *c, struct target *t, const struct
 	return n + k;
 }
 
+/* A native frame of the process: its symbol in its object, or its offset there ("0x..."). */
+static uint32_t native_frame(struct collector *c, struct target *t, uint64_t addr)
+{
+	struct unwind_sym sym;
+	char name[32];
+	uint64_t val;
+	uint32_t id;
+
+	if (hmap_get(&t->frames, addr, 3ULL << 62, &val))
+		return (uint32_t)val;
+	if (native_symbolize(c->native, t->t.pid, addr, &sym) || !sym.module) {
+		snprintf(name, sizeof(name), "0x%llx", (unsigned long long)addr);
+		return agg_frame_id(t->proc, AGG_FRAME_NATIVE, name, "", 0, 0);
+	}
+	if (!sym.name)
+		snprintf(name, sizeof(name), "0x%llx", (unsigned long long)sym.offset);
+	id = agg_frame_id(t->proc, AGG_FRAME_NATIVE, sym.name ? sym.name : name, sym.module, 0, 0);
+	if (!id)
+		return 0;
+	if (t->frames.len >= MAX_FRAME_CACHE) {
+		hmap_clear(&t->frames);
+		c->stats.cache_resets++;
+	}
+	hmap_put(&t->frames, addr, 3ULL << 62, id);
+	return id;
+}
+
+/*
+ * --stacks mixed: the native frames of the sample, from its leaf up to (not including) the first
+ * frame in rb_vm_exec, go on top of the Ruby stack's leaf (a C function frame's callees). A
+ * stack that could not be unwound as far is marked. Without its copy (lost in the ring buffer)
+ * or a Dwfl, the sample keeps its Ruby frames alone (counted in native_stats).
+ */
+static size_t add_native(struct collector *c, struct target *t, const struct sampler_stack *st,
+			 size_t n)
+{
+	uint64_t pcs[MAX_NATIVE_FRAMES];
+	uint32_t ids[MAX_NATIVE_FRAMES + 1];
+	struct unwind_result res;
+	size_t i, k = 0;
+
+	if (native_unwind(c->native, t->t.pid, st->first->cpu, st->first->seq, t->t.vm_exec, pcs,
+			  MAX_NATIVE_FRAMES, &res))
+		return n;
+	/* a return address is looked up at its call instruction */
+	for (i = 0; i < res.n; i++)
+		ids[k++] = native_frame(c, t, i ? pcs[i] - 1 : pcs[i]);
+	if (res.end == UNWIND_END_STOPPED || res.end == UNWIND_END_MAX)
+		ids[k++] = mark(t, "[native stack truncated]");
+	if (reserve(c, n + k + 1))
+		return n;
+	memmove(c->buf + k, c->buf, n * sizeof(*c->buf));
+	memcpy(c->buf, ids, k * sizeof(*ids));
+	return n + k;
+}
+
+int collector_enable_native(struct collector *c, size_t max_procs)
+{
+	if (c->native)
+		return 0;
+	c->native = native__new(max_procs);
+	return c->native ? 0 : -errno;
+}
+
+void collector_on_ustack(void *ctx, const struct rp_ustack *u, size_t size)
+{
+	struct collector *c = ctx;
+
+	if (c->native)
+		native_keep(c->native, u, size);
+}
+
+bool collector_native_stats(const struct collector *c, struct native_stats *out)
+{
+	if (!c->native)
+		return false;
+	native_stats(c->native, out);
+	return true;
+}
+
 /* A sample that could not be added, counted by why. */
 static void count_dropped(struct collector *c, int err)
 {
@@ -493,6 +580,8 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 			c->buf[n++] = mark(t, label);
 		}
 	}
+	if (c->native)
+		n = add_native(c, t, st, n);
 	/* a frame that could not be interned (its table is full until the interval ends) */
 	for (i = 0; i < n; i++) {
 		if (!c->buf[i]) {

@@ -280,6 +280,8 @@ int oneshot_run(const struct config *cfg)
 	struct session_opts sopts = {
 		.frequency = cfg->frequency,
 		.max_frames = cfg->max_frames,
+		.stacks_mixed = cfg->stacks_mixed,
+		.ustack_bytes = cfg->ustack_bytes,
 		.pids = cfg->pids,
 		.npids = cfg->npids,
 	};

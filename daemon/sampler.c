@@ -233,6 +233,14 @@ static int dispatch(struct sampler *s, void *data, size_t size)
 		if (s->h.on_proc)
 			s->h.on_proc(s->h.ctx, data);
 		return 0;
+	case RP_REC_USTACK:
+		if (rec->size < RP_USTACK_HDR_SIZE) {
+			s->bad_records++;
+			return 0;
+		}
+		if (s->h.on_ustack)
+			s->h.on_ustack(s->h.ctx, data, rec->size);
+		return 0;
 	default:
 		/* a kind of a newer program: skipped by its size */
 		s->bad_records++;
@@ -326,6 +334,16 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	if (err)
 		goto cleanup;
 	s->skel->rodata->rb_wakeup_bytes = opts->ringbuf_bytes / 4;
+	if (opts->stacks_mixed) {
+		if (opts->ustack_bytes < RP_USTACK_MIN || opts->ustack_bytes > RP_USTACK_MAX) {
+			err = -EINVAL;
+			goto cleanup;
+		}
+		s->skel->rodata->stacks_mixed = 1;
+		/* the bytes above sp, and the page sp is in */
+		s->skel->rodata->ustack_pages =
+			(opts->ustack_bytes + RP_USTACK_PAGE - 1) / RP_USTACK_PAGE + 1;
+	}
 	err = bpf_map__set_max_entries(s->skel->maps.samples, opts->ringbuf_bytes);
 	if (err)
 		goto cleanup;

@@ -16,9 +16,11 @@
 struct sampler;
 
 struct sampler_opts {
-	unsigned int frequency;	 /* Hz per CPU */
-	unsigned int max_frames; /* walk limit, <= RP_MAX_FRAMES_LIMIT */
-	size_t ringbuf_bytes;	 /* power of two, multiple of the page size */
+	unsigned int frequency;	   /* Hz per CPU */
+	unsigned int max_frames;   /* walk limit, <= RP_MAX_FRAMES_LIMIT */
+	size_t ringbuf_bytes;	   /* power of two, multiple of the page size */
+	bool stacks_mixed;	   /* also copy user registers and stacks (RP_REC_USTACK) */
+	unsigned int ustack_bytes; /* mixed: bytes of stack above sp, RP_USTACK_MIN..MAX */
 };
 
 /* One complete sample; frames leaf first. `first` is the header of its first chunk. */
@@ -34,6 +36,8 @@ struct sampler_stack {
 struct sampler_handlers {
 	void (*on_stack)(void *ctx, const struct sampler_stack *stack);
 	void (*on_proc)(void *ctx, const struct rp_proc_event *ev); /* may be NULL */
+	/* size: the record's bytes (its copy's length is checked against it); may be NULL */
+	void (*on_ustack)(void *ctx, const struct rp_ustack *u, size_t size);
 	void *ctx;
 };
 

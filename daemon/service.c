@@ -690,6 +690,11 @@ static void reload(struct service *sv, int64_t now)
 	    strcmp(ncfg->metrics_address, old->metrics_address))
 		log_warn("reload: spool_dir, max_frames and metrics_address change only with a "
 			 "restart");
+	/* the BPF program is loaded with them */
+	if (ncfg->stacks_mixed != old->stacks_mixed || ncfg->ustack_bytes != old->ustack_bytes)
+		log_warn("reload: stacks and ustack_bytes change only with a restart");
+	ncfg->stacks_mixed = old->stacks_mixed;
+	ncfg->ustack_bytes = old->ustack_bytes;
 	snprintf(ncfg->spool_dir, sizeof(ncfg->spool_dir), "%s", old->spool_dir);
 	snprintf(ncfg->metrics_address, sizeof(ncfg->metrics_address), "%s", old->metrics_address);
 	ncfg->max_frames = old->max_frames;
@@ -757,6 +762,8 @@ static int setup(struct service *sv)
 	struct session_opts sopts = {
 		.frequency = sv->cfg->frequency,
 		.max_frames = sv->cfg->max_frames,
+		.stacks_mixed = sv->cfg->stacks_mixed,
+		.ustack_bytes = sv->cfg->ustack_bytes,
 		.pids = sv->cfg->pids,
 		.npids = sv->cfg->npids,
 		.identify = identify,

@@ -14,6 +14,9 @@
  * in the daemon's RSS: the kernel maps the data area two times). */
 #define RINGBUF_MIN_BYTES (4u << 20)
 #define RINGBUF_STACKS	  32
+/* --stacks mixed: copies of user stacks the ring buffer holds besides (a 20 ms poll of 16 CPUs
+ * at 99 Hz is about 32 of them) */
+#define RINGBUF_USTACKS	  256
 
 struct session {
 	struct session_opts opts;
@@ -36,11 +39,16 @@ int64_t session_now(void)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static size_t ringbuf_size(unsigned int max_frames)
+static size_t ringbuf_size(unsigned int max_frames, bool mixed)
 {
 	size_t want = (size_t)RINGBUF_STACKS *
 		      ((size_t)RP_SAMPLE_HDR_SIZE * (max_frames / RP_CHUNK_FRAMES + 1) +
 		       (size_t)max_frames * sizeof(struct rp_frame));
+
+	/* mixed: room for RINGBUF_USTACKS user stack copies of the largest size besides */
+	if (mixed)
+		want += (size_t)RINGBUF_USTACKS *
+			(RP_USTACK_HDR_SIZE + (size_t)RP_USTACK_PAGES_MAX * RP_USTACK_PAGE);
 	size_t size = RINGBUF_MIN_BYTES;
 
 	while (size < want)
@@ -126,12 +134,21 @@ static void on_stack(void *ctx, const struct sampler_stack *st)
 	collector_on_stack(s->coll, st);
 }
 
+static void on_ustack(void *ctx, const struct rp_ustack *u, size_t size)
+{
+	struct session *s = ctx;
+
+	collector_on_ustack(s->coll, u, size);
+}
+
 struct session *session__new(const struct session_opts *opts)
 {
 	struct sampler_opts sopts = {
 		.frequency = opts->frequency,
 		.max_frames = opts->max_frames,
-		.ringbuf_bytes = ringbuf_size(opts->max_frames),
+		.ringbuf_bytes = ringbuf_size(opts->max_frames, opts->stacks_mixed),
+		.stacks_mixed = opts->stacks_mixed,
+		.ustack_bytes = opts->ustack_bytes,
 	};
 	struct tracker_opts topts = {.pids = opts->pids, .npids = opts->npids};
 	struct tracker_ops tops = {
@@ -140,7 +157,11 @@ struct session *session__new(const struct session_opts *opts)
 		.disable = on_disable,
 		.threads = threads_of,
 	};
-	struct sampler_handlers h = {.on_stack = on_stack, .on_proc = on_proc_event};
+	struct sampler_handlers h = {
+		.on_stack = on_stack,
+		.on_proc = on_proc_event,
+		.on_ustack = opts->stacks_mixed ? on_ustack : NULL,
+	};
 	struct session *s;
 	int err = -ENOMEM;
 
@@ -154,6 +175,10 @@ struct session *session__new(const struct session_opts *opts)
 	h.ctx = s;
 	s->agg = agg__new(2, MAX_STACKS);
 	s->coll = s->agg ? collector__new(s->agg, period_ns(opts->frequency)) : NULL;
+	if (s->coll && opts->stacks_mixed && collector_enable_native(s->coll, 0)) {
+		log_error("out of memory");
+		goto fail;
+	}
 	s->tracker = s->coll ? tracker__new(&topts, &tops) : NULL;
 	if (!s->tracker) {
 		log_error("out of memory");

@@ -25,7 +25,9 @@ typedef int (*session_identify_fn)(void *ctx, const struct ruby_target *t, char 
 struct session_opts {
 	unsigned int frequency;
 	unsigned int max_frames;
-	const pid_t *pids; /* only these (none: every Ruby) */
+	bool stacks_mixed;	   /* native frames too (RP_REC_USTACK, daemon/native.h) */
+	unsigned int ustack_bytes; /* mixed: bytes of user stack copied per sample */
+	const pid_t *pids;	   /* only these (none: every Ruby) */
 	size_t npids;
 	session_identify_fn identify; /* NULL: no service names */
 	void *identify_ctx;

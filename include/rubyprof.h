@@ -84,8 +84,9 @@ struct rp_frame {
  */
 #define RP_REC_VERSION 2 /* 2: stacks root first, as deltas of the CPU's last stack */
 
-#define RP_REC_STACK 1 /* struct rp_sample: one chunk of a sampled Ruby stack */
-#define RP_REC_PROC  2 /* struct rp_proc_event: exec, fork or exit of a process */
+#define RP_REC_STACK  1 /* struct rp_sample: one chunk of a sampled Ruby stack */
+#define RP_REC_PROC   2 /* struct rp_proc_event: exec, fork or exit of a process */
+#define RP_REC_USTACK 3 /* struct rp_ustack: user registers and stack copy (--stacks mixed) */
 
 /* rp_rec.wunit: what `weight` counts */
 #define RP_WEIGHT_COUNT 0 /* samples */
@@ -178,6 +179,36 @@ struct rp_proc_event {
 	char comm[16];
 };
 
+/*
+ * RP_REC_USTACK (--stacks mixed only): the sampled thread's user registers and a copy of its
+ * user stack, for the daemon to unwind native frames with CFI. Sent just before the Ruby stack
+ * of the same sample, whose (cpu, seq) it carries. The copy starts at sp rounded down to its
+ * page and is made page by page, so that a stack whose end is nearer than the configured size
+ * gives what exists instead of nothing: data[sp & 4095, len) are the bytes from sp upward.
+ */
+#define RP_USTACK_PAGE	    4096
+#define RP_USTACK_MIN	    8192 /* --ustack-bytes limits */
+#define RP_USTACK_MAX	    32768
+#define RP_USTACK_DEFAULT   16384
+/* pages of a record: the configured bytes above sp, plus the page sp is in */
+#define RP_USTACK_PAGES_MAX (RP_USTACK_MAX / RP_USTACK_PAGE + 1)
+
+/* rp_ustack.flags */
+#define RP_USTACK_SHORT 0x1 /* a page could not be read: the copy ends before the size */
+
+struct rp_ustack {
+	struct rp_rec hdr;
+	__u32 cpu;
+	__u32 seq; /* the RP_REC_STACK sample (rp_sample.seq) of this CPU it belongs to */
+	__u64 ip, sp, bp;
+	__u32 len;   /* bytes of data copied, from sp rounded down to its page */
+	__u32 flags; /* RP_USTACK_* */
+	/* zero-length: the record is reserved at its full size in the ring buffer */
+	__u8 data[0];
+};
+
+#define RP_USTACK_HDR_SIZE 72
+
 /* ---- per-process configuration (procs map, keyed by tgid) --------------------------------- */
 
 /* How the sampled thread's rb_execution_context_t is found. */
@@ -237,7 +268,10 @@ struct rp_proc {
 #define RP_STAT_FORK_COPIED  14 /* procs entries copied to a forked child */
 #define RP_STAT_RUN_NS	     15 /* time spent in the sampling program (ns, measured inside it) */
 #define RP_STAT_SHIPPED	     16 /* frames (slots) shipped: the rest was the CPU's previous stack */
-#define RP_STAT_MAX	     17
+#define RP_STAT_USTACKS	     17 /* mixed mode: user stacks copied */
+#define RP_STAT_USTACK_LOST  18 /* mixed mode: user stack records lost (ring buffer full) */
+#define RP_STAT_USTACK_SHORT 19 /* mixed mode: copies that ended at an unreadable page */
+#define RP_STAT_MAX	     20
 
 /* ---- task iterator output (fsbase of each thread of one process) -------------------------- */
 
@@ -255,6 +289,7 @@ _Static_assert(sizeof(struct rp_proc) == 88, "rp_proc layout");
 _Static_assert(sizeof(struct rp_thread_tp) == 24, "rp_thread_tp layout");
 _Static_assert(sizeof(struct rp_rec) == 32, "rp_rec layout");
 _Static_assert(sizeof(struct rp_proc_event) == 72, "rp_proc_event layout");
+_Static_assert(sizeof(struct rp_ustack) == RP_USTACK_HDR_SIZE, "rp_ustack layout");
 _Static_assert(__builtin_offsetof(struct rp_sample, frames) == RP_SAMPLE_HDR_SIZE,
 	       "rp_sample header");
 _Static_assert(sizeof(struct rp_sample) == RP_SAMPLE_HDR_SIZE, "rp_sample header");

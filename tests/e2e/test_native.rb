@@ -1,0 +1,33 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# --stacks mixed: native frames (CFI-unwound) on top of the Ruby stack (docs/native-stacks.md).
+class E2E
+  # A script compressing with Zlib::Deflate.deflate: most of its samples in that C function show
+  # libz's own frames on top of it, and the script's Ruby method under it.
+  def test_native_zlib
+    r = profile_script("zlib_work.rb", duration: 6, flags: ["--stacks", "mixed"])
+    prof, samples = r.prof, r.samples
+    native = ->(loc) { prof.mappings[loc.mapping] == loc.file && loc.file.start_with?("/") }
+    in_deflate = samples.filter_map do |s|
+      frames = prof.frames(s)
+      idx = frames.index { |l| method?(l, "deflate") && prof.cfunc?(l) }
+      [s, frames, idx] if idx
+    end
+    got = in_deflate.sum { |s, _, _| s.count }
+    check(got >= 0.5 * r.total, "only #{got}/#{r.total} samples in Zlib::Deflate.deflate")
+    good = in_deflate.select do |_, frames, idx|
+      above = frames[0...idx]
+      above.all?(&native) && above.any? { |l| l.name == "deflate" && l.file =~ /libz\.so/ } &&
+        method?(frames[idx + 1], "compress_loop")
+    end
+    n = good.sum { |s, _, _| s.count }
+    best = in_deflate.max_by { |s, _, _| s.count }
+    check(n >= 0.8 * got,
+          "#{n}/#{got} samples in deflate show libz's deflate above it; most frequent stack:\n  " +
+          best[1].map { |l| "#{fmt(l, prof)} (#{prof.mappings[l.mapping]})" }.join("\n  "))
+    depth = good.sum { |s, _, idx| s.count * idx } / [n, 1].max.to_f
+    # a Ruby-only stack never has a native frame
+    ruby_only = samples.count { |s| prof.frames(s).none?(&native) }
+    "#{n}/#{got} samples in deflate with libz frames, #{depth.round(1)} native frames each, " \
+      "#{ruby_only} stacks without native frames"
+  end
+end
