@@ -503,7 +503,7 @@ static uint64_t frame_location(struct export_ctx *x, const struct agg_proc *proc
 	locs = x->locs[proc->index];
 	if (locs[id])
 		return locs[id];
-	if (!x->maps[f->kind]) {
+	if (!x->maps[f->kind] && !(f->kind == AGG_FRAME_NATIVE && f->file[0])) {
 		x->maps[f->kind] = pprof_mapping(x->p, 0, 0, 0, kind_mapping[f->kind], "");
 		if (!x->maps[f->kind])
 			return 0;

@@ -258,6 +258,12 @@ static void summary(struct run *r, double secs, const char *path)
 	if (c.collector.sym.cache_resets || c.collector.cache_resets)
 		printf("cache resets: %" PRIu64 " symbolizer, %" PRIu64 " frame cache\n",
 		       c.collector.sym.cache_resets, c.collector.cache_resets);
+	if (c.native_on)
+		printf("native: %" PRIu64 " copies (%" PRIu64 " lost, %" PRIu64 " short), %" PRIu64
+		       " unwound, %" PRIu64 " truncated, %" PRIu64
+		       " Ruby stacks without their copy\n",
+		       bpf[RP_STAT_USTACKS], bpf[RP_STAT_USTACK_LOST], bpf[RP_STAT_USTACK_SHORT],
+		       c.native.unw.unwinds, c.native.unw.stopped, c.native.unpaired);
 	if (path)
 		printf("profile: %s  (view: go tool pprof -top %s)\n", path, path);
 	if (path && r->cfg->format)

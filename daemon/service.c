@@ -472,6 +472,28 @@ static void render(void *ctx, struct mbuf *b)
 		 bpf[RP_STAT_STALE_PID]);
 	counter(b, "rubyprofd_truncated_stacks_total", "Stacks cut at max_frames.",
 		bpf[RP_STAT_TRUNCATED]);
+	if (c.native_on) {
+		counter(b, "rubyprofd_native_copies_total",
+			"User stack copies sent by the BPF program (--stacks mixed).",
+			bpf[RP_STAT_USTACKS]);
+		counter(b, "rubyprofd_native_copies_lost_total",
+			"User stack copies lost: the ring buffer was full.",
+			bpf[RP_STAT_USTACK_LOST]);
+		counter(b, "rubyprofd_native_copies_short_total",
+			"User stack copies that ended at an unreadable page.",
+			bpf[RP_STAT_USTACK_SHORT]);
+		counter(b, "rubyprofd_native_unwound_total", "Native stacks unwound.",
+			c.native.unw.unwinds);
+		counter(b, "rubyprofd_native_truncated_total",
+			"Native stacks whose unwinding stopped early (marked in the stack).",
+			c.native.unw.stopped);
+		counter(b, "rubyprofd_native_unpaired_total",
+			"Ruby stacks shown without native frames: their copy was missing.",
+			c.native.unpaired);
+		counter(b, "rubyprofd_native_dwfl_evicted_total",
+			"Per-process unwinding states dropped at their bound.",
+			c.native.unw.evicted);
+	}
 	counter(b, "rubyprofd_ring_buffer_bytes_total",
 		"Bytes of records read from the ring buffer (its size is 8 MiB: this rate tells "
 		"how "

@@ -350,4 +350,5 @@ void session_counters(struct session *s, struct session_counters *out)
 	collector_stats(s->coll, &out->collector);
 	tracker_stats(s->tracker, &out->tracker);
 	agg_stats(s->agg, &out->agg);
+	out->native_on = collector_native_stats(s->coll, &out->native);
 }

@@ -15,6 +15,7 @@
 #include "aggregate.h"
 #include "collect.h"
 #include "discover.h"
+#include "native.h"
 #include "sampler.h"
 #include "tracker.h"
 
@@ -38,6 +39,8 @@ struct session_counters {
 	struct collector_stats collector;
 	struct tracker_stats tracker;
 	struct agg_stats agg;
+	bool native_on; /* --stacks mixed: `native` holds its counters */
+	struct native_stats native;
 };
 
 struct session;

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* unwind.c - native stacks from copied user stacks, with libdwfl's CFI unwinder. */
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,7 @@ struct uproc {
 	uint64_t used; /* unwinder tick of its last use: the least recent goes at the bound */
 	const struct unwind_input *in;
 	bool past_copy;
+	uint64_t stop_start, stop_end; /* extent of the last stop function asked for */
 };
 
 struct unwinder {
@@ -32,10 +35,37 @@ struct unwinder {
 	struct unwinder_stats stats;
 };
 
+/* /proc/PID/map_files/START-END of the mapping of `path` that starts at `start`. -errno. */
+static int open_map_file(pid_t pid, const char *path, uint64_t start, char *buf, size_t len)
+{
+	struct proc_maps m = {0};
+	int fd = -ENOENT, n;
+	size_t i;
+
+	if (procs_read_maps(pid, &m))
+		return -ESRCH;
+	for (i = 0; i < m.n; i++) {
+		if (m.v[i].start != start || !m.v[i].path || strcmp(m.v[i].path, path) != 0)
+			continue;
+		n = snprintf(buf, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m.v[i].start,
+			     m.v[i].end);
+		if (n > 0 && (size_t)n < len)
+			fd = open(buf, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			fd = -errno;
+		break;
+	}
+	procs_maps_free(&m);
+	return fd;
+}
+
 /*
  * The modules' files as the process sees them: through /proc/PID/root, so that a process in a
- * container or a chroot gets its own libraries. Each module's userdata points at its uproc
- * (set right after reporting, before any file is opened: libdwfl opens them lazily).
+ * container gets its own libraries; then the path itself (maps name files as seen from the
+ * reader's root: a chroot below ours), then the mapping itself (/proc/PID/map_files: a deleted
+ * or replaced file; it needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE). Each module's userdata
+ * points at its uproc (set right after reporting, before any file is opened: libdwfl opens
+ * them lazily).
  */
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 		    char **file_name, Elf **elfp)
@@ -47,9 +77,15 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwar
 	if (!p || modname[0] != '/')
 		/* "[vdso: PID]": libdwfl reads it from the process's memory itself */
 		return dwfl_linux_proc_find_elf(mod, userdata, modname, base, file_name, elfp);
-	if (procs_root_path(p->pid, modname, path, sizeof(path)))
-		return -1;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = procs_root_path(p->pid, modname, path, sizeof(path)) == 0
+		     ? open(path, O_RDONLY | O_CLOEXEC)
+		     : -1;
+	if (fd < 0) {
+		snprintf(path, sizeof(path), "%s", modname);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0)
+		fd = open_map_file(p->pid, modname, base, path, sizeof(path));
 	if (fd < 0)
 		return -1;
 	*file_name = strdup(path);
@@ -252,35 +288,88 @@ void unwinder_forget(struct unwinder *u, pid_t pid)
 
 /* ---- unwinding ----------------------------------------------------------------------------- */
 
-/* Start of the function holding addr: its symbol's, else its CFI entry's (stripped builds). */
-static uint64_t func_start(Dwfl *dwfl, uint64_t addr)
+/*
+ * End of the function that starts at `start` in mod (an address of the process), from the next
+ * entry of .eh_frame_hdr's table of CFI entries (sorted by start): what a stripped build still
+ * has. Only the table GNU ld writes (datarel sdata4 pairs) is read. 0 when not found.
+ */
+static uint64_t eh_frame_hdr_end(Dwfl_Module *mod, uint64_t start)
 {
-	Dwfl_Module *mod = dwfl_addrmodule(dwfl, addr);
-	Dwarf_Addr bias, start, end;
+	const uint8_t *d;
+	Elf_Data *data = NULL;
+	Dwarf_Addr bias = 0;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr, hdr = {0};
+	size_t shstrndx, lo, hi, mid, count;
+	const char *name;
+	int32_t loc;
+	Elf *elf;
+
+	elf = dwfl_module_getelf(mod, &bias);
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr))
+			continue;
+		name = elf_strptr(elf, shstrndx, shdr.sh_name);
+		if (name && strcmp(name, ".eh_frame_hdr") == 0) {
+			data = elf_getdata(scn, NULL);
+			hdr = shdr;
+			break;
+		}
+	}
+	/* version 1; eh_frame_ptr pcrel|sdata4, fde_count udata4, table datarel|sdata4 */
+	if (!data || data->d_size < 12)
+		return 0;
+	d = data->d_buf;
+	if (d[0] != 1 || d[1] != 0x1b || d[2] != 0x03 || d[3] != 0x3b)
+		return 0;
+	memcpy(&loc, d + 8, sizeof(loc));
+	count = (uint32_t)loc;
+	if (count > (data->d_size - 12) / 8)
+		return 0;
+	/* the last entry at or below start */
+	lo = 0;
+	hi = count;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		memcpy(&loc, d + 12 + mid * 8, sizeof(loc));
+		if (hdr.sh_addr + (int64_t)loc + bias <= start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || lo >= count)
+		return 0;
+	memcpy(&loc, d + 12 + (lo - 1) * 8, sizeof(loc));
+	if (hdr.sh_addr + (int64_t)loc + bias != start)
+		return 0; /* no CFI entry starts there */
+	memcpy(&loc, d + 12 + lo * 8, sizeof(loc));
+	return hdr.sh_addr + (int64_t)loc + bias;
+}
+
+/* [start, end) of the function at `start`: its symbol's size, else its CFI entry's extent; a
+ * function of unknown extent is its first byte alone. */
+static uint64_t func_end(Dwfl *dwfl, uint64_t start)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, start);
 	GElf_Off off = 0;
-	Dwarf_Frame *frame;
-	Dwarf_CFI *cfi;
+	uint64_t end;
 	GElf_Sym sym;
 
 	if (!mod)
-		return 0;
-	if (dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL))
-		return addr - off;
-	cfi = dwfl_module_eh_cfi(mod, &bias);
-	if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &frame) != 0)
-		return 0;
-	start = 0;
-	if (dwarf_frame_info(frame, &start, &end, NULL) < 0)
-		start = 0;
-	free(frame);
-	return start ? start + bias : 0;
+		return start + 1;
+	if (dwfl_module_addrinfo(mod, start, &off, &sym, NULL, NULL, NULL) && off == 0 &&
+	    sym.st_size)
+		return start + sym.st_size;
+	end = eh_frame_hdr_end(mod, start);
+	return end > start ? end : start + 1;
 }
 
 struct walk {
-	Dwfl *dwfl;
 	uint64_t *pcs;
 	size_t max, n;
-	uint64_t stop_func;
+	uint64_t stop_start, stop_end; /* the function to stop at, [start, end) */
 	enum unwind_end end;
 };
 
@@ -297,7 +386,8 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 		return DWARF_CB_ABORT;
 	}
 	/* a return address is looked up at its call instruction */
-	if (w->stop_func && func_start(w->dwfl, activation ? pc : pc - 1) == w->stop_func) {
+	if (w->stop_start &&
+	    (activation ? pc : pc - 1) - w->stop_start < w->stop_end - w->stop_start) {
 		w->end = UNWIND_END_STOP_FUNC;
 		return DWARF_CB_ABORT;
 	}
@@ -312,7 +402,7 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 int unwinder_unwind(struct unwinder *u, const struct unwind_input *in, uint64_t *pcs, size_t max,
 		    struct unwind_result *res)
 {
-	struct walk w = {.pcs = pcs, .max = max, .stop_func = in->stop_func};
+	struct walk w = {.pcs = pcs, .max = max};
 	struct uproc *p;
 	int err, ret;
 
@@ -335,7 +425,13 @@ int unwinder_unwind(struct unwinder *u, const struct unwind_input *in, uint64_t 
 	u->stats.unwinds++;
 	p->in = in;
 	p->past_copy = false;
-	w.dwfl = p->dwfl;
+	/* the stop function's extent, found once per Dwfl */
+	if (in->stop_func && in->stop_func != p->stop_start) {
+		p->stop_start = in->stop_func;
+		p->stop_end = func_end(p->dwfl, in->stop_func);
+	}
+	w.stop_start = in->stop_func;
+	w.stop_end = in->stop_func ? p->stop_end : 0;
 	ret = dwfl_getthread_frames(p->dwfl, in->tid, on_frame, &w);
 	p->in = NULL;
 	if (ret == 0)
