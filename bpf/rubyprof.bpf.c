@@ -45,9 +45,6 @@ static __always_inline __u64 process_start_time(struct task_struct *task)
 	return BPF_CORE_READ(task, group_leader, start_time);
 }
 
-/* --stacks mixed: copy the user stack and registers too (0: Ruby stacks only, nothing more is
- * done: the verifier drops the branch). Both set by the daemon before load. */
-const volatile __u32 stacks_mixed = 0;
 /* Pages of the copy, the page sp is in included (RP_USTACK_DEFAULT / RP_USTACK_PAGE + 1). */
 const volatile __u32 ustack_pages = RP_USTACK_DEFAULT / RP_USTACK_PAGE + 1;
 

@@ -263,6 +263,12 @@ static bool has_me(const struct rp_frame *f)
 	return (f->info >> RP_FRAME_KIND_SHIFT) & RP_FRAME_FLAG_ME;
 }
 
+/* Whether a Ruby frame starts a VM invocation (rb_vm_exec): RP_FRAME_FLAG_FINISH. */
+static bool is_finish(const struct rp_frame *f)
+{
+	return (f->info >> RP_FRAME_KIND_SHIFT) & RP_FRAME_FLAG_FINISH;
+}
+
 /* A Ruby frame's ep, for the symbolizer's walk to its method entry; 0 when it carries the entry. */
 static uint64_t frame_ep(const struct rp_frame *f)
 {
@@ -377,10 +383,13 @@ static int stack_frames(struct collector *c, struct target *t, const struct samp
 				return errno == ENOSPC ? -ENOSPC : -ENOMEM;
 		}
 	}
-	/* drop the hidden frames, keeping the order */
+	/* drop the hidden frames, keeping the order; c->kind[k] then says whether kept frame k
+	 * starts a VM invocation (mixed stacks, add_native) */
 	for (i = 0; i < st->nframes; i++) {
-		if (c->buf[i])
+		if (c->buf[i]) {
+			c->kind[n] = is_finish(&st->frames[i]);
 			c->buf[n++] = c->buf[i];
+		}
 	}
 	return (int)n;
 }
@@ -461,33 +470,93 @@ static uint32_t native_frame(struct collector *c, struct target *t, uint64_t add
 	return id;
 }
 
+/* Appends native frames pcs[from, to) (return addresses looked up at their call) to out. */
+static size_t put_native(struct collector *c, struct target *t, const uint64_t *pcs, size_t from,
+			 size_t to, uint32_t *out, size_t k)
+{
+	size_t i;
+
+	for (i = from; i < to; i++)
+		out[k++] = native_frame(c, t, i ? pcs[i] - 1 : pcs[i]);
+	return k;
+}
+
 /*
- * --stacks mixed: the native frames of the sample, from its leaf up to (not including) the first
- * frame in rb_vm_exec, go on top of the Ruby stack's leaf (a C function frame's callees). A
- * stack that could not be unwound as far is marked. Without its copy (lost in the ring buffer)
- * or a Dwfl, the sample keeps its Ruby frames alone (counted in native_stats).
+ * --stacks mixed: the native frames of the sample with its Ruby frames. c->buf holds `lead` leaf
+ * marks, `nruby` Ruby frames (c->kind[j]: Ruby frame j starts a VM invocation) and root marks,
+ * up to n. The native stack, leaf first, is cut at its rb_vm_exec frames into chunks N0, N1..
+ * and the Ruby stack after each frame that starts a VM invocation into segments S0, S1..: the
+ * C code of chunk Ni called the VM that ran segment Si, so the stack is N0 S0 N1 S1 ... (the
+ * chunk below the outermost rb_vm_exec, main() and the thread's start, is left out: stacks stay
+ * rooted at their Ruby root). A native stack unwound only part of the way is marked truncated
+ * where it ends, the rest of the Ruby stack under it. When the two do not pair up (rb_vm_exec
+ * unknown, frames not flagged), the first form: N0 on top of the Ruby stack.
+ * Without the sample's copy (lost) or a Dwfl, the Ruby frames stay alone (counted in
+ * native_stats). Returns the new length of c->buf.
  */
 static size_t add_native(struct collector *c, struct target *t, const struct sampler_stack *st,
-			 size_t n)
+			 size_t n, size_t lead, size_t nruby)
 {
 	uint64_t pcs[MAX_NATIVE_FRAMES];
-	uint32_t ids[MAX_NATIVE_FRAMES + 1];
+	uint8_t marks[MAX_NATIVE_FRAMES];
+	size_t i, j, k = 0, seg, nact = 0, nfin = 0, from, cut[MAX_NATIVE_FRAMES + 1];
 	struct unwind_result res;
-	size_t i, k = 0;
+	uint32_t *out;
+	bool stopped, pair;
 
-	if (native_unwind(c->native, t->t.pid, st->first->cpu, st->first->seq, t->t.vm_exec, pcs,
-			  MAX_NATIVE_FRAMES, &res))
+	if (native_unwind(c->native, t->t.pid, st->first->cpu, st->first->seq, t->t.vm_exec, marks,
+			  pcs, MAX_NATIVE_FRAMES, &res))
 		return n;
-	/* a return address is looked up at its call instruction */
-	for (i = 0; i < res.n; i++)
-		ids[k++] = native_frame(c, t, i ? pcs[i] - 1 : pcs[i]);
-	if (res.end == UNWIND_END_STOPPED || res.end == UNWIND_END_MAX)
-		ids[k++] = mark(t, "[native stack truncated]");
-	if (reserve(c, n + k + 1))
+	stopped = res.end == UNWIND_END_STOPPED || res.end == UNWIND_END_MAX;
+	/* cut[a]: the a-th rb_vm_exec frame; chunk Na is [cut[a - 1] + 1, cut[a]) */
+	for (i = 0; i < res.n; i++) {
+		if (marks[i])
+			cut[nact++] = i;
+	}
+	for (j = 0; j < nruby; j++)
+		nfin += c->kind[j];
+	pair = nact && (nact == nfin || (stopped && nact < nfin));
+	/* every native frame, a truncation mark, and the Ruby stack with its marks */
+	out = malloc((res.n + 1 + n) * sizeof(*out));
+	if (!out)
 		return n;
-	memmove(c->buf + k, c->buf, n * sizeof(*c->buf));
-	memcpy(c->buf, ids, k * sizeof(*ids));
-	return n + k;
+	if (!pair) {
+		k = put_native(c, t, pcs, 0, nact ? cut[0] : res.n, out, k);
+		if (!nact && stopped)
+			out[k++] = mark(t, "[native stack truncated]");
+		memcpy(out + k, c->buf, n * sizeof(*out));
+		k += n;
+		goto done;
+	}
+	cut[nact] = res.n; /* the chunk after the last rb_vm_exec frame found */
+	k = put_native(c, t, pcs, 0, cut[0], out, k);
+	memcpy(out + k, c->buf, lead * sizeof(*out));
+	k += lead;
+	for (j = 0, seg = 0; j < nruby; j++) {
+		out[k++] = c->buf[lead + j];
+		if (!c->kind[j] || j + 1 == nruby)
+			continue;
+		/* the end of segment `seg`: chunk seg + 1 goes under it, if it was unwound */
+		if (++seg > nact)
+			continue;
+		from = cut[seg - 1] + 1;
+		if (seg < nact) {
+			k = put_native(c, t, pcs, from, cut[seg], out, k);
+		} else if (stopped) {
+			k = put_native(c, t, pcs, from, res.n, out, k);
+			out[k++] = mark(t, "[native stack truncated]");
+		}
+	}
+	memcpy(out + k, c->buf + lead + nruby, (n - lead - nruby) * sizeof(*out));
+	k += n - lead - nruby;
+done:
+	if (reserve(c, k)) {
+		free(out);
+		return n;
+	}
+	memcpy(c->buf, out, k * sizeof(*out));
+	free(out);
+	return k;
 }
 
 int collector_enable_native(struct collector *c, size_t max_procs)
@@ -530,8 +599,8 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 	struct collector *c = ctx;
 	char comm[sizeof(st->first->comm) + 1], label[64];
 	int64_t values[2];
+	size_t i, n = 0, lead = 0, nruby = 0;
 	struct target *t;
-	size_t i, n = 0;
 	int ret;
 
 	c->stats.stacks++;
@@ -569,8 +638,9 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 			count_dropped(c, ret);
 			return;
 		}
-		n = (size_t)ret;
+		n = nruby = (size_t)ret;
 		n = add_leaf_marks(c, t, st, n);
+		lead = n - nruby;
 		if (st->flags & RP_SAMPLE_READ_FAIL) {
 			c->stats.failed_reads++;
 			c->buf[n++] = mark(t, "[partial stack: read failed]");
@@ -581,7 +651,7 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 		}
 	}
 	if (c->native)
-		n = add_native(c, t, st, n);
+		n = add_native(c, t, st, n, lead, nruby);
 	/* a frame that could not be interned (its table is full until the interval ends) */
 	for (i = 0; i < n; i++) {
 		if (!c->buf[i]) {

@@ -93,8 +93,8 @@ int native_keep(struct native *n, const struct rp_ustack *u, size_t size)
 	return 0;
 }
 
-int native_unwind(struct native *n, pid_t pid, uint32_t cpu, uint32_t seq, uint64_t stop_func,
-		  uint64_t *pcs, size_t max, struct unwind_result *res)
+int native_unwind(struct native *n, pid_t pid, uint32_t cpu, uint32_t seq, uint64_t func,
+		  uint8_t *marks, uint64_t *pcs, size_t max, struct unwind_result *res)
 {
 	struct unwind_input in;
 	struct pending *p;
@@ -118,7 +118,8 @@ int native_unwind(struct native *n, pid_t pid, uint32_t cpu, uint32_t seq, uint6
 		.bp = p->hdr.bp,
 		.stack = p->data + (skip < p->hdr.len ? skip : p->hdr.len),
 		.stack_len = skip < p->hdr.len ? p->hdr.len - skip : 0,
-		.stop_func = stop_func,
+		.func = func,
+		.marks = marks,
 	};
 	err = unwinder_unwind(n->unw, &in, pcs, max, res);
 	if (!err && res->end == UNWIND_END_STOPPED)

@@ -36,12 +36,12 @@ void native__free(struct native *n);
 int native_keep(struct native *n, const struct rp_ustack *u, size_t size);
 
 /*
- * Unwinds the kept copy of sample (cpu, seq) of pid into pcs (leaf first, see
- * unwinder_unwind), up to the first frame in the function starting at stop_func (0: none).
- * The copy is used once. 0, -ENOENT (no copy of that sample), or unwinder_unwind's -errno.
+ * Unwinds the kept copy of sample (cpu, seq) of pid into pcs (leaf first), with `func` and
+ * `marks` as unwind_input has them (rb_vm_exec: stop there, or mark its frames). The copy is
+ * used once. 0, -ENOENT (no copy of that sample), or unwinder_unwind's -errno.
  */
-int native_unwind(struct native *n, pid_t pid, uint32_t cpu, uint32_t seq, uint64_t stop_func,
-		  uint64_t *pcs, size_t max, struct unwind_result *res);
+int native_unwind(struct native *n, pid_t pid, uint32_t cpu, uint32_t seq, uint64_t func,
+		  uint8_t *marks, uint64_t *pcs, size_t max, struct unwind_result *res);
 int native_symbolize(struct native *n, pid_t pid, uint64_t addr, struct unwind_sym *out);
 /* The process is gone: its unwinding state goes. */
 void native_forget(struct native *n, pid_t pid);

@@ -25,7 +25,7 @@ struct uproc {
 	uint64_t used; /* unwinder tick of its last use: the least recent goes at the bound */
 	const struct unwind_input *in;
 	bool past_copy;
-	uint64_t stop_start, stop_end; /* extent of the last stop function asked for */
+	uint64_t func_start, func_end; /* extent of the last function asked about */
 };
 
 struct unwinder {
@@ -369,14 +369,15 @@ static uint64_t func_end(Dwfl *dwfl, uint64_t start)
 struct walk {
 	uint64_t *pcs;
 	size_t max, n;
-	uint64_t stop_start, stop_end; /* the function to stop at, [start, end) */
+	uint64_t func_start, func_end; /* the function of interest, [start, end) */
+	uint8_t *marks;		       /* per frame: inside it; NULL: stop before it */
 	enum unwind_end end;
 };
 
 static int on_frame(Dwfl_Frame *state, void *arg)
 {
 	struct walk *w = arg;
-	bool activation = false;
+	bool activation = false, inside;
 	Dwarf_Addr pc;
 
 	if (!dwfl_frame_pc(state, &pc, &activation))
@@ -386,8 +387,9 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 		return DWARF_CB_ABORT;
 	}
 	/* a return address is looked up at its call instruction */
-	if (w->stop_start &&
-	    (activation ? pc : pc - 1) - w->stop_start < w->stop_end - w->stop_start) {
+	inside = w->func_start &&
+		 (activation ? pc : pc - 1) - w->func_start < w->func_end - w->func_start;
+	if (inside && !w->marks) {
 		w->end = UNWIND_END_STOP_FUNC;
 		return DWARF_CB_ABORT;
 	}
@@ -395,6 +397,8 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 		w->end = UNWIND_END_MAX;
 		return DWARF_CB_ABORT;
 	}
+	if (w->marks)
+		w->marks[w->n] = inside;
 	w->pcs[w->n++] = pc;
 	return DWARF_CB_OK;
 }
@@ -402,7 +406,7 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 int unwinder_unwind(struct unwinder *u, const struct unwind_input *in, uint64_t *pcs, size_t max,
 		    struct unwind_result *res)
 {
-	struct walk w = {.pcs = pcs, .max = max};
+	struct walk w = {.pcs = pcs, .max = max, .marks = in->marks};
 	struct uproc *p;
 	int err, ret;
 
@@ -425,13 +429,13 @@ int unwinder_unwind(struct unwinder *u, const struct unwind_input *in, uint64_t 
 	u->stats.unwinds++;
 	p->in = in;
 	p->past_copy = false;
-	/* the stop function's extent, found once per Dwfl */
-	if (in->stop_func && in->stop_func != p->stop_start) {
-		p->stop_start = in->stop_func;
-		p->stop_end = func_end(p->dwfl, in->stop_func);
+	/* the function's extent, found once per Dwfl */
+	if (in->func && in->func != p->func_start) {
+		p->func_start = in->func;
+		p->func_end = func_end(p->dwfl, in->func);
 	}
-	w.stop_start = in->stop_func;
-	w.stop_end = in->stop_func ? p->stop_end : 0;
+	w.func_start = in->func;
+	w.func_end = in->func ? p->func_end : 0;
 	ret = dwfl_getthread_frames(p->dwfl, in->tid, on_frame, &w);
 	p->in = NULL;
 	if (ret == 0)

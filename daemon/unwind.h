@@ -32,13 +32,18 @@ struct unwind_input {
 	uint64_t ip, sp, bp;
 	const void *stack; /* bytes at [sp, sp + stack_len) */
 	size_t stack_len;
-	/* Stop before the first frame inside the function that starts here (rb_vm_exec); 0: none. */
-	uint64_t stop_func;
+	/*
+	 * A function of interest (rb_vm_exec), by its start address; 0: none. Without `marks`, the
+	 * walk stops before the first frame inside it; with `marks` (an array of the caller's
+	 * `max` entries), it goes on and marks[i] says whether frame i is inside it.
+	 */
+	uint64_t func;
+	uint8_t *marks;
 };
 
 enum unwind_end {
 	UNWIND_END_OUTERMOST = 0, /* unwound to the thread's first frame */
-	UNWIND_END_STOP_FUNC = 1, /* reached stop_func (not included) */
+	UNWIND_END_STOP_FUNC = 1, /* reached `func` (not included; without marks) */
 	UNWIND_END_MAX = 2,	  /* the caller's array was full */
 	UNWIND_END_STOPPED = 3,	  /* no CFI, an unreadable stack word or a bad return address */
 };

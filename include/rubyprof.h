@@ -58,20 +58,25 @@ struct rp_frame {
 	__u64 ep;
 };
 
-#define RP_FRAME_PC_MASK    0x00ffffffffffffffULL
-#define RP_FRAME_KIND_SHIFT 56
-#define RP_FRAME_KIND_ISEQ  0x01ULL
-#define RP_FRAME_KIND_CFUNC 0x02ULL
+#define RP_FRAME_PC_MASK     0x00ffffffffffffffULL
+#define RP_FRAME_KIND_SHIFT  56
+#define RP_FRAME_KIND_ISEQ   0x01ULL
+#define RP_FRAME_KIND_CFUNC  0x02ULL
 /* The control frame carries a JIT return address (cfp->jit_return != 0): its pc is unreliable. */
-#define RP_FRAME_FLAG_JIT   0x80ULL
+#define RP_FRAME_FLAG_JIT    0x80ULL
 /*
  * A Ruby frame whose environment is local (a method's own frame, not a block's): `ep` holds its
  * ep[-2] as read at the sample, the method entry (or the svar or cref holding it). A short
  * method's frame is gone by the time userspace could read it, and with it the method's owner.
  */
-#define RP_FRAME_FLAG_ME    0x40ULL
+#define RP_FRAME_FLAG_ME     0x40ULL
+/*
+ * --stacks mixed only: the control frame is flagged VM_FRAME_FLAG_FINISH, the first frame of a VM
+ * invocation (rb_vm_exec): where the native frames of the C code that invoked it go.
+ */
+#define RP_FRAME_FLAG_FINISH 0x20ULL
 
-#define rp_frame_kind(f) (((f)->info >> RP_FRAME_KIND_SHIFT) & 0x3f)
+#define rp_frame_kind(f) (((f)->info >> RP_FRAME_KIND_SHIFT) & 0x1f)
 #define rp_frame_pc(f)	 ((f)->info & RP_FRAME_PC_MASK)
 
 /* ---- records in the ring buffer ----------------------------------------------------------- */

@@ -30,4 +30,36 @@ class E2E
     "#{n}/#{got} samples in deflate with libz frames, #{depth.round(1)} native frames each, " \
       "#{ruby_only} stacks without native frames"
   end
+
+  # Ruby -> C -> Ruby -> C: Array#each's own C code (rb_ary_each, rb_yield) between the block it
+  # runs and the Array#each frame, and libz's on top of Zlib::Deflate.deflate in that block.
+  def test_native_nested
+    r = profile_script("zlib_nested.rb", duration: 6, flags: ["--stacks", "mixed"])
+    prof, samples = r.prof, r.samples
+    native = ->(loc) { prof.mappings[loc.mapping] == loc.file && loc.file.start_with?("/") }
+    in_deflate = samples.filter_map do |s|
+      frames = prof.frames(s)
+      idx = frames.index { |l| method?(l, "deflate") && prof.cfunc?(l) }
+      [s, frames, idx] if idx
+    end
+    got = in_deflate.sum { |s, _, _| s.count }
+    check(got >= 0.5 * r.total, "only #{got}/#{r.total} samples in Zlib::Deflate.deflate")
+    each_c = in_deflate.any? { |_, f, _| f.any? { |l| method?(l, "each") && prof.cfunc?(l) } }
+    good = in_deflate.select do |_, frames, idx|
+      block = frames[idx + 1]
+      next false unless block && block.name =~ /\Ablock .*compress_each\z/
+      each = frames.index { |l| method?(l, "each") }
+      next false unless each && each > idx + 1
+      between = frames[(idx + 2)...each]
+      frames[0...idx].any? { |l| l.name == "deflate" && l.file =~ /libz\.so/ } &&
+        (!each_c || (!between.empty? && between.all?(&native) &&
+                     between.any? { |l| l.name == "rb_ary_each" }))
+    end
+    n = good.sum { |s, _, _| s.count }
+    best = in_deflate.max_by { |s, _, _| s.count }
+    check(n >= 0.8 * got,
+          "#{n}/#{got} samples interleave Array#each's C frames under the block; most frequent:\n  " +
+          best[1].map { |l| "#{fmt(l, prof)} (#{prof.mappings[l.mapping]})" }.join("\n  "))
+    "#{n}/#{got} samples in deflate interleaved#{each_c ? "" : " (Array#each is Ruby here)"}"
+  end
 end

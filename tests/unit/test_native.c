@@ -128,16 +128,19 @@ Test(native, a_copy_goes_with_its_own_sample_once)
 	native_test_caller(3, 41);
 	cr_assert_eq(native_keep(n, rec, rec_size), 0);
 	/* another sample of the CPU, another CPU: not this copy */
-	cr_assert_eq(native_unwind(n, getpid(), 3, 40, 0, pcs, UNWIND_MAX_FRAMES, &res), -ENOENT);
-	cr_assert_eq(native_unwind(n, getpid(), 2, 41, 0, pcs, UNWIND_MAX_FRAMES, &res), -ENOENT);
-	cr_assert_eq(native_unwind(n, getpid(), 3, 41, 0, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	cr_assert_eq(native_unwind(n, getpid(), 3, 40, 0, NULL, pcs, UNWIND_MAX_FRAMES, &res),
+		     -ENOENT);
+	cr_assert_eq(native_unwind(n, getpid(), 2, 41, 0, NULL, pcs, UNWIND_MAX_FRAMES, &res),
+		     -ENOENT);
+	cr_assert_eq(native_unwind(n, getpid(), 3, 41, 0, NULL, pcs, UNWIND_MAX_FRAMES, &res), 0);
 	cr_assert_geq(res.n, 3);
 	cr_assert_eq(native_symbolize(n, getpid(), pcs[0], &sym), 0);
 	cr_assert_str_eq(sym.name, "native_test_sample");
 	cr_assert_eq(native_symbolize(n, getpid(), pcs[1] - 1, &sym), 0);
 	cr_assert_str_eq(sym.name, "native_test_caller");
 	/* used once */
-	cr_assert_eq(native_unwind(n, getpid(), 3, 41, 0, pcs, UNWIND_MAX_FRAMES, &res), -ENOENT);
+	cr_assert_eq(native_unwind(n, getpid(), 3, 41, 0, NULL, pcs, UNWIND_MAX_FRAMES, &res),
+		     -ENOENT);
 	native_stats(n, &st);
 	cr_assert_eq(st.kept, 1);
 	cr_assert_eq(st.unpaired, 3);

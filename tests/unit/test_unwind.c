@@ -73,7 +73,7 @@ static __attribute__((noinline)) int unwind_test_level1(size_t len)
 	return r + 1;
 }
 
-static struct unwind_input input_of(uint64_t stop_func)
+static struct unwind_input input_of(uint64_t func)
 {
 	return (struct unwind_input){
 		.pid = getpid(),
@@ -83,7 +83,7 @@ static struct unwind_input input_of(uint64_t stop_func)
 		.bp = cap.bp,
 		.stack = cap.stack,
 		.stack_len = cap.len,
-		.stop_func = stop_func,
+		.func = func,
 	};
 }
 
