@@ -203,3 +203,27 @@ Test(unwind, gone_process_and_forget)
 	cr_assert_eq(unwinder_symbolize(u, getpid(), pcs[0], &sym), -ENOENT);
 	unwinder__free(u);
 }
+
+Test(unwind, marks_the_frames_inside_a_function)
+{
+	struct unwinder *u = unwinder__new(0);
+	uint8_t marks[UNWIND_MAX_FRAMES];
+	struct unwind_result res;
+	uint64_t pcs[UNWIND_MAX_FRAMES];
+	size_t i, marked = 0;
+
+	cr_assert_eq(unwind_test_level1(COPY_MAX), 3);
+	/* as rb_vm_exec in a mixed stack: the walk goes on, its frames are marked */
+	struct unwind_input in = input_of((uint64_t)(uintptr_t)unwind_test_level2);
+
+	in.marks = marks;
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	cr_assert_eq(res.end, UNWIND_END_OUTERMOST);
+	cr_assert_geq(res.n, 4);
+	for (i = 0; i < res.n; i++)
+		marked += marks[i];
+	cr_assert_eq(marked, 1);
+	cr_assert_eq(marks[1], 1, "level2 is frame 1");
+	cr_assert_eq(find_frame(u, pcs, res.n, "unwind_test_level1"), 2);
+	unwinder__free(u);
+}
