@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "procmem.h"
@@ -35,57 +36,77 @@ struct unwinder {
 	struct unwinder_stats stats;
 };
 
-/* /proc/PID/map_files/START-END of the mapping of `path` that starts at `start`. -errno. */
-static int open_map_file(pid_t pid, const char *path, uint64_t start, char *buf, size_t len)
+/* The mapping of `path` that starts at `start` (the module's first), copied into *out. */
+static bool find_mapping(pid_t pid, const char *path, uint64_t start, struct proc_map *out)
 {
 	struct proc_maps m = {0};
-	int fd = -ENOENT, n;
+	bool found = false;
 	size_t i;
 
 	if (procs_read_maps(pid, &m))
-		return -ESRCH;
-	for (i = 0; i < m.n; i++) {
-		if (m.v[i].start != start || !m.v[i].path || strcmp(m.v[i].path, path) != 0)
-			continue;
-		n = snprintf(buf, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m.v[i].start,
-			     m.v[i].end);
-		if (n > 0 && (size_t)n < len)
-			fd = open(buf, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			fd = -errno;
-		break;
+		return false;
+	for (i = 0; i < m.n && !found; i++) {
+		if (m.v[i].start == start && m.v[i].path && strcmp(m.v[i].path, path) == 0) {
+			*out = m.v[i];
+			out->path = NULL; /* freed with m */
+			found = true;
+		}
 	}
 	procs_maps_free(&m);
-	return fd;
+	return found;
+}
+
+/*
+ * Opens path if it is the mapped file: the same inode, and the same device unless `any_dev`
+ * (overlayfs: maps may show the layer's device, stat the overlay's). -1 otherwise.
+ */
+static int open_same(const char *path, const struct proc_map *m, bool any_dev)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || !m)
+		return fd;
+	if (fstat(fd, &st) == 0 && st.st_ino == m->inode && (any_dev || st.st_dev == m->dev))
+		return fd;
+	close(fd);
+	return -1;
 }
 
 /*
  * The modules' files as the process sees them: through /proc/PID/root, so that a process in a
  * container gets its own libraries; then the path itself (maps name files as seen from the
  * reader's root: a chroot below ours), then the mapping itself (/proc/PID/map_files: a deleted
- * or replaced file; it needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE). Each module's userdata
- * points at its uproc (set right after reporting, before any file is opened: libdwfl opens
- * them lazily).
+ * or replaced file; it needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE). A path is used only if it
+ * still names the mapped file (its inode), so that a container's deleted library is never
+ * replaced by the host's file of the same name. Each module's userdata points at its uproc (set
+ * right after reporting, before any file is opened: libdwfl opens them lazily).
  */
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 		    char **file_name, Elf **elfp)
 {
 	const struct uproc *p = *userdata;
+	struct proc_map m;
+	const struct proc_map *mp;
 	char path[4096];
-	int fd;
+	int fd = -1;
 
 	if (!p || modname[0] != '/')
 		/* "[vdso: PID]": libdwfl reads it from the process's memory itself */
 		return dwfl_linux_proc_find_elf(mod, userdata, modname, base, file_name, elfp);
-	fd = procs_root_path(p->pid, modname, path, sizeof(path)) == 0
-		     ? open(path, O_RDONLY | O_CLOEXEC)
-		     : -1;
-	if (fd < 0) {
+	/* without its mapping (gone since it was reported), the root's path unchecked */
+	mp = find_mapping(p->pid, modname, base, &m) ? &m : NULL;
+	if (procs_root_path(p->pid, modname, path, sizeof(path)) == 0)
+		fd = open_same(path, mp, true);
+	if (fd < 0 && mp) {
 		snprintf(path, sizeof(path), "%s", modname);
+		fd = open_same(path, mp, false);
+	}
+	if (fd < 0 && mp) {
+		snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid,
+			 mp->start, mp->end);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 	}
-	if (fd < 0)
-		fd = open_map_file(p->pid, modname, base, path, sizeof(path));
 	if (fd < 0)
 		return -1;
 	*file_name = strdup(path);
