@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # --stacks mixed: native frames (CFI-unwound) on top of the Ruby stack (docs/native-stacks.md).
+require "open3"
+require "tmpdir"
+
 class E2E
   # A script compressing with Zlib::Deflate.deflate: most of its samples in that C function show
   # libz's own frames on top of it, and the script's Ruby method under it.
@@ -25,10 +28,27 @@ class E2E
           "#{n}/#{got} samples in deflate show libz's deflate above it; most frequent stack:\n  " +
           best[1].map { |l| "#{fmt(l, prof)} (#{prof.mappings[l.mapping]})" }.join("\n  "))
     depth = good.sum { |s, _, idx| s.count * idx } / [n, 1].max.to_f
-    # a Ruby-only stack never has a native frame
     ruby_only = samples.count { |s| prof.frames(s).none?(&native) }
+    # the baseline: perf's frame-pointer call graphs of the same process, where perf is installed
+    perf = perf_frames_per_sample(r.facts["pid"])
+    check(perf.nil? || depth > perf, "#{depth.round(1)} native frames per sample, perf -g finds #{perf}")
     "#{n}/#{got} samples in deflate with libz frames, #{depth.round(1)} native frames each, " \
-      "#{ruby_only} stacks without native frames"
+      "#{ruby_only} stacks without native frames" + (perf ? "; perf -g: #{perf.round(1)} frames per sample" : "")
+  end
+
+  # Frames per sample of `perf record -e cpu-clock -g` on pid for 3 s; nil without perf.
+  def perf_frames_per_sample(pid)
+    return nil unless system("command -v perf >/dev/null 2>&1")
+    Dir.mktmpdir("rp-perf") do |dir|
+      data = File.join(dir, "perf.data")
+      ok = system("perf", "record", "-q", "-e", "cpu-clock", "-F", "99", "-g", "-p", pid.to_s,
+                  "-o", data, "--", "sleep", "3", out: File::NULL, err: File::NULL)
+      check(ok, "perf record failed")
+      out, = Open3.capture2("perf", "script", "-i", data, err: File::NULL)
+      blocks = out.split(/\n\s*\n/).reject { |b| b.strip.empty? }
+      check(!blocks.empty?, "perf recorded no sample of pid #{pid}")
+      blocks.sum { |b| b.lines.size - 1 }.to_f / blocks.size
+    end
   end
 
   # Ruby -> C -> Ruby -> C: Array#each's own C code (rb_ary_each, rb_yield) between the block it
