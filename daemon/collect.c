@@ -443,11 +443,12 @@ static size_t add_leaf_marks(struct collector *c, struct target *t, const struct
 	return n + k;
 }
 
-/* A native frame of the process: its symbol in its object, or its offset there ("0x..."). */
+/* A native frame of the process: its symbol in its object, or its offset there. */
 static uint32_t native_frame(struct collector *c, struct target *t, uint64_t addr)
 {
 	struct unwind_sym sym;
-	char name[32];
+	const char *base;
+	char name[128];
 	uint64_t val;
 	uint32_t id;
 
@@ -457,8 +458,13 @@ static uint32_t native_frame(struct collector *c, struct target *t, uint64_t add
 		snprintf(name, sizeof(name), "0x%llx", (unsigned long long)addr);
 		return agg_frame_id(t->proc, AGG_FRAME_NATIVE, name, "", 0, 0);
 	}
-	if (!sym.name)
-		snprintf(name, sizeof(name), "0x%llx", (unsigned long long)sym.offset);
+	/* no symbol: its address in its object, named by the object's file name ("libz.so.1+0x4a26"),
+	 * which tells the frame apart from an equal offset in another object in every view */
+	if (!sym.name) {
+		base = strrchr(sym.module, '/');
+		snprintf(name, sizeof(name), "%.96s+0x%llx", base ? base + 1 : sym.module,
+			 (unsigned long long)sym.offset);
+	}
 	id = agg_frame_id(t->proc, AGG_FRAME_NATIVE, sym.name ? sym.name : name, sym.module, 0, 0);
 	if (!id)
 		return 0;

@@ -310,11 +310,12 @@ void unwinder_forget(struct unwinder *u, pid_t pid)
 /* ---- unwinding ----------------------------------------------------------------------------- */
 
 /*
- * End of the function that starts at `start` in mod (an address of the process), from the next
- * entry of .eh_frame_hdr's table of CFI entries (sorted by start): what a stripped build still
- * has. Only the table GNU ld writes (datarel sdata4 pairs) is read. 0 when not found.
+ * The CFI entry of .eh_frame_hdr's table (sorted by start) that holds addr (an address of the
+ * process): *start is its start, *end the next entry's (0 for the last). What a stripped build
+ * still has of its functions. Only the table GNU ld writes (datarel sdata4 pairs) is read.
+ * 0, or -ENOENT.
  */
-static uint64_t eh_frame_hdr_end(Dwfl_Module *mod, uint64_t start)
+static int eh_frame_hdr_lookup(Dwfl_Module *mod, uint64_t addr, uint64_t *start, uint64_t *end)
 {
 	const uint8_t *d;
 	Elf_Data *data = NULL;
@@ -328,7 +329,7 @@ static uint64_t eh_frame_hdr_end(Dwfl_Module *mod, uint64_t start)
 
 	elf = dwfl_module_getelf(mod, &bias);
 	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
-		return 0;
+		return -ENOENT;
 	while ((scn = elf_nextscn(elf, scn))) {
 		if (!gelf_getshdr(scn, &shdr))
 			continue;
@@ -341,32 +342,35 @@ static uint64_t eh_frame_hdr_end(Dwfl_Module *mod, uint64_t start)
 	}
 	/* version 1; eh_frame_ptr pcrel|sdata4, fde_count udata4, table datarel|sdata4 */
 	if (!data || data->d_size < 12)
-		return 0;
+		return -ENOENT;
 	d = data->d_buf;
 	if (d[0] != 1 || d[1] != 0x1b || d[2] != 0x03 || d[3] != 0x3b)
-		return 0;
+		return -ENOENT;
 	memcpy(&loc, d + 8, sizeof(loc));
 	count = (uint32_t)loc;
 	if (count > (data->d_size - 12) / 8)
-		return 0;
-	/* the last entry at or below start */
+		return -ENOENT;
+	/* the first entry above addr */
 	lo = 0;
 	hi = count;
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
 		memcpy(&loc, d + 12 + mid * 8, sizeof(loc));
-		if (hdr.sh_addr + (int64_t)loc + bias <= start)
+		if (hdr.sh_addr + (int64_t)loc + bias <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo == 0 || lo >= count)
-		return 0;
+	if (lo == 0)
+		return -ENOENT;
 	memcpy(&loc, d + 12 + (lo - 1) * 8, sizeof(loc));
-	if (hdr.sh_addr + (int64_t)loc + bias != start)
-		return 0; /* no CFI entry starts there */
-	memcpy(&loc, d + 12 + lo * 8, sizeof(loc));
-	return hdr.sh_addr + (int64_t)loc + bias;
+	*start = hdr.sh_addr + (int64_t)loc + bias;
+	*end = 0;
+	if (lo < count) {
+		memcpy(&loc, d + 12 + lo * 8, sizeof(loc));
+		*end = hdr.sh_addr + (int64_t)loc + bias;
+	}
+	return 0;
 }
 
 /* [start, end) of the function at `start`: its symbol's size, else its CFI entry's extent; a
@@ -374,8 +378,8 @@ static uint64_t eh_frame_hdr_end(Dwfl_Module *mod, uint64_t start)
 static uint64_t func_end(Dwfl *dwfl, uint64_t start)
 {
 	Dwfl_Module *mod = dwfl_addrmodule(dwfl, start);
+	uint64_t fstart, end;
 	GElf_Off off = 0;
-	uint64_t end;
 	GElf_Sym sym;
 
 	if (!mod)
@@ -383,8 +387,9 @@ static uint64_t func_end(Dwfl *dwfl, uint64_t start)
 	if (dwfl_module_addrinfo(mod, start, &off, &sym, NULL, NULL, NULL) && off == 0 &&
 	    sym.st_size)
 		return start + sym.st_size;
-	end = eh_frame_hdr_end(mod, start);
-	return end > start ? end : start + 1;
+	if (eh_frame_hdr_lookup(mod, start, &fstart, &end) == 0 && fstart == start && end > start)
+		return end;
+	return start + 1;
 }
 
 struct walk {
@@ -479,6 +484,7 @@ int unwinder_symbolize(struct unwinder *u, pid_t pid, uint64_t addr, struct unwi
 	struct uproc *p = uproc_find(u, pid);
 	const unsigned char *bits;
 	Dwarf_Addr start = 0, vaddr;
+	uint64_t fstart, fend;
 	Dwfl_Module *mod;
 	GElf_Off off = 0;
 	GElf_Sym sym;
@@ -493,7 +499,17 @@ int unwinder_symbolize(struct unwinder *u, pid_t pid, uint64_t addr, struct unwi
 		return 0;
 	out->module = dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL);
 	out->name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
-	out->offset = out->name ? off : addr - start;
+	if (out->name) {
+		out->offset = off;
+	} else if (eh_frame_hdr_lookup(mod, addr, &fstart, &fend) == 0 && fstart >= start &&
+		   (!fend || addr < fend)) {
+		/* no symbol (a static function of a stripped object): the function's start from
+		 * its CFI, so that its addresses count as one function */
+		out->offset = fstart - start;
+		out->func_from_cfi = true;
+	} else {
+		out->offset = addr - start;
+	}
 	len = dwfl_module_build_id(mod, &bits, &vaddr);
 	for (i = 0; len > 0 && i < len && i < 20; i++)
 		snprintf(out->build_id + (ptrdiff_t)2 * i, 3, "%02x", bits[i]);

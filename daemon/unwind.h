@@ -55,8 +55,11 @@ struct unwind_result {
 };
 
 struct unwind_sym {
-	const char *name;   /* symbol, or NULL when no symbol covers the address */
-	uint64_t offset;    /* from the symbol's start, or from the module's load address */
+	const char *name; /* symbol, or NULL when no symbol covers the address */
+	/* from the symbol's start; without a symbol, of the address (or, func_from_cfi, of the
+	 * start of its function as its CFI entry says) from the module's start */
+	uint64_t offset;
+	bool func_from_cfi;
 	const char *module; /* the object's path as mapped, or NULL (no module covers it) */
 	char build_id[41];  /* hex GNU build id of the object, "" when unknown (first 20 bytes) */
 };
