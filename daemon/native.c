@@ -122,7 +122,7 @@ int native_unwind(struct native *n, pid_t pid, uint32_t cpu, uint32_t seq, uint6
 		.marks = marks,
 	};
 	err = unwinder_unwind(n->unw, &in, pcs, max, res);
-	if (!err && res->end == UNWIND_END_STOPPED)
+	if (!err && (res->end == UNWIND_END_STOPPED || res->end == UNWIND_END_MAX))
 		n->stats.truncated++;
 	return err;
 }

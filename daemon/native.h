@@ -24,7 +24,7 @@ struct native_stats {
 	uint64_t bad;	    /* records whose length does not fit their size */
 	uint64_t unpaired;  /* Ruby stacks with no user stack of the same sample (lost, or
 			     * replaced by the CPU's next sample first) */
-	uint64_t truncated; /* native stacks marked truncated (unwinding stopped) */
+	uint64_t truncated; /* native stacks cut short: unwinding stopped, or the frame bound */
 	struct unwinder_stats unw;
 };
 

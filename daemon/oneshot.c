@@ -263,7 +263,7 @@ static void summary(struct run *r, double secs, const char *path)
 		       " unwound, %" PRIu64 " truncated, %" PRIu64
 		       " Ruby stacks without their copy\n",
 		       bpf[RP_STAT_USTACKS], bpf[RP_STAT_USTACK_LOST], bpf[RP_STAT_USTACK_SHORT],
-		       c.native.unw.unwinds, c.native.unw.stopped, c.native.unpaired);
+		       c.native.unw.unwinds, c.native.truncated, c.native.unpaired);
 	if (path)
 		printf("profile: %s  (view: go tool pprof -top %s)\n", path, path);
 	if (path && r->cfg->format)

@@ -485,8 +485,10 @@ static void render(void *ctx, struct mbuf *b)
 		counter(b, "rubyprofd_native_unwound_total", "Native stacks unwound.",
 			c.native.unw.unwinds);
 		counter(b, "rubyprofd_native_truncated_total",
-			"Native stacks whose unwinding stopped early (marked in the stack).",
-			c.native.unw.stopped);
+			"Native stacks cut short: unwinding stopped early, or more frames than "
+			"kept "
+			"(marked in the stack).",
+			c.native.truncated);
 		counter(b, "rubyprofd_native_unpaired_total",
 			"Ruby stacks shown without native frames: their copy was missing.",
 			c.native.unpaired);

@@ -82,4 +82,41 @@ class E2E
           best[1].map { |l| "#{fmt(l, prof)} (#{prof.mappings[l.mapping]})" }.join("\n  "))
     "#{n}/#{got} samples in deflate interleaved#{each_c ? "" : " (Array#each is Ruby here)"}"
   end
+
+  # Ruby -> C -> Ruby nested 40 deep: more native frames than are kept. The native stack is cut
+  # where the bound is, marked there, and every Ruby frame stays, in Ruby's order.
+  def test_native_truncated
+    depth = 40
+    r = profile_script("nested_deep.rb", depth.to_s, duration: 6, flags: ["--stacks", "mixed"])
+    prof, samples = r.prof, r.samples
+    want = r.facts["frames"].map { |f| f["label"] }
+    in_deflate = samples.filter_map do |s|
+      frames = prof.frames(s)
+      idx = frames.index { |l| method?(l, "deflate") && prof.cfunc?(l) }
+      [s, frames, idx] if idx
+    end
+    got = in_deflate.sum { |s, _, _| s.count }
+    check(got >= 0.5 * r.total, "only #{got}/#{r.total} samples in Zlib::Deflate.deflate")
+    good = in_deflate.select do |_, frames, idx|
+      # Ruby's backtrace, taken in the block that calls deflate, is the stack under it
+      ruby = frames[(idx + 1)..].select { |l| prof.mappings[l.mapping] =~ /\A\[ruby( cfunc)?\]\z/ }
+      marks = frames.each_index.select { |i| frames[i].name == "[native stack truncated]" }
+      ruby.map { |l| ruby_label(l) } == want && marks.size == 1 && marks[0] > idx &&
+        frames[0...idx].any? { |l| l.name == "deflate" && l.file =~ /libz\.so/ }
+    end
+    n = good.sum { |s, _, _| s.count }
+    best = in_deflate.max_by { |s, _, _| s.count }
+    bf, bi = best[1], best[2]
+    bruby = bf[(bi + 1)..].select { |l| prof.mappings[l.mapping] =~ /\A\[ruby( cfunc)?\]\z/ }.map { |l| ruby_label(l) }
+    diff = bruby.zip(want).index { |a, b| a != b }
+    check(n >= 0.8 * got,
+          "#{n}/#{got} samples keep Ruby's #{want.size} frames with one truncation mark; most frequent " \
+          "has #{bruby.size} Ruby frames, first difference at #{diff.inspect}: " \
+          "#{diff && [bruby[diff], want[diff]].inspect}, marks at " \
+          "#{bf.each_index.select { |i| bf[i].name == "[native stack truncated]" }.inspect} (deflate at #{bi}):\n  " +
+          best[1].last(20).map { |l| "#{fmt(l, prof)} (#{prof.mappings[l.mapping]})" }.join("\n  "))
+    counted = r.stdout[/^native: .*?(\d+) truncated/, 1].to_i
+    check(counted >= n, "the summary counts #{counted} truncated native stacks, the profile has #{n}")
+    "#{n}/#{got} samples truncated and marked, #{want.size} Ruby frames kept"
+  end
 end
