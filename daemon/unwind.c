@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "procmem.h"
@@ -19,11 +20,23 @@
 #define DWARF_RBP 6
 #define DWARF_RSP 7
 
+/* A process's modules are reported again (a leaf in no module) at most this often. */
+#define REFRESH_NS 1000000000LL
+
+static int64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 /* One process's Dwfl and the sample being unwound in it (the thread callbacks' argument). */
 struct uproc {
 	pid_t pid;
 	Dwfl *dwfl;
-	uint64_t used; /* unwinder tick of its last use: the least recent goes at the bound */
+	uint64_t used;	  /* unwinder tick of its last use: the least recent goes at the bound */
+	int64_t built_ns; /* CLOCK_MONOTONIC when its Dwfl was made */
 	const struct unwind_input *in;
 	bool past_copy;
 	uint64_t func_start, func_end; /* extent of the last function asked about */
@@ -207,6 +220,7 @@ static int uproc_build(struct uproc *p)
 	p->dwfl = dwfl_begin(&dwfl_callbacks);
 	if (!p->dwfl)
 		return -ENOMEM;
+	p->built_ns = monotonic_ns();
 	dwfl_report_begin(p->dwfl);
 	err = dwfl_linux_proc_report(p->dwfl, p->pid);
 	if (dwfl_report_end(p->dwfl, NULL, NULL) != 0 && !err)
@@ -442,8 +456,11 @@ int unwinder_unwind(struct unwinder *u, const struct unwind_input *in, uint64_t 
 		u->stats.no_dwfl++;
 		return err;
 	}
-	/* A leaf in no module: a library loaded after the Dwfl was made; report the maps again. */
-	if (!dwfl_addrmodule(p->dwfl, in->ip)) {
+	/*
+	 * A leaf in no module: a library loaded after the Dwfl was made; report the maps again, at
+	 * most once a second (a leaf in anonymous code, JIT code, is in no module ever).
+	 */
+	if (!dwfl_addrmodule(p->dwfl, in->ip) && monotonic_ns() - p->built_ns >= REFRESH_NS) {
 		uproc_drop(p);
 		u->stats.refreshed++;
 		err = uproc_build(p);

@@ -70,7 +70,8 @@ struct unwinder_stats {
 	uint64_t past_copy; /* unwinds that read above the copied stack */
 	uint64_t no_dwfl;   /* unwinds refused: the process's modules could not be reported */
 	uint64_t evicted;   /* Dwfl dropped at the cache bound */
-	uint64_t refreshed; /* Dwfl rebuilt: the leaf address was in no module (a new mapping) */
+	uint64_t refreshed; /* Dwfl rebuilt: the leaf address was in no module (a new mapping;
+			     * at most once a second per process) */
 };
 
 /* max_procs: processes kept at once (0: UNWIND_MAX_PROCS_DEFAULT). NULL with errno set. */
