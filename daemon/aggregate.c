@@ -295,11 +295,26 @@ uint32_t agg_frame_id(struct agg_proc *p, enum agg_frame_kind kind, const char *
 	f->file = ft->strs[file_id];
 	f->start_line = start_line;
 	f->line = line;
+	f->build_id = NULL;
 	if (hmap_put(&ft->frame_index, k1, k2, id)) {
 		errno = ENOMEM;
 		return 0;
 	}
 	ft->nframes++;
+	return id;
+}
+
+uint32_t agg_native_frame_id(struct agg_proc *p, const char *name, const char *file,
+			     const char *build_id)
+{
+	uint32_t id = agg_frame_id(p, AGG_FRAME_NATIVE, name, file, 0, 0), bid;
+
+	if (!id || !build_id || !build_id[0] || p->ft.frames[id].build_id)
+		return id;
+	/* the frame stays without it when memory runs out */
+	bid = intern(&p->ft, build_id);
+	if (bid != (uint32_t)-1)
+		p->ft.frames[id].build_id = p->ft.strs[bid];
 	return id;
 }
 
@@ -515,8 +530,9 @@ static uint64_t frame_location(struct export_ctx *x, const struct agg_proc *proc
 		return 0;
 	/* a native frame's mapping is its object (interned: one per file) */
 	if (f->kind == AGG_FRAME_NATIVE && f->file[0])
-		locs[id] = pprof_location(x->p, pprof_mapping(x->p, 0, 0, 0, f->file, ""), 0, fn,
-					  f->line);
+		locs[id] = pprof_location(
+			x->p, pprof_mapping(x->p, 0, 0, 0, f->file, f->build_id ? f->build_id : ""),
+			0, fn, f->line);
 	else
 		locs[id] = pprof_location(x->p, x->maps[f->kind], 0, fn, f->line);
 	return locs[id];

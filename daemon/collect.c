@@ -456,7 +456,7 @@ static uint32_t native_frame(struct collector *c, struct target *t, uint64_t add
 		return (uint32_t)val;
 	if (native_symbolize(c->native, t->t.pid, addr, &sym) || !sym.module) {
 		snprintf(name, sizeof(name), "0x%llx", (unsigned long long)addr);
-		return agg_frame_id(t->proc, AGG_FRAME_NATIVE, name, "", 0, 0);
+		return agg_native_frame_id(t->proc, name, "", NULL);
 	}
 	/* no symbol: its address in its object, named by the object's file name ("libz.so.1+0x4a26"),
 	 * which tells the frame apart from an equal offset in another object in every view */
@@ -465,7 +465,7 @@ static uint32_t native_frame(struct collector *c, struct target *t, uint64_t add
 		snprintf(name, sizeof(name), "%.96s+0x%llx", base ? base + 1 : sym.module,
 			 (unsigned long long)sym.offset);
 	}
-	id = agg_frame_id(t->proc, AGG_FRAME_NATIVE, sym.name ? sym.name : name, sym.module, 0, 0);
+	id = agg_native_frame_id(t->proc, sym.name ? sym.name : name, sym.module, sym.build_id);
 	if (!id)
 		return 0;
 	if (t->frames.len >= MAX_FRAME_CACHE) {

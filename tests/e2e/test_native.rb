@@ -9,7 +9,7 @@ class E2E
   def test_native_zlib
     r = profile_script("zlib_work.rb", duration: 6, flags: ["--stacks", "mixed"])
     prof, samples = r.prof, r.samples
-    native = ->(loc) { prof.mappings[loc.mapping] == loc.file && loc.file.start_with?("/") }
+    native = ->(loc) { native?(prof, loc) }
     in_deflate = samples.filter_map do |s|
       frames = prof.frames(s)
       idx = frames.index { |l| method?(l, "deflate") && prof.cfunc?(l) }
@@ -29,11 +29,28 @@ class E2E
           best[1].map { |l| "#{fmt(l, prof)} (#{prof.mappings[l.mapping]})" }.join("\n  "))
     depth = good.sum { |s, _, idx| s.count * idx } / [n, 1].max.to_f
     ruby_only = samples.count { |s| prof.frames(s).none?(&native) }
+    # libz's Mapping carries its build id, as the file has it
+    libz = good.first[1].find { |l| l.file =~ /libz\.so/ }
+    want_id = build_id_of(libz.file)
+    check(want_id.nil? || prof.mappings[libz.mapping] == "#{libz.file} #{want_id}",
+          "libz's mapping is #{prof.mappings[libz.mapping].inspect}, its build id #{want_id}")
     # the baseline: perf's frame-pointer call graphs of the same process, where perf is installed
     perf = perf_frames_per_sample(r.facts["pid"])
     check(perf.nil? || depth > perf, "#{depth.round(1)} native frames per sample, perf -g finds #{perf}")
     "#{n}/#{got} samples in deflate with libz frames, #{depth.round(1)} native frames each, " \
       "#{ruby_only} stacks without native frames" + (perf ? "; perf -g: #{perf.round(1)} frames per sample" : "")
+  end
+
+  # A native frame: its mapping is its object (pprof -raw prints the build id after the path).
+  def native?(prof, loc)
+    loc.file.start_with?("/") && prof.mappings[loc.mapping] =~ /\A#{Regexp.escape(loc.file)}( \h{40})?\z/
+  end
+
+  # The GNU build id of a file as the test's Ruby sees it (readelf), nil without readelf.
+  def build_id_of(path)
+    return nil unless system("command -v readelf >/dev/null 2>&1")
+    out, = Open3.capture2("readelf", "-n", File.join(@rt.root || "/", path), err: File::NULL)
+    out[/Build ID: (\h+)/, 1]
   end
 
   # Frames per sample of `perf record -e cpu-clock -g` on pid for 3 s; nil without perf.
@@ -56,7 +73,7 @@ class E2E
   def test_native_nested
     r = profile_script("zlib_nested.rb", duration: 6, flags: ["--stacks", "mixed"])
     prof, samples = r.prof, r.samples
-    native = ->(loc) { prof.mappings[loc.mapping] == loc.file && loc.file.start_with?("/") }
+    native = ->(loc) { native?(prof, loc) }
     in_deflate = samples.filter_map do |s|
       frames = prof.frames(s)
       idx = frames.index { |l| method?(l, "deflate") && prof.cfunc?(l) }

@@ -10,7 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "aggregate.h"
 #include "native.h"
+#include "pprof.h"
+#include "pprofread.h"
 #include "procs.h"
 #include "sampler.h"
 
@@ -165,4 +168,61 @@ Test(native, malformed_copies_are_refused)
 	cr_assert_eq(st.bad, 2);
 	cr_assert_eq(st.kept, 0);
 	native__free(n);
+}
+
+/* In pprof, native frames have a Mapping per object, with the object's build id. */
+Test(native, pprof_mapping_per_object_with_build_id)
+{
+	struct agg_proc_info info = {.pid = 1, .nspid = 1, .service = "s"};
+	const char *libz = "/usr/lib/libz.so.1", *libc = "/usr/lib/libc.so.6";
+	const char *bid = "0123456789abcdef0123456789abcdef01234567";
+	const struct pprofread_profile *prof;
+	const struct pprofread_mapping *m;
+	struct agg *a = agg__new(2, 100);
+	const int64_t one[2] = {1, 10};
+	struct pprofread *r;
+	struct agg_proc *p;
+	struct pprof *pp;
+	uint8_t *out = NULL;
+	uint32_t f[3];
+	size_t len = 0, i, seen = 0;
+	char err[256];
+
+	cr_assert_not_null(a);
+	p = agg_proc__new(a, &info);
+	cr_assert_not_null(p);
+	f[0] = agg_native_frame_id(p, "deflate", libz, bid);
+	f[1] = agg_native_frame_id(p, "libz.so.1+0x4970", libz, bid);
+	f[2] = agg_native_frame_id(p, "__libc_start_main", libc, "");
+	cr_assert(f[0] && f[1] && f[2]);
+	cr_assert_eq(agg_native_frame_id(p, "deflate", libz, bid), f[0]);
+	cr_assert_str_eq(agg_frame_get(p, f[0])->build_id, bid);
+	cr_assert_null(agg_frame_get(p, f[2])->build_id);
+	cr_assert_eq(agg_add(a, p, 1, "", f, 3, one), 0);
+
+	pp = pprof__new();
+	cr_assert_not_null(pp);
+	cr_assert_eq(agg_to_pprof(a, pp, NULL, 0), 0);
+	cr_assert_eq(pprof_encode(pp, 0, &out, &len), 0);
+	r = pprofread__new(out, len, "test", err, sizeof(err));
+	cr_assert_not_null(r, "%s", err);
+	prof = pprofread_profile(r);
+	/* one mapping per object: libz's two frames share one */
+	cr_assert_eq(prof->nmappings, 2);
+	for (i = 0; i < prof->nmappings; i++) {
+		m = &prof->mappings[i];
+		if (strcmp(pprofread_str(r, m->filename), libz) == 0) {
+			cr_assert_str_eq(pprofread_str(r, m->build_id), bid);
+			seen++;
+		} else {
+			cr_assert_str_eq(pprofread_str(r, m->filename), libc);
+			cr_assert_str_eq(pprofread_str(r, m->build_id), "");
+			seen++;
+		}
+	}
+	cr_assert_eq(seen, 2);
+	pprofread__free(r);
+	free(out);
+	pprof__free(pp);
+	agg__free(a);
 }
