@@ -841,22 +841,38 @@ static void ob_msg(struct buf *b, unsigned field, const struct buf *m)
 /* What Pyroscope's pprof conversion names a profile whose sample types include "cpu". */
 #define PROFILE_NAME "process_cpu"
 
+/*
+ * Pyroscope's default validation limits (pkg/validation: max_label_names_per_series 30,
+ * max_label_name_length 1024, max_label_value_length 2048): a series beyond them is refused
+ * whole with a 400, which would move every profile of that service aside. The series Pyroscope
+ * checks has, beside the sidecar's labels, __name__, service_name, pyroscope_spy and __delta__,
+ * which /ingest adds itself: PYRO_MAX_OWN labels are left for the sidecar's others.
+ */
+#define PYRO_MAX_LABELS	   30
+#define PYRO_MAX_OWN	   (PYRO_MAX_LABELS - 4)
+#define PYRO_MAX_NAME_LEN  1024
+#define PYRO_MAX_VALUE_LEN 2048
+
 struct ilabel {
 	char *key;
 	const char *value;
+	char *vcopy; /* value, when cut to PYRO_MAX_VALUE_LEN */
 };
 
 struct ilabels {
 	struct ilabel *v;
 	size_t n;
+	size_t trimmed; /* labels left out or values cut for Pyroscope's limits */
 };
 
 static void ilabels_release(struct ilabels *ls)
 {
 	size_t i;
 
-	for (i = 0; i < ls->n; i++)
+	for (i = 0; i < ls->n; i++) {
 		free(ls->v[i].key);
+		free(ls->v[i].vcopy);
+	}
 	free(ls->v);
 	ls->v = NULL;
 	ls->n = 0;
@@ -898,8 +914,58 @@ static int ilabels_add(struct ilabels *ls, const char *key, const char *value, b
 	if (!v[ls->n].key)
 		return -ENOMEM;
 	v[ls->n].value = value;
+	v[ls->n].vcopy = NULL;
 	ls->n++;
 	return 0;
+}
+
+/* Cuts a value longer than Pyroscope's limit at a UTF-8 character boundary. */
+static int ilabel_cut(struct ilabel *l)
+{
+	size_t n = PYRO_MAX_VALUE_LEN;
+
+	while (n && ((unsigned char)l->value[n] & 0xc0) == 0x80)
+		n--;
+	l->vcopy = strndup(l->value, n);
+	if (!l->vcopy)
+		return -ENOMEM;
+	l->value = l->vcopy;
+	return 0;
+}
+
+/*
+ * Keeps a Pyroscope series within the default limits: labels with names too long are left out,
+ * then the sidecar's labels beyond PYRO_MAX_OWN (the last by name), and values too long are cut.
+ * ls is sorted; service_name, pyroscope_spy and __name__ always stay.
+ */
+static int ilabels_fit_pyroscope(struct ilabels *ls)
+{
+	size_t i, own = 0, o = 0;
+	int err = 0;
+
+	for (i = 0; i < ls->n; i++) {
+		struct ilabel *l = &ls->v[i];
+		bool keep = !strcmp(l->key, "service_name") || !strcmp(l->key, "pyroscope_spy") ||
+			    !strcmp(l->key, "__name__");
+
+		if (!keep && strlen(l->key) <= PYRO_MAX_NAME_LEN && own < PYRO_MAX_OWN) {
+			keep = true;
+			own++;
+		}
+		if (!keep) {
+			free(l->key);
+			free(l->vcopy);
+			ls->trimmed++;
+			continue;
+		}
+		if (!err && strlen(l->value) > PYRO_MAX_VALUE_LEN) {
+			err = ilabel_cut(l);
+			ls->trimmed++;
+		}
+		ls->v[o++] = *l;
+	}
+	ls->n = o;
+	return err;
 }
 
 static bool ilabels_has(const struct ilabels *ls, const char *key)
@@ -950,7 +1016,7 @@ static int ilabels_build(enum ingest_protocol proto, const struct sidecar *sc, s
 		if (!strcmp(ls->v[i - 1].key, ls->v[i].key))
 			return -EINVAL;
 	}
-	return 0;
+	return proto == INGEST_PARCA ? 0 : ilabels_fit_pyroscope(ls);
 }
 
 /* ---- requests -------------------------------------------------------------------------------- */
@@ -1191,6 +1257,7 @@ int ingest_build(enum ingest_protocol proto, const char *base, const struct side
 	err = ilabels_build(proto, sc, &ls);
 	if (err)
 		goto cleanup;
+	out->labels_trimmed = ls.trimmed;
 	switch (proto) {
 	case INGEST_PYROSCOPE:
 		err = build_ingest(sc, &ls, &url);

@@ -25,6 +25,8 @@
 #define NS		 1000000000LL
 /* How often rejected/ is swept when nothing else happens. */
 #define SWEEP_EVERY_NS	 (600 * NS)
+/* Spool entries listed per pass (the pass lists again when it got through them all). */
+#define SHIP_PASS_MAX	 64
 /* Bytes of a server's message quoted in the log. */
 #define MAX_LOGGED_REPLY 300
 
@@ -48,7 +50,6 @@ struct ship {
 	bool kicked;		   /* under mu */
 	struct ship_conf *pending; /* under mu: taken by the thread between uploads */
 	struct ship_stats st;	   /* under mu (backlog fields are filled by ship_stats) */
-	int64_t oldest_from_ns;	   /* under mu: start of the profile being worked on; 0: none */
 
 	/* the thread's own */
 	struct ship_conf *conf;
@@ -59,6 +60,7 @@ struct ship {
 	uint64_t seed;
 	int64_t next_sweep;
 	bool warned_old;
+	bool warned_labels; /* once per process: the same labels come with every profile */
 };
 
 enum outcome {
@@ -568,10 +570,6 @@ static enum outcome ship_one(struct ship *s, const struct spool_entry *e, int64_
 	enum outcome out = OUT_NEXT;
 	int r;
 
-	pthread_mutex_lock(&s->mu);
-	s->oldest_from_ns = e->from_ns;
-	pthread_mutex_unlock(&s->mu);
-
 	r = spool_sidecar_path(s->spool, e->stem, path, sizeof(path));
 	if (!r) {
 		sc = sidecar__read(path, err, sizeof(err));
@@ -618,6 +616,12 @@ static enum outcome ship_one(struct ship *s, const struct spool_entry *e, int64_
 		ship_count(s, SHIP_FAIL_PROTOCOL);
 		ship_move_aside(s, e->stem);
 		goto cleanup;
+	}
+	if (req.labels_trimmed && !s->warned_labels) {
+		log_warn("upload: \"%s\": %zu series labels left out or cut to fit Pyroscope's "
+			 "default limits (30 labels, values of 2048 bytes); see docs/shipping.md",
+			 e->stem, req.labels_trimmed);
+		s->warned_labels = true;
 	}
 	r = ship_set_inflight(s, e->stem);
 	if (r)
@@ -672,7 +676,8 @@ static enum outcome ship_pass(struct ship *s, int64_t *wait, size_t *handled)
 	bool pending;
 
 	*handled = 0;
-	if (spool_list(s->spool, &v, &n)) {
+	/* the oldest few: a long backlog is not copied whole for every pass after a backoff */
+	if (spool_list(s->spool, &v, &n, SHIP_PASS_MAX)) {
 		*wait = NS;
 		return OUT_RETRY;
 	}
@@ -690,11 +695,6 @@ static enum outcome ship_pass(struct ship *s, int64_t *wait, size_t *handled)
 		if (out != OUT_NEXT)
 			break;
 		(*handled)++;
-	}
-	if (out == OUT_NEXT && i == n) {
-		pthread_mutex_lock(&s->mu);
-		s->oldest_from_ns = 0;
-		pthread_mutex_unlock(&s->mu);
 	}
 	free(v);
 	return out;
@@ -847,18 +847,17 @@ void ship_kick(struct ship *s)
 void ship_stats(struct ship *s, struct ship_stats *out)
 {
 	struct spool_stats sp;
-	int64_t oldest;
 
 	spool_stats(s->spool, &sp);
 	pthread_mutex_lock(&s->mu);
 	*out = s->st;
-	oldest = s->oldest_from_ns;
 	pthread_mutex_unlock(&s->mu);
 	out->backlog_profiles = sp.files;
 	out->backlog_bytes = sp.bytes;
 	out->oldest_age = 0;
-	if (sp.files && oldest) {
-		int64_t age = wall_ns() - oldest;
+	/* from the spool itself: right during a backoff and after evictions */
+	if (sp.oldest_from_ns) {
+		int64_t age = wall_ns() - sp.oldest_from_ns;
 
 		out->oldest_age = age > 0 ? (double)age / NS : 0;
 	}
