@@ -22,13 +22,15 @@
 #include "log.h"
 #include "ship.h"
 
-#define NS		 1000000000LL
+#define NS		  1000000000LL
 /* How often rejected/ is swept when nothing else happens. */
-#define SWEEP_EVERY_NS	 (600 * NS)
+#define SWEEP_EVERY_NS	  (600 * NS)
+/* 5xx answers in a row to one profile before the next is tried past it. */
+#define SHIP_POISON_AFTER 5
 /* Spool entries listed per pass (the pass lists again when it got through them all). */
-#define SHIP_PASS_MAX	 64
+#define SHIP_PASS_MAX	  64
 /* Bytes of a server's message quoted in the log. */
-#define MAX_LOGGED_REPLY 300
+#define MAX_LOGGED_REPLY  300
 
 /* The options in force: what ship_opts says, owned, with its transport. */
 struct ship_conf {
@@ -61,6 +63,11 @@ struct ship {
 	int64_t next_sweep;
 	bool warned_old;
 	bool warned_labels; /* once per process: the same labels come with every profile */
+	/* The profile the server answered 5xx to, SHIP_POISON_AFTER times in a row or more: the
+	 * next pass tries the profile after it first, to tell a server that is down from one
+	 * that fails on this profile alone (a body it cannot parse can come back as a 500). */
+	char stuck[sizeof(((struct spool_entry *)0)->stem)];
+	unsigned int stuck_count;
 };
 
 enum outcome {
@@ -539,8 +546,14 @@ static enum outcome ship_answer(struct ship *s, const char *stem, const struct i
 		return ship_retry(s, SHIP_FAIL_AUTH, why, -1, wait);
 	if (st == 429)
 		return ship_retry(s, SHIP_FAIL_HTTP_429, why, res->retry_after, wait);
-	if (st >= 500 || st == 408)
+	if (st >= 500 || st == 408) {
+		if (strcmp(s->stuck, stem)) {
+			snprintf(s->stuck, sizeof(s->stuck), "%s", stem);
+			s->stuck_count = 0;
+		}
+		s->stuck_count++;
 		return ship_retry(s, SHIP_FAIL_HTTP_5XX, why, res->retry_after, wait);
+	}
 	/* a wrong URL would otherwise move every profile aside */
 	if (st < 200 || (st >= 300 && st < 400) || st == 404 || st == 405) {
 		snprintf(why, sizeof(why),
@@ -667,6 +680,29 @@ static struct ship_conf *ship_take_pending(struct ship *s)
 	return old;
 }
 
+/*
+ * The server failed `stuck` with a 5xx SHIP_POISON_AFTER times: `next` goes first. If the server
+ * takes it (or answers it, moving it aside), it is up and fails on `stuck` alone: that one moves
+ * aside too instead of blocking every later profile until upload_max_age. Else both stay.
+ */
+static enum outcome ship_probe_past(struct ship *s, const struct spool_entry *stuck,
+				    const struct spool_entry *next, int64_t *wait)
+{
+	enum outcome out = ship_one(s, next, wait);
+
+	if (out != OUT_NEXT)
+		return out;
+	log_error("collector %s: \"%s\" failed with a server error %u times while the next "
+		  "profile went through: moved to %s/%s/",
+		  s->conf->url, stuck->stem, s->stuck_count, spool_dir(s->spool),
+		  SHIP_REJECTED_DIR);
+	ship_count(s, SHIP_FAIL_REJECTED);
+	ship_move_aside(s, stuck->stem);
+	s->stuck[0] = '\0';
+	s->stuck_count = 0;
+	return OUT_NEXT;
+}
+
 /* Walks the spool once. OUT_NEXT: everything listed was handled; else wait or stop. */
 static enum outcome ship_pass(struct ship *s, int64_t *wait, size_t *handled)
 {
@@ -691,6 +727,15 @@ static enum outcome ship_pass(struct ship *s, int64_t *wait, size_t *handled)
 		pthread_mutex_unlock(&s->mu);
 		if (pending)
 			break; /* re-listed with the new options */
+		if (i == 0 && n > 1 && s->stuck_count >= SHIP_POISON_AFTER &&
+		    !strcmp(v[0].stem, s->stuck)) {
+			out = ship_probe_past(s, &v[0], &v[1], wait);
+			if (out != OUT_NEXT)
+				break;
+			*handled += 2;
+			i++;
+			continue;
+		}
 		out = ship_one(s, &v[i], wait);
 		if (out != OUT_NEXT)
 			break;

@@ -229,6 +229,55 @@ Test(ship, server_errors_retry_the_same_profile_in_order)
 	cr_assert_eq(st.state, SHIP_STATE_UP);
 }
 
+/* A profile the server fails on alone (5xx every time) does not block the ones after it. */
+Test(ship, a_profile_failing_alone_moves_aside_after_the_next_goes_through)
+{
+	static const struct httpd_step steps[] = {{.status = 500, .body = "cannot parse"},
+						  {.status = 500},
+						  {.status = 500},
+						  {.status = 500},
+						  {.status = 500},
+						  {.status = 200}};
+	struct ship_opts o;
+	struct ship_stats st;
+	char got[512];
+
+	put(0, 0);
+	put(1, 0);
+	put(2, 0);
+	srv = httpd_start(steps, 6);
+	o = opts();
+	start(&o);
+	cr_assert(httpd_wait(spool_empty, NULL, 30), "spool still has %" PRIu64, spool_files());
+	bodies(got, sizeof(got));
+	cr_assert_str_eq(got, "profile-0,profile-0,profile-0,profile-0,profile-0,profile-1,"
+			      "profile-2");
+	st = stats();
+	cr_assert_eq(st.failures[SHIP_FAIL_HTTP_5XX], 5);
+	cr_assert_eq(st.failures[SHIP_FAIL_REJECTED], 1);
+	cr_assert_eq(st.rejected_moved, 1);
+	cr_assert_eq(st.uploads_ok, 2);
+}
+
+/* A server that is down fails the probe too: nothing moves aside. */
+Test(ship, a_server_failing_everything_moves_nothing_aside)
+{
+	static const struct httpd_step steps[] = {{.status = 503}};
+	struct ship_opts o;
+	struct ship_stats st;
+
+	put(0, 0);
+	put(1, 0);
+	srv = httpd_start(steps, 1);
+	o = opts();
+	start(&o);
+	cr_assert(httpd_wait(nreqs_at_least, (void *)(uintptr_t)14, 60));
+	st = stats();
+	cr_assert_eq(st.failures[SHIP_FAIL_REJECTED], 0);
+	cr_assert_eq(st.rejected_moved, 0);
+	cr_assert_eq(spool_files(), 2);
+}
+
 Test(ship, too_many_requests_honours_retry_after)
 {
 	static const struct httpd_step steps[] = {{.status = 429, .retry_after = "2"},
