@@ -795,37 +795,10 @@ cleanup:
 
 /* ---- output buffer --------------------------------------------------------------------------- */
 
-static void ob_varint(struct buf *b, uint64_t v)
-{
-	uint8_t tmp[10];
-	size_t n = 0;
-
-	do {
-		tmp[n] = (uint8_t)(v & 0x7f);
-		v >>= 7;
-		if (v)
-			tmp[n] |= 0x80;
-		n++;
-	} while (v);
-	buf_put(b, tmp, n);
-}
-
-/* Protobuf wire types used here: varint (0) and length-delimited (2). */
-static void ob_tag(struct buf *b, unsigned field, unsigned wire)
-{
-	ob_varint(b, (uint64_t)field << 3 | wire);
-}
-
-static void ob_bytes(struct buf *b, unsigned field, const void *data, size_t n)
-{
-	ob_tag(b, field, 2);
-	ob_varint(b, n);
-	buf_put(b, data, n);
-}
-
+/* Protobuf fields are written with buf.h's buf_pb_*; strings and nested messages here. */
 static void ob_str(struct buf *b, unsigned field, const char *s)
 {
-	ob_bytes(b, field, s, strlen(s));
+	buf_pb_bytes(b, field, s, strlen(s));
 }
 
 /* A nested message built in its own buffer; its error carries over. */
@@ -833,7 +806,7 @@ static void ob_msg(struct buf *b, unsigned field, const struct buf *m)
 {
 	if (m->err && !b->err)
 		b->err = m->err;
-	ob_bytes(b, field, m->p, m->len);
+	buf_pb_bytes(b, field, m->p, m->len);
 }
 
 /* ---- labels ---------------------------------------------------------------------------------- */
@@ -1186,10 +1159,10 @@ static int build_push(const struct sidecar *sc, const struct ilabels *ls, const 
 	}
 	profile_uuid(sc, ls, id);
 	m.len = 0;
-	ob_bytes(&m, 1, profile, len); /* RawSample.raw_profile */
-	ob_str(&m, 2, id);	       /* RawSample.ID */
-	ob_msg(&series, 2, &m);	       /* RawProfileSeries.samples */
-	ob_msg(body, 1, &series);      /* PushRequest.series */
+	buf_pb_bytes(&m, 1, profile, len); /* RawSample.raw_profile */
+	ob_str(&m, 2, id);		   /* RawSample.ID */
+	ob_msg(&series, 2, &m);		   /* RawProfileSeries.samples */
+	ob_msg(body, 1, &series);	   /* PushRequest.series */
 	free(m.p);
 	free(series.p);
 	return body->err;
@@ -1214,12 +1187,12 @@ static int build_parca(const struct ilabels *ls, const void *profile, size_t len
 	}
 	ob_msg(&series, 1, &set); /* RawProfileSeries.labels */
 	m.len = 0;
-	ob_bytes(&m, 1, profile, len); /* RawSample.raw_profile */
-	ob_msg(&series, 2, &m);	       /* RawProfileSeries.samples */
-	ob_msg(&req, 2, &series);      /* WriteRawRequest.series */
+	buf_pb_bytes(&m, 1, profile, len); /* RawSample.raw_profile */
+	ob_msg(&series, 2, &m);		   /* RawProfileSeries.samples */
+	ob_msg(&req, 2, &series);	   /* WriteRawRequest.series */
 	/* The profile's addresses need no normalization: its frames are Ruby's, by name. */
-	ob_tag(&req, 3, 0); /* WriteRawRequest.normalized */
-	ob_varint(&req, 1);
+	buf_pb_tag(&req, 3, BUF_PB_VARINT); /* WriteRawRequest.normalized */
+	buf_pb_varint(&req, 1);
 	if (!req.err && req.len > UINT32_MAX)
 		req.err = -EINVAL;
 	if (!req.err) {
