@@ -1143,20 +1143,30 @@ static void profile_uuid(const struct sidecar *sc, const struct ilabels *ls, cha
 		 (uint64_t)(lo & 0xffffffffffffULL));
 }
 
+/*
+ * Each label as a field `field` of dst: a name/value message (push's LabelPair, Parca's Label:
+ * name is field 1, value field 2), built in m.
+ */
+static void ob_labels(struct buf *dst, unsigned field, const struct ilabels *ls, struct buf *m)
+{
+	size_t i;
+
+	for (i = 0; i < ls->n; i++) {
+		m->len = 0;
+		ob_str(m, 1, ls->v[i].key);
+		ob_str(m, 2, ls->v[i].value);
+		ob_msg(dst, field, m);
+	}
+}
+
 /* push.v1.PushRequest { series: [RawProfileSeries { labels, samples: [RawSample] }] } */
 static int build_push(const struct sidecar *sc, const struct ilabels *ls, const void *profile,
 		      size_t len, struct buf *body)
 {
 	struct buf series = {0}, m = {0};
 	char id[37];
-	size_t i;
 
-	for (i = 0; i < ls->n; i++) {
-		m.len = 0;
-		ob_str(&m, 1, ls->v[i].key);   /* LabelPair.name */
-		ob_str(&m, 2, ls->v[i].value); /* LabelPair.value */
-		ob_msg(&series, 1, &m);	       /* RawProfileSeries.labels */
-	}
+	ob_labels(&series, 1, ls, &m); /* RawProfileSeries.labels */
 	profile_uuid(sc, ls, id);
 	m.len = 0;
 	buf_pb_bytes(&m, 1, profile, len); /* RawSample.raw_profile */
@@ -1177,15 +1187,9 @@ static int build_parca(const struct ilabels *ls, const void *profile, size_t len
 {
 	struct buf req = {0}, series = {0}, set = {0}, m = {0};
 	uint8_t hdr[5];
-	size_t i;
 
-	for (i = 0; i < ls->n; i++) {
-		m.len = 0;
-		ob_str(&m, 1, ls->v[i].key);   /* Label.name */
-		ob_str(&m, 2, ls->v[i].value); /* Label.value */
-		ob_msg(&set, 1, &m);	       /* LabelSet.labels */
-	}
-	ob_msg(&series, 1, &set); /* RawProfileSeries.labels */
+	ob_labels(&set, 1, ls, &m); /* LabelSet.labels */
+	ob_msg(&series, 1, &set);   /* RawProfileSeries.labels */
 	m.len = 0;
 	buf_pb_bytes(&m, 1, profile, len); /* RawSample.raw_profile */
 	ob_msg(&series, 2, &m);		   /* RawProfileSeries.samples */
