@@ -37,19 +37,7 @@ struct jr {
 	size_t errlen;
 };
 
-__attribute__((format(printf, 2, 3))) static int jr_fail(struct jr *j, const char *fmt, ...)
-{
-	char msg[200];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (j->errlen)
-		snprintf(j->err, j->errlen, "at byte %zu: %s", j->pos, msg);
-	return -EINVAL;
-}
-
+/* A malformed document: the message names the field, or else the byte it was read at. -EINVAL. */
 __attribute__((format(printf, 3, 4))) static int jr_field_fail(struct jr *j, const char *field,
 							       const char *fmt, ...)
 {
@@ -59,10 +47,14 @@ __attribute__((format(printf, 3, 4))) static int jr_field_fail(struct jr *j, con
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (j->errlen)
+	if (j->errlen && field)
 		snprintf(j->err, j->errlen, "field \"%s\": %s", field, msg);
+	else if (j->errlen)
+		snprintf(j->err, j->errlen, "at byte %zu: %s", j->pos, msg);
 	return -EINVAL;
 }
+
+#define jr_fail(j, ...) jr_field_fail((j), NULL, __VA_ARGS__)
 
 static void jr_ws(struct jr *j)
 {
