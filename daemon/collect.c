@@ -449,13 +449,19 @@ static void count_dropped(struct collector *c, int err)
 		c->stats.dropped_error++;
 }
 
-/* The sample's Ruby thread, if its EC named one that is a live Ruby thread. */
-static void ruby_thread(struct target *t, const struct sampler_stack *st, struct agg_thread *th)
+/*
+ * The sample's Ruby thread, if its EC named one that is a live Ruby thread. What was read from
+ * the process now (not cached) is trusted only if the process still lives (see still_alive).
+ */
+static void ruby_thread(struct collector *c, struct target *t, const struct sampler_stack *st,
+			struct agg_thread *th)
 {
 	const struct rthread_label *lab;
+	uint64_t reads = c->stats.rthread.reads;
 
 	if (!st->first->ruby_thread || !t->rth ||
-	    rthreads_get(t->rth, st->first->ruby_thread, &lab) || !still_alive(t))
+	    rthreads_get(t->rth, st->first->ruby_thread, &lab) ||
+	    (c->stats.rthread.reads != reads && !still_alive(t)))
 		return;
 	th->ruby_thread = lab->id;
 	th->ruby_thread_name = lab->name;
@@ -530,7 +536,7 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 			    : (int64_t)st->first->hdr.weight * c->period_ns;
 	th.tid = (pid_t)st->first->hdr.tid;
 	th.name = comm;
-	ruby_thread(t, st, &th);
+	ruby_thread(c, t, st, &th);
 	ret = agg_add_thread(c->agg, t->proc, &th, c->buf, n, values);
 	if (ret)
 		count_dropped(c, ret);

@@ -86,6 +86,7 @@ static void read_entry(struct rthreads *r, uint64_t th, struct entry *e)
 {
 	uint64_t name;
 
+	r->stats->reads++;
 	e->epoch = r->epoch;
 	e->lab.name[0] = '\0';
 	snprintf(e->lab.id, sizeof(e->lab.id), "0x%llx", (unsigned long long)th);

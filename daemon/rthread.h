@@ -33,6 +33,7 @@ struct rthread_label {
 
 /* Counters, shared by every process's cache (the collector owns them). */
 struct rthread_stats {
+	uint64_t reads;	      /* threads read from the process (first sight in an interval) */
 	uint64_t invalid;     /* thread pointers that were not a live Ruby thread */
 	uint64_t name_failed; /* thread names that could not be read */
 	uint64_t resets;      /* caches dropped at RTHREAD_MAX_PER_PROC */

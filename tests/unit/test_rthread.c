@@ -146,6 +146,7 @@ Test(rthread, a_name_set_later_is_seen_next_interval)
 	fm_w64(&img, th + img.off->th_name, name);
 	cr_assert_eq(rthreads_get(r, th, &lab), 0);
 	cr_assert_str_eq(lab->name, "", "read once per interval");
+	cr_assert_eq(stats.reads, 1);
 	rthreads_new_epoch(r);
 	cr_assert_eq(rthreads_get(r, th, &lab), 0);
 	cr_assert_str_eq(lab->name, "renamed");
