@@ -18,6 +18,7 @@
 struct target {
 	struct ruby_target t;
 	struct symbolizer *sym;
+	struct rthreads *rth; /* Ruby thread labels */
 	struct agg_proc *proc;
 	uint32_t generation; /* agg_proc_generation() that `frames` holds ids of */
 	uint32_t cuts;	     /* agg_cuts() when `frames` was started */
@@ -73,6 +74,7 @@ static void target_free(struct target *t)
 	if (t->pidfd >= 0)
 		close(t->pidfd);
 	symbolizer__free(t->sym);
+	rthreads__free(t->rth);
 	hmap_clear(&t->frames);
 	free(t);
 }
@@ -170,7 +172,8 @@ int collector_add(struct collector *c, const struct ruby_target *rt, const char 
 	t->t = *rt;
 	t->sym =
 		symbolizer__new(rt->pid, rt->off, rt->symbols, rt->symbols_cand, rt->nsymbols_cand);
-	t->proc = t->sym ? agg_proc__new(c->agg, &info) : NULL;
+	t->rth = rthreads__new(rt->pid, rt->off, &c->stats.rthread);
+	t->proc = t->sym && t->rth ? agg_proc__new(c->agg, &info) : NULL;
 	if (!t->proc) {
 		target_free(t);
 		return -ENOMEM;
@@ -191,6 +194,12 @@ int collector_update(struct collector *c, const struct ruby_target *rt)
 
 	if (!t)
 		return -ENOENT;
+	/* a fork child validated on its own: its own layout from now on (NULL on ENOMEM: its
+	 * samples then go without Ruby thread labels) */
+	if (rt->off != t->t.off || !t->rth) {
+		rthreads__free(t->rth);
+		t->rth = rthreads__new(rt->pid, rt->off, &c->stats.rthread);
+	}
 	t->t = *rt;
 	return 0;
 }
@@ -231,6 +240,8 @@ static void check_generation(struct collector *c, struct target *t)
 		t->cuts = cuts;
 		if (t->sym)
 			symbolizer_new_epoch(t->sym);
+		if (t->rth)
+			rthreads_new_epoch(t->rth);
 	}
 }
 
@@ -438,10 +449,29 @@ static void count_dropped(struct collector *c, int err)
 		c->stats.dropped_error++;
 }
 
+/*
+ * The sample's Ruby thread, if its EC named one that is a live Ruby thread. What was read from
+ * the process now (not cached) is trusted only if the process still lives (see still_alive).
+ */
+static void ruby_thread(struct collector *c, struct target *t, const struct sampler_stack *st,
+			struct agg_thread *th)
+{
+	const struct rthread_label *lab;
+	uint64_t reads = c->stats.rthread.reads;
+
+	if (!st->first->ruby_thread || !t->rth ||
+	    rthreads_get(t->rth, st->first->ruby_thread, &lab) ||
+	    (c->stats.rthread.reads != reads && !still_alive(t)))
+		return;
+	th->ruby_thread = lab->id;
+	th->ruby_thread_name = lab->name;
+}
+
 void collector_on_stack(void *ctx, const struct sampler_stack *st)
 {
 	struct collector *c = ctx;
 	char comm[sizeof(st->first->comm) + 1], label[64];
+	struct agg_thread th = {0};
 	int64_t values[2];
 	struct target *t;
 	size_t i, n = 0;
@@ -504,7 +534,10 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 	values[1] = st->first->hdr.wunit == RP_WEIGHT_NS
 			    ? (int64_t)st->first->hdr.weight
 			    : (int64_t)st->first->hdr.weight * c->period_ns;
-	ret = agg_add(c->agg, t->proc, (pid_t)st->first->hdr.tid, comm, c->buf, n, values);
+	th.tid = (pid_t)st->first->hdr.tid;
+	th.name = comm;
+	ruby_thread(c, t, st, &th);
+	ret = agg_add_thread(c->agg, t->proc, &th, c->buf, n, values);
 	if (ret)
 		count_dropped(c, ret);
 }

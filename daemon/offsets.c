@@ -19,7 +19,7 @@
 	.iseq_body = 16, .body_type = 0, .body_iseq_size = 4, .body_iseq_encoded = 8,              \
 	.body_location = 64, .loc_pathobj = 0, .loc_base_label = 8, .loc_label = 16,               \
 	.loc_first_lineno = 24, .me_def = 16, .me_owner = 32, .def_original_id = 32,               \
-	.symbols_ids = 16
+	.symbols_ids = 16, .th_self = 16
 
 #define RP_VM(th_ptr, cfp_sz, jit, th_id, nt_id)                                                   \
 	.vm = {                                                                                    \
@@ -70,6 +70,7 @@ static const struct ruby_offsets rows[] = {
 		RP_COMMON,
 		RP_VM(56, 56, 0, 72, 0),
 		RP_INSNS(120, 8, 168, 176),
+		.th_name = 360,
 		.thread_id_path = THREAD_ID_DIRECT,
 		.first_lineno_is_fixnum = true,
 		.rstring = RSTRING_LEN_IN_FLAGS,
@@ -103,6 +104,7 @@ static const struct ruby_offsets rows[] = {
 		RP_COMMON,
 		RP_VM(48, 64, 56, 80, 0),
 		RP_INSNS(120, 12, 168, 176),
+		.th_name = 352,
 		.thread_id_path = THREAD_ID_DIRECT,
 		.first_lineno_is_fixnum = true,
 		.rstring = RSTRING_LEN_IN_FLAGS,
@@ -132,6 +134,7 @@ static const struct ruby_offsets rows[] = {
 		RP_COMMON,
 		RP_VM(48, 56, 48, 40, 16),
 		RP_INSNS(112, 12, 160, 168),
+		.th_name = 432,
 		.thread_id_path = THREAD_ID_VIA_NT,
 		.th_nt = 40,
 		.rstring = RSTRING_LEN_FIELD,
@@ -150,6 +153,7 @@ static const struct ruby_offsets rows[] = {
 		RP_COMMON,
 		RP_VM(48, 56, 48, 40, 16),
 		RP_INSNS(112, 12, 160, 168),
+		.th_name = 448,
 		.thread_id_path = THREAD_ID_VIA_NT,
 		.th_nt = 40,
 		.rstring = RSTRING_LEN_FIELD,

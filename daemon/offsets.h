@@ -41,6 +41,10 @@ struct ruby_offsets {
 
 	enum thread_id_path thread_id_path;
 	uint16_t th_nt; /* rb_thread_t -> nt (3.2+) */
+	/* rb_thread_t -> self (the Thread object, a T_DATA whose data is the rb_thread_t) */
+	uint16_t th_self;
+	/* rb_thread_t -> name (Thread#name: a String or nil); 0: not known for this version */
+	uint16_t th_name;
 
 	/* iseq and its constant body */
 	uint16_t iseq_body;
