@@ -21,6 +21,7 @@ struct target {
 	struct agg_proc *proc;
 	uint32_t generation; /* agg_proc_generation() that `frames` holds ids of */
 	uint32_t cuts;	     /* agg_cuts() when `frames` was started */
+	uint64_t sym_gen;    /* symbolizer_generation() when `frames` was started */
 	int pidfd;	     /* the process itself (not its pid): -1 when it could not be opened */
 	struct hmap frames;  /* (addr, pc or caller frame id) -> agg frame id */
 };
@@ -224,11 +225,13 @@ static uint32_t mark(struct target *t, const char *name)
 static void check_generation(struct collector *c, struct target *t)
 {
 	uint32_t gen = agg_proc_generation(t->proc), cuts = agg_cuts(c->agg);
+	uint64_t sym_gen = t->sym ? symbolizer_generation(t->sym) : 0;
 
-	if (gen != t->generation || cuts != t->cuts) {
+	if (gen != t->generation || cuts != t->cuts || sym_gen != t->sym_gen) {
 		hmap_clear(&t->frames);
 		t->generation = gen;
 		t->cuts = cuts;
+		t->sym_gen = sym_gen;
 		if (t->sym)
 			symbolizer_new_epoch(t->sym);
 	}
@@ -243,51 +246,60 @@ struct caller {
 };
 
 /* Interned frame of a Ruby frame; *type is its iseq type. 0 on ENOMEM. */
-/* A Ruby frame's second key in the frame cache (its first: the iseq). */
-static uint64_t iseq_key2(const struct rp_frame *f)
-{
-	uint64_t jit = (f->info >> RP_FRAME_KIND_SHIFT) & RP_FRAME_FLAG_JIT;
-
-	return rp_frame_pc(f) | (uint64_t) !!jit << 63;
-}
-
 static bool has_me(const struct rp_frame *f)
 {
 	return (f->info >> RP_FRAME_KIND_SHIFT) & RP_FRAME_FLAG_ME;
 }
 
-/* A Ruby frame's ep, for the symbolizer's walk to its method entry; 0 when it carries the entry. */
-static uint64_t frame_ep(const struct rp_frame *f)
+/*
+ * A Ruby frame's key in the frame cache: (iseq, pc); a method's own frame's (method entry, pc),
+ * since one iseq runs under several owners (define_method copies, module_function). A JIT
+ * frame's pc is stale (its line is 0): there the iseq stands in for it.
+ */
+static void iseq_key(const struct rp_frame *f, uint64_t *k1, uint64_t *k2)
 {
-	return has_me(f) ? 0 : f->ep;
+	uint64_t jit = !!((f->info >> RP_FRAME_KIND_SHIFT) & RP_FRAME_FLAG_JIT);
+
+	*k1 = f->addr;
+	*k2 = rp_frame_pc(f) | jit << 63;
+	if (has_me(f)) {
+		*k1 = f->ep;
+		*k2 = (jit ? f->addr : rp_frame_pc(f)) | jit << 63 | 1ULL << 61;
+	}
 }
 
 static uint32_t iseq_frame(struct collector *c, struct target *t, const struct rp_frame *f,
 			   enum iseq_type *type)
 {
-	uint64_t pc = rp_frame_pc(f), key2 = iseq_key2(f), val;
-	int jit = (f->info >> RP_FRAME_KIND_SHIFT) & RP_FRAME_FLAG_JIT;
+	uint64_t pc = rp_frame_pc(f), key1, key2, val;
+	int jit = (f->info >> RP_FRAME_KIND_SHIFT) & RP_FRAME_FLAG_JIT, err;
 	struct sym_iseq si;
 	uint32_t id;
 
-	if (hmap_get(&t->frames, f->addr, key2, &val)) {
+	iseq_key(f, &key1, &key2);
+	if (hmap_get(&t->frames, key1, key2, &val)) {
 		*type = (enum iseq_type)(val >> 32);
 		return (uint32_t)val;
 	}
-	if (symbolize_iseq(t->sym, f->addr, pc, jit, frame_ep(f), &si) || !still_alive(t)) {
+	if (has_me(f))
+		err = symbolize_method_frame(t->sym, f->addr, pc, jit, f->ep, &si);
+	else
+		err = symbolize_iseq(t->sym, f->addr, pc, jit, f->ep, &si);
+	if (err || !still_alive(t)) {
 		c->stats.frames_failed++;
 		*type = ISEQ_TYPE_METHOD;
 		return mark(t, "[unknown Ruby frame]");
 	}
 	*type = si.type;
 	id = agg_frame_id(t->proc, AGG_FRAME_RUBY, si.label, si.path, si.first_lineno, si.line);
-	if (!id || !si.label_final)
+	/* a block of a method run under several owners: named through its own frame each time */
+	if (!id || !si.label_final || (si.owner_varies && !has_me(f)))
 		return id;
 	if (t->frames.len >= MAX_FRAME_CACHE) {
 		hmap_clear(&t->frames);
 		c->stats.cache_resets++;
 	}
-	hmap_put(&t->frames, f->addr, key2, (uint64_t)si.type << 32 | id);
+	hmap_put(&t->frames, key1, key2, (uint64_t)si.type << 32 | id);
 	return id;
 }
 
@@ -328,7 +340,7 @@ static int stack_frames(struct collector *c, struct target *t, const struct samp
 {
 	struct caller caller = {.path = "", .line = 0, .frame = 0};
 	const struct rp_frame *f;
-	uint64_t val;
+	uint64_t k1, k2, val;
 	const struct agg_frame *af;
 	enum iseq_type type;
 	int skip_next = 0;
@@ -341,8 +353,10 @@ static int stack_frames(struct collector *c, struct target *t, const struct samp
 	 */
 	for (i = 0; i < st->nframes; i++) {
 		f = &st->frames[i];
-		if (rp_frame_kind(f) == RP_FRAME_KIND_ISEQ && has_me(f) &&
-		    !hmap_get(&t->frames, f->addr, iseq_key2(f), &val))
+		if (rp_frame_kind(f) != RP_FRAME_KIND_ISEQ || !has_me(f))
+			continue;
+		iseq_key(f, &k1, &k2);
+		if (!hmap_get(&t->frames, k1, k2, &val))
 			symbolize_method_entry(t->sym, f->addr, f->ep);
 	}
 	for (i = 0; i < st->nframes; i++) {

@@ -39,6 +39,9 @@ struct sym_iseq {
 	int64_t line; /* 0 when the pc cannot be trusted (JIT frames) or is out of range */
 	enum iseq_type type;
 	int label_final; /* 0: owner or line not confirmed yet: do not cache this frame */
+	/* 1: the method's iseq runs under several owners (define_method copies, module_function,
+	 * aliases across classes): the label is right for this frame's method entry only. */
+	int owner_varies;
 };
 
 struct symbolizer_stats {
@@ -73,6 +76,13 @@ void symbolizer_set_limits(struct symbolizer *sym, size_t max_iseqs, size_t max_
 int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit, uint64_t ep,
 		   struct sym_iseq *out);
 /*
+ * A method's own frame (RP_FRAME_FLAG_ME): me_cref is its ep[-2] as read at the sample (the method
+ * entry, or the svar holding it), which names the owner of this call: one iseq can run under
+ * several owners. Otherwise as symbolize_iseq().
+ */
+int symbolize_method_frame(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit,
+			   uint64_t me_cref, struct sym_iseq *out);
+/*
  * A method frame's ep[-2] as read at the sample (RP_FRAME_FLAG_ME): the method entry, or the svar
  * holding it. Learns the owner of method_iseq from it (checked: the entry's definition must be
  * that iseq), so that the method and its blocks are named with their owner even when the frame is
@@ -83,7 +93,10 @@ void symbolize_method_entry(struct symbolizer *sym, uint64_t method_iseq, uint64
  * 0 or -errno. */
 int symbolize_cfunc(struct symbolizer *sym, uint64_t me, const char **name);
 
-/* Bumped each time the caches are dropped; callers caching our results compare it. */
+/*
+ * Bumped each time the caches are dropped, and when a method iseq is found under a second owner
+ * (labels cached for it may name the other); callers caching our results compare it.
+ */
 uint64_t symbolizer_generation(const struct symbolizer *sym);
 void symbolizer_stats(const struct symbolizer *sym, struct symbolizer_stats *out);
 /*
