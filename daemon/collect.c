@@ -171,6 +171,8 @@ int collector_add(struct collector *c, const struct ruby_target *rt, const char 
 	t->t = *rt;
 	t->sym =
 		symbolizer__new(rt->pid, rt->off, rt->symbols, rt->symbols_cand, rt->nsymbols_cand);
+	if (t->sym)
+		symbolizer_set_vm(t->sym, rt->vm_ptr);
 	t->proc = t->sym ? agg_proc__new(c->agg, &info) : NULL;
 	if (!t->proc) {
 		target_free(t);

@@ -112,6 +112,12 @@ static const struct ruby_offsets rows[] = {
 		.first = "3.2.0",
 		.last = "3.2.11",
 		.ractor_running_ec = 520,
+		/* v3_2_0 internal/class.h (sizeof(struct RClass) 32, iv_ptr first in the embedded
+		 * classext) and vm_core.h (rb_vm_t: special_exceptions[5] end at 376) */
+		.class_names = CLASS_NAMES_SHAPES,
+		.class_iv_ptr = 32,
+		.vm_shape_list = 376,
+		.fl_singleton = 0x1000,
 		RP_COMMON,
 		RP_VM(48, 64, 56, 40, 8),
 		RP_INSNS(112, 12, 160, 168),

@@ -45,11 +45,13 @@ struct symbolizer {
 	unsigned int ncand;
 	int64_t next_try_ns;
 	char *scratch_label;	/* an uncached label, valid until the next call */
-	uint64_t hidden_ids[2]; /* IDs of __classpath__ and __attached__ (before 3.2) */
+	uint64_t hidden_ids[2]; /* IDs of __classpath__ and __attached__ (before 3.3) */
 	int hidden_ids_tried[2];
-	struct hmap iseqs;  /* iseq -> struct iseq_info * */
-	struct hmap lines;  /* (iseq, pc) -> line + 1 */
-	struct hmap cfuncs; /* me -> char * */
+	uint64_t vm_ptr;     /* &ruby_current_vm_ptr (3.2: the shape tree hangs off the VM) */
+	uint64_t shape_list; /* 3.2: vm->shape_list once read and checked, 0 before */
+	struct hmap iseqs;   /* iseq -> struct iseq_info * */
+	struct hmap lines;   /* (iseq, pc) -> line + 1 */
+	struct hmap cfuncs;  /* me -> char * */
 	/*
 	 * (method iseq, method entry) -> char * "Foo::Bar#": one iseq runs under several owners
 	 * (define_method(:x, instance_method(:y)), module_function, a module's method copied into
@@ -171,6 +173,12 @@ void symbolizer__free(struct symbolizer *sym)
 void symbolizer_new_epoch(struct symbolizer *sym)
 {
 	sym->epoch++;
+}
+
+void symbolizer_set_vm(struct symbolizer *sym, uint64_t vm_ptr)
+{
+	sym->vm_ptr = vm_ptr;
+	sym->shape_list = 0;
 }
 
 uint64_t symbolizer_generation(const struct symbolizer *sym)
@@ -513,7 +521,7 @@ static uint64_t frame_method_entry(struct symbolizer *sym, uint64_t ep)
 	return 0;
 }
 
-/* IDs of the hidden ivars that hold names before 3.2, found once per process. */
+/* IDs of the hidden ivars that hold names before 3.3, found once per process. */
 static int hidden_id(struct symbolizer *sym, int which, uint64_t *id)
 {
 	static const char *const names[] = {"__classpath__", "__attached__"};
@@ -542,6 +550,71 @@ static int class_ivar(struct symbolizer *sym, uint64_t klass, int which, uint64_
 	return rvalue_st_lookup(sym->pid, tbl, id, val);
 }
 
+/*
+ * Ruby 3.2's rb_shape_t (shape.h): edges, edge_name +8, next_iv_index +16 (u32), capacity, type
+ * +24 (u8), size_pool_index, parent_id +28 (u32); 32 bytes, in vm->shape_list by shape id.
+ */
+#define SHAPE_SIZE	 32
+#define SHAPE_EDGE_NAME	 8
+#define SHAPE_NEXT_INDEX 16
+#define SHAPE_TYPE	 24
+#define SHAPE_PARENT	 28
+#define SHAPE_IVAR	 1
+#define SHAPE_INVALID_ID 0xffffffffu
+#define SHAPE_ID_SHIFT	 32
+/* A class with more ivars than this is not searched further (counted in owner_unknown). */
+#define MAX_SHAPE_DEPTH	 1024
+
+/* vm->shape_list, checked: root_shape, the field after it, is the same shape 0. */
+static uint64_t shape_list(struct symbolizer *sym)
+{
+	uint64_t vm, list[2];
+
+	if (sym->shape_list || !sym->vm_ptr)
+		return sym->shape_list;
+	if (procmem_u64(sym->pid, sym->vm_ptr, &vm) || !vm ||
+	    procmem_read(sym->pid, vm + sym->off->vm_shape_list, list, sizeof(list)) || !list[0] ||
+	    list[0] != list[1])
+		return 0;
+	sym->shape_list = list[0];
+	return list[0];
+}
+
+/*
+ * A hidden ivar of a class (3.2): rb_shape_get_iv_index() walks from the class's shape (in its
+ * flags) to the root; the shape that added the ivar holds its index in iv_ptr.
+ */
+static int class_ivar_shapes(struct symbolizer *sym, uint64_t klass, uint64_t flags, int which,
+			     uint64_t *val)
+{
+	uint64_t list = shape_list(sym), id, ivs, edge;
+	uint32_t shape_id = (uint32_t)(flags >> SHAPE_ID_SHIFT), parent, next;
+	uint8_t hdr[SHAPE_SIZE], type;
+	int depth;
+
+	if (!list || hidden_id(sym, which, &id))
+		return -ENOENT;
+	for (depth = 0; depth < MAX_SHAPE_DEPTH && shape_id != SHAPE_INVALID_ID; depth++) {
+		if (procmem_read(sym->pid, list + (uint64_t)shape_id * SHAPE_SIZE, hdr,
+				 sizeof(hdr)))
+			return -EFAULT;
+		memcpy(&edge, hdr + SHAPE_EDGE_NAME, sizeof(edge));
+		memcpy(&next, hdr + SHAPE_NEXT_INDEX, sizeof(next));
+		memcpy(&parent, hdr + SHAPE_PARENT, sizeof(parent));
+		type = hdr[SHAPE_TYPE];
+		if (parent == SHAPE_INVALID_ID) /* the root: no ivar */
+			return -ENOENT;
+		if (edge == id) {
+			if (type != SHAPE_IVAR || next == 0 ||
+			    procmem_u64(sym->pid, klass + sym->off->class_iv_ptr, &ivs) || !ivs)
+				return -ENOENT;
+			return procmem_u64(sym->pid, ivs + (uint64_t)(next - 1) * 8, val);
+		}
+		shape_id = parent;
+	}
+	return -ELOOP;
+}
+
 /* The permanent class path of a class or module, or -ENOENT (anonymous, temporary). */
 static int class_path(struct symbolizer *sym, uint64_t klass, uint64_t flags, char *buf, size_t len)
 {
@@ -562,6 +635,10 @@ static int class_path(struct symbolizer *sym, uint64_t klass, uint64_t flags, ch
 		if (class_ivar(sym, klass, 0, &path))
 			return -ENOENT;
 		break;
+	case CLASS_NAMES_SHAPES:
+		if (class_ivar_shapes(sym, klass, flags, 0, &path))
+			return -ENOENT;
+		break;
 	default:
 		return -ENOENT;
 	}
@@ -569,13 +646,15 @@ static int class_path(struct symbolizer *sym, uint64_t klass, uint64_t flags, ch
 }
 
 /* The object a singleton class is attached to. */
-static int attached_object(struct symbolizer *sym, uint64_t klass, uint64_t *obj)
+static int attached_object(struct symbolizer *sym, uint64_t klass, uint64_t flags, uint64_t *obj)
 {
 	switch (sym->off->class_names) {
 	case CLASS_NAMES_FIELD:
 		return procmem_u64(sym->pid, klass + sym->off->class_attached, obj);
 	case CLASS_NAMES_IVTBL:
 		return class_ivar(sym, klass, 1, obj);
+	case CLASS_NAMES_SHAPES:
+		return class_ivar_shapes(sym, klass, flags, 1, obj);
 	default:
 		return -ENOENT;
 	}
@@ -595,7 +674,7 @@ static const char *owner_prefix(struct symbolizer *sym, uint64_t klass)
 		return "";
 	if ((flags & RUBY_T_MASK) == RUBY_T_CLASS && (flags & sym->off->fl_singleton)) {
 		/* a singleton class: "Attached." when the attached object is a named module */
-		if (attached_object(sym, klass, &attached) == 0 &&
+		if (attached_object(sym, klass, flags, &attached) == 0 &&
 		    rvalue_flags(sym->pid, attached, &aflags) == 0 &&
 		    class_path(sym, attached, aflags, path, sizeof(path) - 1) == 0) {
 			n = strlen(path);

@@ -62,6 +62,12 @@ struct symbolizer *symbolizer__new(pid_t pid, const struct ruby_offsets *off, ui
 				   const uint64_t *cand, unsigned int ncand);
 void symbolizer__free(struct symbolizer *sym);
 /*
+ * vm_ptr: the address of ruby_current_vm_ptr (the variable holding the rb_vm_t *), 0 when
+ * unknown. Ruby 3.2 keeps class names in shape-indexed ivars, found through vm->shape_list:
+ * without it, 3.2's labels carry no owner.
+ */
+void symbolizer_set_vm(struct symbolizer *sym, uint64_t vm_ptr);
+/*
  * Bounds of the caches (iseqs, (iseq, pc) lines, method entries); 0 keeps the default. The
  * caches are dropped (counted in cache_resets) when a call starts with one at its bound.
  */

@@ -77,6 +77,7 @@ Test(fakemem, frames_named_with_owner_and_line_in_every_version)
 		named = rows[row].class_names != CLASS_NAMES_NONE;
 		sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
 		cr_assert_not_null(sym);
+		symbolizer_set_vm(sym, img.vm_ptr);
 		cr_assert_eq(symbolize_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
 					    img.roots[FAKEMEM_EP], &si),
 			     0, "%s", rows[row].first);
@@ -225,6 +226,7 @@ Test(fakemem, owner_from_the_sampled_method_entry)
 		cr_assert_eq(procmem_u64(FAKEMEM_PID, def + 8, &method), 0);
 		sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
 		cr_assert_not_null(sym);
+		symbolizer_set_vm(sym, img.vm_ptr);
 		cr_assert_eq(symbolize_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
 					    0, &si),
 			     0);
