@@ -69,6 +69,10 @@ struct ruby_offsets {
 	/* Ruby 3.4+ prints labels with their owner (Foo::Bar#baz, Foo.bar, Integer#times) and hides
 	 * the method frame that owns a rescue/ensure clause. */
 	bool qualified_labels;
+	/* Ruby 4.0+ shows a frame of <internal:...> code as a C method (its method's name at its
+	 * caller's location), one per run of such frames (vm_backtrace.c, "Exclude internal frames
+	 * from backtrace", 2025-06). */
+	bool internal_as_c;
 	/* Where class names are: hidden ivars in the classext's iv_tbl (2.6 - 3.1), shape-indexed
 	 * ivars (3.2), a classpath field (3.3+). */
 	enum class_names class_names;

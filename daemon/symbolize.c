@@ -900,6 +900,59 @@ void symbolize_method_entry(struct symbolizer *sym, uint64_t method_iseq, uint64
 	(void)owner_from_me(sym, method_iseq, check_me(sym, me_cref, 1));
 }
 
+/*
+ * The label of an <internal:...> frame shown as a C method (4.0+): its method's (location_label:
+ * the owner and the method entry's name), for a block of the method too. Without a method (the
+ * prelude's top), its own label.
+ */
+static int internal_label(struct symbolizer *sym, struct iseq_info *info, struct owner_src *src,
+			  char *buf, size_t len)
+{
+	struct iseq_info *local = info;
+
+	if (info->type != ISEQ_TYPE_METHOD && info->local && info->local != info->iseq) {
+		local = get_iseq(sym, info->local);
+		if (!local || local->type != ISEQ_TYPE_METHOD)
+			local = info;
+	}
+	return qualified_label(sym, local, src, buf, len, 0);
+}
+
+size_t symbolize_collapse_internal(uint8_t *kinds, size_t n)
+{
+	size_t i, j, start = 0, dropped = 0;
+	bool pending = false;
+
+	for (i = 0; i < n; i++) {
+		switch (kinds[i]) {
+		case SYM_FRAME_RUBY:
+			pending = false;
+			start = i + 1;
+			break;
+		case SYM_FRAME_C:
+			pending = true;
+			break;
+		case SYM_FRAME_INTERNAL:
+			if (pending) {
+				for (j = start; j < i; j++) {
+					if (kinds[j] == SYM_FRAME_C ||
+					    kinds[j] == SYM_FRAME_INTERNAL) {
+						kinds[j] = SYM_FRAME_NONE;
+						dropped++;
+					}
+				}
+			}
+			/* everything before i is dropped or not shown: only i waits now */
+			start = i;
+			pending = true;
+			break;
+		default:
+			break;
+		}
+	}
+	return dropped;
+}
+
 /* Keeps an uncached label until the next call. */
 static const char *scratch(struct symbolizer *sym, const char *label, const char *fallback)
 {
@@ -925,13 +978,16 @@ static int symbolize_frame(struct symbolizer *sym, uint64_t iseq, uint64_t pc, i
 	out->label = info->label;
 	out->label_final = 1;
 	out->owner_varies = 0;
+	out->internal = sym->off->internal_as_c && strncmp(info->path, "<internal:", 10) == 0;
 	/* a method's own entry: a new owner of a shared iseq is learned (dropping its labels) */
 	if (src->me && info->type == ISEQ_TYPE_METHOD && sym->off->class_names != CLASS_NAMES_NONE)
 		(void)owner_from_me(sym, iseq, src->me);
 	if (info->qlabel) {
 		out->label = info->qlabel;
 	} else if (sym->off->class_names != CLASS_NAMES_NONE) {
-		if (sym->off->qualified_labels)
+		if (out->internal)
+			final = internal_label(sym, info, src, buf, sizeof(buf));
+		else if (sym->off->qualified_labels)
 			final = qualified_label(sym, info, src, buf, sizeof(buf), 0);
 		else
 			final = owner_in_label(sym, info, src, buf, sizeof(buf));

@@ -42,6 +42,9 @@ struct sym_iseq {
 	/* 1: the method's iseq runs under several owners (define_method copies, module_function,
 	 * aliases across classes): the label is right for this frame's method entry only. */
 	int owner_varies;
+	/* 1: <internal:...> code on a Ruby that shows it as a C method (4.0+): the label is its
+	 * method's, the caller gives path and line, and symbolize_collapse_internal() applies. */
+	int internal;
 };
 
 struct symbolizer_stats {
@@ -98,6 +101,22 @@ void symbolize_method_entry(struct symbolizer *sym, uint64_t method_iseq, uint64
 /* Label of a C function frame's method entry: "times" before 3.4, "Integer#times" after.
  * 0 or -errno. */
 int symbolize_cfunc(struct symbolizer *sym, uint64_t me, const char **name);
+
+/* Frame kinds of one stack for symbolize_collapse_internal(). */
+enum sym_frame_kind {
+	SYM_FRAME_NONE = 0, /* not shown (a hidden frame): ignored */
+	SYM_FRAME_RUBY,
+	SYM_FRAME_C,
+	SYM_FRAME_INTERNAL, /* sym_iseq.internal */
+};
+/*
+ * Ruby 4.0's rule for <internal:...> frames (vm_backtrace.c rb_ec_partial_backtrace_object), on
+ * one stack's n frames, leaf first: an internal frame behaves as a C method, and when one is met
+ * while C or internal frames wait for their caller's location (those since the last Ruby frame),
+ * those are dropped: one frame stands for the internal code and what it called. The dropped
+ * frames' kinds become SYM_FRAME_NONE. Returns how many are dropped.
+ */
+size_t symbolize_collapse_internal(uint8_t *kinds, size_t n);
 
 /*
  * Bumped each time the caches are dropped, and when a method iseq is found under a second owner

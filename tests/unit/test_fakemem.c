@@ -243,3 +243,45 @@ Test(fakemem, owner_from_the_sampled_method_entry)
 		symbolizer__free(sym);
 	}
 }
+
+/* Renames the block's path (an embedded String of 3.2+) to <internal:kern>. */
+static void make_block_internal(void)
+{
+	const struct ruby_offsets *off = img.off;
+	uint64_t body = body_of(img.roots[FAKEMEM_ISEQ]), path = 0;
+	static const char name[] = "<internal:kern>";
+
+	cr_assert_eq(procmem_u64(FAKEMEM_PID, body + off->body_location + off->loc_pathobj, &path),
+		     0);
+	fm_w64(&img, path + 16, sizeof(name) - 1);
+	memcpy(fm_ptr(&img, path + 24, sizeof(name) - 1), name, sizeof(name) - 1);
+}
+
+/*
+ * Ruby 4.0 shows a frame of <internal:...> code as its method, a C method (a block in it too:
+ * location_label takes the frame's method entry); 3.4 shows such a block as a block.
+ */
+Test(fakemem, internal_frames_named_as_their_method_on_4_0)
+{
+	static const char *const versions[] = {"3.4.0", "4.0.0", "4.0.6"};
+	struct symbolizer *sym;
+	struct sym_iseq si;
+	size_t i;
+	int as_c;
+
+	for (i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+		build(row_of(versions[i]));
+		make_block_internal();
+		as_c = img.off->internal_as_c;
+		sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
+		cr_assert_not_null(sym);
+		cr_assert_eq(symbolize_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
+					    img.roots[FAKEMEM_EP], &si),
+			     0);
+		cr_assert_str_eq(si.path, "<internal:kern>");
+		cr_assert_eq(si.internal, as_c, "%s", versions[i]);
+		cr_assert_str_eq(si.label, as_c ? "Foo#foo" : "block in Foo#foo", "%s: %s",
+				 versions[i], si.label);
+		symbolizer__free(sym);
+	}
+}
