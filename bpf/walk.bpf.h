@@ -349,6 +349,7 @@ static __always_inline void rp_sample_ruby(struct rp_scratch *s, const struct rp
 	s->sample.seq = s->seq++;
 	s->sample.chunk = 0;
 	s->sample.gc_mode = 0;
+	s->sample.ruby_thread = 0;
 
 	if (find_ec(proc, tp, &ec)) {
 		stat_add(RP_STAT_READ_FAILED, 1);
@@ -394,6 +395,8 @@ static __always_inline void rp_sample_ruby(struct rp_scratch *s, const struct rp
 		return;
 	}
 	/* The last slot is a dummy frame; the one below it (<main> or a thread's block) is real. */
+	/* The thread that owns the EC comes free with its first words (ec_thread_ptr < 64). */
+	s->sample.ruby_thread = s->ec[(proc->off.ec_thread_ptr / 8) & 7];
 	end = top - proc->off.cfp_size;
 	n = cfp < end ? (end - cfp) / proc->off.cfp_size : 0;
 

@@ -38,6 +38,7 @@ struct stack_entry {
 	pid_t tid;
 	uint32_t nframes;
 	char *thread_name;
+	char *ruby_thread, *ruby_thread_name;
 	uint32_t *frames;
 	uint32_t next; /* index + 1 of the next entry with the same hash, 0: none */
 	int64_t values[AGG_MAX_VALUES];
@@ -171,6 +172,8 @@ static void free_stacks(struct agg *a)
 	for (i = 0; i < a->nstacks; i++) {
 		free(a->stacks[i].frames);
 		free(a->stacks[i].thread_name);
+		free(a->stacks[i].ruby_thread);
+		free(a->stacks[i].ruby_thread_name);
 	}
 	a->nstacks = 0;
 	a->total = 0;
@@ -323,32 +326,55 @@ const struct agg_frame *agg_frame_get(const struct agg_proc *p, uint32_t id)
 	return id && id < p->ft.nframes ? &p->ft.frames[id] : NULL;
 }
 
-static uint64_t stack_hash(const struct agg_proc *p, pid_t tid, const char *tname,
+static uint64_t stack_hash(const struct agg_proc *p, const struct agg_thread *th,
 			   const uint32_t *frames, size_t n)
 {
 	uint64_t h = FNV_INIT;
 
 	h = fnv1a(&p, sizeof(p), h);
-	h = fnv1a(&tid, sizeof(tid), h);
-	h = fnv1a(tname, strlen(tname), h);
+	h = fnv1a(&th->tid, sizeof(th->tid), h);
+	/* the NULs keep ("ab", "c") and ("a", "bc") apart */
+	h = fnv1a(th->name, strlen(th->name) + 1, h);
+	h = fnv1a(th->ruby_thread, strlen(th->ruby_thread) + 1, h);
+	h = fnv1a(th->ruby_thread_name, strlen(th->ruby_thread_name) + 1, h);
 	return fnv1a(frames, n * sizeof(*frames), h);
+}
+
+static bool same_thread(const struct stack_entry *e, const struct agg_thread *th)
+{
+	return e->tid == th->tid && strcmp(e->thread_name, th->name) == 0 &&
+	       strcmp(e->ruby_thread, th->ruby_thread) == 0 &&
+	       strcmp(e->ruby_thread_name, th->ruby_thread_name) == 0;
 }
 
 int agg_add(struct agg *a, struct agg_proc *p, pid_t tid, const char *thread_name,
 	    const uint32_t *frames, size_t nframes, const int64_t *values)
 {
-	const char *tname = thread_name ? thread_name : "";
+	struct agg_thread th = {.tid = tid, .name = thread_name};
+
+	return agg_add_thread(a, p, &th, frames, nframes, values);
+}
+
+int agg_add_thread(struct agg *a, struct agg_proc *p, const struct agg_thread *thread,
+		   const uint32_t *frames, size_t nframes, const int64_t *values)
+{
+	struct agg_thread th = {
+		.tid = thread->tid,
+		.name = thread->name ? thread->name : "",
+		.ruby_thread = thread->ruby_thread ? thread->ruby_thread : "",
+		.ruby_thread_name = thread->ruby_thread_name ? thread->ruby_thread_name : "",
+	};
 	struct stack_entry *e, *ns;
 	uint64_t h, head = 0;
 	uint32_t idx;
 	size_t i;
 
-	h = stack_hash(p, tid, tname, frames, nframes);
+	h = stack_hash(p, &th, frames, nframes);
 	if (hmap_get(&a->stack_index, h, 0, &head)) {
 		for (idx = (uint32_t)head; idx; idx = e->next) {
 			e = &a->stacks[idx - 1];
-			if (e->hash == h && e->proc == p && e->tid == tid &&
-			    e->nframes == nframes && strcmp(e->thread_name, tname) == 0 &&
+			if (e->hash == h && e->proc == p && e->nframes == nframes &&
+			    same_thread(e, &th) &&
 			    memcmp(e->frames, frames, nframes * sizeof(*frames)) == 0) {
 				for (i = 0; i < a->nvalues; i++)
 					e->values[i] += values[i];
@@ -371,17 +397,21 @@ int agg_add(struct agg *a, struct agg_proc *p, pid_t tid, const char *thread_nam
 	e = &a->stacks[a->nstacks];
 	memset(e, 0, sizeof(*e));
 	e->frames = malloc((nframes ? nframes : 1) * sizeof(*frames));
-	e->thread_name = strdup(tname);
-	if (!e->frames || !e->thread_name ||
+	e->thread_name = strdup(th.name);
+	e->ruby_thread = strdup(th.ruby_thread);
+	e->ruby_thread_name = strdup(th.ruby_thread_name);
+	if (!e->frames || !e->thread_name || !e->ruby_thread || !e->ruby_thread_name ||
 	    hmap_put(&a->stack_index, h, 0, (uint64_t)a->nstacks + 1)) {
 		free(e->frames);
 		free(e->thread_name);
+		free(e->ruby_thread);
+		free(e->ruby_thread_name);
 		return -ENOMEM;
 	}
 	memcpy(e->frames, frames, nframes * sizeof(*frames));
 	e->hash = h;
 	e->proc = p;
-	e->tid = tid;
+	e->tid = th.tid;
 	e->nframes = (uint32_t)nframes;
 	e->next = (uint32_t)head;
 	for (i = 0; i < a->nvalues; i++)
@@ -401,6 +431,8 @@ void agg_foreach(const struct agg *a, void (*fn)(void *ctx, const struct agg_sta
 		st.pid = a->stacks[i].proc->info.pid;
 		st.tid = a->stacks[i].tid;
 		st.thread_name = a->stacks[i].thread_name;
+		st.ruby_thread = a->stacks[i].ruby_thread;
+		st.ruby_thread_name = a->stacks[i].ruby_thread_name;
 		st.frames = a->stacks[i].frames;
 		st.nframes = a->stacks[i].nframes;
 		st.values = a->stacks[i].values;
@@ -542,7 +574,7 @@ static void export_stack(void *ctx, const struct agg_stack *st)
 {
 	struct export_ctx *x = ctx;
 	const struct agg_proc_info *info = &st->proc->info;
-	struct pprof_label labels[5];
+	struct pprof_label labels[7];
 	int64_t values[2];
 	size_t i, nl = 0;
 	uint64_t *nb;
@@ -573,8 +605,17 @@ static void export_stack(void *ctx, const struct agg_stack *st)
 	if (info->container[0])
 		labels[nl++] = (struct pprof_label){.key = "container_id", .str = info->container};
 	labels[nl++] = (struct pprof_label){.key = "tid", .num = st->tid};
-	if (st->thread_name && st->thread_name[0] && !(x->flags & AGG_PPROF_NO_THREAD_NAME))
-		labels[nl++] = (struct pprof_label){.key = "thread_name", .str = st->thread_name};
+	if (!(x->flags & AGG_PPROF_NO_THREAD_NAME)) {
+		if (st->thread_name && st->thread_name[0])
+			labels[nl++] =
+				(struct pprof_label){.key = "thread_name", .str = st->thread_name};
+		if (st->ruby_thread && st->ruby_thread[0])
+			labels[nl++] =
+				(struct pprof_label){.key = "ruby_thread", .str = st->ruby_thread};
+		if (st->ruby_thread_name && st->ruby_thread_name[0])
+			labels[nl++] = (struct pprof_label){.key = "ruby_thread_name",
+							    .str = st->ruby_thread_name};
+	}
 	values[0] = st->values[0];
 	values[1] = x->a->nvalues > 1 ? st->values[1] : 0;
 	x->err = pprof_add_sample(x->p, x->buf, st->nframes, values, labels, nl);

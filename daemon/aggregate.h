@@ -56,7 +56,9 @@ struct agg_stack {
 	const struct agg_proc *proc;
 	pid_t pid, tid;
 	const char *thread_name;
-	const uint32_t *frames; /* frame ids of `proc`, leaf first */
+	const char *ruby_thread;      /* the Ruby thread's identity, "" when unknown */
+	const char *ruby_thread_name; /* Thread#name, "" when nil or unknown */
+	const uint32_t *frames;	      /* frame ids of `proc`, leaf first */
 	size_t nframes;
 	const int64_t *values; /* agg's nvalues values */
 };
@@ -102,6 +104,18 @@ const struct agg_frame *agg_frame_get(const struct agg_proc *p, uint32_t id);
 int agg_add(struct agg *a, struct agg_proc *p, pid_t tid, const char *thread_name,
 	    const uint32_t *frames, size_t nframes, const int64_t *values);
 
+/* The thread of a sample: native (tid, name) and Ruby (identity, Thread#name; NULL or "": none). */
+struct agg_thread {
+	pid_t tid;
+	const char *name;
+	const char *ruby_thread;
+	const char *ruby_thread_name;
+};
+
+/* agg_add with the sample's Ruby thread: a stack is counted per (native, Ruby) thread. */
+int agg_add_thread(struct agg *a, struct agg_proc *p, const struct agg_thread *th,
+		   const uint32_t *frames, size_t nframes, const int64_t *values);
+
 /* Every stack of the current interval. */
 void agg_foreach(const struct agg *a, void (*fn)(void *ctx, const struct agg_stack *st), void *ctx);
 /* Every process kept (live, or exited within the current interval). */
@@ -119,11 +133,12 @@ void agg_stats(const struct agg *a, struct agg_stats *out);
 void agg_cut(struct agg *a);
 
 /* agg_to_pprof() flags */
-#define AGG_PPROF_NO_THREAD_NAME 0x1 /* no thread_name label (Pyroscope: one series each) */
+/* no thread_name, ruby_thread nor ruby_thread_name label (Pyroscope: one series each) */
+#define AGG_PPROF_NO_THREAD_NAME 0x1
 
 /*
- * Adds the interval's stacks to a pprof builder as samples [values[0], values[1]] with pid, tid
- * and thread name labels, and ns_pid and container_id where the process has them. service: only
+ * Adds the interval's stacks to a pprof builder as samples [values[0], values[1]] with pid, tid,
+ * thread name and Ruby thread (ruby_thread, ruby_thread_name) labels, and ns_pid and container_id where the process has them. service: only
  * the stacks of processes of that service (NULL: all); flags: AGG_PPROF_*. 0 or -errno.
  */
 int agg_to_pprof(const struct agg *a, struct pprof *p, const char *service, unsigned int flags);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "appname.h"
+#include "buf.h"
 
 /* Bounds on what is read from /proc; a file cut at its bound sets app_identity.truncated. */
 #define CGROUP_READ_MAX	 (64 * 1024UL)
@@ -181,31 +182,6 @@ static void sanitize_name(char *dst, const char *src, size_t len, bool *truncate
 		snprintf(dst, APPNAME_MAX, "ruby");
 	else if (dots_only)
 		memset(dst, '_', n);
-}
-
-/* A bounded string being built; a cut never splits a UTF-8 character. */
-struct sbuf {
-	char *p;
-	size_t len, size;
-	bool cut;
-};
-
-static void sbuf_put(struct sbuf *b, const char *s, size_t n)
-{
-	size_t room = b->size - 1 - b->len;
-
-	if (b->cut)
-		return;
-	if (n > room) {
-		n = room;
-		/* back off to the lead byte of a character that would be split */
-		while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-			n--;
-		b->cut = true;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
 }
 
 /* ---- rules ------------------------------------------------------------------------------- */
@@ -541,29 +517,30 @@ void appname_rules__free(struct appname_rules *r)
 static bool expand_template(const char *t, const char *subject, const regmatch_t *m, char *out,
 			    size_t size)
 {
-	struct sbuf b = {.p = out, .size = size};
+	struct buf b;
 	const char *p, *lit = t;
 	size_t g;
 
-	out[0] = '\0';
+	/* the text stays a C string in out, cut at a character (-E2BIG) */
+	buf_init_fixed(&b, out, size);
 	for (p = t; *p; p++) {
 		if (*p != '$')
 			continue;
-		sbuf_put(&b, lit, (size_t)(p - lit));
+		buf_put_cut(&b, lit, (size_t)(p - lit), size - 1);
 		if (p[1] == '$') {
-			sbuf_put(&b, "$", 1);
+			buf_put_cut(&b, "$", 1, size - 1);
 		} else {
 			/* references were checked against re_nsub when the rule was compiled */
 			g = (size_t)(p[1] - '0');
 			if (m[g].rm_so >= 0)
-				sbuf_put(&b, subject + m[g].rm_so,
-					 (size_t)(m[g].rm_eo - m[g].rm_so));
+				buf_put_cut(&b, subject + m[g].rm_so,
+					    (size_t)(m[g].rm_eo - m[g].rm_so), size - 1);
 		}
 		p++;
 		lit = p + 1;
 	}
-	sbuf_put(&b, lit, (size_t)(p - lit));
-	return b.cut;
+	buf_put_cut(&b, lit, (size_t)(p - lit), size - 1);
+	return b.err == -E2BIG;
 }
 
 /* ---- cgroup ------------------------------------------------------------------------------ */

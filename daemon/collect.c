@@ -21,9 +21,11 @@
 struct target {
 	struct ruby_target t;
 	struct symbolizer *sym;
+	struct rthreads *rth; /* Ruby thread labels */
 	struct agg_proc *proc;
 	uint32_t generation; /* agg_proc_generation() that `frames` holds ids of */
 	uint32_t cuts;	     /* agg_cuts() when `frames` was started */
+	uint64_t sym_gen;    /* symbolizer_generation() when `frames` was started */
 	int pidfd;	     /* the process itself (not its pid): -1 when it could not be opened */
 	struct hmap frames;  /* (addr, pc or caller frame id) -> agg frame id */
 };
@@ -77,6 +79,7 @@ static void target_free(struct target *t)
 	if (t->pidfd >= 0)
 		close(t->pidfd);
 	symbolizer__free(t->sym);
+	rthreads__free(t->rth);
 	hmap_clear(&t->frames);
 	free(t);
 }
@@ -177,7 +180,10 @@ int collector_add(struct collector *c, const struct ruby_target *rt, const char 
 	t->t = *rt;
 	t->sym =
 		symbolizer__new(rt->pid, rt->off, rt->symbols, rt->symbols_cand, rt->nsymbols_cand);
-	t->proc = t->sym ? agg_proc__new(c->agg, &info) : NULL;
+	if (t->sym)
+		symbolizer_set_vm(t->sym, rt->vm_ptr);
+	t->rth = rthreads__new(rt->pid, rt->off, &c->stats.rthread);
+	t->proc = t->sym && t->rth ? agg_proc__new(c->agg, &info) : NULL;
 	if (!t->proc) {
 		target_free(t);
 		return -ENOMEM;
@@ -198,6 +204,12 @@ int collector_update(struct collector *c, const struct ruby_target *rt)
 
 	if (!t)
 		return -ENOENT;
+	/* a fork child validated on its own: its own layout from now on (NULL on ENOMEM: its
+	 * samples then go without Ruby thread labels) */
+	if (rt->off != t->t.off || !t->rth) {
+		rthreads__free(t->rth);
+		t->rth = rthreads__new(rt->pid, rt->off, &c->stats.rthread);
+	}
 	t->t = *rt;
 	return 0;
 }
@@ -231,13 +243,17 @@ static uint32_t mark(struct target *t, const char *name)
 static void check_generation(struct collector *c, struct target *t)
 {
 	uint32_t gen = agg_proc_generation(t->proc), cuts = agg_cuts(c->agg);
+	uint64_t sym_gen = t->sym ? symbolizer_generation(t->sym) : 0;
 
-	if (gen != t->generation || cuts != t->cuts) {
+	if (gen != t->generation || cuts != t->cuts || sym_gen != t->sym_gen) {
 		hmap_clear(&t->frames);
 		t->generation = gen;
 		t->cuts = cuts;
+		t->sym_gen = sym_gen;
 		if (t->sym)
 			symbolizer_new_epoch(t->sym);
+		if (t->rth)
+			rthreads_new_epoch(t->rth);
 	}
 }
 
@@ -250,14 +266,6 @@ struct caller {
 };
 
 /* Interned frame of a Ruby frame; *type is its iseq type. 0 on ENOMEM. */
-/* A Ruby frame's second key in the frame cache (its first: the iseq). */
-static uint64_t iseq_key2(const struct rp_frame *f)
-{
-	uint64_t jit = (f->info >> RP_FRAME_KIND_SHIFT) & RP_FRAME_FLAG_JIT;
-
-	return rp_frame_pc(f) | (uint64_t) !!jit << 63;
-}
-
 static bool has_me(const struct rp_frame *f)
 {
 	return (f->info >> RP_FRAME_KIND_SHIFT) & RP_FRAME_FLAG_ME;
@@ -269,38 +277,62 @@ static bool is_finish(const struct rp_frame *f)
 	return (f->info >> RP_FRAME_KIND_SHIFT) & RP_FRAME_FLAG_FINISH;
 }
 
-/* A Ruby frame's ep, for the symbolizer's walk to its method entry; 0 when it carries the entry. */
-static uint64_t frame_ep(const struct rp_frame *f)
+/*
+ * A Ruby frame's key in the frame cache: (iseq, pc); a method's own frame's (method entry, pc),
+ * since one iseq runs under several owners (define_method copies, module_function). A JIT
+ * frame's pc is stale (its line is 0): there the iseq stands in for it.
+ */
+static void iseq_key(const struct rp_frame *f, uint64_t *k1, uint64_t *k2)
 {
-	return has_me(f) ? 0 : f->ep;
+	uint64_t jit = !!((f->info >> RP_FRAME_KIND_SHIFT) & RP_FRAME_FLAG_JIT);
+
+	*k1 = f->addr;
+	*k2 = rp_frame_pc(f) | jit << 63;
+	if (has_me(f)) {
+		*k1 = f->ep;
+		*k2 = (jit ? f->addr : rp_frame_pc(f)) | jit << 63 | 1ULL << 61;
+	}
 }
 
+/* Frame cache values of Ruby frames: agg id, iseq type << 32, internal (4.0+) at bit 40. */
+#define FRAME_INTERNAL (1ULL << 40)
+
 static uint32_t iseq_frame(struct collector *c, struct target *t, const struct rp_frame *f,
-			   enum iseq_type *type)
+			   enum iseq_type *type, int *internal)
 {
-	uint64_t pc = rp_frame_pc(f), key2 = iseq_key2(f), val;
-	int jit = (f->info >> RP_FRAME_KIND_SHIFT) & RP_FRAME_FLAG_JIT;
+	uint64_t pc = rp_frame_pc(f), key1, key2, val;
+	int jit = (f->info >> RP_FRAME_KIND_SHIFT) & RP_FRAME_FLAG_JIT, err;
 	struct sym_iseq si;
 	uint32_t id;
 
-	if (hmap_get(&t->frames, f->addr, key2, &val)) {
-		*type = (enum iseq_type)(val >> 32);
+	iseq_key(f, &key1, &key2);
+	if (hmap_get(&t->frames, key1, key2, &val)) {
+		*type = (enum iseq_type)((val >> 32) & 0xff);
+		*internal = !!(val & FRAME_INTERNAL);
 		return (uint32_t)val;
 	}
-	if (symbolize_iseq(t->sym, f->addr, pc, jit, frame_ep(f), &si) || !still_alive(t)) {
+	*internal = 0;
+	if (has_me(f))
+		err = symbolize_method_frame(t->sym, f->addr, pc, jit, f->ep, &si);
+	else
+		err = symbolize_iseq(t->sym, f->addr, pc, jit, f->ep, &si);
+	if (err || !still_alive(t)) {
 		c->stats.frames_failed++;
 		*type = ISEQ_TYPE_METHOD;
 		return mark(t, "[unknown Ruby frame]");
 	}
 	*type = si.type;
+	*internal = si.internal;
 	id = agg_frame_id(t->proc, AGG_FRAME_RUBY, si.label, si.path, si.first_lineno, si.line);
-	if (!id || !si.label_final)
+	/* a block of a method run under several owners: named through its own frame each time */
+	if (!id || !si.label_final || (si.owner_varies && !has_me(f)))
 		return id;
 	if (t->frames.len >= MAX_FRAME_CACHE) {
 		hmap_clear(&t->frames);
 		c->stats.cache_resets++;
 	}
-	hmap_put(&t->frames, f->addr, key2, (uint64_t)si.type << 32 | id);
+	hmap_put(&t->frames, key1, key2,
+		 (uint64_t)si.type << 32 | (si.internal ? FRAME_INTERNAL : 0) | id);
 	return id;
 }
 
@@ -332,19 +364,47 @@ static uint32_t cfunc_frame(struct collector *c, struct target *t, const struct 
 }
 
 /*
+ * An <internal:...> frame (4.0+) as Ruby shows it: a C method, its method's name at its caller's
+ * path and line; at the root (no caller), where it is.
+ */
+static uint32_t internal_frame(struct collector *c, struct target *t, uint32_t ruby_id,
+			       const struct caller *caller)
+{
+	const struct agg_frame *af;
+	uint64_t val;
+	uint32_t id;
+
+	if (!caller->frame)
+		return ruby_id;
+	if (hmap_get(&t->frames, ruby_id, (1ULL << 60) | caller->frame, &val))
+		return (uint32_t)val;
+	af = agg_frame_get(t->proc, ruby_id);
+	id = agg_frame_id(t->proc, AGG_FRAME_CFUNC, af->name, caller->path, 0, caller->line);
+	if (!id)
+		return 0;
+	if (t->frames.len >= MAX_FRAME_CACHE) {
+		hmap_clear(&t->frames);
+		c->stats.cache_resets++;
+	}
+	hmap_put(&t->frames, ruby_id, (1ULL << 60) | caller->frame, id);
+	return id;
+}
+
+/*
  * Frames of one stack into c->buf (leaf first) as Ruby's backtrace shows them; returns how many,
  * or -ENOSPC (a frame table is full) or -ENOMEM. Pass 1 (leaf to root) names the Ruby frames and, on 3.4+, hides the frame that
- * owns a rescue/ensure clause (Ruby prints the clause under the method's name instead). Pass 2
- * (root to leaf) gives each C function its caller's path and line.
+ * owns a rescue/ensure clause (Ruby prints the clause under the method's name instead); on 4.0+
+ * <internal:...> frames act as C methods (symbolize_collapse_internal). Pass 2 (root to leaf)
+ * gives each C function its caller's path and line. c->kind holds enum sym_frame_kind.
  */
 static int stack_frames(struct collector *c, struct target *t, const struct sampler_stack *st)
 {
 	struct caller caller = {.path = "", .line = 0, .frame = 0};
 	const struct rp_frame *f;
-	uint64_t val;
+	uint64_t k1, k2, val;
 	const struct agg_frame *af;
 	enum iseq_type type;
-	int skip_next = 0;
+	int skip_next = 0, internal, any_internal = 0;
 	size_t i, n = 0;
 	uint32_t id;
 
@@ -354,29 +414,42 @@ static int stack_frames(struct collector *c, struct target *t, const struct samp
 	 */
 	for (i = 0; i < st->nframes; i++) {
 		f = &st->frames[i];
-		if (rp_frame_kind(f) == RP_FRAME_KIND_ISEQ && has_me(f) &&
-		    !hmap_get(&t->frames, f->addr, iseq_key2(f), &val))
+		if (rp_frame_kind(f) != RP_FRAME_KIND_ISEQ || !has_me(f))
+			continue;
+		iseq_key(f, &k1, &k2);
+		if (!hmap_get(&t->frames, k1, k2, &val))
 			symbolize_method_entry(t->sym, f->addr, f->ep);
 	}
 	for (i = 0; i < st->nframes; i++) {
-		c->kind[i] = rp_frame_kind(&st->frames[i]);
-		if (c->kind[i] != RP_FRAME_KIND_ISEQ)
+		c->kind[i] = SYM_FRAME_C;
+		c->buf[i] = 0;
+		if (rp_frame_kind(&st->frames[i]) != RP_FRAME_KIND_ISEQ)
 			continue;
-		id = iseq_frame(c, t, &st->frames[i], &type);
+		id = iseq_frame(c, t, &st->frames[i], &type, &internal);
 		if (!id)
 			return errno == ENOSPC ? -ENOSPC : -ENOMEM;
 		c->buf[i] = skip_next ? 0 : id;
+		c->kind[i] = skip_next	? SYM_FRAME_NONE
+			     : internal ? SYM_FRAME_INTERNAL
+					: SYM_FRAME_RUBY;
+		any_internal |= internal;
 		skip_next = t->t.off->qualified_labels &&
 			    (type == ISEQ_TYPE_RESCUE || type == ISEQ_TYPE_ENSURE);
 	}
+	if (any_internal)
+		symbolize_collapse_internal(c->kind, st->nframes);
 	for (i = st->nframes; i-- > 0;) {
-		if (c->kind[i] == RP_FRAME_KIND_ISEQ) {
-			if (!c->buf[i])
-				continue;
+		if (c->kind[i] == SYM_FRAME_NONE) {
+			c->buf[i] = 0;
+		} else if (c->kind[i] == SYM_FRAME_RUBY) {
 			af = agg_frame_get(t->proc, c->buf[i]);
 			caller.path = af->file;
 			caller.line = af->line;
 			caller.frame = c->buf[i];
+		} else if (c->kind[i] == SYM_FRAME_INTERNAL) {
+			c->buf[i] = internal_frame(c, t, c->buf[i], &caller);
+			if (!c->buf[i])
+				return errno == ENOSPC ? -ENOSPC : -ENOMEM;
 		} else {
 			c->buf[i] = cfunc_frame(c, t, &st->frames[i], &caller);
 			if (!c->buf[i])
@@ -600,10 +673,29 @@ static void count_dropped(struct collector *c, int err)
 		c->stats.dropped_error++;
 }
 
+/*
+ * The sample's Ruby thread, if its EC named one that is a live Ruby thread. What was read from
+ * the process now (not cached) is trusted only if the process still lives (see still_alive).
+ */
+static void ruby_thread(struct collector *c, struct target *t, const struct sampler_stack *st,
+			struct agg_thread *th)
+{
+	const struct rthread_label *lab;
+	uint64_t reads = c->stats.rthread.reads;
+
+	if (!st->first->ruby_thread || !t->rth ||
+	    rthreads_get(t->rth, st->first->ruby_thread, &lab) ||
+	    (c->stats.rthread.reads != reads && !still_alive(t)))
+		return;
+	th->ruby_thread = lab->id;
+	th->ruby_thread_name = lab->name;
+}
+
 void collector_on_stack(void *ctx, const struct sampler_stack *st)
 {
 	struct collector *c = ctx;
 	char comm[sizeof(st->first->comm) + 1], label[64];
+	struct agg_thread th = {0};
 	int64_t values[2];
 	size_t i, n = 0, lead = 0, nruby = 0;
 	struct target *t;
@@ -669,7 +761,10 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 	values[1] = st->first->hdr.wunit == RP_WEIGHT_NS
 			    ? (int64_t)st->first->hdr.weight
 			    : (int64_t)st->first->hdr.weight * c->period_ns;
-	ret = agg_add(c->agg, t->proc, (pid_t)st->first->hdr.tid, comm, c->buf, n, values);
+	th.tid = (pid_t)st->first->hdr.tid;
+	th.name = comm;
+	ruby_thread(c, t, st, &th);
+	ret = agg_add_thread(c->agg, t->proc, &th, c->buf, n, values);
 	if (ret)
 		count_dropped(c, ret);
 }

@@ -12,6 +12,7 @@
 
 #include "aggregate.h"
 #include "discover.h"
+#include "rthread.h"
 #include "sampler.h"
 #include "symbolize.h"
 
@@ -33,7 +34,8 @@ struct collector_stats {
 	uint64_t
 		cache_resets; /* frame caches dropped at their bound (refilled from the symbolizer) */
 	uint64_t no_pidfd;    /* processes kept without a pidfd (reads not checked for pid reuse) */
-	struct symbolizer_stats sym; /* the symbolizers', summed over every process ever kept */
+	struct symbolizer_stats sym;  /* the symbolizers', summed over every process ever kept */
+	struct rthread_stats rthread; /* the Ruby thread caches', every process */
 };
 
 /* period_ns: the second value of a cpu-clock sample (1e9 / frequency). */

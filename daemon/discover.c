@@ -1013,6 +1013,7 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 	if (gcstate_find(pid, ef, t->bias, t->off, &gc, t->how_gc, sizeof(t->how_gc)) == 0) {
 		t->bpf.gc_flags = gc.flags;
 		t->bpf.gc_running_ec = gc.running_ec;
+		t->vm_ptr = gc.vm_ptr;
 	}
 	if (lookup(&src, "rb_vm_exec", &sym, from, sizeof(from)) == 0) {
 		t->vm_exec = t->bias + sym.value;

@@ -45,6 +45,7 @@ struct ruby_target {
 	uint64_t symbols_cand[DISCOVER_MAX_CANDIDATES];
 	unsigned int nsymbols_cand;
 	uint64_t vm_exec; /* rb_vm_exec, 0 when not found */
+	uint64_t vm_ptr;  /* &ruby_current_vm_ptr, 0 when not found (3.2's class names need it) */
 	/* Which path found what, for the log; room for a debug file's path. */
 	char how_ec[512];
 	char how_symbols[512];

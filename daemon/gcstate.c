@@ -87,6 +87,7 @@ int gcstate_find(pid_t pid, struct elf_file *ef, uint64_t bias, const struct rub
 		return -EFAULT;
 	}
 	out->flags = objspace + flags_off;
+	out->vm_ptr = vm_ptr;
 	/* 3.0+: GC runs on the thread holding the VM lock, the main ractor's running EC. */
 	if (off->ractor_running_ec && procmem_u64(pid, vm + 32, &ractor) == 0 &&
 	    rvalue_is_heap(ractor) && procmem_u64(pid, ractor + off->ractor_running_ec, &ec) == 0 &&

@@ -17,6 +17,7 @@
 struct gcstate {
 	uint64_t flags;	     /* address of the objspace flags word */
 	uint64_t running_ec; /* address of the main ractor's running EC, 0: unknown or < 3.0 */
+	uint64_t vm_ptr;     /* address of ruby_current_vm_ptr (symbolizer_set_vm) */
 };
 
 /*

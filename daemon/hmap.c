@@ -104,14 +104,22 @@ static void shrink(struct hmap *h)
 		resize(h, cap);
 }
 
-bool hmap_get(const struct hmap *h, uint64_t k1, uint64_t k2, uint64_t *val)
+/* The entry of (k1, k2), or NULL: a table that never had one has no slots to probe. */
+static struct hmap_entry *lookup(const struct hmap *h, uint64_t k1, uint64_t k2)
 {
 	struct hmap_entry *e;
 
 	if (!h->cap)
-		return false;
+		return NULL;
 	e = find(h, k1, k2);
-	if (!e->used)
+	return e->used ? e : NULL;
+}
+
+bool hmap_get(const struct hmap *h, uint64_t k1, uint64_t k2, uint64_t *val)
+{
+	struct hmap_entry *e = lookup(h, k1, k2);
+
+	if (!e)
 		return false;
 	*val = e->val;
 	return true;
@@ -119,14 +127,11 @@ bool hmap_get(const struct hmap *h, uint64_t k1, uint64_t k2, uint64_t *val)
 
 int hmap_put(struct hmap *h, uint64_t k1, uint64_t k2, uint64_t val)
 {
-	struct hmap_entry *e;
+	struct hmap_entry *e = lookup(h, k1, k2);
 
-	if (h->cap) {
-		e = find(h, k1, k2);
-		if (e->used) {
-			e->val = val;
-			return 0;
-		}
+	if (e) {
+		e->val = val;
+		return 0;
 	}
 	return hmap_add(h, k1, k2, val);
 }
@@ -196,12 +201,9 @@ static void del_at(struct hmap *h, size_t i)
 
 bool hmap_del(struct hmap *h, uint64_t k1, uint64_t k2, uint64_t *val)
 {
-	struct hmap_entry *e;
+	struct hmap_entry *e = lookup(h, k1, k2);
 
-	if (!h->cap)
-		return false;
-	e = find(h, k1, k2);
-	if (!e->used)
+	if (!e)
 		return false;
 	if (val)
 		*val = e->val;

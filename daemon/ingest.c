@@ -37,19 +37,7 @@ struct jr {
 	size_t errlen;
 };
 
-__attribute__((format(printf, 2, 3))) static int jr_fail(struct jr *j, const char *fmt, ...)
-{
-	char msg[200];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (j->errlen)
-		snprintf(j->err, j->errlen, "at byte %zu: %s", j->pos, msg);
-	return -EINVAL;
-}
-
+/* A malformed document: the message names the field, or else the byte it was read at. -EINVAL. */
 __attribute__((format(printf, 3, 4))) static int jr_field_fail(struct jr *j, const char *field,
 							       const char *fmt, ...)
 {
@@ -59,10 +47,14 @@ __attribute__((format(printf, 3, 4))) static int jr_field_fail(struct jr *j, con
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (j->errlen)
+	if (j->errlen && field)
 		snprintf(j->err, j->errlen, "field \"%s\": %s", field, msg);
+	else if (j->errlen)
+		snprintf(j->err, j->errlen, "at byte %zu: %s", j->pos, msg);
 	return -EINVAL;
 }
+
+#define jr_fail(j, ...) jr_field_fail((j), NULL, __VA_ARGS__)
 
 static void jr_ws(struct jr *j)
 {
@@ -795,37 +787,10 @@ cleanup:
 
 /* ---- output buffer --------------------------------------------------------------------------- */
 
-static void ob_varint(struct buf *b, uint64_t v)
-{
-	uint8_t tmp[10];
-	size_t n = 0;
-
-	do {
-		tmp[n] = (uint8_t)(v & 0x7f);
-		v >>= 7;
-		if (v)
-			tmp[n] |= 0x80;
-		n++;
-	} while (v);
-	buf_put(b, tmp, n);
-}
-
-/* Protobuf wire types used here: varint (0) and length-delimited (2). */
-static void ob_tag(struct buf *b, unsigned field, unsigned wire)
-{
-	ob_varint(b, (uint64_t)field << 3 | wire);
-}
-
-static void ob_bytes(struct buf *b, unsigned field, const void *data, size_t n)
-{
-	ob_tag(b, field, 2);
-	ob_varint(b, n);
-	buf_put(b, data, n);
-}
-
+/* Protobuf fields are written with buf.h's buf_pb_*; strings and nested messages here. */
 static void ob_str(struct buf *b, unsigned field, const char *s)
 {
-	ob_bytes(b, field, s, strlen(s));
+	buf_pb_bytes(b, field, s, strlen(s));
 }
 
 /* A nested message built in its own buffer; its error carries over. */
@@ -833,7 +798,7 @@ static void ob_msg(struct buf *b, unsigned field, const struct buf *m)
 {
 	if (m->err && !b->err)
 		b->err = m->err;
-	ob_bytes(b, field, m->p, m->len);
+	buf_pb_bytes(b, field, m->p, m->len);
 }
 
 /* ---- labels ---------------------------------------------------------------------------------- */
@@ -841,22 +806,38 @@ static void ob_msg(struct buf *b, unsigned field, const struct buf *m)
 /* What Pyroscope's pprof conversion names a profile whose sample types include "cpu". */
 #define PROFILE_NAME "process_cpu"
 
+/*
+ * Pyroscope's default validation limits (pkg/validation: max_label_names_per_series 30,
+ * max_label_name_length 1024, max_label_value_length 2048): a series beyond them is refused
+ * whole with a 400, which would move every profile of that service aside. The series Pyroscope
+ * checks has, beside the sidecar's labels, __name__, service_name, pyroscope_spy and __delta__,
+ * which /ingest adds itself: PYRO_MAX_OWN labels are left for the sidecar's others.
+ */
+#define PYRO_MAX_LABELS	   30
+#define PYRO_MAX_OWN	   (PYRO_MAX_LABELS - 4)
+#define PYRO_MAX_NAME_LEN  1024
+#define PYRO_MAX_VALUE_LEN 2048
+
 struct ilabel {
 	char *key;
 	const char *value;
+	char *vcopy; /* value, when cut to PYRO_MAX_VALUE_LEN */
 };
 
 struct ilabels {
 	struct ilabel *v;
 	size_t n;
+	size_t trimmed; /* labels left out or values cut for Pyroscope's limits */
 };
 
 static void ilabels_release(struct ilabels *ls)
 {
 	size_t i;
 
-	for (i = 0; i < ls->n; i++)
+	for (i = 0; i < ls->n; i++) {
 		free(ls->v[i].key);
+		free(ls->v[i].vcopy);
+	}
 	free(ls->v);
 	ls->v = NULL;
 	ls->n = 0;
@@ -898,8 +879,58 @@ static int ilabels_add(struct ilabels *ls, const char *key, const char *value, b
 	if (!v[ls->n].key)
 		return -ENOMEM;
 	v[ls->n].value = value;
+	v[ls->n].vcopy = NULL;
 	ls->n++;
 	return 0;
+}
+
+/* Cuts a value longer than Pyroscope's limit at a UTF-8 character boundary. */
+static int ilabel_cut(struct ilabel *l)
+{
+	size_t n = PYRO_MAX_VALUE_LEN;
+
+	while (n && ((unsigned char)l->value[n] & 0xc0) == 0x80)
+		n--;
+	l->vcopy = strndup(l->value, n);
+	if (!l->vcopy)
+		return -ENOMEM;
+	l->value = l->vcopy;
+	return 0;
+}
+
+/*
+ * Keeps a Pyroscope series within the default limits: labels with names too long are left out,
+ * then the sidecar's labels beyond PYRO_MAX_OWN (the last by name), and values too long are cut.
+ * ls is sorted; service_name, pyroscope_spy and __name__ always stay.
+ */
+static int ilabels_fit_pyroscope(struct ilabels *ls)
+{
+	size_t i, own = 0, o = 0;
+	int err = 0;
+
+	for (i = 0; i < ls->n; i++) {
+		struct ilabel *l = &ls->v[i];
+		bool keep = !strcmp(l->key, "service_name") || !strcmp(l->key, "pyroscope_spy") ||
+			    !strcmp(l->key, "__name__");
+
+		if (!keep && strlen(l->key) <= PYRO_MAX_NAME_LEN && own < PYRO_MAX_OWN) {
+			keep = true;
+			own++;
+		}
+		if (!keep) {
+			free(l->key);
+			free(l->vcopy);
+			ls->trimmed++;
+			continue;
+		}
+		if (!err && strlen(l->value) > PYRO_MAX_VALUE_LEN) {
+			err = ilabel_cut(l);
+			ls->trimmed++;
+		}
+		ls->v[o++] = *l;
+	}
+	ls->n = o;
+	return err;
 }
 
 static bool ilabels_has(const struct ilabels *ls, const char *key)
@@ -950,7 +981,7 @@ static int ilabels_build(enum ingest_protocol proto, const struct sidecar *sc, s
 		if (!strcmp(ls->v[i - 1].key, ls->v[i].key))
 			return -EINVAL;
 	}
-	return 0;
+	return proto == INGEST_PARCA ? 0 : ilabels_fit_pyroscope(ls);
 }
 
 /* ---- requests -------------------------------------------------------------------------------- */
@@ -1104,26 +1135,36 @@ static void profile_uuid(const struct sidecar *sc, const struct ilabels *ls, cha
 		 (uint64_t)(lo & 0xffffffffffffULL));
 }
 
+/*
+ * Each label as a field `field` of dst: a name/value message (push's LabelPair, Parca's Label:
+ * name is field 1, value field 2), built in m.
+ */
+static void ob_labels(struct buf *dst, unsigned field, const struct ilabels *ls, struct buf *m)
+{
+	size_t i;
+
+	for (i = 0; i < ls->n; i++) {
+		m->len = 0;
+		ob_str(m, 1, ls->v[i].key);
+		ob_str(m, 2, ls->v[i].value);
+		ob_msg(dst, field, m);
+	}
+}
+
 /* push.v1.PushRequest { series: [RawProfileSeries { labels, samples: [RawSample] }] } */
 static int build_push(const struct sidecar *sc, const struct ilabels *ls, const void *profile,
 		      size_t len, struct buf *body)
 {
 	struct buf series = {0}, m = {0};
 	char id[37];
-	size_t i;
 
-	for (i = 0; i < ls->n; i++) {
-		m.len = 0;
-		ob_str(&m, 1, ls->v[i].key);   /* LabelPair.name */
-		ob_str(&m, 2, ls->v[i].value); /* LabelPair.value */
-		ob_msg(&series, 1, &m);	       /* RawProfileSeries.labels */
-	}
+	ob_labels(&series, 1, ls, &m); /* RawProfileSeries.labels */
 	profile_uuid(sc, ls, id);
 	m.len = 0;
-	ob_bytes(&m, 1, profile, len); /* RawSample.raw_profile */
-	ob_str(&m, 2, id);	       /* RawSample.ID */
-	ob_msg(&series, 2, &m);	       /* RawProfileSeries.samples */
-	ob_msg(body, 1, &series);      /* PushRequest.series */
+	buf_pb_bytes(&m, 1, profile, len); /* RawSample.raw_profile */
+	ob_str(&m, 2, id);		   /* RawSample.ID */
+	ob_msg(&series, 2, &m);		   /* RawProfileSeries.samples */
+	ob_msg(body, 1, &series);	   /* PushRequest.series */
 	free(m.p);
 	free(series.p);
 	return body->err;
@@ -1138,22 +1179,16 @@ static int build_parca(const struct ilabels *ls, const void *profile, size_t len
 {
 	struct buf req = {0}, series = {0}, set = {0}, m = {0};
 	uint8_t hdr[5];
-	size_t i;
 
-	for (i = 0; i < ls->n; i++) {
-		m.len = 0;
-		ob_str(&m, 1, ls->v[i].key);   /* Label.name */
-		ob_str(&m, 2, ls->v[i].value); /* Label.value */
-		ob_msg(&set, 1, &m);	       /* LabelSet.labels */
-	}
-	ob_msg(&series, 1, &set); /* RawProfileSeries.labels */
+	ob_labels(&set, 1, ls, &m); /* LabelSet.labels */
+	ob_msg(&series, 1, &set);   /* RawProfileSeries.labels */
 	m.len = 0;
-	ob_bytes(&m, 1, profile, len); /* RawSample.raw_profile */
-	ob_msg(&series, 2, &m);	       /* RawProfileSeries.samples */
-	ob_msg(&req, 2, &series);      /* WriteRawRequest.series */
+	buf_pb_bytes(&m, 1, profile, len); /* RawSample.raw_profile */
+	ob_msg(&series, 2, &m);		   /* RawProfileSeries.samples */
+	ob_msg(&req, 2, &series);	   /* WriteRawRequest.series */
 	/* The profile's addresses need no normalization: its frames are Ruby's, by name. */
-	ob_tag(&req, 3, 0); /* WriteRawRequest.normalized */
-	ob_varint(&req, 1);
+	buf_pb_tag(&req, 3, BUF_PB_VARINT); /* WriteRawRequest.normalized */
+	buf_pb_varint(&req, 1);
 	if (!req.err && req.len > UINT32_MAX)
 		req.err = -EINVAL;
 	if (!req.err) {
@@ -1191,6 +1226,7 @@ int ingest_build(enum ingest_protocol proto, const char *base, const struct side
 	err = ilabels_build(proto, sc, &ls);
 	if (err)
 		goto cleanup;
+	out->labels_trimmed = ls.trimmed;
 	switch (proto) {
 	case INGEST_PYROSCOPE:
 		err = build_ingest(sc, &ls, &url);

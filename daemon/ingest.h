@@ -59,6 +59,9 @@ struct ingest_request {
 	const char *headers[4];
 	uint8_t *body; /* malloc'd; the profile bytes are copied in */
 	size_t len;
+	/* Pyroscope: series labels left out or values cut to fit its default limits (30 labels,
+	 * names of 1024 bytes, values of 2048) */
+	size_t labels_trimmed;
 };
 
 /*

@@ -19,7 +19,7 @@
 	.iseq_body = 16, .body_type = 0, .body_iseq_size = 4, .body_iseq_encoded = 8,              \
 	.body_location = 64, .loc_pathobj = 0, .loc_base_label = 8, .loc_label = 16,               \
 	.loc_first_lineno = 24, .me_def = 16, .me_owner = 32, .def_original_id = 32,               \
-	.symbols_ids = 16
+	.symbols_ids = 16, .th_self = 16
 
 #define RP_VM(th_ptr, cfp_sz, jit, th_id, nt_id)                                                   \
 	.vm = {                                                                                    \
@@ -70,6 +70,7 @@ static const struct ruby_offsets rows[] = {
 		RP_COMMON,
 		RP_VM(56, 56, 0, 72, 0),
 		RP_INSNS(120, 8, 168, 176),
+		.th_name = 360,
 		.thread_id_path = THREAD_ID_DIRECT,
 		.first_lineno_is_fixnum = true,
 		.rstring = RSTRING_LEN_IN_FLAGS,
@@ -103,6 +104,7 @@ static const struct ruby_offsets rows[] = {
 		RP_COMMON,
 		RP_VM(48, 64, 56, 80, 0),
 		RP_INSNS(120, 12, 168, 176),
+		.th_name = 352,
 		.thread_id_path = THREAD_ID_DIRECT,
 		.first_lineno_is_fixnum = true,
 		.rstring = RSTRING_LEN_IN_FLAGS,
@@ -112,6 +114,12 @@ static const struct ruby_offsets rows[] = {
 		.first = "3.2.0",
 		.last = "3.2.11",
 		.ractor_running_ec = 520,
+		/* v3_2_0 internal/class.h (sizeof(struct RClass) 32, iv_ptr first in the embedded
+		 * classext) and vm_core.h (rb_vm_t: special_exceptions[5] end at 376) */
+		.class_names = CLASS_NAMES_SHAPES,
+		.class_iv_ptr = 32,
+		.vm_shape_list = 376,
+		.fl_singleton = 0x1000,
 		RP_COMMON,
 		RP_VM(48, 64, 56, 40, 8),
 		RP_INSNS(112, 12, 160, 168),
@@ -132,6 +140,7 @@ static const struct ruby_offsets rows[] = {
 		RP_COMMON,
 		RP_VM(48, 56, 48, 40, 16),
 		RP_INSNS(112, 12, 160, 168),
+		.th_name = 432,
 		.thread_id_path = THREAD_ID_VIA_NT,
 		.th_nt = 40,
 		.rstring = RSTRING_LEN_FIELD,
@@ -150,6 +159,7 @@ static const struct ruby_offsets rows[] = {
 		RP_COMMON,
 		RP_VM(48, 56, 48, 40, 16),
 		RP_INSNS(112, 12, 160, 168),
+		.th_name = 448,
 		.thread_id_path = THREAD_ID_VIA_NT,
 		.th_nt = 40,
 		.rstring = RSTRING_LEN_FIELD,
@@ -157,13 +167,36 @@ static const struct ruby_offsets rows[] = {
 	},
 	{
 		.first = "4.0.0",
-		.last = "4.0.6",
+		.last = "4.0.1",
 		.qualified_labels = true,
+		.internal_as_c = true,
 		.class_names = CLASS_NAMES_FIELD,
 		.class_classpath = 152,
 		.class_permanent = 149,
 		.class_attached = 136,
 		.fl_singleton = 0x2000,
+		/* v4.0.0 and v4.0.1 ractor_core.h (unchanged on the branch to 2026-03) */
+		.ractor_running_ec = 312,
+		RP_COMMON,
+		RP_VM(48, 56, 48, 40, 16),
+		RP_INSNS(112, 12, 168, 176),
+		.thread_id_path = THREAD_ID_VIA_NT,
+		.th_nt = 40,
+		.rstring = RSTRING_LEN_FIELD,
+		.last_op_id = 171,
+	},
+	{
+		.first = "4.0.6",
+		.last = "4.0.6",
+		.qualified_labels = true,
+		.internal_as_c = true,
+		.class_names = CLASS_NAMES_FIELD,
+		.class_classpath = 152,
+		.class_permanent = 149,
+		.class_attached = 136,
+		.fl_singleton = 0x2000,
+		/* the reference table's 4.0.6: a field before threads grew by 8 (4.0.2 - 4.0.5
+		 * unknown: they get the nearest earlier row, flagged inexact) */
 		.ractor_running_ec = 320,
 		RP_COMMON,
 		RP_VM(48, 56, 48, 40, 16),
@@ -197,9 +230,15 @@ static int version_cmp(int a1, int b1, int c1, int a2, int b2, int c2)
 	return 0;
 }
 
+/*
+ * A minor version can have several rows (a field moved in a patch release: 4.0's running_ec).
+ * The row whose range holds the version is exact; otherwise the last row of that minor starting
+ * at or before it (its nearest known neighbour), or the minor's first row, flagged inexact.
+ */
 const struct ruby_offsets *ruby_offsets_find(const char *version, bool *exact)
 {
 	int ma, mi, te, fa, fi, ft, la, li, lt;
+	const struct ruby_offsets *near = NULL;
 	size_t i;
 
 	*exact = false;
@@ -211,11 +250,15 @@ const struct ruby_offsets *ruby_offsets_find(const char *version, bool *exact)
 			continue;
 		if (ma != fa || mi != fi)
 			continue;
-		*exact = version_cmp(ma, mi, te, fa, fi, ft) >= 0 &&
-			 version_cmp(ma, mi, te, la, li, lt) <= 0;
-		return &rows[i];
+		if (version_cmp(ma, mi, te, fa, fi, ft) >= 0 &&
+		    version_cmp(ma, mi, te, la, li, lt) <= 0) {
+			*exact = true;
+			return &rows[i];
+		}
+		if (!near || version_cmp(ma, mi, te, fa, fi, ft) >= 0)
+			near = &rows[i];
 	}
-	return NULL;
+	return near;
 }
 
 const struct ruby_offsets *ruby_offsets_all(unsigned int *n)

@@ -21,8 +21,9 @@ enum rstring_layout {
 
 enum class_names {
 	CLASS_NAMES_NONE = 0,
-	CLASS_NAMES_IVTBL, /* __classpath__ / __attached__ in an st_table */
-	CLASS_NAMES_FIELD, /* classpath, permanent_classpath, attached_object fields */
+	CLASS_NAMES_IVTBL,  /* __classpath__ / __attached__ in an st_table */
+	CLASS_NAMES_FIELD,  /* classpath, permanent_classpath, attached_object fields */
+	CLASS_NAMES_SHAPES, /* __classpath__ / __attached__ in iv_ptr, indexed by the shape tree */
 };
 
 /* How a thread's pthread id is reached from rb_thread_t. */
@@ -41,6 +42,10 @@ struct ruby_offsets {
 
 	enum thread_id_path thread_id_path;
 	uint16_t th_nt; /* rb_thread_t -> nt (3.2+) */
+	/* rb_thread_t -> self (the Thread object, a T_DATA whose data is the rb_thread_t) */
+	uint16_t th_self;
+	/* rb_thread_t -> name (Thread#name: a String or nil); 0: not known for this version */
+	uint16_t th_name;
 
 	/* iseq and its constant body */
 	uint16_t iseq_body;
@@ -68,11 +73,19 @@ struct ruby_offsets {
 	/* Ruby 3.4+ prints labels with their owner (Foo::Bar#baz, Foo.bar, Integer#times) and hides
 	 * the method frame that owns a rescue/ensure clause. */
 	bool qualified_labels;
+	/* Ruby 4.0+ shows a frame of <internal:...> code as a C method (its method's name at its
+	 * caller's location), one per run of such frames (vm_backtrace.c, "Exclude internal frames
+	 * from backtrace", 2025-06). */
+	bool internal_as_c;
 	/* Where class names are: hidden ivars in the classext's iv_tbl (2.6 - 3.1), shape-indexed
-	 * ivars (3.2, not read: labels stay bare), a classpath field (3.3+). */
+	 * ivars (3.2), a classpath field (3.3+). */
 	enum class_names class_names;
 	uint16_t class_ext;  /* IVTBL: RClass -> rb_classext_t * */
 	uint16_t ext_iv_tbl; /* IVTBL: rb_classext_t -> st_table *iv_tbl */
+	/* SHAPES: the classext is embedded (RVARGC): RClass -> VALUE *iv_ptr; rb_vm_t ->
+	 * rb_shape_t *shape_list (root_shape follows it; the shape id is flags >> 32) */
+	uint16_t class_iv_ptr;
+	uint16_t vm_shape_list;
 	/* FIELD: */
 	uint16_t class_classpath; /* String VALUE, 0: none */
 	uint16_t class_permanent; /* byte, bit 0: the classpath is permanent */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "buf.h"
 #include "fileio.h"
 #include "hmap.h"
 #include "pprof.h"
@@ -439,129 +440,47 @@ int pprof_add_sample(struct pprof *p, const uint64_t *location_ids, size_t nloca
 
 /* ---- protobuf encoding -------------------------------------------------------------------- */
 
-enum {
-	WIRE_VARINT = 0,
-	WIRE_LEN = 2,
-};
-
-/* Encoding buffer; the first failure sticks in err and turns later writes into no-ops. */
-struct pbuf {
-	uint8_t *data;
-	size_t len;
-	size_t cap;
-	int err;
-};
-
-static bool pb_reserve(struct pbuf *b, size_t n)
-{
-	size_t cap;
-	uint8_t *tmp;
-
-	if (b->err)
-		return false;
-	if (n <= b->cap - b->len)
-		return true;
-	if (n > SIZE_MAX / 2 - b->len) {
-		b->err = -ENOMEM;
-		return false;
-	}
-	cap = b->cap ? b->cap : 4096;
-	while (cap < b->len + n)
-		cap *= 2;
-	tmp = realloc(b->data, cap);
-	if (!tmp) {
-		b->err = -ENOMEM;
-		return false;
-	}
-	b->data = tmp;
-	b->cap = cap;
-	return true;
-}
-
-/* Writes v as a varint at dst (room for 10 bytes); returns the bytes written. */
-static size_t varint_put(uint8_t *dst, uint64_t v)
-{
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		dst[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	dst[n++] = (uint8_t)v;
-	return n;
-}
-
-static size_t varint_len(uint64_t v)
-{
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-static void pb_varint(struct pbuf *b, uint64_t v)
-{
-	if (pb_reserve(b, 10))
-		b->len += varint_put(b->data + b->len, v);
-}
-
-static void pb_tag(struct pbuf *b, unsigned int field, unsigned int wire)
-{
-	pb_varint(b, (uint64_t)field << 3 | wire);
-}
+/*
+ * The encoding is built in a struct buf (buf.h), whose first failure sticks in err and turns later
+ * writes into no-ops.
+ */
 
 /* A varint field; zero is proto3's default and left out. */
-static void pb_uint(struct pbuf *b, unsigned int field, uint64_t v)
+static void pb_uint(struct buf *b, unsigned int field, uint64_t v)
 {
 	if (!v)
 		return;
-	pb_tag(b, field, WIRE_VARINT);
-	pb_varint(b, v);
+	buf_pb_tag(b, field, BUF_PB_VARINT);
+	buf_pb_varint(b, v);
 }
 
 /* int64 fields are two's complement varints (negative values take 10 bytes). */
-static void pb_int(struct pbuf *b, unsigned int field, int64_t v)
+static void pb_int(struct buf *b, unsigned int field, int64_t v)
 {
 	pb_uint(b, field, (uint64_t)v);
 }
 
-static void pb_bytes(struct pbuf *b, unsigned int field, const void *data, size_t len)
-{
-	pb_tag(b, field, WIRE_LEN);
-	pb_varint(b, len);
-	if (len && pb_reserve(b, len)) {
-		memcpy(b->data + b->len, data, len);
-		b->len += len;
-	}
-}
-
 /*
  * A length-delimited field whose size is not known up front: pb_begin writes the tag and
- * returns where the body starts; pb_end slides the body up to insert its length. Bodies are
- * small and nesting is at most three deep, so the moves cost little.
+ * returns where the body starts; pb_end inserts the body's length there. Bodies are small and
+ * nesting is at most three deep, so the moves cost little.
  */
-static size_t pb_begin(struct pbuf *b, unsigned int field)
+static size_t pb_begin(struct buf *b, unsigned int field)
 {
-	pb_tag(b, field, WIRE_LEN);
+	buf_pb_tag(b, field, BUF_PB_LEN);
 	return b->len;
 }
 
-static void pb_end(struct pbuf *b, size_t start)
+static void pb_end(struct buf *b, size_t start)
 {
-	size_t body, n;
+	uint8_t tmp[11]; /* a varint and the NUL */
+	struct buf len;
 
 	if (b->err)
 		return;
-	body = b->len - start;
-	n = varint_len(body);
-	if (!pb_reserve(b, n))
-		return;
-	memmove(b->data + start + n, b->data + start, body);
-	varint_put(b->data + start, body);
-	b->len += n;
+	buf_init_fixed(&len, tmp, sizeof(tmp));
+	buf_pb_varint(&len, b->len - start);
+	buf_insert(b, start, tmp, len.len);
 }
 
 /* Profile, ValueType, Sample, Label, Mapping, Location, Line and Function field numbers. */
@@ -629,7 +548,7 @@ enum {
 	FUNCTION_F_START_LINE = 5,
 };
 
-static void encode_value_type(struct pbuf *b, unsigned int field, uint64_t type, uint64_t unit)
+static void encode_value_type(struct buf *b, unsigned int field, uint64_t type, uint64_t unit)
 {
 	size_t start = pb_begin(b, field);
 
@@ -638,7 +557,7 @@ static void encode_value_type(struct pbuf *b, unsigned int field, uint64_t type,
 	pb_end(b, start);
 }
 
-static void encode_sample(struct pbuf *b, const struct pprof *p, const struct pp_sample *s)
+static void encode_sample(struct buf *b, const struct pprof *p, const struct pp_sample *s)
 {
 	const uint64_t *locs = vec_at(&p->sample_locs, s->loc_off);
 	const struct pp_label *l;
@@ -648,12 +567,12 @@ static void encode_sample(struct pbuf *b, const struct pprof *p, const struct pp
 	if (s->nlocs) {
 		packed = pb_begin(b, SAMPLE_LOCATION_ID);
 		for (i = 0; i < s->nlocs; i++)
-			pb_varint(b, locs[i]);
+			buf_pb_varint(b, locs[i]);
 		pb_end(b, packed);
 	}
 	packed = pb_begin(b, SAMPLE_VALUE);
-	pb_varint(b, (uint64_t)s->values[0]);
-	pb_varint(b, (uint64_t)s->values[1]);
+	buf_pb_varint(b, (uint64_t)s->values[0]);
+	buf_pb_varint(b, (uint64_t)s->values[1]);
 	pb_end(b, packed);
 	for (i = 0; i < s->nlabels; i++) {
 		l = vec_at(&p->sample_labels, s->label_off + i);
@@ -667,7 +586,7 @@ static void encode_sample(struct pbuf *b, const struct pprof *p, const struct pp
 	pb_end(b, start);
 }
 
-static void encode_mapping(struct pbuf *b, uint64_t id, const uint64_t *m)
+static void encode_mapping(struct buf *b, uint64_t id, const uint64_t *m)
 {
 	size_t start = pb_begin(b, PROFILE_MAPPING);
 
@@ -684,7 +603,7 @@ static void encode_mapping(struct pbuf *b, uint64_t id, const uint64_t *m)
 	pb_end(b, start);
 }
 
-static void encode_location(struct pbuf *b, uint64_t id, const uint64_t *l)
+static void encode_location(struct buf *b, uint64_t id, const uint64_t *l)
 {
 	size_t start, line;
 
@@ -699,7 +618,7 @@ static void encode_location(struct pbuf *b, uint64_t id, const uint64_t *l)
 	pb_end(b, start);
 }
 
-static void encode_function(struct pbuf *b, uint64_t id, const uint64_t *f)
+static void encode_function(struct buf *b, uint64_t id, const uint64_t *f)
 {
 	size_t start = pb_begin(b, PROFILE_FUNCTION);
 
@@ -711,7 +630,7 @@ static void encode_function(struct pbuf *b, uint64_t id, const uint64_t *f)
 	pb_end(b, start);
 }
 
-static void encode_profile(struct pbuf *b, const struct pprof *p)
+static void encode_profile(struct buf *b, const struct pprof *p)
 {
 	const struct pp_str *str;
 	size_t i, start;
@@ -729,7 +648,7 @@ static void encode_profile(struct pbuf *b, const struct pprof *p)
 	/* Every entry is written, "" at index 0 included: readers index the table by position. */
 	for (i = 0; i < p->strs.len; i++) {
 		str = vec_at(&p->strs, i);
-		pb_bytes(b, PROFILE_STRING_TABLE, str->s, str->len);
+		buf_pb_bytes(b, PROFILE_STRING_TABLE, str->s, str->len);
 	}
 	pb_int(b, PROFILE_TIME_NANOS, p->time_ns);
 	pb_int(b, PROFILE_DURATION_NANOS, p->duration_ns);
@@ -738,7 +657,7 @@ static void encode_profile(struct pbuf *b, const struct pprof *p)
 	if (p->comments.len) {
 		start = pb_begin(b, PROFILE_COMMENT);
 		for (i = 0; i < p->comments.len; i++)
-			pb_varint(b, *(const uint64_t *)vec_at(&p->comments, i));
+			buf_pb_varint(b, *(const uint64_t *)vec_at(&p->comments, i));
 		pb_end(b, start);
 	}
 }
@@ -823,7 +742,7 @@ cleanup:
 
 int pprof_encode(struct pprof *p, int gzip, uint8_t **out, size_t *out_len)
 {
-	struct pbuf b = {0};
+	struct buf b = {0};
 	int ret;
 
 	encode_profile(&b, p);
@@ -831,14 +750,14 @@ int pprof_encode(struct pprof *p, int gzip, uint8_t **out, size_t *out_len)
 	if (ret)
 		goto cleanup;
 	if (gzip) {
-		ret = gzip_buf(b.data, b.len, out, out_len);
+		ret = gzip_buf(b.p, b.len, out, out_len);
 		goto cleanup;
 	}
-	*out = b.data;
+	*out = b.p;
 	*out_len = b.len;
-	b.data = NULL;
+	b.p = NULL;
 cleanup:
-	free(b.data);
+	free(b.p);
 	return ret;
 }
 

@@ -156,54 +156,72 @@ static int get_varint(struct dec *d, uint64_t *v)
 
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
 
-/* The next field's number, wire type and, for WT_LEN, its payload [*start, *end). */
-static int get_field(struct dec *d, unsigned int *field, unsigned int *wt, uint64_t *v,
-		     size_t *start, size_t *end)
+/* One field of a message: its number, wire type, and value (WT_VARINT) or payload (WT_LEN). */
+struct field {
+	unsigned int num, wt;
+	uint64_t v;
+	size_t at;	   /* where its tag starts, for error messages */
+	size_t start, end; /* WT_LEN: the payload; otherwise empty */
+};
+
+/*
+ * The field iterator every message reader runs on: steps d over the next field of the message
+ * [d->pos, d->end). False at the message's end or once an error is recorded (d->ret), so that a
+ * reader's loop is `while (next_field(d, &f))` and it returns d->ret.
+ */
+static bool next_field(struct dec *d, struct field *f)
 {
-	size_t at = d->pos;
 	uint64_t tag, n;
 
-	*field = 0;
-	*wt = 0;
-	*v = 0;
-	*start = *end = d->pos;
+	if (d->ret || d->pos >= d->end)
+		return false;
+	f->at = d->pos;
+	f->v = 0;
+	f->start = f->end = d->pos;
 	if (get_varint(d, &tag))
-		return d->ret;
-	if ((tag >> 3) == 0 || (tag >> 3) > 0x1fffffff)
-		return fail(d, at, -EINVAL, "invalid field number %llu",
-			    (unsigned long long)(tag >> 3));
-	*field = (unsigned int)(tag >> 3);
-	*wt = (unsigned int)(tag & 7);
-	*v = 0;
-	switch (*wt) {
+		return false;
+	if ((tag >> 3) == 0 || (tag >> 3) > 0x1fffffff) {
+		fail_msg(d, f->at, -EINVAL, "invalid field number %llu",
+			 (unsigned long long)(tag >> 3));
+		return false;
+	}
+	f->num = (unsigned int)(tag >> 3);
+	f->wt = (unsigned int)(tag & 7);
+	switch (f->wt) {
 	case WT_VARINT:
-		return get_varint(d, v);
+		return !get_varint(d, &f->v);
 	case WT_I64:
 	case WT_I32:
-		n = *wt == WT_I64 ? 8 : 4;
-		if (d->end - d->pos < n)
-			return fail(d, at, -EINVAL, "truncated fixed-width field %u", *field);
+		n = f->wt == WT_I64 ? 8 : 4;
+		if (d->end - d->pos < n) {
+			fail_msg(d, f->at, -EINVAL, "truncated fixed-width field %u", f->num);
+			return false;
+		}
 		d->pos += n;
-		return 0;
+		return true;
 	case WT_LEN:
 		if (get_varint(d, &n))
-			return d->ret;
-		if (n > d->end - d->pos)
-			return fail(d, at, -EINVAL,
-				    "field %u: length %llu past the end of its message", *field,
-				    (unsigned long long)n);
-		*start = d->pos;
-		*end = d->pos + n;
+			return false;
+		if (n > d->end - d->pos) {
+			fail_msg(d, f->at, -EINVAL,
+				 "field %u: length %llu past the end of its message", f->num,
+				 (unsigned long long)n);
+			return false;
+		}
+		f->start = d->pos;
+		f->end = d->pos + n;
 		d->pos += n;
-		return 0;
+		return true;
 	default:
-		return fail(d, at, -EINVAL, "field %u: unsupported wire type %u", *field, *wt);
+		fail_msg(d, f->at, -EINVAL, "field %u: unsupported wire type %u", f->num, f->wt);
+		return false;
 	}
 }
 
+typedef int (*dec_fn)(struct dec *d, void *obj);
+
 /* Runs fn over the sub-message [start, end) and returns to where d was. */
-static int sub(struct dec *d, size_t start, size_t end, int (*fn)(struct dec *d, void *obj),
-	       void *obj)
+static int sub(struct dec *d, size_t start, size_t end, dec_fn fn, void *obj)
 {
 	size_t pos = d->pos, oend = d->end;
 
@@ -216,16 +234,36 @@ static int sub(struct dec *d, size_t start, size_t end, int (*fn)(struct dec *d,
 }
 
 /*
+ * A repeated message field f: fn reads it into a new element of pool. count is how many there
+ * are so far (the pool's length, or the parent's count of them, which is bumped); at max the
+ * profile is refused.
+ */
+static int sub_push(struct dec *d, const struct field *f, struct pool *pool, size_t *count,
+		    uint64_t max, const char *what, dec_fn fn)
+{
+	void *obj;
+
+	if ((count ? *count : pool->len) >= max)
+		return fail(d, f->at, -EFBIG, "more than %llu %s", (unsigned long long)max, what);
+	obj = pool_push(pool);
+	if (!obj)
+		return nomem(d);
+	if (count)
+		(*count)++;
+	return sub(d, f->start, f->end, fn, obj);
+}
+
+/*
  * A repeated scalar: packed (WT_LEN) or one value (WT_VARINT). Appends to pool (8-byte elements);
  * *count is bumped per value, and past max the profile is refused.
  */
-static int repeated(struct dec *d, unsigned int wt, uint64_t v, size_t start, size_t end,
-		    struct pool *pool, size_t *count, uint64_t max, const char *what)
+static int repeated(struct dec *d, const struct field *f, struct pool *pool, size_t *count,
+		    uint64_t max, const char *what)
 {
 	size_t pos = d->pos, oend = d->end;
-	uint64_t *slot;
+	uint64_t *slot, v = f->v;
 
-	if (wt == WT_VARINT) {
+	if (f->wt == WT_VARINT) {
 		if (*count >= max)
 			return fail(d, pos, -EFBIG, "more than %llu %s", (unsigned long long)max,
 				    what);
@@ -236,10 +274,10 @@ static int repeated(struct dec *d, unsigned int wt, uint64_t v, size_t start, si
 		(*count)++;
 		return 0;
 	}
-	if (wt != WT_LEN)
-		return fail(d, pos, -EINVAL, "%s: wire type %u", what, wt);
-	d->pos = start;
-	d->end = end;
+	if (f->wt != WT_LEN)
+		return fail(d, pos, -EINVAL, "%s: wire type %u", what, f->wt);
+	d->pos = f->start;
+	d->end = f->end;
 	while (d->pos < d->end && !d->ret) {
 		if (*count >= max) {
 			fail_msg(d, d->pos, -EFBIG, "more than %llu %s", (unsigned long long)max,
@@ -263,102 +301,91 @@ static int repeated(struct dec *d, unsigned int wt, uint64_t v, size_t start, si
 
 /* ---- messages ---------------------------------------------------------------------------- */
 
+/*
+ * The varint fields of a message: field N goes to *slot[N - 1] (a NULL slot, a number past n
+ * and other wire types are skipped). int64 fields are two's complement varints, stored through
+ * a uint64_t pointer (the unsigned type may alias the signed one).
+ */
+static void set_varint(const struct field *f, uint64_t *const *slot, size_t n)
+{
+	if (f->wt == WT_VARINT && f->num <= n && slot[f->num - 1])
+		*slot[f->num - 1] = f->v;
+}
+
+/* A message of varint fields only (see set_varint). */
+static int dec_varints(struct dec *d, uint64_t *const *slot, size_t n)
+{
+	struct field f;
+
+	while (next_field(d, &f))
+		set_varint(&f, slot, n);
+	return d->ret;
+}
+
+#define DEC_VARINTS(d, ...)                                                                        \
+	dec_varints((d), (uint64_t *const[]){__VA_ARGS__},                                         \
+		    sizeof((uint64_t *const[]){__VA_ARGS__}) / sizeof(uint64_t *))
+
 static int dec_value_type(struct dec *d, void *obj)
 {
 	struct pprofread_value_type *vt = obj;
-	unsigned int f, wt;
-	size_t s, e;
-	uint64_t v;
 
-	while (d->pos < d->end && !get_field(d, &f, &wt, &v, &s, &e)) {
-		if (wt != WT_VARINT)
-			continue;
-		if (f == 1)
-			vt->type = v;
-		else if (f == 2)
-			vt->unit = v;
-	}
-	return d->ret;
+	return DEC_VARINTS(d, &vt->type, &vt->unit);
 }
 
 static int dec_label(struct dec *d, void *obj)
 {
 	struct pprofread_label *l = obj;
-	unsigned int f, wt;
-	size_t s, e;
-	uint64_t v;
 
-	while (d->pos < d->end && !get_field(d, &f, &wt, &v, &s, &e)) {
-		if (wt != WT_VARINT)
-			continue;
-		if (f == 1)
-			l->key = v;
-		else if (f == 2)
-			l->str = v;
-		else if (f == 3)
-			l->num = (int64_t)v;
-		else if (f == 4)
-			l->num_unit = v;
-	}
-	return d->ret;
+	return DEC_VARINTS(d, &l->key, &l->str, (uint64_t *)&l->num, &l->num_unit);
+}
+
+static int dec_line(struct dec *d, void *obj)
+{
+	struct pprofread_line *l = obj;
+
+	return DEC_VARINTS(d, &l->function_id, (uint64_t *)&l->line);
+}
+
+static int dec_function(struct dec *d, void *obj)
+{
+	struct pprofread_function *fn = obj;
+
+	return DEC_VARINTS(d, &fn->id, &fn->name, &fn->system_name, &fn->filename,
+			   (uint64_t *)&fn->start_line);
+}
+
+static int dec_mapping(struct dec *d, void *obj)
+{
+	struct pprofread_mapping *m = obj;
+
+	return DEC_VARINTS(d, &m->id, &m->start, &m->limit, &m->offset, &m->filename, &m->build_id);
 }
 
 static int dec_sample(struct dec *d, void *obj)
 {
 	struct rsample *s = obj;
 	struct pprofread *r = d->r;
-	struct pprofread_label *l;
-	unsigned int f, wt;
-	size_t st, e, at;
-	uint64_t v;
+	struct field f;
 
 	s->loc_off = r->locids.len;
 	s->val_off = r->values.len;
 	s->lab_off = r->labels.len;
-	while (d->pos < d->end) {
-		at = d->pos;
-		if (get_field(d, &f, &wt, &v, &st, &e))
-			break;
-		if (f == 1) {
+	while (next_field(d, &f)) {
+		if (f.num == 1) {
 			if (r->locids.len >= PPROFREAD_MAX_STACK_TOTAL)
-				return fail(d, at, -EFBIG,
+				return fail(d, f.at, -EFBIG,
 					    "more than %llu location ids in all samples",
 					    (unsigned long long)PPROFREAD_MAX_STACK_TOTAL);
-			repeated(d, wt, v, st, e, &r->locids, &s->nlocs, PPROFREAD_MAX_STACK,
+			repeated(d, &f, &r->locids, &s->nlocs, PPROFREAD_MAX_STACK,
 				 "locations in a sample");
-		} else if (f == 2) {
-			repeated(d, wt, v, st, e, &r->values, &s->nvals, PPROFREAD_MAX_VALUES,
+		} else if (f.num == 2) {
+			repeated(d, &f, &r->values, &s->nvals, PPROFREAD_MAX_VALUES,
 				 "values in a sample");
-		} else if (f == 3 && wt == WT_LEN) {
-			if (s->nlabs >= PPROFREAD_MAX_LABELS)
-				return fail(d, at, -EFBIG, "more than %d labels in a sample",
-					    PPROFREAD_MAX_LABELS);
-			l = pool_push(&r->labels);
-			if (!l)
-				return nomem(d);
-			s->nlabs++;
-			sub(d, st, e, dec_label, l);
+		} else if (f.num == 3 && f.wt == WT_LEN) {
+			sub_push(d, &f, &r->labels, &s->nlabs, PPROFREAD_MAX_LABELS,
+				 "labels in a sample", dec_label);
 		}
-		if (d->ret)
-			break;
-	}
-	return d->ret;
-}
-
-static int dec_line(struct dec *d, void *obj)
-{
-	struct pprofread_line *l = obj;
-	unsigned int f, wt;
-	size_t s, e;
-	uint64_t v;
-
-	while (d->pos < d->end && !get_field(d, &f, &wt, &v, &s, &e)) {
-		if (wt != WT_VARINT)
-			continue;
-		if (f == 1)
-			l->function_id = v;
-		else if (f == 2)
-			l->line = (int64_t)v;
 	}
 	return d->ret;
 }
@@ -367,82 +394,16 @@ static int dec_location(struct dec *d, void *obj)
 {
 	struct rlocation *rl = obj;
 	struct pprofread *r = d->r;
-	struct pprofread_line *l;
-	unsigned int f, wt;
-	size_t s, e, at;
-	uint64_t v;
+	uint64_t *const slot[] = {&rl->loc.id, &rl->loc.mapping_id, &rl->loc.address};
+	struct field f;
 
 	rl->line_off = r->lines.len;
-	while (d->pos < d->end) {
-		at = d->pos;
-		if (get_field(d, &f, &wt, &v, &s, &e))
-			break;
-		if (wt == WT_VARINT && f == 1)
-			rl->loc.id = v;
-		else if (wt == WT_VARINT && f == 2)
-			rl->loc.mapping_id = v;
-		else if (wt == WT_VARINT && f == 3)
-			rl->loc.address = v;
-		else if (wt == WT_LEN && f == 4) {
-			if (rl->loc.nlines >= PPROFREAD_MAX_LINES)
-				return fail(d, at, -EFBIG, "more than %d lines in a location",
-					    PPROFREAD_MAX_LINES);
-			l = pool_push(&r->lines);
-			if (!l)
-				return nomem(d);
-			rl->loc.nlines++;
-			sub(d, s, e, dec_line, l);
-		}
-	}
-	return d->ret;
-}
-
-static int dec_function(struct dec *d, void *obj)
-{
-	struct pprofread_function *fn = obj;
-	unsigned int f, wt;
-	size_t s, e;
-	uint64_t v;
-
-	while (d->pos < d->end && !get_field(d, &f, &wt, &v, &s, &e)) {
-		if (wt != WT_VARINT)
-			continue;
-		if (f == 1)
-			fn->id = v;
-		else if (f == 2)
-			fn->name = v;
-		else if (f == 3)
-			fn->system_name = v;
-		else if (f == 4)
-			fn->filename = v;
-		else if (f == 5)
-			fn->start_line = (int64_t)v;
-	}
-	return d->ret;
-}
-
-static int dec_mapping(struct dec *d, void *obj)
-{
-	struct pprofread_mapping *m = obj;
-	unsigned int f, wt;
-	size_t s, e;
-	uint64_t v;
-
-	while (d->pos < d->end && !get_field(d, &f, &wt, &v, &s, &e)) {
-		if (wt != WT_VARINT)
-			continue;
-		if (f == 1)
-			m->id = v;
-		else if (f == 2)
-			m->start = v;
-		else if (f == 3)
-			m->limit = v;
-		else if (f == 4)
-			m->offset = v;
-		else if (f == 5)
-			m->filename = v;
-		else if (f == 6)
-			m->build_id = v;
+	while (next_field(d, &f)) {
+		if (f.wt == WT_LEN && f.num == 4)
+			sub_push(d, &f, &r->lines, &rl->loc.nlines, PPROFREAD_MAX_LINES,
+				 "lines in a location", dec_line);
+		else
+			set_varint(&f, slot, sizeof(slot) / sizeof(slot[0]));
 	}
 	return d->ret;
 }
@@ -477,96 +438,50 @@ static int add_string(struct dec *d, size_t start, size_t end)
 	return 0;
 }
 
-/* Pushes a table entry after checking the table's bound. */
-static void *table_push(struct dec *d, struct pool *p, size_t at, const char *what)
-{
-	void *e;
-
-	if (p->len >= PPROFREAD_MAX_TABLE) {
-		fail_msg(d, at, -EFBIG, "more than %u %s", PPROFREAD_MAX_TABLE, what);
-		return NULL;
-	}
-	e = pool_push(p);
-	if (!e)
-		nomem(d);
-	return e;
-}
-
 static int dec_profile(struct dec *d)
 {
 	struct pprofread *r = d->r;
-	struct pprofread_value_type *vt;
-	size_t s, e, at;
-	unsigned int f, wt;
-	void *obj;
-	uint64_t v;
+	uint64_t *const slot[] = {[8] = (uint64_t *)&r->prof.time_ns,
+				  [9] = (uint64_t *)&r->prof.duration_ns,
+				  [11] = (uint64_t *)&r->prof.period};
+	struct field f;
 
-	while (d->pos < d->end && !d->ret) {
-		at = d->pos;
-		if (get_field(d, &f, &wt, &v, &s, &e))
-			break;
-		if (f == 13) {
+	while (next_field(d, &f)) {
+		if (f.num == 13) {
 			r->prof.ncomments = r->comments.len;
-			repeated(d, wt, v, s, e, &r->comments, &r->prof.ncomments, 1u << 20,
-				 "comments");
+			repeated(d, &f, &r->comments, &r->prof.ncomments, 1u << 20, "comments");
 			continue;
 		}
-		if (wt == WT_VARINT) {
-			if (f == 9)
-				r->prof.time_ns = (int64_t)v;
-			else if (f == 10)
-				r->prof.duration_ns = (int64_t)v;
-			else if (f == 12)
-				r->prof.period = (int64_t)v;
+		if (f.wt != WT_LEN) {
+			set_varint(&f, slot, sizeof(slot) / sizeof(slot[0]));
 			continue;
 		}
-		if (wt != WT_LEN)
-			continue;
-		switch (f) {
+		switch (f.num) {
 		case 1:
-			if (r->types.len >= PPROFREAD_MAX_VALUES) {
-				fail_msg(d, at, -EFBIG, "more than %d sample types",
-					 PPROFREAD_MAX_VALUES);
-				break;
-			}
-			vt = pool_push(&r->types);
-			if (!vt)
-				nomem(d);
-			else
-				sub(d, s, e, dec_value_type, vt);
+			sub_push(d, &f, &r->types, NULL, PPROFREAD_MAX_VALUES, "sample types",
+				 dec_value_type);
 			break;
 		case 2:
-			if (r->rsamples.len >= PPROFREAD_MAX_SAMPLES) {
-				fail_msg(d, at, -EFBIG, "more than %u samples",
-					 PPROFREAD_MAX_SAMPLES);
-				break;
-			}
-			obj = pool_push(&r->rsamples);
-			if (!obj)
-				nomem(d);
-			else
-				sub(d, s, e, dec_sample, obj);
+			sub_push(d, &f, &r->rsamples, NULL, PPROFREAD_MAX_SAMPLES, "samples",
+				 dec_sample);
 			break;
 		case 3:
-			obj = table_push(d, &r->maps, at, "mappings");
-			if (obj)
-				sub(d, s, e, dec_mapping, obj);
+			sub_push(d, &f, &r->maps, NULL, PPROFREAD_MAX_TABLE, "mappings",
+				 dec_mapping);
 			break;
 		case 4:
-			obj = table_push(d, &r->rlocs, at, "locations");
-			if (obj)
-				sub(d, s, e, dec_location, obj);
+			sub_push(d, &f, &r->rlocs, NULL, PPROFREAD_MAX_TABLE, "locations",
+				 dec_location);
 			break;
 		case 5:
-			obj = table_push(d, &r->funcs, at, "functions");
-			if (obj)
-				sub(d, s, e, dec_function, obj);
+			sub_push(d, &f, &r->funcs, NULL, PPROFREAD_MAX_TABLE, "functions",
+				 dec_function);
 			break;
 		case 6:
-			add_string(d, s, e);
+			add_string(d, f.start, f.end);
 			break;
 		case 11:
-			sub(d, s, e, dec_value_type, &r->prof.period_type);
+			sub(d, f.start, f.end, dec_value_type, &r->prof.period_type);
 			break;
 		default:
 			break;

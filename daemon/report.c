@@ -31,18 +31,22 @@ struct top_ctx {
 	int err;
 };
 
-/* One row per function (name, file, kind) across every process: the same method in two
- * processes is one line of the summary. */
+/*
+ * One row per function (name, file, kind) across every process: the same method in two
+ * processes is one line of the summary. A C function's file is its caller's (as in Ruby's
+ * backtraces), not its own: it is one function wherever it is called from.
+ */
 static struct fn_row *row_of(struct top_ctx *x, const struct agg_frame *f)
 {
-	uint64_t h = str_hash(f->file, str_hash(f->name, 0xcbf29ce484222325ULL)), head = 0;
+	const char *file = f->kind == AGG_FRAME_RUBY ? f->file : "";
+	uint64_t h = str_hash(file, str_hash(f->name, 0xcbf29ce484222325ULL)), head = 0;
 	struct fn_row *nr;
 	size_t idx;
 
 	if (hmap_get(&x->by_fn, h, f->kind, &head)) {
 		for (idx = head; idx; idx = x->rows[idx - 1].next) {
 			nr = &x->rows[idx - 1];
-			if (strcmp(nr->name, f->name) == 0 && strcmp(nr->file, f->file) == 0)
+			if (strcmp(nr->name, f->name) == 0 && strcmp(nr->file, file) == 0)
 				return nr;
 		}
 	}
@@ -56,7 +60,7 @@ static struct fn_row *row_of(struct top_ctx *x, const struct agg_frame *f)
 	nr = &x->rows[x->nrows];
 	memset(nr, 0, sizeof(*nr));
 	nr->name = f->name;
-	nr->file = f->file;
+	nr->file = file;
 	nr->kind = f->kind;
 	nr->next = head;
 	if (hmap_put(&x->by_fn, h, f->kind, x->nrows + 1))

@@ -517,6 +517,15 @@ static void render(void *ctx, struct mbuf *b)
 		"Processes profiled without a pidfd (their reads are not checked against pid "
 		"reuse).",
 		c.collector.no_pidfd);
+	counter(b, "rubyprofd_ruby_threads_invalid_total",
+		"Sampled thread pointers that were not a live Ruby thread (no ruby_thread label).",
+		c.collector.rthread.invalid);
+	counter(b, "rubyprofd_ruby_thread_names_failed_total",
+		"Ruby thread names (Thread#name) that could not be read.",
+		c.collector.rthread.name_failed);
+	counter(b, "rubyprofd_ruby_thread_cache_resets_total",
+		"Per-process Ruby thread caches dropped at their bound and refilled.",
+		c.collector.rthread.resets);
 	counter(b, "rubyprofd_interval_frames_refused_total",
 		"Frames refused by a full per-process frame table (until the interval ends).",
 		c.agg.frames_refused);

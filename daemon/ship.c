@@ -22,11 +22,15 @@
 #include "log.h"
 #include "ship.h"
 
-#define NS		 1000000000LL
+#define NS		  1000000000LL
 /* How often rejected/ is swept when nothing else happens. */
-#define SWEEP_EVERY_NS	 (600 * NS)
+#define SWEEP_EVERY_NS	  (600 * NS)
+/* 5xx answers in a row to one profile before the next is tried past it. */
+#define SHIP_POISON_AFTER 5
+/* Spool entries listed per pass (the pass lists again when it got through them all). */
+#define SHIP_PASS_MAX	  64
 /* Bytes of a server's message quoted in the log. */
-#define MAX_LOGGED_REPLY 300
+#define MAX_LOGGED_REPLY  300
 
 /* The options in force: what ship_opts says, owned, with its transport. */
 struct ship_conf {
@@ -48,7 +52,6 @@ struct ship {
 	bool kicked;		   /* under mu */
 	struct ship_conf *pending; /* under mu: taken by the thread between uploads */
 	struct ship_stats st;	   /* under mu (backlog fields are filled by ship_stats) */
-	int64_t oldest_from_ns;	   /* under mu: start of the profile being worked on; 0: none */
 
 	/* the thread's own */
 	struct ship_conf *conf;
@@ -59,6 +62,12 @@ struct ship {
 	uint64_t seed;
 	int64_t next_sweep;
 	bool warned_old;
+	bool warned_labels; /* once per process: the same labels come with every profile */
+	/* The profile the server answered 5xx to, SHIP_POISON_AFTER times in a row or more: the
+	 * next pass tries the profile after it first, to tell a server that is down from one
+	 * that fails on this profile alone (a body it cannot parse can come back as a 500). */
+	char stuck[sizeof(((struct spool_entry *)0)->stem)];
+	unsigned int stuck_count;
 };
 
 enum outcome {
@@ -537,8 +546,14 @@ static enum outcome ship_answer(struct ship *s, const char *stem, const struct i
 		return ship_retry(s, SHIP_FAIL_AUTH, why, -1, wait);
 	if (st == 429)
 		return ship_retry(s, SHIP_FAIL_HTTP_429, why, res->retry_after, wait);
-	if (st >= 500 || st == 408)
+	if (st >= 500 || st == 408) {
+		if (strcmp(s->stuck, stem)) {
+			snprintf(s->stuck, sizeof(s->stuck), "%s", stem);
+			s->stuck_count = 0;
+		}
+		s->stuck_count++;
 		return ship_retry(s, SHIP_FAIL_HTTP_5XX, why, res->retry_after, wait);
+	}
 	/* a wrong URL would otherwise move every profile aside */
 	if (st < 200 || (st >= 300 && st < 400) || st == 404 || st == 405) {
 		snprintf(why, sizeof(why),
@@ -567,10 +582,6 @@ static enum outcome ship_one(struct ship *s, const struct spool_entry *e, int64_
 	char path[PATH_MAX], err[256];
 	enum outcome out = OUT_NEXT;
 	int r;
-
-	pthread_mutex_lock(&s->mu);
-	s->oldest_from_ns = e->from_ns;
-	pthread_mutex_unlock(&s->mu);
 
 	r = spool_sidecar_path(s->spool, e->stem, path, sizeof(path));
 	if (!r) {
@@ -619,6 +630,12 @@ static enum outcome ship_one(struct ship *s, const struct spool_entry *e, int64_
 		ship_move_aside(s, e->stem);
 		goto cleanup;
 	}
+	if (req.labels_trimmed && !s->warned_labels) {
+		log_warn("upload: \"%s\": %zu series labels left out or cut to fit Pyroscope's "
+			 "default limits (30 labels, values of 2048 bytes); see docs/shipping.md",
+			 e->stem, req.labels_trimmed);
+		s->warned_labels = true;
+	}
 	r = ship_set_inflight(s, e->stem);
 	if (r)
 		log_debug("upload: cannot record \"%s\" in %s: %s", e->stem, SHIP_INFLIGHT_FILE,
@@ -663,6 +680,29 @@ static struct ship_conf *ship_take_pending(struct ship *s)
 	return old;
 }
 
+/*
+ * The server failed `stuck` with a 5xx SHIP_POISON_AFTER times: `next` goes first. If the server
+ * takes it (or answers it, moving it aside), it is up and fails on `stuck` alone: that one moves
+ * aside too instead of blocking every later profile until upload_max_age. Else both stay.
+ */
+static enum outcome ship_probe_past(struct ship *s, const struct spool_entry *stuck,
+				    const struct spool_entry *next, int64_t *wait)
+{
+	enum outcome out = ship_one(s, next, wait);
+
+	if (out != OUT_NEXT)
+		return out;
+	log_error("collector %s: \"%s\" failed with a server error %u times while the next "
+		  "profile went through: moved to %s/%s/",
+		  s->conf->url, stuck->stem, s->stuck_count, spool_dir(s->spool),
+		  SHIP_REJECTED_DIR);
+	ship_count(s, SHIP_FAIL_REJECTED);
+	ship_move_aside(s, stuck->stem);
+	s->stuck[0] = '\0';
+	s->stuck_count = 0;
+	return OUT_NEXT;
+}
+
 /* Walks the spool once. OUT_NEXT: everything listed was handled; else wait or stop. */
 static enum outcome ship_pass(struct ship *s, int64_t *wait, size_t *handled)
 {
@@ -672,7 +712,8 @@ static enum outcome ship_pass(struct ship *s, int64_t *wait, size_t *handled)
 	bool pending;
 
 	*handled = 0;
-	if (spool_list(s->spool, &v, &n)) {
+	/* the oldest few: a long backlog is not copied whole for every pass after a backoff */
+	if (spool_list(s->spool, &v, &n, SHIP_PASS_MAX)) {
 		*wait = NS;
 		return OUT_RETRY;
 	}
@@ -686,15 +727,19 @@ static enum outcome ship_pass(struct ship *s, int64_t *wait, size_t *handled)
 		pthread_mutex_unlock(&s->mu);
 		if (pending)
 			break; /* re-listed with the new options */
+		if (i == 0 && n > 1 && s->stuck_count >= SHIP_POISON_AFTER &&
+		    !strcmp(v[0].stem, s->stuck)) {
+			out = ship_probe_past(s, &v[0], &v[1], wait);
+			if (out != OUT_NEXT)
+				break;
+			*handled += 2;
+			i++;
+			continue;
+		}
 		out = ship_one(s, &v[i], wait);
 		if (out != OUT_NEXT)
 			break;
 		(*handled)++;
-	}
-	if (out == OUT_NEXT && i == n) {
-		pthread_mutex_lock(&s->mu);
-		s->oldest_from_ns = 0;
-		pthread_mutex_unlock(&s->mu);
 	}
 	free(v);
 	return out;
@@ -847,18 +892,17 @@ void ship_kick(struct ship *s)
 void ship_stats(struct ship *s, struct ship_stats *out)
 {
 	struct spool_stats sp;
-	int64_t oldest;
 
 	spool_stats(s->spool, &sp);
 	pthread_mutex_lock(&s->mu);
 	*out = s->st;
-	oldest = s->oldest_from_ns;
 	pthread_mutex_unlock(&s->mu);
 	out->backlog_profiles = sp.files;
 	out->backlog_bytes = sp.bytes;
 	out->oldest_age = 0;
-	if (sp.files && oldest) {
-		int64_t age = wall_ns() - oldest;
+	/* from the spool itself: right during a backoff and after evictions */
+	if (sp.oldest_from_ns) {
+		int64_t age = wall_ns() - sp.oldest_from_ns;
 
 		out->oldest_age = age > 0 ? (double)age / NS : 0;
 	}

@@ -772,11 +772,13 @@ void spool_stats(const struct spool *s, struct spool_stats *out)
 
 	pthread_mutex_lock(lock);
 	*out = s->st;
+	out->oldest_from_ns = s->n ? s->ents[s->off].from_ns : 0;
 	pthread_mutex_unlock(lock);
 }
 
-int spool_list(struct spool *s, struct spool_entry **out, size_t *n)
+int spool_list(struct spool *s, struct spool_entry **out, size_t *n, size_t max)
 {
+	size_t take;
 	int err = 0;
 
 	*out = NULL;
@@ -784,13 +786,14 @@ int spool_list(struct spool *s, struct spool_entry **out, size_t *n)
 	pthread_mutex_lock(&s->lock);
 	if (!s->n)
 		goto cleanup;
-	*out = malloc(s->n * sizeof(**out));
+	take = max && max < s->n ? max : s->n;
+	*out = malloc(take * sizeof(**out));
 	if (!*out) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	memcpy(*out, spool_ent(s, 0), s->n * sizeof(**out));
-	*n = s->n;
+	memcpy(*out, spool_ent(s, 0), take * sizeof(**out));
+	*n = take;
 cleanup:
 	pthread_mutex_unlock(&s->lock);
 	return err;

@@ -49,6 +49,7 @@ struct spool_stats {
 	uint64_t orphans_removed; /* half pairs removed at startup (crash between the renames) */
 	uint64_t evicted_files;	  /* pairs removed because the index reached its maximum */
 	uint64_t remove_errors;	  /* unlinks that failed (the entry stays, or half of it) */
+	int64_t oldest_from_ns;	  /* start of the oldest pair in the spool now; 0: empty */
 };
 
 struct spool_entry {
@@ -82,8 +83,11 @@ void spool_set_bounds(struct spool *s, uint64_t max_bytes, int64_t max_age_ns);
 void spool_set_max_files(struct spool *s, size_t max_files);
 void spool_stats(const struct spool *s, struct spool_stats *out);
 
-/* A malloc'd copy of the index, oldest first (*out NULL when empty). 0 or -ENOMEM. */
-int spool_list(struct spool *s, struct spool_entry **out, size_t *n);
+/*
+ * A malloc'd copy of the index's oldest `max` entries (all of them when max is 0), oldest first
+ * (*out NULL when empty). 0 or -ENOMEM.
+ */
+int spool_list(struct spool *s, struct spool_entry **out, size_t *n, size_t max);
 /* Removes a pair (profile first, so a crash leaves only an orphan sidecar). 0, -ENOENT, -errno. */
 int spool_remove(struct spool *s, const char *stem);
 /* Paths of a stem's files: "<dir>/<stem>.pb.gz" and "<dir>/<stem>.json". 0 or -ENAMETOOLONG. */

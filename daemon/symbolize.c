@@ -45,12 +45,21 @@ struct symbolizer {
 	unsigned int ncand;
 	int64_t next_try_ns;
 	char *scratch_label;	/* an uncached label, valid until the next call */
-	uint64_t hidden_ids[2]; /* IDs of __classpath__ and __attached__ (before 3.2) */
+	uint64_t hidden_ids[2]; /* IDs of __classpath__ and __attached__ (before 3.3) */
 	int hidden_ids_tried[2];
+	uint64_t vm_ptr;     /* &ruby_current_vm_ptr (3.2: the shape tree hangs off the VM) */
+	uint64_t shape_list; /* 3.2: vm->shape_list once read and checked, 0 before */
 	struct hmap iseqs;   /* iseq -> struct iseq_info * */
 	struct hmap lines;   /* (iseq, pc) -> line + 1 */
 	struct hmap cfuncs;  /* me -> char * */
-	struct hmap owners;  /* method iseq -> char * "Foo::Bar#" (3.4+) */
+	/*
+	 * (method iseq, method entry) -> char * "Foo::Bar#": one iseq runs under several owners
+	 * (define_method(:x, instance_method(:y)), module_function, a module's method copied into
+	 * classes). (method iseq, 0) -> the first owner's prefix, for frames whose entry is unknown.
+	 */
+	struct hmap owners;
+	struct hmap
+		multi; /* method iseq -> 1: seen under two owners (labels depend on the entry) */
 	struct hmap classes; /* class -> char * "Foo::Bar#" or "Foo." or "" */
 	size_t max_iseqs, max_lines, max_cfuncs;
 	uint64_t generation;
@@ -130,6 +139,7 @@ static void drop_caches(struct symbolizer *sym)
 	hmap_clear(&sym->lines);
 	hmap_clear(&sym->cfuncs);
 	hmap_clear(&sym->owners);
+	hmap_clear(&sym->multi);
 	hmap_clear(&sym->classes);
 	sym->generation++;
 }
@@ -139,13 +149,13 @@ static void drop_caches(struct symbolizer *sym)
  * lookup: inside one, callers up the stack still hold struct iseq_info pointers from the cache
  * (a block's info while its method's is loaded), which a reset there would free under them. One
  * call may add a few entries past a bound (a block's parents); the next call drops them.
- * owners grow with the method iseqs, classes with the method entries.
+ * owners grow with the method iseqs and entries, classes with the method entries.
  */
 static void evict_if_full(struct symbolizer *sym)
 {
 	if (sym->iseqs.len < sym->max_iseqs && sym->lines.len < sym->max_lines &&
-	    sym->owners.len < sym->max_iseqs && sym->cfuncs.len < sym->max_cfuncs &&
-	    sym->classes.len < sym->max_cfuncs)
+	    sym->owners.len < sym->max_iseqs + sym->max_cfuncs &&
+	    sym->cfuncs.len < sym->max_cfuncs && sym->classes.len < sym->max_cfuncs)
 		return;
 	drop_caches(sym);
 	sym->stats.cache_resets++;
@@ -163,6 +173,12 @@ void symbolizer__free(struct symbolizer *sym)
 void symbolizer_new_epoch(struct symbolizer *sym)
 {
 	sym->epoch++;
+}
+
+void symbolizer_set_vm(struct symbolizer *sym, uint64_t vm_ptr)
+{
+	sym->vm_ptr = vm_ptr;
+	sym->shape_list = 0;
 }
 
 uint64_t symbolizer_generation(const struct symbolizer *sym)
@@ -404,15 +420,23 @@ static bool line_of_iseq(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
 	return k1 == *(const uint64_t *)ctx;
 }
 
-/* Forgets a replaced iseq: its entry, its lines and its method's owner. */
+static bool owner_of_iseq(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
+{
+	if (k1 != *(const uint64_t *)ctx)
+		return false;
+	free((char *)(uintptr_t)val);
+	return true;
+}
+
+/* Forgets a replaced iseq: its entry, its lines and its method's owners. */
 static void forget_iseq(struct symbolizer *sym, struct iseq_info *info)
 {
-	uint64_t iseq = info->iseq, val;
+	uint64_t iseq = info->iseq;
 
 	hmap_del(&sym->iseqs, iseq, 0, NULL);
 	hmap_filter(&sym->lines, line_of_iseq, &iseq);
-	if (hmap_del(&sym->owners, iseq, 0, &val))
-		free((char *)(uintptr_t)val);
+	hmap_filter(&sym->owners, owner_of_iseq, &iseq);
+	hmap_del(&sym->multi, iseq, 0, NULL);
 	free_iseq(NULL, 0, 0, (uintptr_t)info);
 	sym->stats.iseq_reused++;
 }
@@ -497,7 +521,7 @@ static uint64_t frame_method_entry(struct symbolizer *sym, uint64_t ep)
 	return 0;
 }
 
-/* IDs of the hidden ivars that hold names before 3.2, found once per process. */
+/* IDs of the hidden ivars that hold names before 3.3, found once per process. */
 static int hidden_id(struct symbolizer *sym, int which, uint64_t *id)
 {
 	static const char *const names[] = {"__classpath__", "__attached__"};
@@ -526,6 +550,71 @@ static int class_ivar(struct symbolizer *sym, uint64_t klass, int which, uint64_
 	return rvalue_st_lookup(sym->pid, tbl, id, val);
 }
 
+/*
+ * Ruby 3.2's rb_shape_t (shape.h): edges, edge_name +8, next_iv_index +16 (u32), capacity, type
+ * +24 (u8), size_pool_index, parent_id +28 (u32); 32 bytes, in vm->shape_list by shape id.
+ */
+#define SHAPE_SIZE	 32
+#define SHAPE_EDGE_NAME	 8
+#define SHAPE_NEXT_INDEX 16
+#define SHAPE_TYPE	 24
+#define SHAPE_PARENT	 28
+#define SHAPE_IVAR	 1
+#define SHAPE_INVALID_ID 0xffffffffu
+#define SHAPE_ID_SHIFT	 32
+/* A class with more ivars than this is not searched further (counted in owner_unknown). */
+#define MAX_SHAPE_DEPTH	 1024
+
+/* vm->shape_list, checked: root_shape, the field after it, is the same shape 0. */
+static uint64_t shape_list(struct symbolizer *sym)
+{
+	uint64_t vm, list[2];
+
+	if (sym->shape_list || !sym->vm_ptr)
+		return sym->shape_list;
+	if (procmem_u64(sym->pid, sym->vm_ptr, &vm) || !vm ||
+	    procmem_read(sym->pid, vm + sym->off->vm_shape_list, list, sizeof(list)) || !list[0] ||
+	    list[0] != list[1])
+		return 0;
+	sym->shape_list = list[0];
+	return list[0];
+}
+
+/*
+ * A hidden ivar of a class (3.2): rb_shape_get_iv_index() walks from the class's shape (in its
+ * flags) to the root; the shape that added the ivar holds its index in iv_ptr.
+ */
+static int class_ivar_shapes(struct symbolizer *sym, uint64_t klass, uint64_t flags, int which,
+			     uint64_t *val)
+{
+	uint64_t list = shape_list(sym), id, ivs, edge;
+	uint32_t shape_id = (uint32_t)(flags >> SHAPE_ID_SHIFT), parent, next;
+	uint8_t hdr[SHAPE_SIZE], type;
+	int depth;
+
+	if (!list || hidden_id(sym, which, &id))
+		return -ENOENT;
+	for (depth = 0; depth < MAX_SHAPE_DEPTH && shape_id != SHAPE_INVALID_ID; depth++) {
+		if (procmem_read(sym->pid, list + (uint64_t)shape_id * SHAPE_SIZE, hdr,
+				 sizeof(hdr)))
+			return -EFAULT;
+		memcpy(&edge, hdr + SHAPE_EDGE_NAME, sizeof(edge));
+		memcpy(&next, hdr + SHAPE_NEXT_INDEX, sizeof(next));
+		memcpy(&parent, hdr + SHAPE_PARENT, sizeof(parent));
+		type = hdr[SHAPE_TYPE];
+		if (parent == SHAPE_INVALID_ID) /* the root: no ivar */
+			return -ENOENT;
+		if (edge == id) {
+			if (type != SHAPE_IVAR || next == 0 ||
+			    procmem_u64(sym->pid, klass + sym->off->class_iv_ptr, &ivs) || !ivs)
+				return -ENOENT;
+			return procmem_u64(sym->pid, ivs + (uint64_t)(next - 1) * 8, val);
+		}
+		shape_id = parent;
+	}
+	return -ELOOP;
+}
+
 /* The permanent class path of a class or module, or -ENOENT (anonymous, temporary). */
 static int class_path(struct symbolizer *sym, uint64_t klass, uint64_t flags, char *buf, size_t len)
 {
@@ -546,6 +635,10 @@ static int class_path(struct symbolizer *sym, uint64_t klass, uint64_t flags, ch
 		if (class_ivar(sym, klass, 0, &path))
 			return -ENOENT;
 		break;
+	case CLASS_NAMES_SHAPES:
+		if (class_ivar_shapes(sym, klass, flags, 0, &path))
+			return -ENOENT;
+		break;
 	default:
 		return -ENOENT;
 	}
@@ -553,13 +646,15 @@ static int class_path(struct symbolizer *sym, uint64_t klass, uint64_t flags, ch
 }
 
 /* The object a singleton class is attached to. */
-static int attached_object(struct symbolizer *sym, uint64_t klass, uint64_t *obj)
+static int attached_object(struct symbolizer *sym, uint64_t klass, uint64_t flags, uint64_t *obj)
 {
 	switch (sym->off->class_names) {
 	case CLASS_NAMES_FIELD:
 		return procmem_u64(sym->pid, klass + sym->off->class_attached, obj);
 	case CLASS_NAMES_IVTBL:
 		return class_ivar(sym, klass, 1, obj);
+	case CLASS_NAMES_SHAPES:
+		return class_ivar_shapes(sym, klass, flags, 1, obj);
 	default:
 		return -ENOENT;
 	}
@@ -579,7 +674,7 @@ static const char *owner_prefix(struct symbolizer *sym, uint64_t klass)
 		return "";
 	if ((flags & RUBY_T_MASK) == RUBY_T_CLASS && (flags & sym->off->fl_singleton)) {
 		/* a singleton class: "Attached." when the attached object is a named module */
-		if (attached_object(sym, klass, &attached) == 0 &&
+		if (attached_object(sym, klass, flags, &attached) == 0 &&
 		    rvalue_flags(sym->pid, attached, &aflags) == 0 &&
 		    class_path(sym, attached, aflags, path, sizeof(path) - 1) == 0) {
 			n = strlen(path);
@@ -599,42 +694,103 @@ static const char *owner_prefix(struct symbolizer *sym, uint64_t klass)
 	return copy;
 }
 
-/*
- * Owner prefix of a method iseq, from the method entry found through a frame's ep. The entry is
- * checked against the iseq (the frame may be gone by now); a confirmed owner is cached.
- * NULL when it cannot be confirmed.
- */
-static const char *owner_from_me(struct symbolizer *sym, uint64_t method_iseq, uint64_t me);
+/* Where a frame's method entry comes from: given (a method frame's sampled entry), or found
+ * through the frame's ep. varies is set when the owner read depends on the entry. */
+struct owner_src {
+	uint64_t ep, me;
+	int varies;
+};
 
-static const char *method_owner(struct symbolizer *sym, uint64_t method_iseq, uint64_t ep)
+static void unqualify_iseq(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
 {
-	uint64_t val;
+	struct iseq_info *info = (struct iseq_info *)(uintptr_t)val;
+	uint64_t method_iseq = *(const uint64_t *)ctx;
 
-	if (hmap_get(&sym->owners, method_iseq, 0, &val))
-		return (const char *)(uintptr_t)val;
-	return owner_from_me(sym, method_iseq, ep ? frame_method_entry(sym, ep) : 0);
+	if (info->iseq == method_iseq || info->local == method_iseq) {
+		free(info->qlabel);
+		info->qlabel = NULL;
+	}
 }
 
-/* The owner prefix of method_iseq from a method entry said to be its, checked and cached. */
+/*
+ * A method iseq seen under a second owner: the labels of it and its blocks depend on the frame's
+ * method entry from now on. Their cached labels go, and the generation tells callers that
+ * results they cached may name the other owner.
+ */
+static void mark_multi(struct symbolizer *sym, uint64_t method_iseq)
+{
+	if (hmap_put(&sym->multi, method_iseq, 0, 1))
+		return;
+	hmap_foreach(&sym->iseqs, unqualify_iseq, &method_iseq);
+	sym->generation++;
+}
+
+/* Remembers the first owner of method_iseq; a second, different one marks it as shared. */
+static void note_owner(struct symbolizer *sym, uint64_t method_iseq, const char *prefix)
+{
+	uint64_t val;
+	char *copy;
+
+	if (hmap_get(&sym->owners, method_iseq, 0, &val)) {
+		if (strcmp((const char *)(uintptr_t)val, prefix) != 0 &&
+		    !hmap_get(&sym->multi, method_iseq, 0, &val))
+			mark_multi(sym, method_iseq);
+		return;
+	}
+	copy = strdup(prefix);
+	if (copy && hmap_put(&sym->owners, method_iseq, 0, (uintptr_t)copy))
+		free(copy);
+}
+
+/*
+ * The owner prefix of method_iseq from a method entry said to be its, checked (the frame may be
+ * gone by now: the entry's definition must be that iseq) and cached per (iseq, entry). NULL when
+ * it cannot be confirmed.
+ */
 static const char *owner_from_me(struct symbolizer *sym, uint64_t method_iseq, uint64_t me)
 {
-	uint64_t def, body_iseq, owner;
+	uint64_t def, body_iseq, owner, val;
 	uint8_t type;
 	const char *prefix;
 	char *copy;
 
-	if (!me || procmem_u64(sym->pid, me + sym->off->me_def, &def) ||
+	if (!me)
+		return NULL;
+	if (hmap_get(&sym->owners, method_iseq, me, &val))
+		return (const char *)(uintptr_t)val;
+	if (procmem_u64(sym->pid, me + sym->off->me_def, &def) ||
 	    procmem_read(sym->pid, def, &type, 1) || (type & 0x0f) != VM_METHOD_TYPE_ISEQ ||
 	    procmem_u64(sym->pid, def + 8, &body_iseq) || body_iseq != method_iseq ||
 	    procmem_u64(sym->pid, me + sym->off->me_owner, &owner))
 		return NULL;
 	prefix = owner_prefix(sym, owner);
 	copy = strdup(prefix);
-	if (!copy || hmap_put(&sym->owners, method_iseq, 0, (uintptr_t)copy)) {
+	if (!copy || hmap_put(&sym->owners, method_iseq, me, (uintptr_t)copy)) {
 		free(copy);
 		return NULL;
 	}
+	note_owner(sym, method_iseq, copy);
 	return copy;
+}
+
+/*
+ * Owner prefix of a method iseq for one frame. An iseq with one owner so far gets it without a
+ * look at the frame; one seen under several needs the frame's own entry (src->varies is set).
+ */
+static const char *method_owner(struct symbolizer *sym, uint64_t method_iseq, struct owner_src *src)
+{
+	uint64_t val, me = src->me;
+	bool multi = hmap_get(&sym->multi, method_iseq, 0, &val);
+	const char *prefix;
+
+	if (!me && !multi && hmap_get(&sym->owners, method_iseq, 0, &val))
+		return (const char *)(uintptr_t)val;
+	if (!me && src->ep)
+		me = frame_method_entry(sym, src->ep);
+	prefix = owner_from_me(sym, method_iseq, me);
+	if (multi || hmap_get(&sym->multi, method_iseq, 0, &val))
+		src->varies = 1;
+	return prefix;
 }
 
 /*
@@ -642,8 +798,8 @@ static const char *owner_from_me(struct symbolizer *sym, uint64_t method_iseq, u
  * 0 when the owner could not be confirmed and the bare method name stands in. depth counts the
  * nested calls; past MAX_LABEL_DEPTH they return -1, and the outermost gives the bare label.
  */
-static int qualified_label(struct symbolizer *sym, struct iseq_info *info, uint64_t ep, char *buf,
-			   size_t len, int depth)
+static int qualified_label(struct symbolizer *sym, struct iseq_info *info, struct owner_src *src,
+			   char *buf, size_t len, int depth)
 {
 	struct iseq_info *cur = info, *orig;
 	const char *prefix;
@@ -653,7 +809,7 @@ static int qualified_label(struct symbolizer *sym, struct iseq_info *info, uint6
 	for (hops = 0; hops < MAX_PARENTS; hops++) {
 		switch (cur->type) {
 		case ISEQ_TYPE_METHOD:
-			prefix = method_owner(sym, cur->iseq, ep);
+			prefix = method_owner(sym, cur->iseq, src);
 			if (!prefix) {
 				prefix = "";
 				final = 0;
@@ -678,7 +834,7 @@ static int qualified_label(struct symbolizer *sym, struct iseq_info *info, uint6
 			/* blocks local to each other (torn memory): the whole label is bare */
 			if (depth >= MAX_LABEL_DEPTH)
 				return -1;
-			final = qualified_label(sym, cur, ep, inner, sizeof(inner), depth + 1);
+			final = qualified_label(sym, cur, src, inner, sizeof(inner), depth + 1);
 			if (final < 0) {
 				if (depth)
 					return final;
@@ -711,8 +867,8 @@ bare:
  * Before 3.4 Ruby prints bare method names ("block in foo", "rescue in foo"); rubyprofd still
  * names the owner, inside Ruby's own label: "block in Foo#foo". Same return as qualified_label.
  */
-static int owner_in_label(struct symbolizer *sym, struct iseq_info *info, uint64_t ep, char *buf,
-			  size_t len)
+static int owner_in_label(struct symbolizer *sym, struct iseq_info *info, struct owner_src *src,
+			  char *buf, size_t len)
 {
 	struct iseq_info *local = info;
 	const char *prefix;
@@ -724,7 +880,7 @@ static int owner_in_label(struct symbolizer *sym, struct iseq_info *info, uint64
 	snprintf(buf, len, "%s", info->label);
 	if (!local || local->type != ISEQ_TYPE_METHOD)
 		return 1;
-	prefix = method_owner(sym, local->iseq, ep);
+	prefix = method_owner(sym, local->iseq, src);
 	if (!prefix)
 		return 0;
 	ll = strlen(info->label);
@@ -738,18 +894,75 @@ static int owner_in_label(struct symbolizer *sym, struct iseq_info *info, uint64
 
 void symbolize_method_entry(struct symbolizer *sym, uint64_t method_iseq, uint64_t me_cref)
 {
-	uint64_t val;
-
 	if (sym->off->class_names == CLASS_NAMES_NONE)
 		return;
 	evict_if_full(sym);
-	if (hmap_get(&sym->owners, method_iseq, 0, &val))
-		return;
 	(void)owner_from_me(sym, method_iseq, check_me(sym, me_cref, 1));
 }
 
-int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit, uint64_t ep,
-		   struct sym_iseq *out)
+/*
+ * The label of an <internal:...> frame shown as a C method (4.0+): its method's (location_label:
+ * the owner and the method entry's name), for a block of the method too. Without a method (the
+ * prelude's top), its own label.
+ */
+static int internal_label(struct symbolizer *sym, struct iseq_info *info, struct owner_src *src,
+			  char *buf, size_t len)
+{
+	struct iseq_info *local = info;
+
+	if (info->type != ISEQ_TYPE_METHOD && info->local && info->local != info->iseq) {
+		local = get_iseq(sym, info->local);
+		if (!local || local->type != ISEQ_TYPE_METHOD)
+			local = info;
+	}
+	return qualified_label(sym, local, src, buf, len, 0);
+}
+
+size_t symbolize_collapse_internal(uint8_t *kinds, size_t n)
+{
+	size_t i, j, start = 0, dropped = 0;
+	bool pending = false;
+
+	for (i = 0; i < n; i++) {
+		switch (kinds[i]) {
+		case SYM_FRAME_RUBY:
+			pending = false;
+			start = i + 1;
+			break;
+		case SYM_FRAME_C:
+			pending = true;
+			break;
+		case SYM_FRAME_INTERNAL:
+			if (pending) {
+				for (j = start; j < i; j++) {
+					if (kinds[j] == SYM_FRAME_C ||
+					    kinds[j] == SYM_FRAME_INTERNAL) {
+						kinds[j] = SYM_FRAME_NONE;
+						dropped++;
+					}
+				}
+			}
+			/* everything before i is dropped or not shown: only i waits now */
+			start = i;
+			pending = true;
+			break;
+		default:
+			break;
+		}
+	}
+	return dropped;
+}
+
+/* Keeps an uncached label until the next call. */
+static const char *scratch(struct symbolizer *sym, const char *label, const char *fallback)
+{
+	free(sym->scratch_label);
+	sym->scratch_label = strdup(label);
+	return sym->scratch_label ? sym->scratch_label : fallback;
+}
+
+static int symbolize_frame(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit,
+			   struct owner_src *src, struct sym_iseq *out)
 {
 	char buf[RVALUE_STR_MAX + 64];
 	struct iseq_info *info;
@@ -764,14 +977,25 @@ int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit, 
 	}
 	out->label = info->label;
 	out->label_final = 1;
+	out->owner_varies = 0;
+	out->internal = sym->off->internal_as_c && strncmp(info->path, "<internal:", 10) == 0;
+	/* a method's own entry: a new owner of a shared iseq is learned (dropping its labels) */
+	if (src->me && info->type == ISEQ_TYPE_METHOD && sym->off->class_names != CLASS_NAMES_NONE)
+		(void)owner_from_me(sym, iseq, src->me);
 	if (info->qlabel) {
 		out->label = info->qlabel;
 	} else if (sym->off->class_names != CLASS_NAMES_NONE) {
-		if (sym->off->qualified_labels)
-			final = qualified_label(sym, info, ep, buf, sizeof(buf), 0);
+		if (out->internal)
+			final = internal_label(sym, info, src, buf, sizeof(buf));
+		else if (sym->off->qualified_labels)
+			final = qualified_label(sym, info, src, buf, sizeof(buf), 0);
 		else
-			final = owner_in_label(sym, info, ep, buf, sizeof(buf));
-		if (final) {
+			final = owner_in_label(sym, info, src, buf, sizeof(buf));
+		if (final && src->varies) {
+			/* right for this frame's entry only: the caller caches it per entry */
+			out->owner_varies = 1;
+			out->label = scratch(sym, buf, info->label);
+		} else if (final) {
 			info->qlabel = strdup(buf);
 			if (info->qlabel)
 				out->label = info->qlabel;
@@ -779,10 +1003,7 @@ int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit, 
 			/* not cached: the owner may be confirmed on a later sample */
 			sym->stats.owner_unknown++;
 			out->label_final = 0;
-			free(sym->scratch_label);
-			sym->scratch_label = strdup(buf);
-			if (sym->scratch_label)
-				out->label = sym->scratch_label;
+			out->label = scratch(sym, buf, info->label);
 		}
 	}
 	out->path = info->path;
@@ -813,6 +1034,24 @@ int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit, 
 	}
 	hmap_put(&sym->lines, iseq, pc, (uint64_t)(out->line + 1));
 	return 0;
+}
+
+int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit, uint64_t ep,
+		   struct sym_iseq *out)
+{
+	struct owner_src src = {.ep = ep};
+
+	return symbolize_frame(sym, iseq, pc, jit, &src, out);
+}
+
+int symbolize_method_frame(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit,
+			   uint64_t me_cref, struct sym_iseq *out)
+{
+	struct owner_src src = {0};
+
+	if (sym->off->class_names != CLASS_NAMES_NONE)
+		src.me = check_me(sym, me_cref, 1);
+	return symbolize_frame(sym, iseq, pc, jit, &src, out);
 }
 
 int symbolize_cfunc(struct symbolizer *sym, uint64_t me, const char **name)

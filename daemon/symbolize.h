@@ -39,6 +39,12 @@ struct sym_iseq {
 	int64_t line; /* 0 when the pc cannot be trusted (JIT frames) or is out of range */
 	enum iseq_type type;
 	int label_final; /* 0: owner or line not confirmed yet: do not cache this frame */
+	/* 1: the method's iseq runs under several owners (define_method copies, module_function,
+	 * aliases across classes): the label is right for this frame's method entry only. */
+	int owner_varies;
+	/* 1: <internal:...> code on a Ruby that shows it as a C method (4.0+): the label is its
+	 * method's, the caller gives path and line, and symbolize_collapse_internal() applies. */
+	int internal;
 };
 
 struct symbolizer_stats {
@@ -59,6 +65,12 @@ struct symbolizer *symbolizer__new(pid_t pid, const struct ruby_offsets *off, ui
 				   const uint64_t *cand, unsigned int ncand);
 void symbolizer__free(struct symbolizer *sym);
 /*
+ * vm_ptr: the address of ruby_current_vm_ptr (the variable holding the rb_vm_t *), 0 when
+ * unknown. Ruby 3.2 keeps class names in shape-indexed ivars, found through vm->shape_list:
+ * without it, 3.2's labels carry no owner.
+ */
+void symbolizer_set_vm(struct symbolizer *sym, uint64_t vm_ptr);
+/*
  * Bounds of the caches (iseqs, (iseq, pc) lines, method entries); 0 keeps the default. The
  * caches are dropped (counted in cache_resets) when a call starts with one at its bound.
  */
@@ -73,6 +85,13 @@ void symbolizer_set_limits(struct symbolizer *sym, size_t max_iseqs, size_t max_
 int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit, uint64_t ep,
 		   struct sym_iseq *out);
 /*
+ * A method's own frame (RP_FRAME_FLAG_ME): me_cref is its ep[-2] as read at the sample (the method
+ * entry, or the svar holding it), which names the owner of this call: one iseq can run under
+ * several owners. Otherwise as symbolize_iseq().
+ */
+int symbolize_method_frame(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit,
+			   uint64_t me_cref, struct sym_iseq *out);
+/*
  * A method frame's ep[-2] as read at the sample (RP_FRAME_FLAG_ME): the method entry, or the svar
  * holding it. Learns the owner of method_iseq from it (checked: the entry's definition must be
  * that iseq), so that the method and its blocks are named with their owner even when the frame is
@@ -83,7 +102,26 @@ void symbolize_method_entry(struct symbolizer *sym, uint64_t method_iseq, uint64
  * 0 or -errno. */
 int symbolize_cfunc(struct symbolizer *sym, uint64_t me, const char **name);
 
-/* Bumped each time the caches are dropped; callers caching our results compare it. */
+/* Frame kinds of one stack for symbolize_collapse_internal(). */
+enum sym_frame_kind {
+	SYM_FRAME_NONE = 0, /* not shown (a hidden frame): ignored */
+	SYM_FRAME_RUBY,
+	SYM_FRAME_C,
+	SYM_FRAME_INTERNAL, /* sym_iseq.internal */
+};
+/*
+ * Ruby 4.0's rule for <internal:...> frames (vm_backtrace.c rb_ec_partial_backtrace_object), on
+ * one stack's n frames, leaf first: an internal frame behaves as a C method, and when one is met
+ * while C or internal frames wait for their caller's location (those since the last Ruby frame),
+ * those are dropped: one frame stands for the internal code and what it called. The dropped
+ * frames' kinds become SYM_FRAME_NONE. Returns how many are dropped.
+ */
+size_t symbolize_collapse_internal(uint8_t *kinds, size_t n);
+
+/*
+ * Bumped each time the caches are dropped, and when a method iseq is found under a second owner
+ * (labels cached for it may name the other); callers caching our results compare it.
+ */
 uint64_t symbolizer_generation(const struct symbolizer *sym);
 void symbolizer_stats(const struct symbolizer *sym, struct symbolizer_stats *out);
 /*

@@ -447,7 +447,9 @@ static bool sample_passes(const struct view *v, const struct pprofread *r,
 	if (v->flt.thread) {
 		l = label_get(r, s, "tid");
 		if (!label_is(r, l, v->flt.thread) &&
-		    !label_is(r, label_get(r, s, "thread_name"), v->flt.thread))
+		    !label_is(r, label_get(r, s, "thread_name"), v->flt.thread) &&
+		    !label_is(r, label_get(r, s, "ruby_thread"), v->flt.thread) &&
+		    !label_is(r, label_get(r, s, "ruby_thread_name"), v->flt.thread))
 			return false;
 	}
 	for (i = 0; i < v->flt.nlabels; i++) {

@@ -30,7 +30,7 @@ static void usage(FILE *out)
 		"in\n"
 		"                      the current directory\n"
 		"      --pid PID       only the samples of this process\n"
-		"      --thread T      only this thread: a tid or a thread name\n"
+		"      --thread T      only this thread: a tid, a thread name or a Ruby thread\n"
 		"      --label K=V     only samples with this label (repeatable, all must match)\n"
 		"      --focus REGEX   only stacks with a frame (name or file) matching REGEX\n"
 		"      --since TIME    only files whose time range ends at or after TIME\n"

@@ -152,11 +152,16 @@ struct rp_sample {
 	__u32 base_seq;	 /* RP_SAMPLE_DELTA: the sample whose slots [0, first) this one shares */
 	__u32 pad;
 	char comm[16]; /* thread name at sample time */
+	/*
+	 * The sampled EC's thread_ptr (rb_thread_t *): which Ruby thread ran, told apart even where
+	 * Ruby threads share a native thread (M:N, 3.3+). 0 when no valid EC was read.
+	 */
+	__u64 ruby_thread;
 	/* zero-length, not flexible: the header is embedded in the BPF side's scratch space */
 	struct rp_frame frames[0];
 };
 
-#define RP_SAMPLE_HDR_SIZE 88
+#define RP_SAMPLE_HDR_SIZE 96
 
 /* RP_REC_PROC events */
 #define RP_PROC_EXEC 1 /* the process (hdr.pid) ran execve: a new program */

@@ -159,6 +159,8 @@ struct fakemem_image {
 	uint8_t mem[3][FAKEMEM_BUILD_SIZE];
 	size_t used[3];
 	uint64_t roots[FAKEMEM_NROOTS];
+	/* &ruby_current_vm_ptr for symbolizer_set_vm() (3.2: shapes; not a fuzz root), else 0 */
+	uint64_t vm_ptr;
 	int overflow; /* an allocation did not fit */
 };
 
@@ -258,14 +260,49 @@ static inline uint64_t fm_array(struct fakemem_image *img, uint64_t n, const uin
 
 #define FM_SERIAL_CLASSPATH 1
 #define FM_SERIAL_ATTACHED  2
+#define FM_SERIAL_OTHER	    3 /* an ivar set before a class's name (3.2: not index 0) */
 #define FM_SERIAL_TIMES	    20
 #define FM_SERIALS	    21
+
+/* 3.2's shape tree (rb_shape_t, 32 bytes): 0 the root, 1 +OTHER, 2 +OTHER+__classpath__,
+ * 3 +__attached__. */
+#define FM_SHAPE_NAMED	  2
+#define FM_SHAPE_ATTACHED 3
+
+static inline void fm_shape(struct fakemem_image *img, uint64_t list, uint32_t id, uint64_t edge,
+			    uint32_t next_index, uint8_t type, uint32_t parent)
+{
+	uint64_t sh = list + (uint64_t)id * 32;
+
+	fm_w64(img, sh + 8, edge);
+	fm_w32(img, sh + 16, next_index);
+	fm_w8(img, sh + 24, type);
+	fm_w32(img, sh + 28, parent);
+}
+
+/* The VM of a 3.2 row: vm->shape_list (and root_shape, the same) and &ruby_current_vm_ptr. */
+static inline void fm_shapes(struct fakemem_image *img)
+{
+	const struct ruby_offsets *off = img->off;
+	uint64_t list = fm_alloc(img, FM_BYTES, 4 * 32), vm, ptr;
+
+	vm = fm_alloc(img, FM_BYTES, off->vm_shape_list + 16u);
+	ptr = fm_alloc(img, FM_BYTES, 8);
+	fm_shape(img, list, 0, 0, 0, 0, 0xffffffffu);
+	fm_shape(img, list, 1, FM_SERIAL_OTHER, 1, 1, 0);
+	fm_shape(img, list, FM_SHAPE_NAMED, FM_SERIAL_CLASSPATH, 2, 1, 1);
+	fm_shape(img, list, FM_SHAPE_ATTACHED, FM_SERIAL_ATTACHED, 1, 1, 0);
+	fm_w64(img, vm + off->vm_shape_list, list);
+	fm_w64(img, vm + off->vm_shape_list + 8, list);
+	fm_w64(img, ptr, vm);
+	img->vm_ptr = ptr;
+}
 
 /* A class (or its singleton) named by this row's class_names scheme. */
 static inline uint64_t fm_class(struct fakemem_image *img, uint64_t flags, uint64_t name_ivar,
 				uint64_t id, uint64_t value)
 {
-	uint64_t k = fm_alloc(img, FM_OBJ, 192), ext, tbl, ent;
+	uint64_t k = fm_alloc(img, FM_OBJ, 192), ext, tbl, ent, ivs;
 	const struct ruby_offsets *off = img->off;
 
 	fm_w64(img, k, flags);
@@ -288,6 +325,18 @@ static inline uint64_t fm_class(struct fakemem_image *img, uint64_t flags, uint6
 		fm_w64(img, tbl + 48, ent);
 		fm_w64(img, ent + 8, id);
 		fm_w64(img, ent + 16, value);
+	} else if (off->class_names == CLASS_NAMES_SHAPES) {
+		/* the shape id in the flags' upper half; iv_ptr indexed by the shape's ivars */
+		ivs = fm_alloc(img, FM_STRUCT, 16);
+		fm_w64(img, k + off->class_iv_ptr, ivs);
+		if (name_ivar == FM_SERIAL_CLASSPATH) {
+			fm_w64(img, k, flags | (uint64_t)FM_SHAPE_NAMED << 32);
+			fm_w64(img, ivs, fm_string(img, "NotAName"));
+			fm_w64(img, ivs + 8, value);
+		} else {
+			fm_w64(img, k, flags | (uint64_t)FM_SHAPE_ATTACHED << 32);
+			fm_w64(img, ivs, value);
+		}
 	}
 	return k;
 }
@@ -369,6 +418,8 @@ static inline int fakemem_build(struct fakemem_image *img, unsigned int row)
 	fm_w32(img, sym, FM_SERIALS);
 	fm_w64(img, sym + off->symbols_ids, fm_array(img, 1, &chunk, 1));
 	img->roots[FAKEMEM_SYMBOLS] = sym;
+	if (off->class_names == CLASS_NAMES_SHAPES)
+		fm_shapes(img);
 
 	foo = fm_class(img, RUBY_T_CLASS, FM_SERIAL_CLASSPATH, FM_SERIAL_CLASSPATH,
 		       fm_string(img, "Foo"));

@@ -4,14 +4,16 @@
  * symbolizer of daemon/symbolize.c) on a fake address space (tests/fuzz/fakemem.h, behind the
  * procmem_read seam): a profiled process controls every byte they read. The input picks a row of
  * daemon/offsets.c, holds the roots (a String, an Array, the symbol table, an iseq, a pc, an ep,
- * a method entry, an st_table) and the regions they point into. Every reader must return, within
- * a bounded number of reads, whatever the bytes: past FAKEMEM_MAX_READS the target aborts.
+ * a method entry, an st_table) and the regions they point into; each root is also taken for an
+ * rb_thread_t (daemon/rthread.c). Every reader must return, within a bounded number of reads,
+ * whatever the bytes: past FAKEMEM_MAX_READS the target aborts.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "fakemem.h"
 #include "fuzz_common.h"
+#include "rthread.h"
 
 static void check_bounded(const char *what)
 {
@@ -32,6 +34,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sym_iseq si;
 	const char *name;
 	char buf[RVALUE_STR_MAX + 1], small[8];
+	struct rthread_stats rstats = {0};
+	const struct rthread_label *lab;
+	struct rthreads *rth;
 
 	if (fakemem_load(data, size, &row, &flags, roots))
 		return 0;
@@ -53,6 +58,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			     sizeof(buf));
 	(void)rvalue_st_lookup(FAKEMEM_PID, roots[FAKEMEM_TABLE], id, &v);
 	check_bounded("rvalue_id_name/st_lookup");
+
+	/* every root as an rb_thread_t, read twice (cached) and in a second interval */
+	rth = rthreads__new(FAKEMEM_PID, off, &rstats);
+	if (!rth)
+		return 0;
+	for (i = 0; i < 2 * FAKEMEM_NROOTS; i++) {
+		if (i == FAKEMEM_NROOTS)
+			rthreads_new_epoch(rth);
+		if (rthreads_get(rth, roots[i % FAKEMEM_NROOTS], &lab) == 0 &&
+		    strlen(lab->name) >= sizeof(lab->name))
+			abort();
+	}
+	rthreads__free(rth);
+	check_bounded("rthreads_get");
 
 	sym = symbolizer__new(FAKEMEM_PID, off, roots[FAKEMEM_SYMBOLS], &roots[FAKEMEM_SYMBOLS], 1);
 	if (!sym)

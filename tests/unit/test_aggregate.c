@@ -7,6 +7,7 @@
 
 #include "aggregate.h"
 #include "hmap.h"
+#include "pprofread.h"
 
 Test(hmap, put_get_grow_clear)
 {
@@ -209,6 +210,77 @@ Test(aggregate, pprof_thread_names)
 		cr_assert_eq(memmem(out, len, "puma srv tp 001", 15) != NULL, i == 0);
 		/* the numeric labels stay */
 		cr_assert_not_null(memmem(out, len, "tid", 3));
+		free(out);
+		pprof__free(pp);
+	}
+	agg__free(a);
+}
+
+static const char *sample_label(const struct pprofread *r, const struct pprofread_sample *s,
+				const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < s->nlabels; i++)
+		if (strcmp(pprofread_str(r, s->labels[i].key), key) == 0)
+			return pprofread_str(r, s->labels[i].str);
+	return NULL;
+}
+
+/*
+ * Ruby threads sharing one native thread (M:N) are counted apart and labelled with their
+ * identity and name, read back by a pprof decoder; AGG_PPROF_NO_THREAD_NAME drops them as it
+ * drops thread_name.
+ */
+Test(aggregate, pprof_ruby_threads)
+{
+	struct agg *a = agg__new(2, 100);
+	struct agg_proc *p = proc(a, 1, "shop");
+	uint32_t fp = agg_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2);
+	struct agg_thread t1 = {7, "ruby", "0x1000", "worker-1"}, t2 = {7, "ruby", "0x2000", ""};
+	unsigned int flags[] = {0, AGG_PPROF_NO_THREAD_NAME};
+	const struct pprofread_profile *prof;
+	const struct pprofread_sample *s;
+	char err[128];
+
+	cr_assert_eq(agg_add_thread(a, p, &t1, &fp, 1, ONE), 0);
+	cr_assert_eq(agg_add_thread(a, p, &t2, &fp, 1, ONE), 0);
+	cr_assert_eq(agg_add_thread(a, p, &t1, &fp, 1, ONE), 0);
+	cr_assert_eq(agg_nstacks(a), 2);
+	for (int i = 0; i < 2; i++) {
+		struct pprof *pp = pprof__new();
+		struct pprofread *r;
+		uint8_t *out = NULL;
+		size_t len = 0, j;
+
+		cr_assert_eq(agg_to_pprof(a, pp, NULL, flags[i]), 0);
+		cr_assert_eq(pprof_encode(pp, 0, &out, &len), 0);
+		r = pprofread__new(out, len, "agg", err, sizeof(err));
+		cr_assert_not_null(r, "%s", err);
+		prof = pprofread_profile(r);
+		cr_assert_eq(prof->nsamples, 2);
+		for (j = 0; j < prof->nsamples; j++) {
+			const char *id, *name;
+
+			s = &prof->samples[j];
+			id = sample_label(r, s, "ruby_thread");
+			name = sample_label(r, s, "ruby_thread_name");
+			if (i == 1) {
+				cr_assert_null(id);
+				cr_assert_null(name);
+				continue;
+			}
+			cr_assert_not_null(id);
+			if (s->values[0] == 2) {
+				cr_assert_str_eq(id, "0x1000");
+				cr_assert_str_eq(name, "worker-1");
+			} else {
+				/* an unnamed thread has no name label */
+				cr_assert_str_eq(id, "0x2000");
+				cr_assert_null(name);
+			}
+		}
+		pprofread__free(r);
 		free(out);
 		pprof__free(pp);
 	}

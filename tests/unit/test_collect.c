@@ -93,3 +93,74 @@ Test(collector, unknown_process_is_counted)
 	collector__free(c);
 	agg__free(agg);
 }
+
+struct seen {
+	const char *ruby_thread, *ruby_thread_name;
+	size_t stacks;
+};
+
+static void look(void *ctx, const struct agg_stack *st)
+{
+	struct seen *s = ctx;
+
+	s->ruby_thread = st->ruby_thread;
+	s->ruby_thread_name = st->ruby_thread_name;
+	s->stacks++;
+}
+
+/*
+ * The sample's rb_thread_t (here in this process's own memory, read as any target's is) becomes
+ * the ruby_thread and ruby_thread_name labels; a pointer that is not a Ruby thread gets none, and
+ * is counted.
+ */
+Test(collector, ruby_thread_labels)
+{
+	static const struct ruby_offsets o = {
+		.th_self = 16, .th_name = 24, .rstring = RSTRING_LEN_FIELD};
+	/* a Thread object (T_DATA, data at +32), its rb_thread_t, its name (an embedded String) */
+	static uint64_t obj[5], th[4], name[5], junk[5];
+	struct rp_sample s;
+	struct sampler_stack st = {.first = &s, .flags = RP_SAMPLE_NO_EC};
+	struct collector_stats stats;
+	struct seen seen = {0};
+	struct agg *agg;
+	struct collector *c;
+	char want[32];
+
+	obj[0] = 0x0c;
+	obj[4] = (uint64_t)(uintptr_t)th;
+	th[2] = (uint64_t)(uintptr_t)obj;
+	th[3] = (uint64_t)(uintptr_t)name;
+	name[0] = 0x05;
+	name[2] = 8;
+	memcpy(&name[3], "rt-alpha", 8);
+	agg = agg__new(2, 16);
+	c = collector__new(agg, 10000000);
+	target.pid = getpid();
+	target.off = &o;
+	snprintf(target.version, sizeof(target.version), "3.3.8");
+	cr_assert_eq(collector_add(c, &target, "test"), 0);
+
+	sample(&s, getpid());
+	s.ruby_thread = (uint64_t)(uintptr_t)th;
+	collector_on_stack(c, &st);
+	agg_foreach(agg, look, &seen);
+	snprintf(want, sizeof(want), "0x%llx", (unsigned long long)(uintptr_t)th);
+	cr_assert_eq(seen.stacks, 1);
+	cr_assert_str_eq(seen.ruby_thread, want);
+	cr_assert_str_eq(seen.ruby_thread_name, "rt-alpha");
+
+	agg_cut(agg);
+	s.ruby_thread = (uint64_t)(uintptr_t)junk;
+	collector_on_stack(c, &st);
+	seen = (struct seen){0};
+	agg_foreach(agg, look, &seen);
+	cr_assert_eq(seen.stacks, 1);
+	cr_assert_str_eq(seen.ruby_thread, "");
+	cr_assert_str_eq(seen.ruby_thread_name, "");
+	collector_stats(c, &stats);
+	cr_assert_eq(stats.rthread.invalid, 1);
+	cr_assert_eq(stats.no_ec, 2);
+	collector__free(c);
+	agg__free(agg);
+}

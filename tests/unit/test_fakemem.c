@@ -77,6 +77,7 @@ Test(fakemem, frames_named_with_owner_and_line_in_every_version)
 		named = rows[row].class_names != CLASS_NAMES_NONE;
 		sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
 		cr_assert_not_null(sym);
+		symbolizer_set_vm(sym, img.vm_ptr);
 		cr_assert_eq(symbolize_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
 					    img.roots[FAKEMEM_EP], &si),
 			     0, "%s", rows[row].first);
@@ -225,6 +226,7 @@ Test(fakemem, owner_from_the_sampled_method_entry)
 		cr_assert_eq(procmem_u64(FAKEMEM_PID, def + 8, &method), 0);
 		sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
 		cr_assert_not_null(sym);
+		symbolizer_set_vm(sym, img.vm_ptr);
 		cr_assert_eq(symbolize_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
 					    0, &si),
 			     0);
@@ -240,4 +242,101 @@ Test(fakemem, owner_from_the_sampled_method_entry)
 		cr_assert(si.label_final);
 		symbolizer__free(sym);
 	}
+}
+
+/* Renames the block's path (an embedded String of 3.2+) to <internal:kern>. */
+static void make_block_internal(void)
+{
+	const struct ruby_offsets *off = img.off;
+	uint64_t body = body_of(img.roots[FAKEMEM_ISEQ]), path = 0;
+	static const char name[] = "<internal:kern>";
+
+	cr_assert_eq(procmem_u64(FAKEMEM_PID, body + off->body_location + off->loc_pathobj, &path),
+		     0);
+	fm_w64(&img, path + 16, sizeof(name) - 1);
+	memcpy(fm_ptr(&img, path + 24, sizeof(name) - 1), name, sizeof(name) - 1);
+}
+
+/*
+ * Ruby 4.0 shows a frame of <internal:...> code as its method, a C method (a block in it too:
+ * location_label takes the frame's method entry); 3.4 shows such a block as a block.
+ */
+Test(fakemem, internal_frames_named_as_their_method_on_4_0)
+{
+	static const char *const versions[] = {"3.4.0", "4.0.0", "4.0.6"};
+	struct symbolizer *sym;
+	struct sym_iseq si;
+	size_t i;
+	int as_c;
+
+	for (i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+		build(row_of(versions[i]));
+		make_block_internal();
+		as_c = img.off->internal_as_c;
+		sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
+		cr_assert_not_null(sym);
+		cr_assert_eq(symbolize_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
+					    img.roots[FAKEMEM_EP], &si),
+			     0);
+		cr_assert_str_eq(si.path, "<internal:kern>");
+		cr_assert_eq(si.internal, as_c, "%s", versions[i]);
+		cr_assert_str_eq(si.label, as_c ? "Foo#foo" : "block in Foo#foo", "%s: %s",
+				 versions[i], si.label);
+		symbolizer__free(sym);
+	}
+}
+
+/*
+ * One method iseq under two owners (define_method with another's UnboundMethod, module_function):
+ * each method frame is named with its own entry's owner, and the block's label, cached with the
+ * first owner, is dropped (the generation tells callers) once the second owner shows up.
+ */
+Test(fakemem, one_iseq_two_owners)
+{
+	uint64_t me = 0, def = 0, method = 0, bar, me2, pc, gen;
+	struct symbolizer *sym;
+	struct sym_iseq si;
+
+	build(row_of("3.4.0"));
+	cr_assert_eq(procmem_u64(FAKEMEM_PID, img.roots[FAKEMEM_EP] - 16, &me), 0);
+	cr_assert_eq(procmem_u64(FAKEMEM_PID, me + img.off->me_def, &def), 0);
+	cr_assert_eq(procmem_u64(FAKEMEM_PID, def + 8, &method), 0);
+	pc = fm_r64(&img, body_of(method) + img.off->body_iseq_encoded) + 4 * 8;
+	/* Bar, and a second method entry: same definition, owner Bar */
+	bar = fm_class(&img, RUBY_T_CLASS, FM_SERIAL_CLASSPATH, FM_SERIAL_CLASSPATH,
+		       fm_string(&img, "Bar"));
+	me2 = fm_alloc(&img, FM_OBJ, 40);
+	fm_w64(&img, me2, RUBY_T_IMEMO | (uint64_t)RUBY_IMEMO_MENT << 12);
+	fm_w64(&img, me2 + img.off->me_def, def);
+	fm_w64(&img, me2 + img.off->me_owner, bar);
+	cr_assert_not(img.overflow);
+	fakemem_map_image(&img);
+
+	sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
+	cr_assert_not_null(sym);
+	cr_assert_eq(symbolize_method_frame(sym, method, pc, 0, me, &si), 0);
+	cr_assert_str_eq(si.label, "Foo#foo");
+	cr_assert_not(si.owner_varies);
+	cr_assert_eq(symbolize_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
+				    img.roots[FAKEMEM_EP], &si),
+		     0);
+	cr_assert_str_eq(si.label, "block in Foo#foo");
+	gen = symbolizer_generation(sym);
+	cr_assert_eq(symbolize_method_frame(sym, method, pc, 0, me2, &si), 0);
+	cr_assert_str_eq(si.label, "Bar#foo");
+	cr_assert(si.owner_varies && si.label_final);
+	cr_assert_neq(symbolizer_generation(sym), gen, "cached labels may name Foo");
+	cr_assert_eq(symbolize_method_frame(sym, method, pc, 0, me, &si), 0);
+	cr_assert_str_eq(si.label, "Foo#foo");
+	/* the block, through its frame's entry (Foo's), not the last owner seen */
+	cr_assert_eq(symbolize_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
+				    img.roots[FAKEMEM_EP], &si),
+		     0);
+	cr_assert_str_eq(si.label, "block in Foo#foo");
+	cr_assert(si.owner_varies);
+	/* its frame gone: not named with a guess */
+	cr_assert_eq(symbolize_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0, 0, &si),
+		     0);
+	cr_assert_not(si.label_final);
+	symbolizer__free(sym);
 }

@@ -597,6 +597,66 @@ Test(ingest, pyroscope_push_request)
 	ingest_request_release(&r);
 }
 
+/* Over Pyroscope's default limits: a series it would refuse whole is fitted, and said so. */
+Test(ingest, pyroscope_series_fits_default_limits)
+{
+	static struct sidecar_label many[41];
+	static char keys[40][16], big[3001];
+	struct sidecar sc = test_sc;
+	struct ingest_request r;
+	char *text, *p;
+	size_t i, n = 0;
+
+	for (i = 0; i < 40; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "k%02zu", i);
+		many[i] = (struct sidecar_label){keys[i], "v"};
+	}
+	/* 'a' and 1499 two-byte characters: byte 2048 is the second of one */
+	big[0] = 'a';
+	for (i = 0; i < 1499; i++)
+		memcpy(big + 1 + 2 * i, "\xc3\xa9", 2);
+	big[2999] = '\0';
+	many[0].value = big;
+	many[40] = (struct sidecar_label){"service_name", "shop"};
+	sc.labels = many;
+	sc.nlabels = 41;
+	cr_assert_eq(ingest_build(INGEST_PYROSCOPE_PUSH, "http://h", &sc, profile_bytes,
+				  sizeof(profile_bytes), &r),
+		     0);
+	text = protoc(push_proto, "push.v1.PushRequest", r.body, r.len);
+	for (p = text; (p = strstr(p, "  labels {")); p++)
+		n++;
+	/* 26 of the sidecar's own, service_name, pyroscope_spy, __name__ (+ __delta__ on the
+	 * server): 30 */
+	cr_assert_eq(n, 29, "%zu labels:\n%s", n, text);
+	cr_assert_eq(r.labels_trimmed, 14 + 1);
+	cr_assert(strstr(text, "name: \"k25\"") && !strstr(text, "name: \"k26\""), "%s", text);
+	cr_assert(strstr(text, "name: \"service_name\"") &&
+		  strstr(text, "name: \"pyroscope_spy\""));
+	free(text);
+	ingest_request_release(&r);
+
+	/* the value cut at 2048 bytes or fewer, at a character boundary */
+	cr_assert_eq(ingest_build(INGEST_PYROSCOPE, "http://h", &sc, profile_bytes,
+				  sizeof(profile_bytes), &r),
+		     0);
+	{
+		char v[8192];
+
+		cr_assert(query_get(r.url, "name", v, sizeof(v)));
+		p = strstr(v, "k00=");
+		cr_assert_not_null(p, "%s", v);
+		cr_assert_eq(strcspn(p + 4, ",}"), 2047, "%.60s", p);
+	}
+	ingest_request_release(&r);
+	/* Parca has no such limits: everything goes */
+	cr_assert_eq(ingest_build(INGEST_PARCA, "http://h", &sc, profile_bytes,
+				  sizeof(profile_bytes), &r),
+		     0);
+	cr_assert_eq(r.labels_trimmed, 0);
+	ingest_request_release(&r);
+}
+
 Test(ingest, parca_request)
 {
 	struct ingest_request r;

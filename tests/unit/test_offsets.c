@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The per-version offset table: lookups and the facts that bite (../shared/DESIGN.md). */
 #include <criterion/criterion.h>
+#include <string.h>
 
 #include "offsets.h"
 
@@ -37,10 +38,35 @@ Test(offsets, known_unknown_patch_and_unknown_minor)
 	cr_assert_null(ruby_offsets_find("garbage", &exact));
 }
 
+/*
+ * 4.0's main ractor running_ec moved by 8 bytes within the minor (312 in 4.0.0 and 4.0.1, 320 in
+ * 4.0.6): the row is chosen by patch level, and a patch release between known rows gets its
+ * nearest earlier row, inexact.
+ */
+Test(offsets, running_ec_by_4_0_patch_level)
+{
+	const struct ruby_offsets *o;
+	bool exact;
+
+	o = ruby_offsets_find("4.0.0", &exact);
+	cr_assert(o && exact && o->ractor_running_ec == 312);
+	o = ruby_offsets_find("4.0.1", &exact);
+	cr_assert(o && exact && o->ractor_running_ec == 312);
+	o = ruby_offsets_find("4.0.6", &exact);
+	cr_assert(o && exact && o->ractor_running_ec == 320);
+	o = ruby_offsets_find("4.0.3", &exact);
+	cr_assert(o && !exact && o->ractor_running_ec == 312);
+	o = ruby_offsets_find("4.0.9", &exact);
+	cr_assert(o && !exact && o->ractor_running_ec == 320);
+	/* a minor with one row: any patch release gets it */
+	o = ruby_offsets_find("3.3.99", &exact);
+	cr_assert(o && !exact && strcmp(o->first, "3.3.0") == 0);
+}
+
 Test(offsets, every_minor_from_2_6_to_4_0)
 {
-	static const char *const versions[] = {"2.6.10", "2.7.8",  "3.0.7",  "3.1.7",
-					       "3.2.11", "3.3.12", "3.4.10", "4.0.6"};
+	static const char *const versions[] = {"2.6.10", "2.7.8",  "3.0.7", "3.1.7", "3.2.11",
+					       "3.3.12", "3.4.10", "4.0.0", "4.0.6"};
 	bool exact;
 	size_t i;
 

@@ -185,6 +185,28 @@ Test(ship, ok_removes_every_profile_oldest_first)
 	cr_assert_eq(stats().uploads_ok, 4);
 }
 
+Test(ship, a_backlog_longer_than_one_pass_goes_whole_and_in_order)
+{
+	static const struct httpd_step ok[] = {{.status = 200}};
+	struct ship_opts o;
+	char want[64];
+	size_t i;
+
+	for (i = 0; i < 150; i++)
+		put((int)i, 0);
+	srv = httpd_start(ok, 1);
+	o = opts();
+	start(&o);
+	cr_assert(httpd_wait(spool_empty, NULL, 60), "spool still has %" PRIu64, spool_files());
+	cr_assert_eq(stats().uploads_ok, 150);
+	cr_assert_eq(stats().oldest_age, 0);
+	/* the stand-in keeps the first HTTPD_MAX_REQS requests */
+	for (i = 0; i < HTTPD_MAX_REQS; i++) {
+		snprintf(want, sizeof(want), "profile-%zu", i);
+		cr_assert_str_eq(srv->reqs[i].body, want);
+	}
+}
+
 Test(ship, server_errors_retry_the_same_profile_in_order)
 {
 	static const struct httpd_step steps[] = {
@@ -205,6 +227,55 @@ Test(ship, server_errors_retry_the_same_profile_in_order)
 	cr_assert_eq(st.failures[SHIP_FAIL_HTTP_5XX], 2);
 	cr_assert_eq(st.uploads_ok, 2);
 	cr_assert_eq(st.state, SHIP_STATE_UP);
+}
+
+/* A profile the server fails on alone (5xx every time) does not block the ones after it. */
+Test(ship, a_profile_failing_alone_moves_aside_after_the_next_goes_through)
+{
+	static const struct httpd_step steps[] = {{.status = 500, .body = "cannot parse"},
+						  {.status = 500},
+						  {.status = 500},
+						  {.status = 500},
+						  {.status = 500},
+						  {.status = 200}};
+	struct ship_opts o;
+	struct ship_stats st;
+	char got[512];
+
+	put(0, 0);
+	put(1, 0);
+	put(2, 0);
+	srv = httpd_start(steps, 6);
+	o = opts();
+	start(&o);
+	cr_assert(httpd_wait(spool_empty, NULL, 30), "spool still has %" PRIu64, spool_files());
+	bodies(got, sizeof(got));
+	cr_assert_str_eq(got, "profile-0,profile-0,profile-0,profile-0,profile-0,profile-1,"
+			      "profile-2");
+	st = stats();
+	cr_assert_eq(st.failures[SHIP_FAIL_HTTP_5XX], 5);
+	cr_assert_eq(st.failures[SHIP_FAIL_REJECTED], 1);
+	cr_assert_eq(st.rejected_moved, 1);
+	cr_assert_eq(st.uploads_ok, 2);
+}
+
+/* A server that is down fails the probe too: nothing moves aside. */
+Test(ship, a_server_failing_everything_moves_nothing_aside)
+{
+	static const struct httpd_step steps[] = {{.status = 503}};
+	struct ship_opts o;
+	struct ship_stats st;
+
+	put(0, 0);
+	put(1, 0);
+	srv = httpd_start(steps, 1);
+	o = opts();
+	start(&o);
+	cr_assert(httpd_wait(nreqs_at_least, (void *)(uintptr_t)14, 60));
+	st = stats();
+	cr_assert_eq(st.failures[SHIP_FAIL_REJECTED], 0);
+	cr_assert_eq(st.rejected_moved, 0);
+	cr_assert_eq(spool_files(), 2);
 }
 
 Test(ship, too_many_requests_honours_retry_after)
@@ -246,7 +317,8 @@ Test(ship, unauthorized_keeps_profiles_and_backs_off_long)
 	cr_assert_eq(st.uploads_ok, 0);
 	cr_assert_eq(spool_files(), 2);
 	cr_assert_eq(st.backlog_profiles, 2);
-	cr_assert_gt(st.oldest_age, 0);
+	/* profile-0 began 20 s ago (put): the age comes from the spool, also during the backoff */
+	cr_assert_geq(st.oldest_age, 19.9, "oldest_age %.1f s", st.oldest_age);
 }
 
 Test(ship, reconfigure_after_auth_failure_retries_at_once)
@@ -279,7 +351,7 @@ Test(ship, bad_request_moves_the_profile_aside_and_goes_on)
 
 	put(0, 0);
 	put(1, 0);
-	cr_assert_eq(spool_list(sp, &v, &n), 0);
+	cr_assert_eq(spool_list(sp, &v, &n, 0), 0);
 	cr_assert_eq(n, 2);
 	srv = httpd_start(steps, 2);
 	o = opts();
@@ -422,7 +494,7 @@ Test(ship, stop_aborts_a_hung_upload_and_restart_counts_the_resend)
 
 	put(0, 0);
 	put(1, 0);
-	cr_assert_eq(spool_list(sp, &v, &n), 0);
+	cr_assert_eq(spool_list(sp, &v, &n, 0), 0);
 	srv = httpd_start(hang, 1);
 	o = opts();
 	o.upload.timeout_ms = 600000;

@@ -207,7 +207,7 @@ Test(spool, names_sort_by_time)
 		cr_assert_str_eq(names[2 * i], json);
 		cr_assert_str_eq(names[2 * i + 1], expect[i]);
 	}
-	cr_assert_eq(spool_list(s, &v, &n), 0);
+	cr_assert_eq(spool_list(s, &v, &n, 0), 0);
 	cr_assert_eq(n, 5);
 	for (i = 0; i < n; i++) {
 		cr_assert_eq(strncmp(v[i].stem, expect[i], strlen(v[i].stem)), 0, "%s", v[i].stem);
@@ -343,7 +343,7 @@ Test(spool, evicts_oldest_pairs_for_bytes)
 	cr_assert_eq(st.evicted_bytes, 3);
 	cr_assert_eq(st.evicted_age, 0);
 	cr_assert_not(exists(spooldir, first));
-	cr_assert_eq(spool_list(s, &v, &n), 0);
+	cr_assert_eq(spool_list(s, &v, &n, 0), 0);
 	cr_assert_eq(n, 3);
 	cr_assert_str_eq(v[0].stem, "20231114T221323.123Z-shop-0", "the three newest stay");
 	cr_assert_str_eq(v[2].stem, "20231114T221325.123Z-shop-0");
@@ -409,7 +409,7 @@ Test(spool, evicts_by_age_on_write_expire_and_new_bounds)
 	spool_stats(s, &st);
 	cr_assert_eq(st.evicted_age, 3);
 	cr_assert_eq(st.evicted_bytes, 0);
-	cr_assert_eq(spool_list(s, &v, &n), 0);
+	cr_assert_eq(spool_list(s, &v, &n, 0), 0);
 	cr_assert_eq(n, 1);
 	cr_assert_not_null(strstr(v[0].stem, "-d-0"));
 	free(v);
@@ -442,7 +442,7 @@ Test(spool, restart_keeps_files_and_counts)
 	write_one(s, "shop", T0 + NS, 500, NULL, 0);
 	write_one(s, "cart", T0 + 2 * NS, 700, NULL, 0);
 	spool_stats(s, &a);
-	cr_assert_eq(spool_list(s, &v1, &n1), 0);
+	cr_assert_eq(spool_list(s, &v1, &n1, 0), 0);
 	spool__free(s);
 
 	s = spool__new(spooldir, 1 << 20, 0);
@@ -452,7 +452,7 @@ Test(spool, restart_keeps_files_and_counts)
 	cr_assert_eq(b.bytes, a.bytes);
 	cr_assert_eq(b.written, 0, "counters are per process");
 	cr_assert_eq(b.temp_removed + b.orphans_removed + b.evicted_bytes + b.evicted_age, 0);
-	cr_assert_eq(spool_list(s, &v2, &n2), 0);
+	cr_assert_eq(spool_list(s, &v2, &n2, 0), 0);
 	cr_assert_eq(n2, n1);
 	for (size_t i = 0; i < n1; i++) {
 		cr_assert_str_eq(v2[i].stem, v1[i].stem);
@@ -523,13 +523,13 @@ Test(spool, list_and_remove)
 
 	s = spool__new(spooldir, 0, 0);
 	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
-	cr_assert_eq(spool_list(s, &v, &n), 0);
+	cr_assert_eq(spool_list(s, &v, &n, 0), 0);
 	cr_assert_eq(n, 0);
 	cr_assert_null(v);
 	write_one(s, "a", T0, 10, NULL, 0);
 	write_one(s, "b", T0 + NS, 20, NULL, 0);
 	write_one(s, "c", T0 + 2 * NS, 30, NULL, 0);
-	cr_assert_eq(spool_list(s, &v, &n), 0);
+	cr_assert_eq(spool_list(s, &v, &n, 0), 0);
 	cr_assert_eq(n, 3);
 	cr_assert_eq(spool_remove(s, v[1].stem), 0);
 	cr_assert_eq(spool_remove(s, v[1].stem), -ENOENT);

@@ -234,3 +234,48 @@ Test(symbolizer, cache_reset_waits_for_the_next_call)
 	cr_assert_eq(symbolizer_generation(sym), 1);
 	symbolizer__free(sym);
 }
+
+/* Ruby 4.0's <internal:...> rule on one stack (leaf first); "R" Ruby, "C" C, "I" internal, "-"
+ * hidden. Returns the kinds left, dropped frames as "-". */
+static void collapse(const char *in, char *out)
+{
+	uint8_t kinds[32];
+	size_t i, n = strlen(in);
+
+	for (i = 0; i < n; i++)
+		kinds[i] = in[i] == 'R'	  ? SYM_FRAME_RUBY
+			   : in[i] == 'C' ? SYM_FRAME_C
+			   : in[i] == 'I' ? SYM_FRAME_INTERNAL
+					  : SYM_FRAME_NONE;
+	symbolize_collapse_internal(kinds, n);
+	for (i = 0; i < n; i++)
+		out[i] = "-RCI"[kinds[i]];
+	out[n] = '\0';
+}
+
+Test(symbolizer, internal_frames_collapse_as_ruby_4_0_does)
+{
+	static const char *const cases[][2] = {
+		/* 3.times { spin }: block, Integer#times (internal), <main>: all shown */
+		{"RIR", "RIR"},
+		/* a C function the internal code called, under a block: dropped */
+		{"RCIR", "R-IR"},
+		/* a block of the internal method, and the method: one frame stands for both */
+		{"CIIR", "--IR"},
+		/* hidden frames do not end the run */
+		{"C-IR", "--IR"},
+		/* C functions with a Ruby frame between them and the internal frame stay */
+		{"CRIR", "CRIR"},
+		/* a lone internal leaf, C functions below a Ruby frame */
+		{"IRCR", "IRCR"},
+		{"ICCIR", "---IR"},
+	};
+	char got[32];
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		collapse(cases[i][0], got);
+		cr_assert_str_eq(got, cases[i][1], "%s: %s, want %s", cases[i][0], got,
+				 cases[i][1]);
+	}
+}

@@ -49,7 +49,9 @@ static struct pprofread *make_profile(int64_t time_ns)
 		const int64_t v1[2] = {5, 50}, v2[2] = {3, 30}, v3[2] = {2, 20};
 		const struct pprof_label l1[] = {{.key = "pid", .num = 10},
 						 {.key = "tid", .num = 11},
-						 {.key = "thread_name", .str = "worker"}};
+						 {.key = "thread_name", .str = "worker"},
+						 {.key = "ruby_thread", .str = "0x1000"},
+						 {.key = "ruby_thread_name", .str = "rt-alpha"}};
 		const struct pprof_label l2[] = {{.key = "pid", .num = 10},
 						 {.key = "tid", .num = 12},
 						 {.key = "thread_name", .str = "main"}};
@@ -57,7 +59,7 @@ static struct pprofread *make_profile(int64_t time_ns)
 						 {.key = "tid", .num = 21},
 						 {.key = "container_id", .str = "abc"}};
 
-		cr_assert_eq(pprof_add_sample(p, s1, 3, v1, l1, 3), 0);
+		cr_assert_eq(pprof_add_sample(p, s1, 3, v1, l1, 5), 0);
 		cr_assert_eq(pprof_add_sample(p, s2, 2, v2, l2, 3), 0);
 		cr_assert_eq(pprof_add_sample(p, s3, 2, v3, l3, 3), 0);
 	}
@@ -126,6 +128,15 @@ Test(view, filters)
 	f.thread = "12";
 	t = render(&f, "collapsed", 1, NULL);
 	cr_assert_str_eq(t, "main;work 3\n");
+	free(t);
+	/* a Ruby thread, by its Thread#name or its identity (M:N threads share a tid) */
+	f.thread = "rt-alpha";
+	t = render(&f, "collapsed", 1, NULL);
+	cr_assert_str_eq(t, "main;work;Integer#times 5\n");
+	free(t);
+	f.thread = "0x1000";
+	t = render(&f, "collapsed", 1, NULL);
+	cr_assert_str_eq(t, "main;work;Integer#times 5\n");
 	free(t);
 
 	memset(&f, 0, sizeof(f));

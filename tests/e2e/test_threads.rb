@@ -1,0 +1,47 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Ruby threads as labels: every sample carries the identity of the Ruby thread that ran
+# (ruby_thread) and its Thread#name (ruby_thread_name), also where Ruby threads share native
+# threads (M:N, Ruby 3.3+), compared with what Ruby says of its threads in the same process.
+class E2E
+  def test_ruby_threads = check_ruby_threads({})
+
+  # RUBY_MAX_CPU=1: every M:N Ruby thread runs on the one shared native thread
+  def test_ruby_threads_mn
+    version = @rt.version
+    raise Skip, "M:N threads exist from Ruby 3.3 (this is #{version})" if Gem::Version.new(version) < Gem::Version.new("3.3")
+    check_ruby_threads({ "RUBY_MN_THREADS" => "1", "RUBY_MAX_CPU" => "1" }, mn: true)
+  end
+
+  private
+
+  def check_ruby_threads(env, mn: false)
+    r = profile_script("ruby_threads.rb", duration: 6, env: env)
+    facts, prof, samples = r.facts, r.prof, r.samples
+    seen = facts["threads"].map do |method, ruby|
+      mine = samples.select { |s| prof.frames(s).any? { |l| method?(l, "spin_#{method}") } }
+      n = mine.sum(&:count)
+      check(n >= 5, "only #{n} samples in spin_#{method}")
+      ids = mine.map { |s| s.labels["ruby_thread"] }.uniq
+      names = mine.map { |s| s.labels["ruby_thread_name"] }.uniq
+      tids = mine.map { |s| s.labels["tid"] }.uniq
+      check(ids.size == 1 && ids.first, "spin_#{method} sampled under ruby_thread #{ids.inspect}")
+      # nil: an unnamed thread has no ruby_thread_name label
+      check(names == [ruby["name"]],
+            "spin_#{method} sampled under ruby_thread_name #{names.inspect}, Ruby says #{ruby["name"].inspect}")
+      if ruby["struct"]
+        check(ids.first == ruby["struct"],
+              "spin_#{method}: ruby_thread #{ids.first}, Ruby's rb_thread_t is at #{ruby["struct"]}")
+      end
+      [method, ids.first, tids, n]
+    end
+    ids = seen.map { |s| s[1] }
+    check(ids.uniq.size == ids.size, "Ruby threads share a ruby_thread label: #{seen.inspect}")
+    all_tids = seen.flat_map { |s| s[2] }
+    shared = all_tids.size != all_tids.uniq.size
+    check(shared, "M:N threads on one native thread, yet no tid is shared: #{seen.inspect}") if mn
+    compared = facts["threads"].values.count { |t| t["struct"] }
+    "#{seen.map { |m, id, tids, n| "#{m} #{id} (#{n} on tids #{tids.join(" ")})" }.join(", ")}; " \
+      "#{compared}/4 compared with Ruby's rb_thread_t; Thread.main.name #{facts["main_name"].inspect}" +
+      (shared ? "; tids shared" : "")
+  end
+end

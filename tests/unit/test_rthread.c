@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * daemon/rthread.c on a fake address space (tests/fuzz/fakemem.h): for every row of
+ * daemon/offsets.c, rb_thread_t structs laid out as that version lays them out (self, name) are
+ * turned into labels; pointers that are not a live Ruby thread are refused and counted; a name set
+ * later is seen in the next interval; the cache keeps its bound.
+ */
+#include <criterion/criterion.h>
+
+#include "../fuzz/fakemem.h"
+#include "rthread.h"
+
+static struct fakemem_image img;
+
+static void start(unsigned int row)
+{
+	const struct ruby_offsets *rows;
+	unsigned int nrows;
+
+	rows = ruby_offsets_all(&nrows);
+	memset(&img, 0, sizeof(img));
+	img.row = row % nrows;
+	img.off = &rows[img.row];
+}
+
+/* A Ruby thread: its rb_thread_t (in FM_STRUCT) and its Thread object, a T_DATA pointing back. */
+static uint64_t fm_thread(uint64_t name)
+{
+	uint64_t th = fm_alloc(&img, FM_STRUCT, 512), self = fm_alloc(&img, FM_OBJ, 40);
+
+	fm_w64(&img, self, 0x0c);
+	fm_w64(&img, self + 32, th);
+	fm_w64(&img, th + img.off->th_self, self);
+	if (img.off->th_name)
+		fm_w64(&img, th + img.off->th_name, name);
+	return th;
+}
+
+static void map(void)
+{
+	cr_assert_not(img.overflow);
+	fakemem_map_image(&img);
+}
+
+Test(rthread, names_and_identities_of_every_version)
+{
+	struct rthread_stats stats = {0};
+	const struct rthread_label *lab;
+	const struct ruby_offsets *rows;
+	uint64_t named, unnamed, nil;
+	unsigned int nrows = 0, row;
+	struct rthreads *r;
+	char want[32];
+
+	rows = ruby_offsets_all(&nrows);
+	for (row = 0; row < nrows; row++) {
+		start(row);
+		/* nil, or any special constant: no name */
+		nil = 0x08;
+		named = fm_thread(fm_string(&img, "worker-1"));
+		unnamed = fm_thread(nil);
+		map();
+		r = rthreads__new(FAKEMEM_PID, img.off, &stats);
+		cr_assert_not_null(r);
+		cr_assert_eq(rthreads_get(r, named, &lab), 0, "%s", rows[row].first);
+		snprintf(want, sizeof(want), "0x%llx", (unsigned long long)named);
+		cr_assert_str_eq(lab->id, want);
+		/* the versions whose rb_thread_t.name offset is known (checked on a live Ruby) */
+		cr_assert_str_eq(lab->name, img.off->th_name ? "worker-1" : "", "%s: \"%s\"",
+				 rows[row].first, lab->name);
+		cr_assert_eq(rthreads_get(r, unnamed, &lab), 0);
+		cr_assert_str_eq(lab->name, "");
+		cr_assert_str_neq(lab->id, want);
+		rthreads__free(r);
+	}
+	cr_assert_eq(stats.invalid, 0);
+	cr_assert_eq(stats.name_failed, 0);
+}
+
+Test(rthread, the_measured_versions_know_the_name)
+{
+	const struct ruby_offsets *rows;
+	unsigned int nrows = 0, i, known = 0;
+	bool exact;
+
+	static const char *const measured[] = {"2.7.4", "3.1.2", "3.3.8", "3.4.11"};
+	for (i = 0; i < 4; i++)
+		cr_assert_neq(ruby_offsets_find(measured[i], &exact)->th_name, 0, "%s",
+			      measured[i]);
+	rows = ruby_offsets_all(&nrows);
+	for (i = 0; i < nrows; i++)
+		known += rows[i].th_name != 0;
+	cr_assert_geq(known, 4);
+}
+
+Test(rthread, not_a_thread_is_refused_and_counted)
+{
+	struct rthread_stats stats = {0};
+	const struct rthread_label *lab;
+	uint64_t th, other, str;
+	struct rthreads *r;
+
+	start(3); /* 3.1 */
+	th = fm_thread(0x08);
+	other = fm_thread(0x08);
+	/* th's Thread object points at another rb_thread_t: a freed and reused struct */
+	fm_w64(&img, fm_r64(&img, th + img.off->th_self) + 32, other);
+	str = fm_string(&img, "not a Thread");
+	map();
+	r = rthreads__new(FAKEMEM_PID, img.off, &stats);
+	cr_assert_not_null(r);
+	cr_assert_eq(rthreads_get(r, th, &lab), -EINVAL);
+	cr_assert_null(lab);
+	cr_assert_eq(rthreads_get(r, 0, &lab), -EINVAL);
+	cr_assert_eq(rthreads_get(r, 0x123450, &lab), -EINVAL); /* unmapped */
+	/* a String where a Thread should be */
+	cr_assert_eq(rthreads_get(r, str - img.off->th_self, &lab), -EINVAL);
+	cr_assert_eq(stats.invalid, 3);
+	/* refused once per interval, not at every sample */
+	cr_assert_eq(rthreads_get(r, th, &lab), -EINVAL);
+	cr_assert_eq(stats.invalid, 3);
+	rthreads_new_epoch(r);
+	cr_assert_eq(rthreads_get(r, th, &lab), -EINVAL);
+	cr_assert_eq(stats.invalid, 4);
+	cr_assert_eq(rthreads_get(r, other, &lab), 0);
+	rthreads__free(r);
+}
+
+Test(rthread, a_name_set_later_is_seen_next_interval)
+{
+	struct rthread_stats stats = {0};
+	const struct rthread_label *lab;
+	uint64_t th, name, bad;
+	struct rthreads *r;
+
+	start(6); /* 3.4 */
+	cr_assert_neq(img.off->th_name, 0);
+	th = fm_thread(0x04); /* a special constant: nil */
+	name = fm_string(&img, "renamed");
+	bad = fm_alloc(&img, FM_OBJ, 40); /* a heap object that is no String */
+	fm_w64(&img, bad, RUBY_T_ARRAY);
+	map();
+	r = rthreads__new(FAKEMEM_PID, img.off, &stats);
+	cr_assert_eq(rthreads_get(r, th, &lab), 0);
+	cr_assert_str_eq(lab->name, "");
+	fm_w64(&img, th + img.off->th_name, name);
+	cr_assert_eq(rthreads_get(r, th, &lab), 0);
+	cr_assert_str_eq(lab->name, "", "read once per interval");
+	cr_assert_eq(stats.reads, 1);
+	rthreads_new_epoch(r);
+	cr_assert_eq(rthreads_get(r, th, &lab), 0);
+	cr_assert_str_eq(lab->name, "renamed");
+	fm_w64(&img, th + img.off->th_name, bad);
+	rthreads_new_epoch(r);
+	cr_assert_eq(rthreads_get(r, th, &lab), 0);
+	cr_assert_str_eq(lab->name, "");
+	cr_assert_eq(stats.name_failed, 1);
+	rthreads__free(r);
+}
+
+Test(rthread, the_cache_keeps_its_bound)
+{
+	struct rthread_stats stats = {0};
+	const struct rthread_label *lab;
+	struct rthreads *r;
+	uint64_t i;
+
+	start(3);
+	map();
+	r = rthreads__new(FAKEMEM_PID, img.off, &stats);
+	/* unreadable pointers are cached too (refused for the interval) */
+	for (i = 1; i <= RTHREAD_MAX_PER_PROC + 10; i++)
+		cr_assert_eq(rthreads_get(r, 0x7f0000000000 + i * 8, &lab), -EINVAL);
+	cr_assert_eq(stats.resets, 1);
+	cr_assert_eq(stats.invalid, RTHREAD_MAX_PER_PROC + 10);
+	rthreads__free(r);
+}
