@@ -177,7 +177,9 @@ static __always_inline void proc_event(struct task_struct *task, __u32 event, __
 	e->pad = 0;
 	e->start_time = process_start_time(task);
 	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
-	/* The daemon acts on these at once (a new Ruby is looked at within milliseconds). */
+	/* The daemon acts on these at once: a new Ruby is looked at within milliseconds, and an
+	 * exit has the samples before it taken in and the process forgotten without waiting for
+	 * the daemon's next read tick (samples themselves do not wake it: maps.bpf.h). */
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	stat_add(RP_STAT_PROC_EVENTS, 1);
 }

@@ -30,13 +30,8 @@
 #include "ship.h"
 #include "spool.h"
 
-/*
- * Records are sent without waking the reader: read them once per sample period (so that a
- * process that exits loses at most about one sample's names), within these bounds. At the
- * service's 19 Hz that is 19 wake-ups a second instead of 50.
- */
-#define POLL_MIN_NS	  20000000LL
-#define POLL_MAX_NS	  100000000LL
+/* metrics_tick() runs at least this often while the metrics socket is open (metrics.h). */
+#define METRICS_TICK_NS	  1000000000LL
 /* Without life-cycle events the /proc scan is all there is. */
 #define SCAN_NO_EVENTS_NS 500000000LL
 /* Services with labels remembered at once (pruned at each interval's end). */
@@ -770,16 +765,15 @@ static int on_signal(struct service *sv, int64_t now)
 	return 0;
 }
 
+/*
+ * When the loop must wake without an event: the interval's end, the session's next due work (the
+ * tracker's checks, and the ring buffer's read tick while a Ruby is profiled: samples do not wake
+ * the fd, process events and a filling buffer do), the rescan, the watchdog and the metrics tick.
+ */
 static int64_t next_deadline(struct service *sv, int64_t now)
 {
-	int64_t poll = 1000000000LL / session_frequency(sv->session), t, due;
+	int64_t t = sv->interval_start + (int64_t)(sv->cfg->interval * 1e9), due;
 
-	poll = poll < POLL_MIN_NS ? POLL_MIN_NS : poll > POLL_MAX_NS ? POLL_MAX_NS : poll;
-	t = now + poll;
-
-	due = sv->interval_start + (int64_t)(sv->cfg->interval * 1e9);
-	if (due < t)
-		t = due;
 	due = session_next_due(sv->session);
 	if (due < t)
 		t = due;
@@ -787,6 +781,8 @@ static int64_t next_deadline(struct service *sv, int64_t now)
 		t = sv->next_scan;
 	if (sv->watchdog_usec && sv->next_watchdog < t)
 		t = sv->next_watchdog;
+	if (sv->metrics && now + METRICS_TICK_NS < t)
+		t = now + METRICS_TICK_NS;
 	return t;
 }
 

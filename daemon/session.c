@@ -14,9 +14,25 @@
  * in the daemon's RSS: the kernel maps the data area two times). */
 #define RINGBUF_MIN_BYTES (4u << 20)
 #define RINGBUF_STACKS	  32
-/* --stacks mixed: copies of user stacks the ring buffer holds besides (a 20 ms poll of 16 CPUs
- * at 99 Hz is about 32 of them) */
+/* --stacks mixed: copies of user stacks the ring buffer holds besides (a read tick of 8 sample
+ * periods, READ_SAMPLES below, of 16 CPUs is 128 of them; past a quarter of the buffer its
+ * fill threshold wakes the reader early) */
 #define RINGBUF_USTACKS	  256
+/*
+ * Samples are sent without waking the reader (rb_flags in bpf/maps.bpf.h): it wakes on process
+ * events (exec, fork, exit: forced), on the ring buffer's fill threshold (forced), on its own
+ * deadlines, and, while a process is profiled, at least every READ_SAMPLES sample periods. That
+ * tick is what bounds how long a sample waits: a process's frames are symbolized by reading its
+ * memory, so the samples taken in its last tick before it exits are read when it is gone, and
+ * those of their frames not seen earlier lose their names. 8 periods keep that loss to a few
+ * samples per CPU at any frequency (80 ms at 99 Hz; the e2e tests allow 5 % of a half-second
+ * process), while each wake-up takes in 8 samples of every busy CPU instead of one. Bounded
+ * below so that a high frequency does not wake the daemon more often than the old 20 ms poll,
+ * and above so that a low one still reads at least once a second.
+ */
+#define READ_SAMPLES	  8
+#define READ_MIN_NS	  20000000LL
+#define READ_MAX_NS	  1000000000LL
 
 struct session {
 	struct session_opts opts;
@@ -25,7 +41,8 @@ struct session {
 	struct collector *coll;
 	struct agg *agg;
 	unsigned int frequency;
-	int64_t now; /* of the records being consumed */
+	int64_t now;	   /* of the records being consumed */
+	int64_t last_read; /* when the ring buffer was last read (CLOCK_MONOTONIC) */
 	/* start time of the last process whose threads the iterator listed */
 	pid_t iter_pid;
 	uint64_t iter_start;
@@ -59,6 +76,14 @@ static size_t ringbuf_size(unsigned int max_frames, bool mixed)
 static int64_t period_ns(unsigned int frequency)
 {
 	return 1000000000LL / frequency;
+}
+
+/* Reads the ring buffer once (bounded: SAMPLER_CONSUME_MAX records). Records, or -errno. */
+static int consume(struct session *s, int64_t now)
+{
+	s->now = now;
+	s->last_read = now;
+	return sampler_consume(s->sampler);
 }
 
 /* ---- the tracker's callbacks ------------------------------------------------------------ */
@@ -232,8 +257,7 @@ int session_run(struct session *s, int64_t now)
 {
 	int n;
 
-	s->now = now;
-	n = sampler_consume(s->sampler);
+	n = consume(s, now);
 	if (n < 0)
 		return n;
 	tracker_tick(s->tracker, now);
@@ -244,13 +268,12 @@ int session_drain(struct session *s, int64_t now)
 {
 	int n, rounds;
 
-	s->now = now;
 	/* everything sampled until now, within reason: a buffer refilled as fast as it is read
 	 * does not hold the caller forever. At most 10 calls (half a second, SAMPLER_CONSUME_NS
 	 * each): longer, and the service's metrics clients waiting meanwhile were dropped as idle
 	 * (METRICS_IDLE_MS) though they had sent their request. */
 	for (rounds = 0; rounds < 10; rounds++) {
-		n = sampler_consume(s->sampler);
+		n = consume(s, now);
 		if (n < 0)
 			return n;
 		if (n < SAMPLER_CONSUME_MAX)
@@ -269,9 +292,8 @@ int session_finish(struct session *s, int64_t now)
 	int err, n, rounds;
 
 	err = sampler_pause(s->sampler);
-	s->now = now;
 	for (rounds = 0; rounds < FINISH_ROUNDS; rounds++) {
-		n = sampler_consume(s->sampler);
+		n = consume(s, now);
 		if (n < 0)
 			return n;
 		if (n < SAMPLER_CONSUME_MAX)
@@ -280,16 +302,30 @@ int session_finish(struct session *s, int64_t now)
 	return err;
 }
 
+int64_t session_read_every(const struct session *s)
+{
+	int64_t every = READ_SAMPLES * period_ns(s->frequency);
+
+	return every < READ_MIN_NS ? READ_MIN_NS : every > READ_MAX_NS ? READ_MAX_NS : every;
+}
+
 int64_t session_next_due(const struct session *s)
 {
-	return tracker_next_due(s->tracker);
+	int64_t due = tracker_next_due(s->tracker), read;
+
+	/* without a profiled process no sample can arrive: nothing to read on a timer */
+	if (collector_count(s->coll)) {
+		read = s->last_read + session_read_every(s);
+		if (read < due)
+			due = read;
+	}
+	return due;
 }
 
 void session_scan(struct session *s, int64_t now)
 {
 	/* samples of a process found gone must be symbolized before it is forgotten */
-	s->now = now;
-	sampler_consume(s->sampler);
+	consume(s, now);
 	tracker_scan(s->tracker, now);
 }
 

@@ -63,8 +63,12 @@ int session_drain(struct session *s, int64_t now_ns);
 /* The end of a run: stops sampling, then consumes all the ring buffer holds, so that every
  * sample counted is in the profile or counted as lost. 0 or -errno (of stopping). */
 int session_finish(struct session *s, int64_t now_ns);
-/* When session_run next has work without a record arriving (CLOCK_MONOTONIC), or INT64_MAX. */
+/* When session_run next has work without a record waking the fd (CLOCK_MONOTONIC), or
+ * INT64_MAX: the tracker's next check, and while a process is profiled the next read of the ring
+ * buffer (samples do not wake the fd; see session.c). The caller adds its own deadlines. */
 int64_t session_next_due(const struct session *s);
+/* How often the ring buffer is read while a process is profiled (ns), from the frequency. */
+int64_t session_read_every(const struct session *s);
 /* A /proc rescan (the safety net under the life-cycle events). */
 void session_scan(struct session *s, int64_t now_ns);
 /* Whether process events arrive from the kernel (else scan often). */
