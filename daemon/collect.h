@@ -34,6 +34,7 @@ struct collector_stats {
 	uint64_t
 		cache_resets; /* frame caches dropped at their bound (refilled from the symbolizer) */
 	uint64_t no_pidfd;    /* processes kept without a pidfd (reads not checked for pid reuse) */
+	uint64_t frames_reused; /* frames of delta stacks given the ids of the CPU's last stack */
 	struct symbolizer_stats sym;  /* the symbolizers', summed over every process ever kept */
 	struct rthread_stats rthread; /* the Ruby thread caches', every process */
 };

@@ -105,13 +105,17 @@ static void deliver(struct sampler *s, struct cpu_asm *a)
 		.flags = a->flags,
 		.truncated = a->first.truncated,
 	};
+	/* slots [0, shared) are the base's (a delta: then lo is 0) */
+	uint32_t shared = a->first.flags & RP_SAMPLE_DELTA ? a->first.first : 0, i;
 	size_t n = 0;
-	uint32_t i;
 
 	/* leaf first, as Ruby's backtrace, without the control frames it skips */
 	for (i = a->nslots; i-- > a->lo;) {
-		if (rp_frame_kind(&a->slots[i]))
-			a->frames[n++] = a->slots[i];
+		if (!rp_frame_kind(&a->slots[i]))
+			continue;
+		a->frames[n++] = a->slots[i];
+		if (i < shared)
+			st.nshared++;
 	}
 	st.nframes = n;
 	s->h.on_stack(s->h.ctx, &st);

@@ -30,6 +30,9 @@ struct sampler_stack {
 	size_t nframes;
 	uint32_t flags;	    /* RP_SAMPLE_* of all chunks */
 	uint32_t truncated; /* control frames cut at the root end */
+	/* frames[nframes - nshared, nframes) are those of this CPU's stack of sample
+	 * first->base_seq, the last complete one delivered before (a delta shares its root end) */
+	size_t nshared;
 };
 
 /* What the dispatcher calls for each kind of record. */
