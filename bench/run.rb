@@ -1057,7 +1057,7 @@ class Bench
     ["Daemon CPU per sample, #{depth} frames",
      format("%d Hz, 2 Rubies, --oneshot, the phases of the row above", DEPTH_HZ),
      "#{spread(cpu, '%.2f')} µs", format("BPF time per sample %s; utime + stime of the daemon's threads over " \
-                                        "the phase / samples taken, its 20 ms polling included", us(bpf)), "—", ""]
+                                        "the phase / samples taken, its wake-ups included", us(bpf)), "—", ""]
   end
 
   def pct_ci(st)
