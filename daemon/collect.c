@@ -522,7 +522,7 @@ static int resolve_frames(struct collector *c, struct target *t, const struct sa
 	bool cached;
 
 	/* frames [lim, nframes): the base's ids of its root-first [0, reuse), none internal */
-	for (i = lim; i < st->nframes; i++) {
+	for (i = lim; base && i < st->nframes; i++) {
 		c->buf[i] = base->ids[st->nframes - 1 - i];
 		c->kind[i] = KIND_CACHED |
 			     (rp_frame_kind(&st->frames[i]) != RP_FRAME_KIND_ISEQ ? SYM_FRAME_C
