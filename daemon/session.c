@@ -24,9 +24,9 @@
  * deadlines, and, while a process is profiled, at least every READ_SAMPLES sample periods. That
  * tick is what bounds how long a sample waits: a process's frames are symbolized by reading its
  * memory, so the samples taken in its last tick before it exits are read when it is gone, and
- * those of their frames not seen earlier lose their names. 8 periods keep that loss to a few
- * samples per CPU at any frequency (80 ms at 99 Hz; the e2e tests allow 5 % of a half-second
- * process), while each wake-up takes in 8 samples of every busy CPU instead of one. Bounded
+ * those of their frames not seen earlier lose their names. 8 periods bound that loss to about
+ * 8 samples per CPU the process ran on, at any frequency (81 ms at 99 Hz, 421 ms at 19 Hz),
+ * while each wake-up takes in 8 samples of every busy CPU instead of one. Bounded
  * below so that a high frequency does not wake the daemon more often than the old 20 ms poll,
  * and above so that a low one still reads at least once a second.
  */
