@@ -845,6 +845,19 @@ void metrics_tick(struct metrics *m, int epfd)
 		m->paused = false;
 }
 
+bool metrics_needs_tick(const struct metrics *m)
+{
+	size_t i;
+
+	if (m->paused)
+		return true;
+	for (i = 0; i < METRICS_MAX_CLIENTS; i++) {
+		if (m->clients[i].state != CLIENT_FREE)
+			return true;
+	}
+	return false;
+}
+
 void metrics_stats(const struct metrics *m, struct metrics_stats *out)
 {
 	*out = m->stats;

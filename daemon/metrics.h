@@ -56,6 +56,8 @@ bool metrics_owns(const struct metrics *m, int fd);
 void metrics_handle(struct metrics *m, int fd, uint32_t events, int epfd);
 /* Drops clients idle for more than METRICS_IDLE_MS; re-arms a paused listener. */
 void metrics_tick(struct metrics *m, int epfd);
+/* Whether metrics_tick() has anything to do: a client connected, or the listener paused. */
+bool metrics_needs_tick(const struct metrics *m);
 
 struct metrics_stats {
 	uint64_t accepted;

@@ -30,7 +30,7 @@
 #include "ship.h"
 #include "spool.h"
 
-/* metrics_tick() runs at least this often while the metrics socket is open (metrics.h). */
+/* metrics_tick() runs at least this often while it has a client or a paused listener. */
 #define METRICS_TICK_NS	  1000000000LL
 /* Without life-cycle events the /proc scan is all there is. */
 #define SCAN_NO_EVENTS_NS 500000000LL
@@ -781,7 +781,7 @@ static int64_t next_deadline(struct service *sv, int64_t now)
 		t = sv->next_scan;
 	if (sv->watchdog_usec && sv->next_watchdog < t)
 		t = sv->next_watchdog;
-	if (sv->metrics && now + METRICS_TICK_NS < t)
+	if (sv->metrics && metrics_needs_tick(sv->metrics) && now + METRICS_TICK_NS < t)
 		t = now + METRICS_TICK_NS;
 	return t;
 }

@@ -704,6 +704,43 @@ Test(metrics_server, out_of_fds_pauses_the_listener)
 	close(epfd);
 }
 
+/* Pumps the loop (up to 5 s) until metrics_needs_tick() is want. */
+static bool pump_until_needs_tick(int epfd, struct metrics *m, bool want)
+{
+	struct epoll_event evs[8];
+	int i, n, rounds;
+
+	for (rounds = 0; rounds < 50 && metrics_needs_tick(m) != want; rounds++) {
+		n = epoll_wait(epfd, evs, 8, 100);
+		for (i = 0; i < n; i++)
+			metrics_handle(m, evs[i].data.fd, evs[i].events, epfd);
+	}
+	return metrics_needs_tick(m) == want;
+}
+
+/* The daemon sleeps through an endpoint nobody is connected to: no tick is due then. */
+Test(metrics_server, only_a_connected_client_needs_the_tick)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	struct metrics *m;
+	int epfd, fd;
+
+	m = metrics__new("127.0.0.1:0", noop_render, NULL);
+	cr_assert_not_null(m);
+	srv.m = m; /* for client() */
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	ev.data.fd = metrics_listen_fd(m);
+	cr_assert_eq(epoll_ctl(epfd, EPOLL_CTL_ADD, ev.data.fd, &ev), 0);
+	cr_assert(!metrics_needs_tick(m));
+	fd = client();
+	send_all(fd, "GET /met", 8);
+	cr_assert(pump_until_needs_tick(epfd, m, true), "a half-sent request needs no tick");
+	close(fd);
+	cr_assert(pump_until_needs_tick(epfd, m, false), "a closed client still needs the tick");
+	metrics__free(m);
+	close(epfd);
+}
+
 /* ---- addresses ----------------------------------------------------------------------------- */
 
 Test(metrics_address, busy_port_is_a_clear_error)
