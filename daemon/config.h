@@ -52,6 +52,7 @@ struct config {
 	double duration;	  /* seconds; 0: until the command exits (or 10 s without one) */
 	unsigned int frequency;	  /* Hz */
 	unsigned int max_frames;  /* frames walked per stack */
+	bool clock_wall;	  /* --clock wall: every Ruby thread, with its state (wall.h) */
 	pid_t pids[CONFIG_MAX_PIDS];
 	size_t npids;
 	const char *output;   /* NULL: rubyprofd-HOST-TIME.pb.gz in the current directory */

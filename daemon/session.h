@@ -17,6 +17,7 @@
 #include "discover.h"
 #include "sampler.h"
 #include "tracker.h"
+#include "wall.h"
 
 /* Decides the service (app) of a validated Ruby: 0, or -ECANCELED to leave it alone. */
 typedef int (*session_identify_fn)(void *ctx, const struct ruby_target *t, char *service,
@@ -27,6 +28,7 @@ struct session_opts {
 	unsigned int max_frames;
 	const pid_t *pids; /* only these (none: every Ruby) */
 	size_t npids;
+	bool clock_wall;	      /* --clock wall (wall.h): refused where it cannot load */
 	session_identify_fn identify; /* NULL: no service names */
 	void *identify_ctx;
 };
@@ -36,6 +38,8 @@ struct session_counters {
 	struct collector_stats collector;
 	struct tracker_stats tracker;
 	struct agg_stats agg;
+	bool wall_on; /* wall-clock mode: `wall` is filled */
+	struct wall_counters wall;
 };
 
 struct session;
@@ -80,5 +84,7 @@ size_t session_profiled(const struct session *s);
 void session_counters(struct session *s, struct session_counters *out);
 
 int64_t session_now(void);
+/* Whether the session samples wall-clock time (--clock wall). */
+bool session_wall(const struct session *s);
 
 #endif
