@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Wall-clock mode (--clock wall, issue 13): every Ruby thread gets a sample per tick, running or
+# not, with the stack Ruby itself shows in that state and the state docs/wall-clock.md §3
+# decides for it, compared with what the script says of its own threads.
+class E2E
+  WALL_HZ = 19
+  WALL_SECONDS = 4
+  # The state each thread of wall_states.rb is in, for good (docs/wall-clock.md §1.5).
+  WALL_STATES = {
+    "rp-cpu" => "running",
+    "rp-sleep" => "sleeping",
+    "rp-pipe" => "blocked_io",
+    "rp-mutex" => "sleeping",
+    "rp-queue" => "sleeping",
+  }.freeze
+
+  def test_wall_states = check_wall_states({})
+
+  def test_wall_states_mn
+    raise Skip, "M:N threads exist from Ruby 3.3 (this is #{@rt.version})" if Gem::Version.new(@rt.version) < Gem::Version.new("3.3")
+    check_wall_states({ "RUBY_MN_THREADS" => "1" })
+  end
+
+  private
+
+  def wall_supported!
+    major, minor = File.read("/proc/sys/kernel/osrelease").split(".").map(&:to_i)
+    raise Skip, "wall-clock mode needs kernel 6.1 (this is #{major}.#{minor})" if major < 6 || (major == 6 && minor < 1)
+    v = Gem::Version.new(@rt.version)
+    raise Skip, "no wall-clock offsets for Ruby #{@rt.version} yet" if v < Gem::Version.new("2.7") || (v >= Gem::Version.new("3.0") && v < Gem::Version.new("3.1")) || v >= Gem::Version.new("3.5")
+  end
+
+  # The sample's frames are the recorded ones under one leaf frame: the blocking method.
+  def wall_blocked_stack?(prof, frames, want, cfunc)
+    frames.size == want.size + 1 && method?(frames[0], cfunc) &&
+      frames.drop(1).zip(want).all? { |f, w| same?(f, w) }
+  end
+
+  def wall_exact?(frames, want)
+    frames.size == want.size && frames.zip(want).all? { |f, w| same?(f, w) }
+  end
+
+  def check_wall_states(env)
+    wall_supported!
+    r = profile_script("wall_states.rb", duration: WALL_SECONDS, env: env,
+                                         flags: ["--clock", "wall", "--frequency", WALL_HZ.to_s])
+    facts, prof, samples = r.facts, r.prof, r.samples
+    check(prof.sample_types == %w[samples/count wall/nanoseconds],
+          "sample types #{prof.sample_types.inspect}")
+    check(prof.period_type == "wall/nanoseconds", "period type #{prof.period_type.inspect}")
+    unlabelled = samples.reject { |s| s.labels["thread_state"] }.sum(&:count)
+    check(unlabelled == 0, "#{unlabelled} samples without a thread_state label")
+    ticks = WALL_HZ * WALL_SECONDS
+    report = facts["threads"].sort.map do |name, f|
+      mine = samples.select { |s| s.labels["ruby_thread_name"] == name }
+      n = mine.sum(&:count)
+      # one sample per tick, whatever the thread does (a loaded VM may run late ticks)
+      check(n >= 0.6 * ticks && n <= 1.2 * ticks, "#{name}: #{n} samples in #{WALL_SECONDS} s at #{WALL_HZ} Hz")
+      ids = mine.map { |s| s.labels["ruby_thread"] }.uniq
+      check(ids.size == 1 && ids.first, "#{name} sampled under ruby_thread #{ids.inspect}")
+      want = f["frames"]
+      good = mine.select do |s|
+        frames = prof.frames(s)
+        if f["cfunc"]
+          wall_blocked_stack?(prof, frames, want, f["cfunc"])
+        else
+          # a CPU loop: at its line, or in Kernel#loop between two runs of the block
+          wall_exact?(frames, want) || wall_exact?(frames, want.drop(1))
+        end
+      end.sum(&:count)
+      best = mine.max_by(&:count)
+      check(good >= 0.9 * n,
+            "#{name}: #{good}/#{n} samples hold Ruby's stack; Ruby says (under #{f["cfunc"].inspect}):\n  " +
+            show(want) + "\nmost frequent stack:\n  " + prof.frames(best).map { |l| fmt(l, prof) }.join("\n  "))
+      states = mine.group_by { |s| s.labels["thread_state"] }.transform_values { |v| v.sum(&:count) }
+      expected = WALL_STATES.fetch(name)
+      check(states.fetch(expected, 0) >= 0.9 * n,
+            "#{name}: states #{states.inspect}, expected #{expected}")
+      "#{name} #{n} #{expected} #{states.fetch(expected, 0)}/#{n}"
+    end
+    threads = samples.map { |s| s.labels["ruby_thread"] }.uniq
+    # the five, the mutex holder and the main thread
+    check(threads.size == 7, "#{threads.size} Ruby threads sampled: #{threads.inspect}")
+    summary = r.stdout[/^wall time per thread and state:\n(?:  .*\n)+/]
+    check(summary && facts["threads"].keys.all? { |n| summary.include?("(#{n})") },
+          "the summary does not list each thread's states:\n#{r.stdout}")
+    report.join(", ")
+  end
+end
