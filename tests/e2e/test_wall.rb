@@ -21,6 +21,32 @@ class E2E
     check_wall_states({ "RUBY_MN_THREADS" => "1" })
   end
 
+  # GVL contention: three threads spinning in Ruby share the GVL; each is running about a third
+  # of the time and waiting for the GVL the rest, and at most one is running per tick.
+  def test_wall_gvl
+    wall_supported!
+    r = profile_script("threads.rb", duration: WALL_SECONDS,
+                                     flags: ["--clock", "wall", "--frequency", WALL_HZ.to_s])
+    samples = r.samples
+    shares = %w[alpha beta gamma].map do |name|
+      mine = samples.select { |s| s.labels["ruby_thread_name"] == "rp-#{name}" }
+      n = mine.sum(&:count)
+      check(n >= 0.6 * WALL_HZ * WALL_SECONDS, "rp-#{name}: only #{n} samples")
+      states = mine.group_by { |s| s.labels["thread_state"] }.transform_values { |v| v.sum(&:count) }
+      running = states.fetch("running", 0)
+      gvl = states.fetch("gvl_wait", 0)
+      check(running + gvl >= 0.9 * n, "rp-#{name}: states #{states.inspect}")
+      check(running >= 0.1 * n && gvl >= 0.3 * n,
+            "rp-#{name}: #{running} running and #{gvl} waiting for the GVL of #{n} (expected ~1/3, ~2/3)")
+      [name, running, gvl, n]
+    end
+    # one GVL: the running samples of all three are at most one per tick
+    ticks = shares.map { |s| s[3] }.max
+    running = shares.sum { |s| s[1] }
+    check(running <= ticks, "#{running} running samples in #{ticks} ticks: more than one GVL holder")
+    shares.map { |name, run, gvl, n| "#{name} running #{run} gvl_wait #{gvl} of #{n}" }.join(", ")
+  end
+
   private
 
   def wall_supported!
