@@ -47,6 +47,27 @@ class E2E
     shares.map { |name, run, gvl, n| "#{name} running #{run} gvl_wait #{gvl} of #{n}" }.join(", ")
   end
 
+  # A process stopped by SIGSTOP: every thread is `stopped` (its task's state says so), whatever
+  # Ruby last left in its fields; still one sample per tick each.
+  def test_wall_stopped
+    wall_supported!
+    raise Skip, "Ruby 2.7 keeps no thread id to find a thread's task by" if Gem::Version.new(@rt.version) < Gem::Version.new("3.0")
+    facts = start("wall_states.rb")
+    Process.kill("STOP", facts["pid"])
+    begin
+      path, = rubyprofd("--pid", facts["pid"].to_s, "--duration", "3", "--clock", "wall",
+                        "--frequency", WALL_HZ.to_s)
+    ensure
+      Process.kill("CONT", facts["pid"])
+    end
+    samples = PprofRaw.read(path).samples_of(facts["pid"])
+    total = samples.sum(&:count)
+    check(total >= 7 * 0.6 * WALL_HZ * 3, "only #{total} samples of 7 threads")
+    states = samples.group_by { |s| s.labels["thread_state"] }.transform_values { |v| v.sum(&:count) }
+    check(states.fetch("stopped", 0) >= 0.9 * total, "states of a stopped process: #{states.inspect}")
+    "#{states["stopped"]}/#{total} stopped"
+  end
+
   private
 
   def wall_supported!
