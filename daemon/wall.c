@@ -321,7 +321,7 @@ int wall_tick(struct wall *w, int64_t now_ns)
 			err = err ? err : -EIO;
 		}
 	}
-	return 0;
+	return err;
 }
 
 void wall_counters(const struct wall *w, struct wall_counters *out)

@@ -44,7 +44,8 @@ void wall_remove(struct wall *w, pid_t pid);
 
 /* When wall_tick next has work (CLOCK_MONOTONIC ns). */
 int64_t wall_next_due(const struct wall *w);
-/* Runs the iterator of every process if a tick is due. 0 or -errno. */
+/* Runs the iterator of every process if a tick is due. 0, or -EIO when a run failed (each
+ * failure is counted in runs_failed; the other processes still ran). */
 int wall_tick(struct wall *w, int64_t now_ns);
 void wall_set_frequency(struct wall *w, unsigned int frequency);
 
