@@ -351,10 +351,23 @@ struct wall_row_sum {
 	int64_t total;
 };
 
+/* Leaf functions kept per state for the summary's split top list (more are counted). */
+#define WALL_REPORT_LEAVES 32
+#define WALL_REPORT_TOP	   3
+
+struct wall_leaf {
+	const char *name; /* the aggregate's string */
+	int64_t ns;
+};
+
 struct wall_report {
 	struct wall_row_sum rows[WALL_REPORT_THREADS];
 	size_t n;
 	uint64_t more; /* samples of threads beyond the bound */
+	struct wall_leaf leaves[WALL_NSTATES][WALL_REPORT_LEAVES];
+	size_t nleaves[WALL_NSTATES];
+	int64_t state_ns[WALL_NSTATES];
+	uint64_t more_leaves; /* stacks whose leaf found no room */
 };
 
 static unsigned int state_of(const char *name)
@@ -366,6 +379,35 @@ static unsigned int state_of(const char *name)
 			return i;
 	}
 	return RP_TSTATE_UNKNOWN;
+}
+
+/* The stack's time under its leaf function, in its state. */
+static void add_leaf(struct wall_report *r, unsigned int state, const struct agg_stack *st)
+{
+	const struct agg_frame *f = st->nframes ? agg_frame_get(st->proc, st->frames[0]) : NULL;
+	const char *name = f ? f->name : "[no frames]";
+	struct wall_leaf *l = r->leaves[state];
+	size_t i;
+
+	r->state_ns[state] += st->values[1];
+	for (i = 0; i < r->nleaves[state]; i++) {
+		if (strcmp(l[i].name, name) == 0) {
+			l[i].ns += st->values[1];
+			return;
+		}
+	}
+	if (r->nleaves[state] == WALL_REPORT_LEAVES) {
+		r->more_leaves++;
+		return;
+	}
+	l[r->nleaves[state]++] = (struct wall_leaf){.name = name, .ns = st->values[1]};
+}
+
+static int leaf_cmp(const void *a, const void *b)
+{
+	const struct wall_leaf *x = a, *y = b;
+
+	return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : strcmp(x->name, y->name);
 }
 
 static void report_stack(void *ctx, const struct agg_stack *st)
@@ -392,6 +434,7 @@ static void report_stack(void *ctx, const struct agg_stack *st)
 	}
 	row->ns[state_of(st->state)] += st->values[1];
 	row->total += st->values[1];
+	add_leaf(r, state_of(st->state), st);
 }
 
 void wall_report(FILE *f, const struct agg *a)
@@ -418,5 +461,20 @@ void wall_report(FILE *f, const struct agg *a)
 	}
 	if (r->more)
 		fprintf(f, "  (and %" PRIu64 " stacks of more threads)\n", r->more);
+	fprintf(f, "wall time per state, top leaf functions:\n");
+	for (k = 0; k < WALL_NSTATES; k++) {
+		if (!r->state_ns[k])
+			continue;
+		qsort(r->leaves[k], r->nleaves[k], sizeof(r->leaves[k][0]), leaf_cmp);
+		fprintf(f, "  %-10s %8.3f s", wall_state_name(k), r->state_ns[k] / 1e9);
+		for (i = 0; i < r->nleaves[k] && i < WALL_REPORT_TOP; i++)
+			fprintf(f, "%s %.1f%% %s", i ? "," : ":",
+				100.0 * (double)r->leaves[k][i].ns / (double)r->state_ns[k],
+				r->leaves[k][i].name);
+		fputc('\n', f);
+	}
+	if (r->more_leaves)
+		fprintf(f, "  (%" PRIu64 " stacks under more leaf functions than listed)\n",
+			r->more_leaves);
 	free(r);
 }

@@ -131,6 +131,8 @@ class E2E
     summary = r.stdout[/^wall time per thread and state:\n(?:  .*\n)+/]
     check(summary && facts["threads"].keys.all? { |n| summary.include?("(#{n})") },
           "the summary does not list each thread's states:\n#{r.stdout}")
+    # the top list split by state: the pipe reader's read is the blocked_io leaf
+    check(r.stdout =~ /^  blocked_io .*: 100\.0% IO#read$/, "no blocked_io top line with IO#read:\n#{r.stdout}")
     report.join(", ")
   end
 end
