@@ -390,7 +390,6 @@ static __always_inline void rp_sample_ec(struct rp_scratch *s, const struct rp_p
 
 	s->sample.flags = 0;
 	s->sample.truncated = 0;
-	s->sample.pad = 0;
 	/* In GC? Only the thread that runs the collector (the GVL holder) is attributed to it. */
 	if (proc->gc_flags &&
 	    !RP_READ_USER(rctx, &s->gc_flags, sizeof(s->gc_flags), (const void *)proc->gc_flags) &&
@@ -498,6 +497,7 @@ static __always_inline void rp_sample_ruby(struct rp_scratch *s, const struct rp
 	s->sample.chunk = 0;
 	s->sample.gc_mode = 0;
 	s->sample.ruby_thread = 0;
+	s->sample.syscall = 0;
 
 	if (find_ec(proc, tp, &ec, rctx)) {
 		stat_add(RP_STAT_READ_FAILED, 1);

@@ -122,6 +122,17 @@ static __always_inline __u32 wall_state(const struct wall_scratch *w, __u64 th, 
 	return RP_TSTATE_SLEEPING;
 }
 
+static __always_inline long task_syscall(struct task_struct *t)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+
+	return regs ? (long)BPF_CORE_READ(regs, orig_ax) : -1;
+#else
+	return -1;
+#endif
+}
+
 /* One Ruby thread: its header, state, task, and stack. */
 static long wall_thread(__u32 i, void *ctx)
 {
@@ -133,6 +144,7 @@ static long wall_thread(__u32 i, void *ctx)
 	struct rp_proc *proc;
 	__u64 th, ec, back = 0, nt;
 	bool has_task = false;
+	long sysnr = -1;
 
 	w = bpf_map_lookup_elem(&wall_scratch, &zero);
 	s = bpf_map_lookup_elem(&scratch, &zero);
@@ -176,6 +188,9 @@ static long wall_thread(__u32 i, void *ctx)
 			kstate = t->__state;
 			on_cpu = t->on_cpu;
 			bpf_probe_read_kernel_str(s->sample.comm, sizeof(s->sample.comm), t->comm);
+			/* the syscall it sleeps in (-1: none, in user space); stale while on a CPU */
+			if (!on_cpu)
+				sysnr = task_syscall(t);
 		}
 		bpf_task_release(t);
 	}
@@ -197,6 +212,7 @@ static long wall_thread(__u32 i, void *ctx)
 	s->sample.chunk = 0;
 	s->sample.gc_mode = 0;
 	s->sample.ruby_thread = th;
+	s->sample.syscall = sysnr >= 0 && state == RP_TSTATE_BLOCKED_IO ? (__u32)sysnr + 1 : 0;
 	rp_sample_ec(s, proc, ec, 0, ctx);
 	return 0;
 }

@@ -602,6 +602,7 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 	th.name = comm;
 	ruby_thread(c, t, st, &th);
 	th.state = wall_state_name(st->first->hdr.state);
+	th.syscall = wall_syscall_name(st->first->syscall);
 	ret = agg_add_thread(c->agg, t->proc, &th, c->buf, n, values);
 	if (ret)
 		count_dropped(c, ret);

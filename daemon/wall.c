@@ -117,6 +117,34 @@ const char *wall_state_name(unsigned int state)
 	return names[state];
 }
 
+const char *wall_syscall_name(uint32_t syscall)
+{
+	/* x86_64 numbers of the calls a Ruby thread blocks in (arch/x86/entry/syscalls) */
+	static const struct {
+		uint32_t nr;
+		const char *name;
+	} calls[] = {
+		{0, "read"},	     {1, "write"},	   {7, "poll"},
+		{17, "pread64"},     {18, "pwrite64"},	   {19, "readv"},
+		{20, "writev"},	     {23, "select"},	   {35, "nanosleep"},
+		{42, "connect"},     {43, "accept"},	   {44, "sendto"},
+		{45, "recvfrom"},    {46, "sendmsg"},	   {47, "recvmsg"},
+		{61, "wait4"},	     {202, "futex"},	   {230, "clock_nanosleep"},
+		{232, "epoll_wait"}, {247, "waitid"},	   {270, "pselect6"},
+		{271, "ppoll"},	     {281, "epoll_pwait"}, {288, "accept4"},
+		{299, "recvmmsg"},   {307, "sendmmsg"},	   {441, "epoll_pwait2"},
+	};
+	size_t i;
+
+	if (!syscall)
+		return NULL;
+	for (i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		if (calls[i].nr == syscall - 1)
+			return calls[i].name;
+	}
+	return "other";
+}
+
 int wall_kernel_at_least(const char *release, int major, int minor)
 {
 	int ma = 0, mi = 0;

@@ -54,6 +54,10 @@ void wall_counters(const struct wall *w, struct wall_counters *out);
 /* The label of an RP_TSTATE_* ("running", "gvl_wait", ...); NULL for none. */
 const char *wall_state_name(unsigned int state);
 
+/* The name of a wall sample's syscall (rp_sample.syscall: number + 1, x86_64); NULL for 0,
+ * "other" for a number not in the table. */
+const char *wall_syscall_name(uint32_t syscall);
+
 /* Prints each Ruby thread's wall time and its share per state (the oneshot summary). */
 void wall_report(FILE *f, const struct agg *a);
 

@@ -151,8 +151,8 @@ struct rp_sample {
 	__u32 first;	 /* slot of frames[0] */
 	__u32 nslots;	 /* slots of the whole stack */
 	__u32 base_seq;	 /* RP_SAMPLE_DELTA: the sample whose slots [0, first) this one shares */
-	__u32 pad;
-	char comm[16]; /* thread name at sample time */
+	__u32 syscall;	 /* wall samples: the task's syscall number + 1 (0: none, or not known) */
+	char comm[16];	 /* thread name at sample time */
 	/*
 	 * The sampled EC's thread_ptr (rb_thread_t *): which Ruby thread ran, told apart even where
 	 * Ruby threads share a native thread (M:N, 3.3+). 0 when no valid EC was read.

@@ -237,8 +237,8 @@ Test(aggregate, pprof_ruby_threads)
 	struct agg *a = agg__new(2, 100);
 	struct agg_proc *p = proc(a, 1, "shop");
 	uint32_t fp = agg_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2);
-	struct agg_thread t1 = {7, "ruby", "0x1000", "worker-1", NULL},
-			  t2 = {7, "ruby", "0x2000", "", NULL};
+	struct agg_thread t1 = {7, "ruby", "0x1000", "worker-1", NULL, NULL},
+			  t2 = {7, "ruby", "0x2000", "", NULL, NULL};
 	unsigned int flags[] = {0, AGG_PPROF_NO_THREAD_NAME};
 	const struct pprofread_profile *prof;
 	const struct pprofread_sample *s;
@@ -295,9 +295,9 @@ Test(aggregate, pprof_thread_state)
 	struct agg *a = agg__new(2, 100);
 	struct agg_proc *p = proc(a, 1, "shop");
 	uint32_t fp = agg_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2);
-	struct agg_thread run = {7, "ruby", "0x1000", "", "running"},
-			  io = {7, "ruby", "0x1000", "", "blocked_io"},
-			  cpu = {7, "ruby", "0x1000", "", NULL};
+	struct agg_thread run = {7, "ruby", "0x1000", "", "running", NULL},
+			  io = {7, "ruby", "0x1000", "", "blocked_io", "poll"},
+			  cpu = {7, "ruby", "0x1000", "", NULL, NULL};
 	const int64_t wall[2] = {1, 50000000};
 	const struct pprofread_profile *prof;
 	struct pprof *pp = pprof__new();
@@ -330,11 +330,13 @@ Test(aggregate, pprof_thread_state)
 		if (!state) {
 			seen |= 1; /* the cpu-clock sample has none */
 		} else if (strcmp(state, "running") == 0) {
+			cr_assert_null(sample_label(r, s, "syscall"));
 			cr_assert_eq(s->values[0], 2);
 			cr_assert_eq(s->values[1], 100000000);
 			seen |= 2;
 		} else {
 			cr_assert_str_eq(state, "blocked_io");
+			cr_assert_str_eq(sample_label(r, s, "syscall"), "poll");
 			cr_assert_eq(s->values[1], 50000000);
 			seen |= 4;
 		}

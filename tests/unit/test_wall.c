@@ -91,3 +91,13 @@ Test(wall, report)
 	free(out);
 	agg__free(a);
 }
+
+Test(wall, syscall_names)
+{
+	cr_assert_null(wall_syscall_name(0));
+	cr_assert_str_eq(wall_syscall_name(0 + 1), "read");
+	cr_assert_str_eq(wall_syscall_name(7 + 1), "poll");
+	cr_assert_str_eq(wall_syscall_name(202 + 1), "futex");
+	cr_assert_str_eq(wall_syscall_name(271 + 1), "ppoll");
+	cr_assert_str_eq(wall_syscall_name(100000), "other");
+}
