@@ -15,7 +15,8 @@
 # BENCH_QUICK=1 halves the phases (for trying the bench out; figures get noisier).
 # BENCH_ONLY=bpf runs only the BPF rows (the cost of another process's sample and the BPF time per
 # sample by stack depth, beside the floor and floor + shipping, with the daemon's CPU per sample):
-# about two minutes, for comparing BPF-side changes.
+# about two minutes, for comparing BPF-side changes. BENCH_ONLY=idle runs only the service's idle
+# rows (no Ruby, one Ruby; a minute each).
 require "json"
 require "fileutils"
 require "zlib"
@@ -57,6 +58,9 @@ HARM_PHASE = 15 * SCALE      # seconds per phase, without and with the daemon ch
 HARM_HZ = 999
 # BENCH_ONLY=harm runs only the churn row (its table has that row alone).
 ONLY = ENV["BENCH_ONLY"]
+# BENCH_ONLY=idle runs only the service's idle rows (two minutes; no bpfbench needed).
+IDLE_HZ = 19
+IDLE_S = 60 * SCALE
 
 # Budgets of issue 5.
 BUDGET_SLOWDOWN_99 = 0.5     # % at 99 Hz
@@ -71,7 +75,7 @@ HEADER = File.read(File.join(SRC, "include", "rubyprof.h"))
 def header_const(name)
   Integer(HEADER[/^#define #{name}\s+(\d+)/, 1] || raise("#{name} not in include/rubyprof.h"))
 end
-RP_STAT = %w[SAMPLES RUBY_SAMPLES RUBY_STACKS FRAMES RB_DROPPED].to_h { |n| [n, header_const("RP_STAT_#{n}")] }
+RP_STAT = %w[SAMPLES RUBY_SAMPLES RUBY_STACKS FRAMES RB_DROPPED PROC_EVENTS].to_h { |n| [n, header_const("RP_STAT_#{n}")] }
 RP_EC_TLS_STATIC = header_const("RP_EC_TLS_STATIC")
 BPF_PROG_TYPE_PERF_EVENT = 7
 
@@ -345,7 +349,7 @@ class Bench
     old_stats = File.read("/proc/sys/kernel/bpf_stats_enabled").strip
     File.write("/proc/sys/kernel/bpf_stats_enabled", "1")
     begin
-      if ONLY != "harm"
+      if ONLY != "harm" && ONLY != "idle"
         measure_interrupt unless ONLY_BPF
         measure_c0
         measure_depths
@@ -355,7 +359,8 @@ class Bench
         measure_daemon
         measure_latency
       end
-      measure_harm unless ONLY_BPF
+      measure_idle unless ONLY && ONLY != "idle"
+      measure_harm unless ONLY_BPF || ONLY == "idle"
     ensure
       File.write("/proc/sys/kernel/bpf_stats_enabled", old_stats)
     end
@@ -370,7 +375,7 @@ class Bench
   def check_environment
     abort "bench: needs root (BPF, perf events, other processes' memory): run 'sudo make bench'" unless Process.uid.zero?
     [RUBYPROFD, BPFBENCH].each do |f|
-      abort "bench: #{f} missing: run 'make bench'" unless File.executable?(f) || (ONLY == "harm" && f == BPFBENCH)
+      abort "bench: #{f} missing: run 'make bench'" unless File.executable?(f) || (%w[harm idle].include?(ONLY) && f == BPFBENCH)
     end
     (ONLY ? %w[bpftool taskset] : %w[bpftool bpftrace taskset]).each do |t|
       abort "bench: #{t} not found: run 'sudo scripts/deps.sh bench'" unless system("which #{t} >/dev/null 2>&1")
@@ -771,6 +776,82 @@ class Bench
                firsts.map { |f| f[:first_sample_ms] || '-' }.join("/"), writes.map { |w| format('%.0f', w) }.join("/"))
   end
 
+  # -- 7. the service's idle cost ----------------------------------------------------------------------
+
+  # The service at IDLE_HZ for IDLE_S seconds with nothing to profile, then with one busy Ruby. Both
+  # name their process with --pid (a sleeping non-Ruby for "none"), so that the other Rubies of a
+  # shared host (this driver included) are not profiled. CPU: utime + stime of all its threads
+  # (/proc/PID/task/*/stat, clock ticks) and their scheduler run time (schedstat, ns); wake-ups:
+  # voluntary context switches of all its threads (each is a sleep that ended). Every exec on the
+  # host wakes it (a new Ruby is looked at at once): the process events over the window are shown
+  # beside, since on a shared machine they, not the daemon's own timers, are most wake-ups.
+  def measure_idle
+    @r[:idle] = {}
+    sleeper = Child.new(%w[sleep 3600])
+    busy = ruby("workload", "methods", "quiet", cpus: @wcpu, nice: 10)
+    busy.wait_for(/READY/)
+    [[:none, sleeper.pid, []], [:one, busy.pid, [busy.pid]]].each do |key, pid, register|
+      log "service idle cost at #{IDLE_HZ} Hz, #{key == :none ? "no Ruby" : "one busy Ruby"}, #{IDLE_S.round} s"
+      spool = File.join(OUT, "idle-#{key}.spool")
+      FileUtils.rm_rf(spool)
+      rp = Rubyprofd.new(["-F", IDLE_HZ.to_s, "--pid", pid.to_s], output: spool, service: true, register: register)
+      sleep 1.0 # past the start-up
+      a = idle_snapshot(rp.pid)
+      ca = rp.counters
+      sleep IDLE_S
+      cb = rp.counters
+      b = idle_snapshot(rp.pid)
+      rp.stop
+      ev = RP_STAT.fetch("PROC_EVENTS")
+      secs = (b[:t] - a[:t]) / 1e9
+      @r[:idle][key] = { seconds: secs, hz: IDLE_HZ,
+                         cpu_pct: 100.0 * (b[:ticks] - a[:ticks]) / Etc.sysconf(Etc::SC_CLK_TCK) / secs,
+                         run_pct: 100.0 * (b[:run_ns] - a[:run_ns]) / 1e9 / secs,
+                         wakeups_per_s: (b[:voluntary] - a[:voluntary]) / secs,
+                         involuntary_per_s: (b[:involuntary] - a[:involuntary]) / secs,
+                         events_per_s: (cb.fetch(ev, 0) - ca.fetch(ev, 0)) / secs,
+                         samples_per_s: (cb.fetch(RP_STAT.fetch("RUBY_SAMPLES"), 0) -
+                                         ca.fetch(RP_STAT.fetch("RUBY_SAMPLES"), 0)) / secs,
+                         load: File.read("/proc/loadavg").split.first(3).join(" ") }
+      log format("  %.3f %% of a core (utime + stime), %.3f %% (schedstat), %.1f wake-ups/s, %.1f process events/s",
+                 @r[:idle][key][:cpu_pct], @r[:idle][key][:run_pct], @r[:idle][key][:wakeups_per_s],
+                 @r[:idle][key][:events_per_s])
+    end
+    busy.stop(:KILL)
+    sleeper.stop(:KILL)
+  end
+
+  def idle_snapshot(pid)
+    ticks = 0
+    vol = 0
+    invol = 0
+    Dir.glob("/proc/#{pid}/task/*").each do |t|
+      stat = File.read(File.join(t, "stat"))
+      f = stat[stat.rindex(")") + 2..].split
+      ticks += Integer(f[11]) + Integer(f[12]) # utime, stime: fields 14 and 15
+      st = File.read(File.join(t, "status"))
+      vol += Integer(st[/^voluntary_ctxt_switches:\s+(\d+)/, 1])
+      invol += Integer(st[/^nonvoluntary_ctxt_switches:\s+(\d+)/, 1])
+    rescue Errno::ENOENT, Errno::ESRCH
+      next
+    end
+    { t: mono, ticks: ticks, run_ns: cpu_ns(pid), voluntary: vol, involuntary: invol }
+  end
+
+  def idle_rows
+    { none: "no Ruby (--pid of a sleeping non-Ruby process)", one: "one busy Ruby (--pid)" }.map do |key, what|
+      d = @r[:idle][key]
+      ["Service idle cost, #{key == :none ? "no Ruby" : "one Ruby"}",
+       format("%d Hz, %s, 10 s intervals, %.0f s", d[:hz], what, d[:seconds]),
+       format("%.3f %% of a core; %.1f wake-ups/s", d[:cpu_pct], d[:wakeups_per_s]),
+       format("utime + stime of its threads over the window (scheduler run time %.3f %%); wake-ups: voluntary " \
+              "context switches (%.1f/s involuntary), of which up to %.1f/s the host's process events (every exec " \
+              "wakes it); %.1f Ruby samples/s; load %s at the end", d[:run_pct], d[:involuntary_per_s],
+              d[:events_per_s], d[:samples_per_s], d[:load]),
+       "—", ""]
+    end
+  end
+
   # -- the table --------------------------------------------------------------------------------------
 
   # The target's throughput while rubyprofd is started and SIGKILLed again and again (issue 10,
@@ -861,6 +942,7 @@ class Bench
 
   def table
     return table_of([harm_row]) if ONLY == "harm"
+    return table_of(idle_rows) if ONLY == "idle"
 
     rows = []
     irq = @r[:irq]
@@ -898,6 +980,7 @@ class Bench
     rows << ["Latency: SIGINT → the interval in progress on disk, service exited", "#{LATENCY_HZ} Hz, #{lat[:write_ms].size} runs",
              spread(lat[:write_ms], "%.0f") + " ms", "a sample waits for its interval to end, then this",
              "—", ""]
+    rows.concat(idle_rows)
     rows << harm_row
     table_of(rows)
   end
@@ -974,7 +1057,7 @@ class Bench
     ["Daemon CPU per sample, #{depth} frames",
      format("%d Hz, 2 Rubies, --oneshot, the phases of the row above", DEPTH_HZ),
      "#{spread(cpu, '%.2f')} µs", format("BPF time per sample %s; utime + stime of the daemon's threads over " \
-                                        "the phase / samples taken, its 20 ms polling included", us(bpf)), "—", ""]
+                                        "the phase / samples taken, its wake-ups included", us(bpf)), "—", ""]
   end
 
   def pct_ci(st)

@@ -50,6 +50,11 @@ struct rp_slot_block {
 	__u8 pad[512 - RP_SLOT_BLOCK * sizeof(struct rp_frame)];
 };
 
+/* --stacks mixed: copy the user stack and registers too, and flag the frames that start a VM
+ * invocation (0: Ruby stacks only, nothing more is done: the verifier drops those branches).
+ * Set by the daemon before load. */
+const volatile __u32 stacks_mixed = 0;
+
 /* Blocks of one CPU in `slots`: max_frames / RP_SLOT_BLOCK rounded up, set by the daemon. */
 const volatile __u32 slot_blocks = RP_MAX_FRAMES_DEFAULT / RP_SLOT_BLOCK;
 
@@ -90,8 +95,9 @@ struct {
 } scratch SEC(".maps");
 
 /*
- * Ring-buffer flags: waking the reader costs an irq_work per record (about 8 us here), and the
- * daemon polls on a timer anyway; wake it only when the buffer is filling up.
+ * Ring-buffer flags of samples: waking the reader costs an irq_work per record (about 8 us here),
+ * and the daemon reads on its own tick while a process is profiled (daemon/session.c); wake it
+ * only when the buffer is filling up. Process events always wake it (rubyprof.bpf.c).
  */
 const volatile __u64 rb_wakeup_bytes = 1u << 20; /* set by the daemon: a quarter of the buffer */
 

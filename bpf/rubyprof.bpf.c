@@ -45,6 +45,68 @@ static __always_inline __u64 process_start_time(struct task_struct *task)
 	return BPF_CORE_READ(task, group_leader, start_time);
 }
 
+/* Pages of the copy, the page sp is in included (RP_USTACK_DEFAULT / RP_USTACK_PAGE + 1). */
+const volatile __u32 ustack_pages = RP_USTACK_DEFAULT / RP_USTACK_PAGE + 1;
+
+/*
+ * The sampled thread's user registers and stack, as RP_REC_USTACK. The registers are those the
+ * thread's entry into the kernel saved (task_pt_regs): the interrupted user code's even when the
+ * tick found the thread in the kernel (a system call, a page fault). The copy goes straight into
+ * the ring-buffer record (larger than a per-CPU map value may be), page by page from sp's page
+ * up, and stops at the first page that cannot be read (the top of the stack): what exists is sent.
+ */
+static __always_inline void rp_sample_ustack(struct task_struct *task, __u32 tgid, __u32 tid,
+					     __u32 seq, __u64 now)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct rp_ustack *u;
+	__u64 base;
+	__u32 i;
+
+	u = bpf_ringbuf_reserve(&samples, RP_USTACK_HDR_SIZE + ustack_pages * RP_USTACK_PAGE, 0);
+	if (!u) {
+		stat_add(RP_STAT_USTACK_LOST, 1);
+		return;
+	}
+	u->hdr.version = RP_REC_VERSION;
+	u->hdr.kind = RP_REC_USTACK;
+	u->hdr.state = RP_TSTATE_ON_CPU;
+	u->hdr.wunit = RP_WEIGHT_COUNT;
+	u->hdr.size = RP_USTACK_HDR_SIZE + ustack_pages * RP_USTACK_PAGE;
+	u->hdr.weight = 0; /* the Ruby stack of the sample carries its weight */
+	u->hdr.time_ns = now;
+	u->hdr.pid = tgid;
+	u->hdr.tid = tid;
+	u->cpu = bpf_get_smp_processor_id();
+	u->seq = seq;
+#if defined(__TARGET_ARCH_x86)
+	u->ip = BPF_CORE_READ(regs, ip);
+	u->sp = BPF_CORE_READ(regs, sp);
+	u->bp = BPF_CORE_READ(regs, bp);
+#elif defined(__TARGET_ARCH_arm64)
+	u->ip = BPF_CORE_READ(regs, pc);
+	u->sp = BPF_CORE_READ(regs, sp);
+	u->bp = BPF_CORE_READ(regs, regs[29]);
+#endif
+	u->len = 0;
+	u->flags = 0;
+	base = u->sp & ~(__u64)(RP_USTACK_PAGE - 1);
+#pragma unroll
+	for (i = 0; i < RP_USTACK_PAGES_MAX; i++) {
+		if (i >= ustack_pages)
+			break;
+		if (bpf_probe_read_user(u->data + i * RP_USTACK_PAGE, RP_USTACK_PAGE,
+					(const void *)(base + i * RP_USTACK_PAGE))) {
+			u->flags |= RP_USTACK_SHORT;
+			stat_add(RP_STAT_USTACK_SHORT, 1);
+			break;
+		}
+		u->len += RP_USTACK_PAGE;
+	}
+	stat_add(RP_STAT_USTACKS, 1);
+	bpf_ringbuf_submit(u, rb_flags());
+}
+
 SEC("perf_event")
 int rp_on_sample(struct bpf_perf_event_data *ctx)
 {
@@ -78,6 +140,10 @@ int rp_on_sample(struct bpf_perf_event_data *ctx)
 	s->sample.hdr.pid = tgid;
 	s->sample.hdr.tid = (__u32)id;
 	bpf_get_current_comm(s->sample.comm, sizeof(s->sample.comm));
+	/* before the Ruby stack, with the seq rp_sample_ruby gives it: the daemon keeps the copy
+	 * until that stack is complete */
+	if (stacks_mixed)
+		rp_sample_ustack(task, tgid, (__u32)id, s->seq, t0);
 	rp_sample_ruby(s, proc, task_thread_pointer(task));
 out:
 	stat_add(RP_STAT_RUN_NS, bpf_ktime_get_ns() - t0);
@@ -111,7 +177,9 @@ static __always_inline void proc_event(struct task_struct *task, __u32 event, __
 	e->pad = 0;
 	e->start_time = process_start_time(task);
 	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
-	/* The daemon acts on these at once (a new Ruby is looked at within milliseconds). */
+	/* The daemon acts on these at once: a new Ruby is looked at within milliseconds, and an
+	 * exit has the samples before it taken in and the process forgotten without waiting for
+	 * the daemon's next read tick (samples themselves do not wake it: maps.bpf.h). */
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	stat_add(RP_STAT_PROC_EVENTS, 1);
 }

@@ -86,7 +86,8 @@ static __always_inline void slot_put(struct rp_walk *w, struct rp_walk_hot *h, _
 		slot_write(h, f, r, addr, info, ep);
 }
 
-#define RP_VM_ENV_FLAG_LOCAL 0x2ULL
+#define RP_VM_ENV_FLAG_LOCAL	0x2ULL
+#define RP_VM_FRAME_FLAG_FINISH 0x20ULL
 
 /*
  * A Ruby frame: a method's own frame (local environment) ships its ep[-2] instead of its ep
@@ -98,19 +99,24 @@ static __always_inline void slot_put_ruby(struct rp_scratch *s, struct rp_walk *
 					  void *rctx)
 {
 	__u64 me_flag = RP_FRAME_FLAG_ME << RP_FRAME_KIND_SHIFT;
+	__u64 fin_flag = RP_FRAME_FLAG_FINISH << RP_FRAME_KIND_SHIFT;
 	struct rp_frame *f;
 	__u32 r = 0;
 
 	f = slot_next(w, h, &r);
 	if (!f)
 		return;
-	if (r < h->base_n && f->addr == iseq && (f->info & ~me_flag) == info &&
+	if (r < h->base_n && f->addr == iseq && (f->info & ~(me_flag | fin_flag)) == info &&
 	    ((f->info & me_flag) || f->ep == ep))
 		return;
-	if (ep && !RP_READ_USER(rctx, s->ep, sizeof(s->ep), (const void *)(ep - 16)) &&
-	    (s->ep[2] & RP_VM_ENV_FLAG_LOCAL)) {
-		info |= me_flag;
-		ep = s->ep[0];
+	if (ep && !RP_READ_USER(rctx, s->ep, sizeof(s->ep), (const void *)(ep - 16))) {
+		/* mixed stacks: where a VM invocation starts (a constant the verifier drops else) */
+		if (stacks_mixed && (s->ep[2] & RP_VM_FRAME_FLAG_FINISH))
+			info |= fin_flag;
+		if (s->ep[2] & RP_VM_ENV_FLAG_LOCAL) {
+			info |= me_flag;
+			ep = s->ep[0];
+		}
 	}
 	slot_write(h, f, r, iseq, info, ep);
 }

@@ -300,11 +300,26 @@ uint32_t agg_frame_id(struct agg_proc *p, enum agg_frame_kind kind, const char *
 	f->file = ft->strs[file_id];
 	f->start_line = start_line;
 	f->line = line;
+	f->build_id = NULL;
 	if (hmap_put(&ft->frame_index, k1, k2, id)) {
 		errno = ENOMEM;
 		return 0;
 	}
 	ft->nframes++;
+	return id;
+}
+
+uint32_t agg_native_frame_id(struct agg_proc *p, const char *name, const char *file,
+			     const char *build_id)
+{
+	uint32_t id = agg_frame_id(p, AGG_FRAME_NATIVE, name, file, 0, 0), bid;
+
+	if (!id || !build_id || !build_id[0] || p->ft.frames[id].build_id)
+		return id;
+	/* the frame stays without it when memory runs out */
+	bid = intern(&p->ft, build_id);
+	if (bid != (uint32_t)-1)
+		p->ft.frames[id].build_id = p->ft.strs[bid];
 	return id;
 }
 
@@ -518,7 +533,7 @@ struct export_ctx {
 	const char *service;
 	unsigned int flags; /* AGG_PPROF_* */
 	uint64_t **locs;    /* per process index: frame id -> location id (0: not yet added) */
-	uint64_t maps[4];   /* mapping per frame kind */
+	uint64_t maps[5];   /* mapping per frame kind */
 	uint64_t *buf;
 	size_t buf_cap;
 	int err;
@@ -528,6 +543,7 @@ static const char *const kind_mapping[] = {
 	[AGG_FRAME_RUBY] = "[ruby]",
 	[AGG_FRAME_CFUNC] = "[ruby cfunc]",
 	[AGG_FRAME_MARK] = "[rubyprofd]",
+	[AGG_FRAME_NATIVE] = "[native]",
 };
 
 static uint64_t frame_location(struct export_ctx *x, const struct agg_proc *proc, uint32_t id)
@@ -545,7 +561,7 @@ static uint64_t frame_location(struct export_ctx *x, const struct agg_proc *proc
 	locs = x->locs[proc->index];
 	if (locs[id])
 		return locs[id];
-	if (!x->maps[f->kind]) {
+	if (!x->maps[f->kind] && !(f->kind == AGG_FRAME_NATIVE && f->file[0])) {
 		x->maps[f->kind] = pprof_mapping(x->p, 0, 0, 0, kind_mapping[f->kind], "");
 		if (!x->maps[f->kind])
 			return 0;
@@ -555,7 +571,13 @@ static uint64_t frame_location(struct export_ctx *x, const struct agg_proc *proc
 	fn = pprof_function(x->p, f->name, "", f->file, f->start_line);
 	if (!fn)
 		return 0;
-	locs[id] = pprof_location(x->p, x->maps[f->kind], 0, fn, f->line);
+	/* a native frame's mapping is its object (interned: one per file) */
+	if (f->kind == AGG_FRAME_NATIVE && f->file[0])
+		locs[id] = pprof_location(
+			x->p, pprof_mapping(x->p, 0, 0, 0, f->file, f->build_id ? f->build_id : ""),
+			0, fn, f->line);
+	else
+		locs[id] = pprof_location(x->p, x->maps[f->kind], 0, fn, f->line);
 	return locs[id];
 }
 

@@ -26,9 +26,10 @@
 #define AGG_MAX_FRAMES_PER_PROC (1u << 20)
 
 enum agg_frame_kind {
-	AGG_FRAME_RUBY = 1,  /* a Ruby method or block */
-	AGG_FRAME_CFUNC = 2, /* a C function called from Ruby */
-	AGG_FRAME_MARK = 3,  /* rubyprofd's own marker: truncation, no Ruby context... */
+	AGG_FRAME_RUBY = 1,   /* a Ruby method or block */
+	AGG_FRAME_CFUNC = 2,  /* a C function called from Ruby */
+	AGG_FRAME_MARK = 3,   /* rubyprofd's own marker: truncation, no Ruby context... */
+	AGG_FRAME_NATIVE = 4, /* a native function (--stacks mixed); file: its object */
 };
 
 struct agg_frame {
@@ -37,6 +38,7 @@ struct agg_frame {
 	const char *file; /* may be "" */
 	int64_t start_line;
 	int64_t line;
+	const char *build_id; /* AGG_FRAME_NATIVE: its object's GNU build id (hex), else NULL */
 };
 
 /* Labels of a process's samples and series. Strings are copied. */
@@ -94,6 +96,10 @@ uint32_t agg_cuts(const struct agg *a);
  * process's table is full until the next cut). Strings are copied. */
 uint32_t agg_frame_id(struct agg_proc *p, enum agg_frame_kind kind, const char *name,
 		      const char *file, int64_t start_line, int64_t line);
+/* A native frame (AGG_FRAME_NATIVE) of object `file`, whose build id (hex; "" or NULL: unknown)
+ * its pprof Mapping carries. As agg_frame_id. */
+uint32_t agg_native_frame_id(struct agg_proc *p, const char *name, const char *file,
+			     const char *build_id);
 const struct agg_frame *agg_frame_get(const struct agg_proc *p, uint32_t id);
 
 /* Adds values to a stack of p. 0, -ENOSPC (the interval's table is full: counted), -ENOMEM. */

@@ -11,10 +11,13 @@
 #include "collect.h"
 #include "wall.h"
 #include "hmap.h"
+#include "native.h"
 #include "symbolize.h"
 
 /* Entries of a process's frame cache before it is dropped and refilled. */
-#define MAX_FRAME_CACHE (1u << 18)
+#define MAX_FRAME_CACHE	  (1u << 18)
+/* Native frames of one sample (--stacks mixed), above its Ruby leaf. */
+#define MAX_NATIVE_FRAMES 128
 
 struct target {
 	struct ruby_target t;
@@ -28,15 +31,38 @@ struct target {
 	struct hmap frames;  /* (addr, pc or caller frame id) -> agg frame id */
 };
 
+/*
+ * The frame ids of a CPU's last stack, for its next stack when that is a delta of it (the root
+ * end shared, sampler_stack.nshared): a shared frame resolves to the id it had, so it is not
+ * looked up again. Only ids that a lookup would give again are reused: those the frame cache
+ * holds (a failed or provisional name is looked up each time), while the cache is the same.
+ */
+struct cpu_ids {
+	uint32_t *ids; /* c->buf of that stack before the hidden frames were dropped, root first */
+	uint32_t n, cap; /* ids, and room */
+	uint32_t stable; /* ids[0, stable) are all in the frame cache */
+	uint32_t seq;	 /* the stack's sample */
+	pid_t pid;	 /* its process; 0: nothing kept */
+	uint32_t generation, cuts;
+	uint64_t sym_gen; /* the target's sym_gen when kept */
+	uint64_t resets;  /* cache_resets when kept */
+};
+
+/* enum sym_frame_kind values fit below it: c->kind[i] carries it when frame i is in the cache. */
+#define KIND_CACHED 0x80
+
 struct collector {
 	struct agg *agg;
 	int64_t period_ns;
 	struct hmap by_pid; /* pid -> struct target * */
 	size_t live, profiled;
 	uint32_t *buf; /* frame ids of the stack being added */
-	uint8_t *kind; /* RP_FRAME_KIND_* of its raw frames */
+	uint8_t *kind; /* enum sym_frame_kind of its frames, and KIND_CACHED */
 	size_t buf_cap;
+	struct cpu_ids *cpus; /* by CPU, grown to the highest seen */
+	size_t ncpus;
 	struct collector_stats stats;
+	struct native *native; /* --stacks mixed; NULL otherwise */
 };
 
 struct collector *collector__new(struct agg *agg, int64_t period_ns)
@@ -92,8 +118,12 @@ void collector__free(struct collector *c)
 		return;
 	hmap_foreach(&c->by_pid, free_target, NULL);
 	hmap_clear(&c->by_pid);
+	for (size_t i = 0; i < c->ncpus; i++)
+		free(c->cpus[i].ids);
+	free(c->cpus);
 	free(c->buf);
 	free(c->kind);
+	native__free(c->native);
 	free(c);
 }
 
@@ -143,9 +173,15 @@ void collector_remove(struct collector *c, pid_t pid)
 
 	if (!t)
 		return;
+	/* the next process with this pid has other frames at the same addresses */
+	for (size_t i = 0; i < c->ncpus; i++)
+		if (c->cpus[i].pid == pid)
+			c->cpus[i].pid = 0;
 	/* Its samples so far are interned in the aggregate, which keeps them until the interval
 	 * ends; the symbolizer and caches die with the process. */
 	agg_proc_exit(c->agg, t->proc);
+	if (c->native)
+		native_forget(c->native, pid);
 	hmap_del(&c->by_pid, (uint64_t)pid, 0, NULL);
 	sym_stats_add(&c->stats.sym, t->sym);
 	target_free(t);
@@ -265,6 +301,12 @@ static bool has_me(const struct rp_frame *f)
 	return (f->info >> RP_FRAME_KIND_SHIFT) & RP_FRAME_FLAG_ME;
 }
 
+/* Whether a Ruby frame starts a VM invocation (rb_vm_exec): RP_FRAME_FLAG_FINISH. */
+static bool is_finish(const struct rp_frame *f)
+{
+	return (f->info >> RP_FRAME_KIND_SHIFT) & RP_FRAME_FLAG_FINISH;
+}
+
 /*
  * A Ruby frame's key in the frame cache: (iseq, pc); a method's own frame's (method entry, pc),
  * since one iseq runs under several owners (define_method copies, module_function). A JIT
@@ -286,7 +328,7 @@ static void iseq_key(const struct rp_frame *f, uint64_t *k1, uint64_t *k2)
 #define FRAME_INTERNAL (1ULL << 40)
 
 static uint32_t iseq_frame(struct collector *c, struct target *t, const struct rp_frame *f,
-			   enum iseq_type *type, int *internal)
+			   enum iseq_type *type, int *internal, bool *cached)
 {
 	uint64_t pc = rp_frame_pc(f), key1, key2, val;
 	int jit = (f->info >> RP_FRAME_KIND_SHIFT) & RP_FRAME_FLAG_JIT, err;
@@ -294,11 +336,13 @@ static uint32_t iseq_frame(struct collector *c, struct target *t, const struct r
 	uint32_t id;
 
 	iseq_key(f, &key1, &key2);
+	*cached = true;
 	if (hmap_get(&t->frames, key1, key2, &val)) {
 		*type = (enum iseq_type)((val >> 32) & 0xff);
 		*internal = !!(val & FRAME_INTERNAL);
 		return (uint32_t)val;
 	}
+	*cached = false;
 	*internal = 0;
 	if (has_me(f))
 		err = symbolize_method_frame(t->sym, f->addr, pc, jit, f->ep, &si);
@@ -319,21 +363,23 @@ static uint32_t iseq_frame(struct collector *c, struct target *t, const struct r
 		hmap_clear(&t->frames);
 		c->stats.cache_resets++;
 	}
-	hmap_put(&t->frames, key1, key2,
-		 (uint64_t)si.type << 32 | (si.internal ? FRAME_INTERNAL : 0) | id);
+	*cached = hmap_put(&t->frames, key1, key2,
+			   (uint64_t)si.type << 32 | (si.internal ? FRAME_INTERNAL : 0) | id) == 0;
 	return id;
 }
 
 static uint32_t cfunc_frame(struct collector *c, struct target *t, const struct rp_frame *f,
-			    const struct caller *caller)
+			    const struct caller *caller, bool *cached)
 {
 	const char *name;
 	uint64_t val;
 	uint32_t id;
 
 	/* The same C function has the path and line of each of its callers. */
+	*cached = true;
 	if (hmap_get(&t->frames, f->addr, (1ULL << 62) | caller->frame, &val))
 		return (uint32_t)val;
+	*cached = false;
 	if (symbolize_cfunc(t->sym, f->addr, &name) || !still_alive(t)) {
 		/* not cached: the name may be readable later (a booting Ruby's symbol table) */
 		c->stats.frames_failed++;
@@ -347,7 +393,7 @@ static uint32_t cfunc_frame(struct collector *c, struct target *t, const struct 
 		hmap_clear(&t->frames);
 		c->stats.cache_resets++;
 	}
-	hmap_put(&t->frames, f->addr, (1ULL << 62) | caller->frame, id);
+	*cached = hmap_put(&t->frames, f->addr, (1ULL << 62) | caller->frame, id) == 0;
 	return id;
 }
 
@@ -378,16 +424,95 @@ static uint32_t internal_frame(struct collector *c, struct target *t, uint32_t r
 	return id;
 }
 
+/* The kept ids of st's CPU when st is a delta of that stack, in this process and cache; or NULL. */
+static struct cpu_ids *base_ids(struct collector *c, const struct target *t,
+				const struct sampler_stack *st)
+{
+	struct cpu_ids *p;
+
+	if (!st->nshared || st->first->cpu >= c->ncpus)
+		return NULL;
+	p = &c->cpus[st->first->cpu];
+	if (p->pid != (pid_t)st->first->hdr.pid || p->seq != st->first->base_seq ||
+	    p->generation != t->generation || p->cuts != t->cuts || p->sym_gen != t->sym_gen ||
+	    p->resets != c->stats.cache_resets || p->n < st->nshared)
+		return NULL;
+	return p;
+}
+
 /*
- * Frames of one stack into c->buf (leaf first) as Ruby's backtrace shows them; returns how many,
+ * How many frames at the root end of st take their ids from base (st->frames[nframes - k,
+ * nframes)): the shared ones that were cached, but the leaf-most shared frame when a frame
+ * follows it (whether a frame is hidden depends on the frame above it, and that one changed).
+ */
+static size_t reusable(const struct cpu_ids *base, const struct sampler_stack *st)
+{
+	size_t k = st->nshared < st->nframes ? st->nshared - 1 : st->nshared;
+
+	return k < base->stable ? k : base->stable;
+}
+
+/*
+ * Keeps the ids of this stack (c->buf before the hidden frames go) for the CPU's next one;
+ * resets: cache_resets before it was looked up (a reset meanwhile emptied the cache). A stack
+ * with <internal:...> frames is kept with nothing reusable: collapsing them looks at the
+ * frames on both sides.
+ */
+static void keep_ids(struct collector *c, const struct target *t, const struct sampler_stack *st,
+		     uint64_t resets, bool any_internal)
+{
+	uint32_t cpu = st->first->cpu, *ids, k;
+	size_t n = st->nframes, cap;
+	struct cpu_ids *p, *np;
+
+	if (cpu >= c->ncpus) {
+		/* the sampler checked cpu against the possible CPUs */
+		np = realloc(c->cpus, ((size_t)cpu + 1) * sizeof(*np));
+		if (!np)
+			return;
+		memset(np + c->ncpus, 0, ((size_t)cpu + 1 - c->ncpus) * sizeof(*np));
+		c->cpus = np;
+		c->ncpus = (size_t)cpu + 1;
+	}
+	p = &c->cpus[cpu];
+	p->pid = 0;
+	if (n > p->cap) {
+		cap = n < 64 ? 64 : n;
+		ids = realloc(p->ids, cap * sizeof(*ids));
+		if (!ids)
+			return;
+		p->ids = ids;
+		p->cap = (uint32_t)cap;
+	}
+	for (k = 0; k < n; k++)
+		p->ids[k] = c->buf[n - 1 - k];
+	for (k = 0; !any_internal && k < n && (c->kind[n - 1 - k] & KIND_CACHED); k++)
+		;
+	p->stable = k;
+	p->n = (uint32_t)n;
+	p->seq = st->first->seq;
+	p->pid = (pid_t)st->first->hdr.pid;
+	p->generation = t->generation;
+	p->cuts = t->cuts;
+	p->sym_gen = t->sym_gen;
+	p->resets = resets;
+}
+
+/*
+ * Frames of one stack into c->buf (leaf first), the last `reuse` of them from base as Ruby's backtrace shows them; returns how many,
  * or -ENOSPC (a frame table is full) or -ENOMEM. Pass 1 (leaf to root) names the Ruby frames and, on 3.4+, hides the frame that
  * owns a rescue/ensure clause (Ruby prints the clause under the method's name instead); on 4.0+
  * <internal:...> frames act as C methods (symbolize_collapse_internal). Pass 2 (root to leaf)
- * gives each C function its caller's path and line. c->kind holds enum sym_frame_kind.
+ * gives each C function its caller's path and line. c->kind holds enum sym_frame_kind (and
+ * KIND_CACHED). The frames a delta shares with the CPU's last stack keep their ids (base_ids)
+ * and are not looked up.
  */
-static int stack_frames(struct collector *c, struct target *t, const struct sampler_stack *st)
+static int resolve_frames(struct collector *c, struct target *t, const struct sampler_stack *st,
+			  const struct cpu_ids *base, size_t reuse)
 {
 	struct caller caller = {.path = "", .line = 0, .frame = 0};
+	uint64_t resets = c->stats.cache_resets;
+	size_t lim = st->nframes - reuse;
 	const struct rp_frame *f;
 	uint64_t k1, k2, val;
 	const struct agg_frame *af;
@@ -395,12 +520,21 @@ static int stack_frames(struct collector *c, struct target *t, const struct samp
 	int skip_next = 0, internal, any_internal = 0;
 	size_t i, n = 0;
 	uint32_t id;
+	bool cached;
 
+	/* frames [lim, nframes): the base's ids of its root-first [0, reuse), none internal */
+	for (i = lim; base && i < st->nframes; i++) {
+		c->buf[i] = base->ids[st->nframes - 1 - i];
+		c->kind[i] = KIND_CACHED |
+			     (rp_frame_kind(&st->frames[i]) != RP_FRAME_KIND_ISEQ ? SYM_FRAME_C
+			      : c->buf[i]					  ? SYM_FRAME_RUBY
+										  : SYM_FRAME_NONE);
+	}
 	/*
 	 * Method frames carry their method entry, read at the sample: the owners they name are
 	 * learned first, so that the blocks above them in this stack are named with them too.
 	 */
-	for (i = 0; i < st->nframes; i++) {
+	for (i = 0; i < lim; i++) {
 		f = &st->frames[i];
 		if (rp_frame_kind(f) != RP_FRAME_KIND_ISEQ || !has_me(f))
 			continue;
@@ -408,48 +542,84 @@ static int stack_frames(struct collector *c, struct target *t, const struct samp
 		if (!hmap_get(&t->frames, k1, k2, &val))
 			symbolize_method_entry(t->sym, f->addr, f->ep);
 	}
-	for (i = 0; i < st->nframes; i++) {
+	for (i = 0; i < lim; i++) {
 		c->kind[i] = SYM_FRAME_C;
 		c->buf[i] = 0;
 		if (rp_frame_kind(&st->frames[i]) != RP_FRAME_KIND_ISEQ)
 			continue;
-		id = iseq_frame(c, t, &st->frames[i], &type, &internal);
+		id = iseq_frame(c, t, &st->frames[i], &type, &internal, &cached);
 		if (!id)
 			return errno == ENOSPC ? -ENOSPC : -ENOMEM;
 		c->buf[i] = skip_next ? 0 : id;
 		c->kind[i] = skip_next	? SYM_FRAME_NONE
 			     : internal ? SYM_FRAME_INTERNAL
 					: SYM_FRAME_RUBY;
+		if (cached)
+			c->kind[i] |= KIND_CACHED;
 		any_internal |= internal;
 		skip_next = t->t.off->qualified_labels &&
 			    (type == ISEQ_TYPE_RESCUE || type == ISEQ_TYPE_ENSURE);
 	}
-	if (any_internal)
+	if (any_internal) {
+		/* collapsing looks at the frames on both sides, the reused ones too: none then */
+		if (reuse)
+			return -EAGAIN;
+		for (i = 0; i < st->nframes; i++)
+			c->kind[i] &= (uint8_t)~KIND_CACHED;
 		symbolize_collapse_internal(c->kind, st->nframes);
-	for (i = st->nframes; i-- > 0;) {
-		if (c->kind[i] == SYM_FRAME_NONE) {
+	}
+	/* the C functions below lim take their caller from the reused Ruby frame nearest them */
+	for (i = lim; i < st->nframes; i++) {
+		if ((c->kind[i] & ~KIND_CACHED) == SYM_FRAME_RUBY) {
+			af = agg_frame_get(t->proc, c->buf[i]);
+			caller = (struct caller){
+				.path = af->file, .line = af->line, .frame = c->buf[i]};
+			break;
+		}
+	}
+	for (i = lim; i-- > 0;) {
+		switch (c->kind[i] & ~KIND_CACHED) {
+		case SYM_FRAME_NONE:
 			c->buf[i] = 0;
-		} else if (c->kind[i] == SYM_FRAME_RUBY) {
+			break;
+		case SYM_FRAME_RUBY:
 			af = agg_frame_get(t->proc, c->buf[i]);
 			caller.path = af->file;
 			caller.line = af->line;
 			caller.frame = c->buf[i];
-		} else if (c->kind[i] == SYM_FRAME_INTERNAL) {
+			break;
+		case SYM_FRAME_INTERNAL:
 			c->buf[i] = internal_frame(c, t, c->buf[i], &caller);
 			if (!c->buf[i])
 				return errno == ENOSPC ? -ENOSPC : -ENOMEM;
-		} else {
-			c->buf[i] = cfunc_frame(c, t, &st->frames[i], &caller);
+			break;
+		default:
+			c->buf[i] = cfunc_frame(c, t, &st->frames[i], &caller, &cached);
 			if (!c->buf[i])
 				return errno == ENOSPC ? -ENOSPC : -ENOMEM;
+			if (cached)
+				c->kind[i] |= KIND_CACHED;
 		}
 	}
-	/* drop the hidden frames, keeping the order */
+	keep_ids(c, t, st, resets, any_internal);
+	c->stats.frames_reused += reuse;
+	/* drop the hidden frames, keeping the order; c->kind[k] then says whether kept frame k
+	 * starts a VM invocation (mixed stacks, add_native) */
 	for (i = 0; i < st->nframes; i++) {
-		if (c->buf[i])
+		if (c->buf[i]) {
+			c->kind[n] = is_finish(&st->frames[i]);
 			c->buf[n++] = c->buf[i];
+		}
 	}
 	return (int)n;
+}
+
+static int stack_frames(struct collector *c, struct target *t, const struct sampler_stack *st)
+{
+	const struct cpu_ids *base = base_ids(c, t, st);
+	int ret = resolve_frames(c, t, st, base, base ? reusable(base, st) : 0);
+
+	return ret == -EAGAIN ? resolve_frames(c, t, st, NULL, 0) : ret;
 }
 
 static int reserve(struct collector *c, size_t n)
@@ -501,6 +671,152 @@ static size_t add_leaf_marks(struct collector *c, struct target *t, const struct
 	return n + k;
 }
 
+/* A native frame of the process: its symbol in its object, or its offset there. */
+static uint32_t native_frame(struct collector *c, struct target *t, uint64_t addr)
+{
+	struct unwind_sym sym;
+	const char *base;
+	char name[128];
+	uint64_t val;
+	uint32_t id;
+
+	if (hmap_get(&t->frames, addr, 3ULL << 62, &val))
+		return (uint32_t)val;
+	if (native_symbolize(c->native, t->t.pid, addr, &sym) || !sym.module) {
+		snprintf(name, sizeof(name), "0x%llx", (unsigned long long)addr);
+		return agg_native_frame_id(t->proc, name, "", NULL);
+	}
+	/* no symbol: its address in its object, named by the object's file name ("libz.so.1+0x4a26"),
+	 * which tells the frame apart from an equal offset in another object in every view */
+	if (!sym.name) {
+		base = strrchr(sym.module, '/');
+		snprintf(name, sizeof(name), "%.96s+0x%llx", base ? base + 1 : sym.module,
+			 (unsigned long long)sym.offset);
+	}
+	id = agg_native_frame_id(t->proc, sym.name ? sym.name : name, sym.module, sym.build_id);
+	if (!id)
+		return 0;
+	if (t->frames.len >= MAX_FRAME_CACHE) {
+		hmap_clear(&t->frames);
+		c->stats.cache_resets++;
+	}
+	hmap_put(&t->frames, addr, 3ULL << 62, id);
+	return id;
+}
+
+/* Appends native frames pcs[from, to) (return addresses looked up at their call) to out. */
+static size_t put_native(struct collector *c, struct target *t, const uint64_t *pcs, size_t from,
+			 size_t to, uint32_t *out, size_t k)
+{
+	size_t i;
+
+	for (i = from; i < to; i++)
+		out[k++] = native_frame(c, t, i ? pcs[i] - 1 : pcs[i]);
+	return k;
+}
+
+/*
+ * --stacks mixed: the native frames of the sample with its Ruby frames. c->buf holds `lead` leaf
+ * marks, `nruby` Ruby frames (c->kind[j]: Ruby frame j starts a VM invocation) and root marks,
+ * up to n. The native stack, leaf first, is cut at its rb_vm_exec frames into chunks N0, N1..
+ * and the Ruby stack after each frame that starts a VM invocation into segments S0, S1..: the
+ * C code of chunk Ni called the VM that ran segment Si, so the stack is N0 S0 N1 S1 ... (the
+ * chunk below the outermost rb_vm_exec, main() and the thread's start, is left out: stacks stay
+ * rooted at their Ruby root). A native stack unwound only part of the way is marked truncated
+ * where it ends, the rest of the Ruby stack under it. When the two do not pair up (rb_vm_exec
+ * unknown, frames not flagged), the first form: N0 on top of the Ruby stack.
+ * Without the sample's copy (lost) or a Dwfl, the Ruby frames stay alone (counted in
+ * native_stats). Returns the new length of c->buf.
+ */
+static size_t add_native(struct collector *c, struct target *t, const struct sampler_stack *st,
+			 size_t n, size_t lead, size_t nruby)
+{
+	uint64_t pcs[MAX_NATIVE_FRAMES];
+	uint8_t marks[MAX_NATIVE_FRAMES];
+	size_t i, j, k = 0, seg, nact = 0, nfin = 0, from, cut[MAX_NATIVE_FRAMES + 1];
+	struct unwind_result res;
+	uint32_t *out;
+	bool stopped, pair;
+
+	if (native_unwind(c->native, t->t.pid, st->first->cpu, st->first->seq, t->t.vm_exec, marks,
+			  pcs, MAX_NATIVE_FRAMES, &res))
+		return n;
+	stopped = res.end == UNWIND_END_STOPPED || res.end == UNWIND_END_MAX;
+	/* cut[a]: the a-th rb_vm_exec frame; chunk Na is [cut[a - 1] + 1, cut[a]) */
+	for (i = 0; i < res.n; i++) {
+		if (marks[i])
+			cut[nact++] = i;
+	}
+	for (j = 0; j < nruby; j++)
+		nfin += c->kind[j];
+	pair = nact && (nact == nfin || (stopped && nact < nfin));
+	/* every native frame, a truncation mark, and the Ruby stack with its marks */
+	out = malloc((res.n + 1 + n) * sizeof(*out));
+	if (!out)
+		return n;
+	if (!pair) {
+		k = put_native(c, t, pcs, 0, nact ? cut[0] : res.n, out, k);
+		if (!nact && stopped)
+			out[k++] = mark(t, "[native stack truncated]");
+		memcpy(out + k, c->buf, n * sizeof(*out));
+		k += n;
+		goto done;
+	}
+	cut[nact] = res.n; /* the chunk after the last rb_vm_exec frame found */
+	k = put_native(c, t, pcs, 0, cut[0], out, k);
+	memcpy(out + k, c->buf, lead * sizeof(*out));
+	k += lead;
+	for (j = 0, seg = 0; j < nruby; j++) {
+		out[k++] = c->buf[lead + j];
+		if (!c->kind[j] || j + 1 == nruby)
+			continue;
+		/* the end of segment `seg`: chunk seg + 1 goes under it, if it was unwound */
+		if (++seg > nact)
+			continue;
+		from = cut[seg - 1] + 1;
+		if (seg < nact) {
+			k = put_native(c, t, pcs, from, cut[seg], out, k);
+		} else if (stopped) {
+			k = put_native(c, t, pcs, from, res.n, out, k);
+			out[k++] = mark(t, "[native stack truncated]");
+		}
+	}
+	memcpy(out + k, c->buf + lead + nruby, (n - lead - nruby) * sizeof(*out));
+	k += n - lead - nruby;
+done:
+	if (reserve(c, k)) {
+		free(out);
+		return n;
+	}
+	memcpy(c->buf, out, k * sizeof(*out));
+	free(out);
+	return k;
+}
+
+int collector_enable_native(struct collector *c, size_t max_procs)
+{
+	if (c->native)
+		return 0;
+	c->native = native__new(max_procs);
+	return c->native ? 0 : -errno;
+}
+
+void collector_on_ustack(void *ctx, const struct rp_ustack *u, size_t size)
+{
+	struct collector *c = ctx;
+
+	if (c->native)
+		native_keep(c->native, u, size);
+}
+
+bool collector_native_stats(const struct collector *c, struct native_stats *out)
+{
+	if (!c->native)
+		return false;
+	native_stats(c->native, out);
+	return true;
+}
+
 /* A sample that could not be added, counted by why. */
 static void count_dropped(struct collector *c, int err)
 {
@@ -536,8 +852,8 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 	char comm[sizeof(st->first->comm) + 1], label[64];
 	struct agg_thread th = {0};
 	int64_t values[2];
+	size_t i, n = 0, lead = 0, nruby = 0;
 	struct target *t;
-	size_t i, n = 0;
 	int ret;
 
 	c->stats.stacks++;
@@ -575,8 +891,9 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 			count_dropped(c, ret);
 			return;
 		}
-		n = (size_t)ret;
+		n = nruby = (size_t)ret;
 		n = add_leaf_marks(c, t, st, n);
+		lead = n - nruby;
 		if (st->flags & RP_SAMPLE_READ_FAIL) {
 			c->stats.failed_reads++;
 			c->buf[n++] = mark(t, "[partial stack: read failed]");
@@ -586,6 +903,8 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 			c->buf[n++] = mark(t, label);
 		}
 	}
+	if (c->native)
+		n = add_native(c, t, st, n, lead, nruby);
 	/* a frame that could not be interned (its table is full until the interval ends) */
 	for (i = 0; i < n; i++) {
 		if (!c->buf[i]) {

@@ -34,6 +34,7 @@ struct collector_stats {
 	uint64_t
 		cache_resets; /* frame caches dropped at their bound (refilled from the symbolizer) */
 	uint64_t no_pidfd;    /* processes kept without a pidfd (reads not checked for pid reuse) */
+	uint64_t frames_reused; /* frames of delta stacks given the ids of the CPU's last stack */
 	struct symbolizer_stats sym;  /* the symbolizers', summed over every process ever kept */
 	struct rthread_stats rthread; /* the Ruby thread caches', every process */
 };
@@ -64,5 +65,14 @@ size_t collector_profiled(const struct collector *c);
 void collector_on_stack(void *ctx, const struct sampler_stack *st);
 
 void collector_stats(const struct collector *c, struct collector_stats *out);
+
+struct native_stats;
+/* --stacks mixed: unwind native frames (Dwfl of at most max_procs processes, 0: default) and
+ * put them on top of each Ruby stack. 0 or -errno. */
+int collector_enable_native(struct collector *c, size_t max_procs);
+/* sampler_handlers.on_ustack: keeps a sample's user stack until its Ruby stack. ctx: collector. */
+void collector_on_ustack(void *ctx, const struct rp_ustack *u, size_t size);
+/* The native side's counters; false when mixed stacks are off. */
+bool collector_native_stats(const struct collector *c, struct native_stats *out);
 
 #endif

@@ -31,6 +31,8 @@ enum key_id {
 	KEY_FREQUENCY,
 	KEY_INTERVAL,
 	KEY_MAX_FRAMES,
+	KEY_STACKS,
+	KEY_USTACK_BYTES,
 	KEY_SPOOL_DIR,
 	KEY_SPOOL_MAX_BYTES,
 	KEY_SPOOL_MAX_AGE,
@@ -79,6 +81,8 @@ static const struct key_def keys[NKEYS] = {
 	[KEY_FREQUENCY] = {"frequency", "--frequency", K_FILE},
 	[KEY_INTERVAL] = {"interval", "--interval", K_FILE | K_SERVICE},
 	[KEY_MAX_FRAMES] = {"max_frames", "--max-frames", K_FILE},
+	[KEY_STACKS] = {"stacks", "--stacks", K_FILE},
+	[KEY_USTACK_BYTES] = {"ustack_bytes", "--ustack-bytes", K_FILE},
 	[KEY_SPOOL_DIR] = {"spool_dir", "--spool-dir", K_FILE | K_SERVICE},
 	[KEY_SPOOL_MAX_BYTES] = {"spool_max_bytes", "--spool-max-bytes", K_FILE | K_SERVICE},
 	[KEY_SPOOL_MAX_AGE] = {"spool_max_age", "--spool-max-age", K_FILE | K_SERVICE},
@@ -128,6 +132,8 @@ static const struct option options[] = {
 	{"pid", required_argument, NULL, 'p'},
 	{"output", required_argument, NULL, 'o'},
 	{"max-frames", required_argument, NULL, OPT_KEY + KEY_MAX_FRAMES},
+	{"stacks", required_argument, NULL, OPT_KEY + KEY_STACKS},
+	{"ustack-bytes", required_argument, NULL, OPT_KEY + KEY_USTACK_BYTES},
 	{"clock", required_argument, NULL, OPT_KEY + KEY_CLOCK},
 	{"top", required_argument, NULL, OPT_KEY + KEY_TOP},
 	{"format", required_argument, NULL, OPT_KEY + KEY_FORMAT},
@@ -191,6 +197,12 @@ void config_usage(FILE *out)
 		"      --max-frames N    Ruby frames kept per stack (default %d, at most %d);\n"
 		"                        deeper stacks keep their leaf frames and a truncation "
 		"frame\n"
+		"      --stacks ruby|mixed  ruby: Ruby frames only (default, cheapest); mixed: "
+		"also the\n"
+		"                        native frames (C extensions, libruby, libc), unwound "
+		"with CFI\n"
+		"      --ustack-bytes SIZE  mixed: user stack copied per sample, 8K to 32K "
+		"(default 16K)\n"
 		"      --hostname NAME   host name in profiles and file names (default: the "
 		"system's)\n"
 		"      --log-level L     error, warn, info or debug (default: info; --oneshot: "
@@ -759,6 +771,26 @@ static int key_set(struct parse_ctx *ctx, enum key_id id, const char *val, const
 		}
 		cfg->max_frames = (unsigned int)v;
 		return 0;
+	case KEY_STACKS:
+		if (strcmp(val, "ruby") != 0 && strcmp(val, "mixed") != 0) {
+			snprintf(err, errlen, "'%s' is not ruby or mixed", val);
+			return -EINVAL;
+		}
+		cfg->stacks_mixed = strcmp(val, "mixed") == 0;
+		return 0;
+	case KEY_USTACK_BYTES: {
+		uint64_t bytes;
+
+		if (parse_size(val, &bytes) || bytes < RP_USTACK_MIN || bytes > RP_USTACK_MAX) {
+			snprintf(err, errlen,
+				 "'%s' is not a size from 8K to 32K (bytes, or a number with the "
+				 "suffix K)",
+				 val);
+			return -EINVAL;
+		}
+		cfg->ustack_bytes = (unsigned int)bytes;
+		return 0;
+	}
 	case KEY_CLOCK:
 		if (strcmp(val, "cpu") && strcmp(val, "wall")) {
 			snprintf(err, errlen, "'%s' is not cpu or wall", val);
@@ -1242,6 +1274,8 @@ static void set_defaults(struct config *cfg)
 {
 	cfg->frequency = cfg->oneshot ? CONFIG_DEFAULT_FREQUENCY : CONFIG_DEFAULT_SERVICE_FREQUENCY;
 	cfg->max_frames = RP_MAX_FRAMES_DEFAULT;
+	cfg->stacks_mixed = false;
+	cfg->ustack_bytes = RP_USTACK_DEFAULT;
 	cfg->top = 15;
 	cfg->hostname[0] = '\0';
 	cfg->log_level = cfg->oneshot ? -1 : LOG_LVL_INFO;

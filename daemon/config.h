@@ -48,11 +48,13 @@ struct config {
 	bool oneshot;
 	/* The file read: argv's --config, the default (the service), or NULL (--oneshot alone). */
 	const char *config_file;
-	bool config_file_missing; /* the default file does not exist: all defaults */
-	double duration;	  /* seconds; 0: until the command exits (or 10 s without one) */
-	unsigned int frequency;	  /* Hz */
-	unsigned int max_frames;  /* frames walked per stack */
-	bool clock_wall;	  /* --clock wall: every Ruby thread, with its state (wall.h) */
+	bool config_file_missing;  /* the default file does not exist: all defaults */
+	double duration;	   /* seconds; 0: until the command exits (or 10 s without one) */
+	unsigned int frequency;	   /* Hz */
+	unsigned int max_frames;   /* frames walked per stack */
+	bool stacks_mixed;	   /* --stacks mixed: native frames too (docs/native-stacks.md) */
+	unsigned int ustack_bytes; /* mixed: user stack bytes copied per sample */
+	bool clock_wall;	   /* --clock wall: every Ruby thread, with its state (wall.h) */
 	pid_t pids[CONFIG_MAX_PIDS];
 	size_t npids;
 	const char *output;   /* NULL: rubyprofd-HOST-TIME.pb.gz in the current directory */

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,14 +34,14 @@ volatile sig_atomic_t oneshot_stop;
  * their exec events; without the events, the scan is all there is). */
 #define SCAN_NS		  2000000000LL
 #define SCAN_NO_EVENTS_NS 500000000LL
-/* Records are sent without waking the reader (see rb_flags in the BPF program): read them at
- * least this often, so that a process that exits keeps its names. */
-#define POLL_NS		  20000000LL
+/* Without a pidfd for the command (an old kernel), its exit is looked for this often. */
+#define CHILD_POLL_NS	  100000000LL
 
 struct run {
 	const struct config *cfg;
 	struct session *session;
 	pid_t child;
+	int child_pidfd; /* readable when the command exits; -1: none */
 	int child_status;
 	int child_exited;
 	int64_t start_ns, wall_start_ns;
@@ -273,21 +274,39 @@ static void summary(struct run *r, double secs, const char *path)
 	if (c.collector.sym.cache_resets || c.collector.cache_resets)
 		printf("cache resets: %" PRIu64 " symbolizer, %" PRIu64 " frame cache\n",
 		       c.collector.sym.cache_resets, c.collector.cache_resets);
+	if (c.native_on)
+		printf("native: %" PRIu64 " copies (%" PRIu64 " lost, %" PRIu64 " short), %" PRIu64
+		       " unwound, %" PRIu64 " truncated, %" PRIu64
+		       " Ruby stacks without their copy\n",
+		       bpf[RP_STAT_USTACKS], bpf[RP_STAT_USTACK_LOST], bpf[RP_STAT_USTACK_SHORT],
+		       c.native.unw.unwinds, c.native.truncated, c.native.unpaired);
 	if (path)
 		printf("profile: %s  (view: go tool pprof -top %s)\n", path, path);
 	if (path && r->cfg->format)
 		write_view(path, r->cfg->format);
 }
 
-/* Waits for records, the next due check of the tracker, or the poll period. */
-static void wait_records(struct run *r, int64_t now)
+/*
+ * Waits for what the loop acts on: a record that wakes the ring buffer's fd (process events, a
+ * filling buffer), the command's exit, a signal (unblocked only while waiting, so that one that
+ * arrives before the wait still ends it at once), or the earliest deadline: until (the duration,
+ * the next scan) or the session's next due work (its read tick while a Ruby is profiled).
+ */
+static void wait_records(struct run *r, int64_t now, int64_t until, const sigset_t *waitmask)
 {
-	int64_t due = session_next_due(r->session), timeout = POLL_NS;
-	struct pollfd pfd = {.fd = session_fd(r->session), .events = POLLIN};
+	int64_t due = session_next_due(r->session), timeout;
+	struct pollfd pfd[2] = {{.fd = session_fd(r->session), .events = POLLIN},
+				{.fd = r->child_pidfd, .events = POLLIN}};
+	struct timespec ts;
 
-	if (due - now < timeout)
-		timeout = due > now ? due - now : 0;
-	poll(&pfd, 1, (int)((timeout + 999999) / 1000000));
+	if (due < until)
+		until = due;
+	if (r->child > 0 && r->child_pidfd < 0 && now + CHILD_POLL_NS < until)
+		until = now + CHILD_POLL_NS;
+	timeout = until > now ? until - now : 0;
+	ts.tv_sec = (time_t)(timeout / 1000000000LL);
+	ts.tv_nsec = (long)(timeout % 1000000000LL);
+	ppoll(pfd, 2, &ts, waitmask);
 }
 
 int oneshot_run(const struct config *cfg)
@@ -295,12 +314,16 @@ int oneshot_run(const struct config *cfg)
 	struct session_opts sopts = {
 		.frequency = cfg->frequency,
 		.max_frames = cfg->max_frames,
+		.stacks_mixed = cfg->stacks_mixed,
+		.ustack_bytes = cfg->ustack_bytes,
 		.clock_wall = cfg->clock_wall,
 		.pids = cfg->pids,
 		.npids = cfg->npids,
 	};
-	struct run r = {.cfg = cfg, .child = -1};
+	struct run r = {.cfg = cfg, .child = -1, .child_pidfd = -1};
 	int64_t deadline = 0, next_scan, now, scan_every;
+	sigset_t stops, waitmask;
+	bool masked = false;
 	char missing[128], outbuf[512], fallback[PATH_MAX + 64];
 	const char *out = cfg->output;
 	int ret = 1, err, status;
@@ -340,12 +363,19 @@ int oneshot_run(const struct config *cfg)
 			goto cleanup;
 		}
 		session_set_root(r.session, r.child);
+		r.child_pidfd = (int)syscall(SYS_pidfd_open, r.child, 0);
 	}
 	if (cfg->duration > 0)
 		deadline = r.start_ns + (int64_t)(cfg->duration * 1e9);
 	scan_every = session_has_lifecycle(r.session) ? SCAN_NS : SCAN_NO_EVENTS_NS;
 	next_scan = r.start_ns + (cfg->command ? 0 : scan_every);
 
+	/* SIGINT and SIGTERM are taken only inside the wait (after the command started: it must
+	 * not inherit the mask) */
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	masked = sigprocmask(SIG_BLOCK, &stops, &waitmask) == 0;
 	while (!oneshot_stop) {
 		now = now_ns(CLOCK_MONOTONIC);
 		if (deadline && now >= deadline)
@@ -366,8 +396,12 @@ int oneshot_run(const struct config *cfg)
 			log_error("reading samples: %s", strerror(-err));
 			break;
 		}
-		wait_records(&r, now_ns(CLOCK_MONOTONIC));
+		wait_records(&r, now_ns(CLOCK_MONOTONIC),
+			     deadline && deadline < next_scan ? deadline : next_scan,
+			     masked ? &waitmask : NULL);
 	}
+	if (masked)
+		sigprocmask(SIG_SETMASK, &waitmask, NULL);
 	/* sampling stops before the last records are read: the summary's counts then add up */
 	err = session_finish(r.session, now_ns(CLOCK_MONOTONIC));
 	if (err)
@@ -409,6 +443,8 @@ cleanup:
 		kill(r.child, SIGTERM);
 		waitpid(r.child, NULL, 0);
 	}
+	if (r.child_pidfd >= 0)
+		close(r.child_pidfd);
 	session__free(r.session);
 	return ret;
 }

@@ -106,13 +106,17 @@ static void deliver(struct sampler *s, struct cpu_asm *a)
 		.flags = a->flags,
 		.truncated = a->first.truncated,
 	};
+	/* slots [0, shared) are the base's (a delta: then lo is 0) */
+	uint32_t shared = a->first.flags & RP_SAMPLE_DELTA ? a->first.first : 0, i;
 	size_t n = 0;
-	uint32_t i;
 
 	/* leaf first, as Ruby's backtrace, without the control frames it skips */
 	for (i = a->nslots; i-- > a->lo;) {
-		if (rp_frame_kind(&a->slots[i]))
-			a->frames[n++] = a->slots[i];
+		if (!rp_frame_kind(&a->slots[i]))
+			continue;
+		a->frames[n++] = a->slots[i];
+		if (i < shared)
+			st.nshared++;
 	}
 	st.nframes = n;
 	s->h.on_stack(s->h.ctx, &st);
@@ -234,6 +238,14 @@ static int dispatch(struct sampler *s, void *data, size_t size)
 		if (s->h.on_proc)
 			s->h.on_proc(s->h.ctx, data);
 		return 0;
+	case RP_REC_USTACK:
+		if (rec->size < RP_USTACK_HDR_SIZE) {
+			s->bad_records++;
+			return 0;
+		}
+		if (s->h.on_ustack)
+			s->h.on_ustack(s->h.ctx, data, rec->size);
+		return 0;
 	default:
 		/* a kind of a newer program: skipped by its size */
 		s->bad_records++;
@@ -328,6 +340,16 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	if (err)
 		goto cleanup;
 	s->skel->rodata->rb_wakeup_bytes = opts->ringbuf_bytes / 4;
+	if (opts->stacks_mixed) {
+		if (opts->ustack_bytes < RP_USTACK_MIN || opts->ustack_bytes > RP_USTACK_MAX) {
+			err = -EINVAL;
+			goto cleanup;
+		}
+		s->skel->rodata->stacks_mixed = 1;
+		/* the bytes above sp, and the page sp is in */
+		s->skel->rodata->ustack_pages =
+			(opts->ustack_bytes + RP_USTACK_PAGE - 1) / RP_USTACK_PAGE + 1;
+	}
 	err = bpf_map__set_max_entries(s->skel->maps.samples, opts->ringbuf_bytes);
 	if (err)
 		goto cleanup;

@@ -16,9 +16,11 @@
 struct sampler;
 
 struct sampler_opts {
-	unsigned int frequency;	 /* Hz per CPU */
-	unsigned int max_frames; /* walk limit, <= RP_MAX_FRAMES_LIMIT */
-	size_t ringbuf_bytes;	 /* power of two, multiple of the page size */
+	unsigned int frequency;	   /* Hz per CPU */
+	unsigned int max_frames;   /* walk limit, <= RP_MAX_FRAMES_LIMIT */
+	size_t ringbuf_bytes;	   /* power of two, multiple of the page size */
+	bool stacks_mixed;	   /* also copy user registers and stacks (RP_REC_USTACK) */
+	unsigned int ustack_bytes; /* mixed: bytes of stack above sp, RP_USTACK_MIN..MAX */
 };
 
 /* One complete sample; frames leaf first. `first` is the header of its first chunk. */
@@ -28,12 +30,17 @@ struct sampler_stack {
 	size_t nframes;
 	uint32_t flags;	    /* RP_SAMPLE_* of all chunks */
 	uint32_t truncated; /* control frames cut at the root end */
+	/* frames[nframes - nshared, nframes) are those of this CPU's stack of sample
+	 * first->base_seq, the last complete one delivered before (a delta shares its root end) */
+	size_t nshared;
 };
 
 /* What the dispatcher calls for each kind of record. */
 struct sampler_handlers {
 	void (*on_stack)(void *ctx, const struct sampler_stack *stack);
 	void (*on_proc)(void *ctx, const struct rp_proc_event *ev); /* may be NULL */
+	/* size: the record's bytes (its copy's length is checked against it); may be NULL */
+	void (*on_ustack)(void *ctx, const struct rp_ustack *u, size_t size);
 	void *ctx;
 };
 

@@ -30,13 +30,8 @@
 #include "ship.h"
 #include "spool.h"
 
-/*
- * Records are sent without waking the reader: read them once per sample period (so that a
- * process that exits loses at most about one sample's names), within these bounds. At the
- * service's 19 Hz that is 19 wake-ups a second instead of 50.
- */
-#define POLL_MIN_NS	  20000000LL
-#define POLL_MAX_NS	  100000000LL
+/* metrics_tick() runs at least this often while the metrics socket is open (metrics.h). */
+#define METRICS_TICK_NS	  1000000000LL
 /* Without life-cycle events the /proc scan is all there is. */
 #define SCAN_NO_EVENTS_NS 500000000LL
 /* Services with labels remembered at once (pruned at each interval's end). */
@@ -476,6 +471,30 @@ static void render(void *ctx, struct mbuf *b)
 		 bpf[RP_STAT_STALE_PID]);
 	counter(b, "rubyprofd_truncated_stacks_total", "Stacks cut at max_frames.",
 		bpf[RP_STAT_TRUNCATED]);
+	if (c.native_on) {
+		counter(b, "rubyprofd_native_copies_total",
+			"User stack copies sent by the BPF program (--stacks mixed).",
+			bpf[RP_STAT_USTACKS]);
+		counter(b, "rubyprofd_native_copies_lost_total",
+			"User stack copies lost: the ring buffer was full.",
+			bpf[RP_STAT_USTACK_LOST]);
+		counter(b, "rubyprofd_native_copies_short_total",
+			"User stack copies that ended at an unreadable page.",
+			bpf[RP_STAT_USTACK_SHORT]);
+		counter(b, "rubyprofd_native_unwound_total", "Native stacks unwound.",
+			c.native.unw.unwinds);
+		counter(b, "rubyprofd_native_truncated_total",
+			"Native stacks cut short: unwinding stopped early, or more frames than "
+			"kept "
+			"(marked in the stack).",
+			c.native.truncated);
+		counter(b, "rubyprofd_native_unpaired_total",
+			"Ruby stacks shown without native frames: their copy was missing.",
+			c.native.unpaired);
+		counter(b, "rubyprofd_native_dwfl_evicted_total",
+			"Per-process unwinding states dropped at their bound.",
+			c.native.unw.evicted);
+	}
 	counter(b, "rubyprofd_ring_buffer_bytes_total",
 		"Bytes of records read from the ring buffer (its size is 8 MiB: this rate tells "
 		"how "
@@ -705,6 +724,11 @@ static void reload(struct service *sv, int64_t now)
 		log_warn("reload: spool_dir, max_frames, metrics_address and clock change only "
 			 "with a restart");
 	ncfg->clock_wall = old->clock_wall;
+	/* the BPF program is loaded with them */
+	if (ncfg->stacks_mixed != old->stacks_mixed || ncfg->ustack_bytes != old->ustack_bytes)
+		log_warn("reload: stacks and ustack_bytes change only with a restart");
+	ncfg->stacks_mixed = old->stacks_mixed;
+	ncfg->ustack_bytes = old->ustack_bytes;
 	snprintf(ncfg->spool_dir, sizeof(ncfg->spool_dir), "%s", old->spool_dir);
 	snprintf(ncfg->metrics_address, sizeof(ncfg->metrics_address), "%s", old->metrics_address);
 	ncfg->max_frames = old->max_frames;
@@ -747,16 +771,15 @@ static int on_signal(struct service *sv, int64_t now)
 	return 0;
 }
 
+/*
+ * When the loop must wake without an event: the interval's end, the session's next due work (the
+ * tracker's checks, and the ring buffer's read tick while a Ruby is profiled: samples do not wake
+ * the fd, process events and a filling buffer do), the rescan, the watchdog and the metrics tick.
+ */
 static int64_t next_deadline(struct service *sv, int64_t now)
 {
-	int64_t poll = 1000000000LL / session_frequency(sv->session), t, due;
+	int64_t t = sv->interval_start + (int64_t)(sv->cfg->interval * 1e9), due;
 
-	poll = poll < POLL_MIN_NS ? POLL_MIN_NS : poll > POLL_MAX_NS ? POLL_MAX_NS : poll;
-	t = now + poll;
-
-	due = sv->interval_start + (int64_t)(sv->cfg->interval * 1e9);
-	if (due < t)
-		t = due;
 	due = session_next_due(sv->session);
 	if (due < t)
 		t = due;
@@ -764,6 +787,8 @@ static int64_t next_deadline(struct service *sv, int64_t now)
 		t = sv->next_scan;
 	if (sv->watchdog_usec && sv->next_watchdog < t)
 		t = sv->next_watchdog;
+	if (sv->metrics && now + METRICS_TICK_NS < t)
+		t = now + METRICS_TICK_NS;
 	return t;
 }
 
@@ -772,6 +797,8 @@ static int setup(struct service *sv)
 	struct session_opts sopts = {
 		.frequency = sv->cfg->frequency,
 		.max_frames = sv->cfg->max_frames,
+		.stacks_mixed = sv->cfg->stacks_mixed,
+		.ustack_bytes = sv->cfg->ustack_bytes,
 		.clock_wall = sv->cfg->clock_wall,
 		.pids = sv->cfg->pids,
 		.npids = sv->cfg->npids,

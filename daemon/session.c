@@ -14,6 +14,25 @@
  * in the daemon's RSS: the kernel maps the data area two times). */
 #define RINGBUF_MIN_BYTES (4u << 20)
 #define RINGBUF_STACKS	  32
+/* --stacks mixed: copies of user stacks the ring buffer holds besides (a read tick of 8 sample
+ * periods, READ_SAMPLES below, of 16 CPUs is 128 of them; past a quarter of the buffer its
+ * fill threshold wakes the reader early) */
+#define RINGBUF_USTACKS	  256
+/*
+ * Samples are sent without waking the reader (rb_flags in bpf/maps.bpf.h): it wakes on process
+ * events (exec, fork, exit: forced), on the ring buffer's fill threshold (forced), on its own
+ * deadlines, and, while a process is profiled, at least every READ_SAMPLES sample periods. That
+ * tick is what bounds how long a sample waits: a process's frames are symbolized by reading its
+ * memory, so the samples taken in its last tick before it exits are read when it is gone, and
+ * those of their frames not seen earlier lose their names. 8 periods bound that loss to about
+ * 8 samples per CPU the process ran on, at any frequency (81 ms at 99 Hz, 421 ms at 19 Hz),
+ * while each wake-up takes in 8 samples of every busy CPU instead of one. Bounded
+ * below so that a high frequency does not wake the daemon more often than the old 20 ms poll,
+ * and above so that a low one still reads at least once a second.
+ */
+#define READ_SAMPLES	  8
+#define READ_MIN_NS	  20000000LL
+#define READ_MAX_NS	  1000000000LL
 
 struct session {
 	struct session_opts opts;
@@ -23,7 +42,8 @@ struct session {
 	struct agg *agg;
 	struct wall *wall; /* --clock wall, else NULL */
 	unsigned int frequency;
-	int64_t now; /* of the records being consumed */
+	int64_t now;	   /* of the records being consumed */
+	int64_t last_read; /* when the ring buffer was last read (CLOCK_MONOTONIC) */
 	/* start time of the last process whose threads the iterator listed */
 	pid_t iter_pid;
 	uint64_t iter_start;
@@ -37,11 +57,16 @@ int64_t session_now(void)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static size_t ringbuf_size(unsigned int max_frames)
+static size_t ringbuf_size(unsigned int max_frames, bool mixed)
 {
 	size_t want = (size_t)RINGBUF_STACKS *
 		      ((size_t)RP_SAMPLE_HDR_SIZE * (max_frames / RP_CHUNK_FRAMES + 1) +
 		       (size_t)max_frames * sizeof(struct rp_frame));
+
+	/* mixed: room for RINGBUF_USTACKS user stack copies of the largest size besides */
+	if (mixed)
+		want += (size_t)RINGBUF_USTACKS *
+			(RP_USTACK_HDR_SIZE + (size_t)RP_USTACK_PAGES_MAX * RP_USTACK_PAGE);
 	size_t size = RINGBUF_MIN_BYTES;
 
 	while (size < want)
@@ -52,6 +77,14 @@ static size_t ringbuf_size(unsigned int max_frames)
 static int64_t period_ns(unsigned int frequency)
 {
 	return 1000000000LL / frequency;
+}
+
+/* Reads the ring buffer once (bounded: SAMPLER_CONSUME_MAX records). Records, or -errno. */
+static int consume(struct session *s, int64_t now)
+{
+	s->now = now;
+	s->last_read = now;
+	return sampler_consume(s->sampler);
 }
 
 /* ---- the tracker's callbacks ------------------------------------------------------------ */
@@ -151,12 +184,21 @@ static void on_stack(void *ctx, const struct sampler_stack *st)
 	collector_on_stack(s->coll, st);
 }
 
+static void on_ustack(void *ctx, const struct rp_ustack *u, size_t size)
+{
+	struct session *s = ctx;
+
+	collector_on_ustack(s->coll, u, size);
+}
+
 struct session *session__new(const struct session_opts *opts)
 {
 	struct sampler_opts sopts = {
 		.frequency = opts->frequency,
 		.max_frames = opts->max_frames,
-		.ringbuf_bytes = ringbuf_size(opts->max_frames),
+		.ringbuf_bytes = ringbuf_size(opts->max_frames, opts->stacks_mixed),
+		.stacks_mixed = opts->stacks_mixed,
+		.ustack_bytes = opts->ustack_bytes,
 	};
 	struct tracker_opts topts = {.pids = opts->pids, .npids = opts->npids};
 	struct tracker_ops tops = {
@@ -165,7 +207,11 @@ struct session *session__new(const struct session_opts *opts)
 		.disable = on_disable,
 		.threads = threads_of,
 	};
-	struct sampler_handlers h = {.on_stack = on_stack, .on_proc = on_proc_event};
+	struct sampler_handlers h = {
+		.on_stack = on_stack,
+		.on_proc = on_proc_event,
+		.on_ustack = opts->stacks_mixed ? on_ustack : NULL,
+	};
 	struct session *s;
 	int err = -ENOMEM;
 
@@ -179,6 +225,10 @@ struct session *session__new(const struct session_opts *opts)
 	h.ctx = s;
 	s->agg = agg__new(2, MAX_STACKS);
 	s->coll = s->agg ? collector__new(s->agg, period_ns(opts->frequency)) : NULL;
+	if (s->coll && opts->stacks_mixed && collector_enable_native(s->coll, 0)) {
+		log_error("out of memory");
+		goto fail;
+	}
 	s->tracker = s->coll ? tracker__new(&topts, &tops) : NULL;
 	if (!s->tracker) {
 		log_error("out of memory");
@@ -192,6 +242,12 @@ struct session *session__new(const struct session_opts *opts)
 	if (opts->clock_wall) {
 		char why[256];
 
+		/* wall samples carry no user-stack copy: their native frames would be missing */
+		if (opts->stacks_mixed) {
+			log_error("--clock wall does not combine with --stacks mixed yet");
+			err = -ENOTSUP;
+			goto fail;
+		}
 		s->wall = wall__new(s->sampler, opts->frequency, why, sizeof(why));
 		if (!s->wall) {
 			err = -errno;
@@ -250,10 +306,9 @@ int session_run(struct session *s, int64_t now)
 {
 	int n;
 
-	s->now = now;
 	if (s->wall)
 		wall_tick(s->wall, now);
-	n = sampler_consume(s->sampler);
+	n = consume(s, now);
 	if (n < 0)
 		return n;
 	tracker_tick(s->tracker, now);
@@ -264,13 +319,12 @@ int session_drain(struct session *s, int64_t now)
 {
 	int n, rounds;
 
-	s->now = now;
 	/* everything sampled until now, within reason: a buffer refilled as fast as it is read
 	 * does not hold the caller forever. At most 10 calls (half a second, SAMPLER_CONSUME_NS
 	 * each): longer, and the service's metrics clients waiting meanwhile were dropped as idle
 	 * (METRICS_IDLE_MS) though they had sent their request. */
 	for (rounds = 0; rounds < 10; rounds++) {
-		n = sampler_consume(s->sampler);
+		n = consume(s, now);
 		if (n < 0)
 			return n;
 		if (n < SAMPLER_CONSUME_MAX)
@@ -289,9 +343,8 @@ int session_finish(struct session *s, int64_t now)
 	int err, n, rounds;
 
 	err = sampler_pause(s->sampler);
-	s->now = now;
 	for (rounds = 0; rounds < FINISH_ROUNDS; rounds++) {
-		n = sampler_consume(s->sampler);
+		n = consume(s, now);
 		if (n < 0)
 			return n;
 		if (n < SAMPLER_CONSUME_MAX)
@@ -300,10 +353,23 @@ int session_finish(struct session *s, int64_t now)
 	return err;
 }
 
+int64_t session_read_every(const struct session *s)
+{
+	int64_t every = READ_SAMPLES * period_ns(s->frequency);
+
+	return every < READ_MIN_NS ? READ_MIN_NS : every > READ_MAX_NS ? READ_MAX_NS : every;
+}
+
 int64_t session_next_due(const struct session *s)
 {
-	int64_t due = tracker_next_due(s->tracker);
+	int64_t due = tracker_next_due(s->tracker), read;
 
+	/* without a profiled process no sample can arrive: nothing to read on a timer */
+	if (collector_count(s->coll)) {
+		read = s->last_read + session_read_every(s);
+		if (read < due)
+			due = read;
+	}
 	if (s->wall && wall_next_due(s->wall) < due)
 		due = wall_next_due(s->wall);
 	return due;
@@ -312,8 +378,7 @@ int64_t session_next_due(const struct session *s)
 void session_scan(struct session *s, int64_t now)
 {
 	/* samples of a process found gone must be symbolized before it is forgotten */
-	s->now = now;
-	sampler_consume(s->sampler);
+	consume(s, now);
 	tracker_scan(s->tracker, now);
 }
 
@@ -376,6 +441,7 @@ void session_counters(struct session *s, struct session_counters *out)
 	collector_stats(s->coll, &out->collector);
 	tracker_stats(s->tracker, &out->tracker);
 	agg_stats(s->agg, &out->agg);
+	out->native_on = collector_native_stats(s->coll, &out->native);
 	if (s->wall) {
 		out->wall_on = true;
 		wall_counters(s->wall, &out->wall);

@@ -15,6 +15,7 @@
 #include "aggregate.h"
 #include "collect.h"
 #include "discover.h"
+#include "native.h"
 #include "sampler.h"
 #include "tracker.h"
 #include "wall.h"
@@ -26,7 +27,9 @@ typedef int (*session_identify_fn)(void *ctx, const struct ruby_target *t, char 
 struct session_opts {
 	unsigned int frequency;
 	unsigned int max_frames;
-	const pid_t *pids; /* only these (none: every Ruby) */
+	bool stacks_mixed;	   /* native frames too (RP_REC_USTACK, daemon/native.h) */
+	unsigned int ustack_bytes; /* mixed: bytes of user stack copied per sample */
+	const pid_t *pids;	   /* only these (none: every Ruby) */
 	size_t npids;
 	bool clock_wall;	      /* --clock wall (wall.h): refused where it cannot load */
 	session_identify_fn identify; /* NULL: no service names */
@@ -38,6 +41,8 @@ struct session_counters {
 	struct collector_stats collector;
 	struct tracker_stats tracker;
 	struct agg_stats agg;
+	bool native_on; /* --stacks mixed: `native` holds its counters */
+	struct native_stats native;
 	bool wall_on; /* wall-clock mode: `wall` is filled */
 	struct wall_counters wall;
 };
@@ -62,8 +67,12 @@ int session_drain(struct session *s, int64_t now_ns);
 /* The end of a run: stops sampling, then consumes all the ring buffer holds, so that every
  * sample counted is in the profile or counted as lost. 0 or -errno (of stopping). */
 int session_finish(struct session *s, int64_t now_ns);
-/* When session_run next has work without a record arriving (CLOCK_MONOTONIC), or INT64_MAX. */
+/* When session_run next has work without a record waking the fd (CLOCK_MONOTONIC), or
+ * INT64_MAX: the tracker's next check, and while a process is profiled the next read of the ring
+ * buffer (samples do not wake the fd; see session.c). The caller adds its own deadlines. */
 int64_t session_next_due(const struct session *s);
+/* How often the ring buffer is read while a process is profiled (ns), from the frequency. */
+int64_t session_read_every(const struct session *s);
 /* A /proc rescan (the safety net under the life-cycle events). */
 void session_scan(struct session *s, int64_t now_ns);
 /* Whether process events arrive from the kernel (else scan often). */

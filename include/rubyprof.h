@@ -58,20 +58,25 @@ struct rp_frame {
 	__u64 ep;
 };
 
-#define RP_FRAME_PC_MASK    0x00ffffffffffffffULL
-#define RP_FRAME_KIND_SHIFT 56
-#define RP_FRAME_KIND_ISEQ  0x01ULL
-#define RP_FRAME_KIND_CFUNC 0x02ULL
+#define RP_FRAME_PC_MASK     0x00ffffffffffffffULL
+#define RP_FRAME_KIND_SHIFT  56
+#define RP_FRAME_KIND_ISEQ   0x01ULL
+#define RP_FRAME_KIND_CFUNC  0x02ULL
 /* The control frame carries a JIT return address (cfp->jit_return != 0): its pc is unreliable. */
-#define RP_FRAME_FLAG_JIT   0x80ULL
+#define RP_FRAME_FLAG_JIT    0x80ULL
 /*
  * A Ruby frame whose environment is local (a method's own frame, not a block's): `ep` holds its
  * ep[-2] as read at the sample, the method entry (or the svar or cref holding it). A short
  * method's frame is gone by the time userspace could read it, and with it the method's owner.
  */
-#define RP_FRAME_FLAG_ME    0x40ULL
+#define RP_FRAME_FLAG_ME     0x40ULL
+/*
+ * --stacks mixed only: the control frame is flagged VM_FRAME_FLAG_FINISH, the first frame of a VM
+ * invocation (rb_vm_exec): where the native frames of the C code that invoked it go.
+ */
+#define RP_FRAME_FLAG_FINISH 0x20ULL
 
-#define rp_frame_kind(f) (((f)->info >> RP_FRAME_KIND_SHIFT) & 0x3f)
+#define rp_frame_kind(f) (((f)->info >> RP_FRAME_KIND_SHIFT) & 0x1f)
 #define rp_frame_pc(f)	 ((f)->info & RP_FRAME_PC_MASK)
 
 /* ---- records in the ring buffer ----------------------------------------------------------- */
@@ -84,8 +89,9 @@ struct rp_frame {
  */
 #define RP_REC_VERSION 2 /* 2: stacks root first, as deltas of the CPU's last stack */
 
-#define RP_REC_STACK 1 /* struct rp_sample: one chunk of a sampled Ruby stack */
-#define RP_REC_PROC  2 /* struct rp_proc_event: exec, fork or exit of a process */
+#define RP_REC_STACK  1 /* struct rp_sample: one chunk of a sampled Ruby stack */
+#define RP_REC_PROC   2 /* struct rp_proc_event: exec, fork or exit of a process */
+#define RP_REC_USTACK 3 /* struct rp_ustack: user registers and stack copy (--stacks mixed) */
 
 /* rp_rec.wunit: what `weight` counts */
 #define RP_WEIGHT_COUNT 0 /* samples */
@@ -190,6 +196,36 @@ struct rp_proc_event {
 	char comm[16];
 };
 
+/*
+ * RP_REC_USTACK (--stacks mixed only): the sampled thread's user registers and a copy of its
+ * user stack, for the daemon to unwind native frames with CFI. Sent just before the Ruby stack
+ * of the same sample, whose (cpu, seq) it carries. The copy starts at sp rounded down to its
+ * page and is made page by page, so that a stack whose end is nearer than the configured size
+ * gives what exists instead of nothing: data[sp & 4095, len) are the bytes from sp upward.
+ */
+#define RP_USTACK_PAGE	    4096
+#define RP_USTACK_MIN	    8192 /* --ustack-bytes limits */
+#define RP_USTACK_MAX	    32768
+#define RP_USTACK_DEFAULT   16384
+/* pages of a record: the configured bytes above sp, plus the page sp is in */
+#define RP_USTACK_PAGES_MAX (RP_USTACK_MAX / RP_USTACK_PAGE + 1)
+
+/* rp_ustack.flags */
+#define RP_USTACK_SHORT 0x1 /* a page could not be read: the copy ends before the size */
+
+struct rp_ustack {
+	struct rp_rec hdr;
+	__u32 cpu;
+	__u32 seq; /* the RP_REC_STACK sample (rp_sample.seq) of this CPU it belongs to */
+	__u64 ip, sp, bp;
+	__u32 len;   /* bytes of data copied, from sp rounded down to its page */
+	__u32 flags; /* RP_USTACK_* */
+	/* zero-length: the record is reserved at its full size in the ring buffer */
+	__u8 data[0];
+};
+
+#define RP_USTACK_HDR_SIZE 72
+
 /* ---- per-process configuration (procs map, keyed by tgid) --------------------------------- */
 
 /* How the sampled thread's rb_execution_context_t is found. */
@@ -292,7 +328,10 @@ struct rp_wall_params {
 #define RP_STAT_FORK_COPIED  14 /* procs entries copied to a forked child */
 #define RP_STAT_RUN_NS	     15 /* time spent in the sampling program (ns, measured inside it) */
 #define RP_STAT_SHIPPED	     16 /* frames (slots) shipped: the rest was the CPU's previous stack */
-#define RP_STAT_MAX	     17
+#define RP_STAT_USTACKS	     17 /* mixed mode: user stacks copied */
+#define RP_STAT_USTACK_LOST  18 /* mixed mode: user stack records lost (ring buffer full) */
+#define RP_STAT_USTACK_SHORT 19 /* mixed mode: copies that ended at an unreadable page */
+#define RP_STAT_MAX	     20
 
 /* ---- task iterator output (fsbase of each thread of one process) -------------------------- */
 
@@ -312,6 +351,7 @@ _Static_assert(sizeof(struct rp_rec) == 32, "rp_rec layout");
 _Static_assert(sizeof(struct rp_wall_offsets) == 24, "rp_wall_offsets layout");
 _Static_assert(sizeof(struct rp_wall_params) == 40, "rp_wall_params layout");
 _Static_assert(sizeof(struct rp_proc_event) == 72, "rp_proc_event layout");
+_Static_assert(sizeof(struct rp_ustack) == RP_USTACK_HDR_SIZE, "rp_ustack layout");
 _Static_assert(__builtin_offsetof(struct rp_sample, frames) == RP_SAMPLE_HDR_SIZE,
 	       "rp_sample header");
 _Static_assert(sizeof(struct rp_sample) == RP_SAMPLE_HDR_SIZE, "rp_sample header");

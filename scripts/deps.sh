@@ -17,6 +17,7 @@ pkgs=(
 	libcurl4-openssl-dev						# build: the shipper's HTTP transport (daemon/upload.c)
 	musl-tools							# tests: the fake Ruby run by musl libc (Alpine's TLS layout)
 	protobuf-compiler						# test_ingest decodes the collectors' protobuf bodies with protoc
+	libdw-dev							# build: native stacks unwound with CFI by libdwfl (daemon/unwind.c)
 )
 # `scripts/deps.sh bench` (make bench) also installs the peers that the bench measures.
 if [ "${1:-}" = bench ]; then

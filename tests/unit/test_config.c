@@ -1096,6 +1096,31 @@ Test(conffile, upload_keys_only_for_the_service)
 		  "rubyprofd: --upload-url: only for the service, not with --oneshot\n");
 }
 
+/* --stacks and --ustack-bytes (docs/native-stacks.md): ruby by default, mixed by flag or key. */
+Test(conffile, native_stacks_mode)
+{
+	char *dflt[] = {"rubyprofd", "--oneshot", NULL};
+	char *flags[] = {"rubyprofd",	   "--oneshot", "--stacks", "mixed",
+			 "--ustack-bytes", "32K",	NULL};
+	char *p = write_conf("mixed.conf", "stacks = mixed\nustack_bytes = 8192\n");
+	char *file[] = {"rubyprofd", "--config", p, NULL};
+
+	parse_ok(&cfg, dflt, "/nonexistent/default.conf");
+	cr_assert(!cfg.stacks_mixed);
+	cr_assert_eq(cfg.ustack_bytes, RP_USTACK_DEFAULT);
+	parse_ok(&cfg, flags, "/nonexistent/default.conf");
+	cr_assert(cfg.stacks_mixed);
+	cr_assert_eq(cfg.ustack_bytes, 32768);
+	parse_ok(&cfg, file, "/nonexistent/default.conf");
+	cr_assert(cfg.stacks_mixed);
+	cr_assert_eq(cfg.ustack_bytes, 8192);
+	free(p);
+	file_bad("stacks = native\n", "1: stacks: 'native' is not ruby or mixed");
+	file_bad("ustack_bytes = 4K\n",
+		 "1: ustack_bytes: '4K' is not a size from 8K to 32K (bytes, or a number with the "
+		 "suffix K)");
+}
+
 /* --clock: cpu by default, wall from the flag or the file (the flag wins), anything else refused
  * with the key named. */
 Test(conffile, clock)

@@ -1,0 +1,539 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* unwind.c - native stacks from copied user stacks, with libdwfl's CFI unwinder. */
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "procmem.h"
+#include "procs.h"
+#include "unwind.h"
+
+/* x86-64 DWARF register numbers (System V psABI, figure 3.36). */
+#define DWARF_RBP 6
+#define DWARF_RSP 7
+
+/* A process's modules are reported again (a leaf in no module) at most this often. */
+#define REFRESH_NS 1000000000LL
+
+static int64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* One process's Dwfl and the sample being unwound in it (the thread callbacks' argument). */
+struct uproc {
+	pid_t pid;
+	Dwfl *dwfl;
+	uint64_t used;	  /* unwinder tick of its last use: the least recent goes at the bound */
+	int64_t built_ns; /* CLOCK_MONOTONIC when its Dwfl was made */
+	const struct unwind_input *in;
+	bool past_copy;
+	uint64_t func_start, func_end; /* extent of the last function asked about */
+};
+
+struct unwinder {
+	struct uproc *procs;
+	size_t max, n;
+	uint64_t tick;
+	struct unwinder_stats stats;
+};
+
+/* The mapping of `path` that starts at `start` (the module's first), copied into *out. */
+static bool find_mapping(pid_t pid, const char *path, uint64_t start, struct proc_map *out)
+{
+	struct proc_maps m = {0};
+	bool found = false;
+	size_t i;
+
+	if (procs_read_maps(pid, &m))
+		return false;
+	for (i = 0; i < m.n && !found; i++) {
+		if (m.v[i].start == start && m.v[i].path && strcmp(m.v[i].path, path) == 0) {
+			*out = m.v[i];
+			out->path = NULL; /* freed with m */
+			found = true;
+		}
+	}
+	procs_maps_free(&m);
+	return found;
+}
+
+/*
+ * Opens path if it is the mapped file: the same inode, and the same device unless `any_dev`
+ * (overlayfs: maps may show the layer's device, stat the overlay's). -1 otherwise.
+ */
+static int open_same(const char *path, const struct proc_map *m, bool any_dev)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || !m)
+		return fd;
+	if (fstat(fd, &st) == 0 && st.st_ino == m->inode && (any_dev || st.st_dev == m->dev))
+		return fd;
+	close(fd);
+	return -1;
+}
+
+/*
+ * The modules' files as the process sees them: through /proc/PID/root, so that a process in a
+ * container gets its own libraries; then the path itself (maps name files as seen from the
+ * reader's root: a chroot below ours), then the mapping itself (/proc/PID/map_files: a deleted
+ * or replaced file; it needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE). A path is used only if it
+ * still names the mapped file (its inode), so that a container's deleted library is never
+ * replaced by the host's file of the same name. Each module's userdata points at its uproc (set
+ * right after reporting, before any file is opened: libdwfl opens them lazily).
+ */
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+		    char **file_name, Elf **elfp)
+{
+	const struct uproc *p = *userdata;
+	struct proc_map m;
+	const struct proc_map *mp;
+	char path[4096];
+	int fd = -1;
+
+	if (!p || modname[0] != '/')
+		/* "[vdso: PID]": libdwfl reads it from the process's memory itself */
+		return dwfl_linux_proc_find_elf(mod, userdata, modname, base, file_name, elfp);
+	/* without its mapping (gone since it was reported), the root's path unchecked */
+	mp = find_mapping(p->pid, modname, base, &m) ? &m : NULL;
+	if (procs_root_path(p->pid, modname, path, sizeof(path)) == 0)
+		fd = open_same(path, mp, true);
+	if (fd < 0 && mp) {
+		snprintf(path, sizeof(path), "%s", modname);
+		fd = open_same(path, mp, false);
+	}
+	if (fd < 0 && mp) {
+		snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid,
+			 mp->start, mp->end);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return -1;
+	*file_name = strdup(path);
+	return fd;
+}
+
+static const Dwfl_Callbacks dwfl_callbacks = {
+	.find_elf = find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+};
+
+/* ---- the thread callbacks: one thread, its registers and stack from the sample ----------- */
+
+static pid_t next_thread(Dwfl *dwfl, void *dwfl_arg, void **thread_argp)
+{
+	struct uproc *p = dwfl_arg;
+
+	/* one thread per unwind: the sampled one, then no more */
+	if (*thread_argp)
+		return 0;
+	*thread_argp = p;
+	return p->in ? p->in->tid : 0;
+}
+
+static bool get_thread(Dwfl *dwfl, pid_t tid, void *dwfl_arg, void **thread_argp)
+{
+	struct uproc *p = dwfl_arg;
+
+	if (!p->in || p->in->tid != tid)
+		return false;
+	*thread_argp = p;
+	return true;
+}
+
+static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *dwfl_arg)
+{
+	struct uproc *p = dwfl_arg;
+	const struct unwind_input *in = p->in;
+	uint64_t v;
+
+	if (addr >= in->sp && addr - in->sp <= in->stack_len &&
+	    in->stack_len - (addr - in->sp) >= sizeof(v)) {
+		memcpy(&v, (const char *)in->stack + (addr - in->sp), sizeof(v));
+		*result = v;
+		return true;
+	}
+	/* Above the copy (a deep stack): the live process's words, which for the frames near the
+	 * root are those of the sample while the thread is still inside them. */
+	if (procmem_read(p->pid, addr, &v, sizeof(v)))
+		return false;
+	if (addr >= in->sp)
+		p->past_copy = true;
+	*result = v;
+	return true;
+}
+
+static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
+{
+	const struct uproc *p = thread_arg;
+	Dwarf_Word regs[2] = {p->in->bp, p->in->sp};
+
+	if (!dwfl_thread_state_registers(thread, DWARF_RBP, 2, regs))
+		return false;
+	dwfl_thread_state_register_pc(thread, p->in->ip);
+	return true;
+}
+
+static const Dwfl_Thread_Callbacks thread_callbacks = {
+	.next_thread = next_thread,
+	.get_thread = get_thread,
+	.memory_read = memory_read,
+	.set_initial_registers = set_initial_registers,
+};
+
+/* ---- the per-process cache --------------------------------------------------------------- */
+
+static int set_userdata(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start,
+			void *arg)
+{
+	*userdata = arg;
+	return DWARF_CB_OK;
+}
+
+static void uproc_drop(struct uproc *p)
+{
+	if (p->dwfl)
+		dwfl_end(p->dwfl);
+	p->dwfl = NULL;
+}
+
+/* Reports the process's mappings (read from /proc/PID/maps: no ptrace) and attaches our thread
+ * callbacks. 0 or -errno. */
+static int uproc_build(struct uproc *p)
+{
+	int err;
+
+	p->dwfl = dwfl_begin(&dwfl_callbacks);
+	if (!p->dwfl)
+		return -ENOMEM;
+	p->built_ns = monotonic_ns();
+	dwfl_report_begin(p->dwfl);
+	err = dwfl_linux_proc_report(p->dwfl, p->pid);
+	if (dwfl_report_end(p->dwfl, NULL, NULL) != 0 && !err)
+		err = ENOENT;
+	if (err) {
+		uproc_drop(p);
+		/* dwfl_linux_proc_report: an errno of opening /proc/PID/maps, or -1 */
+		return err == ENOENT || err == ESRCH ? -ESRCH : -ENOENT;
+	}
+	dwfl_getmodules(p->dwfl, set_userdata, p, 0);
+	if (!dwfl_attach_state(p->dwfl, NULL, p->pid, &thread_callbacks, p)) {
+		uproc_drop(p);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static struct uproc *uproc_find(struct unwinder *u, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < u->n; i++) {
+		if (u->procs[i].pid == pid)
+			return &u->procs[i];
+	}
+	return NULL;
+}
+
+/* The process's Dwfl, made on its first sample; at the bound the least recently used goes. */
+static int uproc_get(struct unwinder *u, pid_t pid, struct uproc **out)
+{
+	struct uproc *p = uproc_find(u, pid);
+	size_t i, lru = 0;
+	int err;
+
+	if (!p) {
+		if (u->n < u->max) {
+			p = &u->procs[u->n++];
+		} else {
+			for (i = 1; i < u->n; i++) {
+				if (u->procs[i].used < u->procs[lru].used)
+					lru = i;
+			}
+			p = &u->procs[lru];
+			uproc_drop(p);
+			u->stats.evicted++;
+		}
+		memset(p, 0, sizeof(*p));
+		p->pid = pid;
+	}
+	p->used = ++u->tick;
+	if (!p->dwfl) {
+		err = uproc_build(p);
+		if (err)
+			return err;
+	}
+	*out = p;
+	return 0;
+}
+
+struct unwinder *unwinder__new(size_t max_procs)
+{
+	struct unwinder *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return NULL;
+	u->max = max_procs ? max_procs : UNWIND_MAX_PROCS_DEFAULT;
+	u->procs = calloc(u->max, sizeof(*u->procs));
+	if (!u->procs) {
+		free(u);
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* Never a network lookup: libdwfl's standard debuginfo finder asks debuginfod when set. */
+	unsetenv("DEBUGINFOD_URLS");
+	return u;
+}
+
+void unwinder__free(struct unwinder *u)
+{
+	size_t i;
+
+	if (!u)
+		return;
+	for (i = 0; i < u->n; i++)
+		uproc_drop(&u->procs[i]);
+	free(u->procs);
+	free(u);
+}
+
+void unwinder_forget(struct unwinder *u, pid_t pid)
+{
+	struct uproc *p = uproc_find(u, pid);
+
+	if (!p)
+		return;
+	uproc_drop(p);
+	*p = u->procs[--u->n];
+}
+
+/* ---- unwinding ----------------------------------------------------------------------------- */
+
+/*
+ * The CFI entry of .eh_frame_hdr's table (sorted by start) that holds addr (an address of the
+ * process): *start is its start, *end the next entry's (0 for the last). What a stripped build
+ * still has of its functions. Only the table GNU ld writes (datarel sdata4 pairs) is read.
+ * 0, or -ENOENT.
+ */
+static int eh_frame_hdr_lookup(Dwfl_Module *mod, uint64_t addr, uint64_t *start, uint64_t *end)
+{
+	const uint8_t *d;
+	Elf_Data *data = NULL;
+	Dwarf_Addr bias = 0;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr, hdr = {0};
+	size_t shstrndx, lo, hi, mid, count;
+	const char *name;
+	int32_t loc;
+	Elf *elf;
+
+	elf = dwfl_module_getelf(mod, &bias);
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
+		return -ENOENT;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr))
+			continue;
+		name = elf_strptr(elf, shstrndx, shdr.sh_name);
+		if (name && strcmp(name, ".eh_frame_hdr") == 0) {
+			data = elf_getdata(scn, NULL);
+			hdr = shdr;
+			break;
+		}
+	}
+	/* version 1; eh_frame_ptr pcrel|sdata4, fde_count udata4, table datarel|sdata4 */
+	if (!data || data->d_size < 12)
+		return -ENOENT;
+	d = data->d_buf;
+	if (d[0] != 1 || d[1] != 0x1b || d[2] != 0x03 || d[3] != 0x3b)
+		return -ENOENT;
+	memcpy(&loc, d + 8, sizeof(loc));
+	count = (uint32_t)loc;
+	if (count > (data->d_size - 12) / 8)
+		return -ENOENT;
+	/* the first entry above addr */
+	lo = 0;
+	hi = count;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		memcpy(&loc, d + 12 + mid * 8, sizeof(loc));
+		if (hdr.sh_addr + (int64_t)loc + bias <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return -ENOENT;
+	memcpy(&loc, d + 12 + (lo - 1) * 8, sizeof(loc));
+	*start = hdr.sh_addr + (int64_t)loc + bias;
+	*end = 0;
+	if (lo < count) {
+		memcpy(&loc, d + 12 + lo * 8, sizeof(loc));
+		*end = hdr.sh_addr + (int64_t)loc + bias;
+	}
+	return 0;
+}
+
+/* [start, end) of the function at `start`: its symbol's size, else its CFI entry's extent; a
+ * function of unknown extent is its first byte alone. */
+static uint64_t func_end(Dwfl *dwfl, uint64_t start)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, start);
+	uint64_t fstart, end;
+	GElf_Off off = 0;
+	GElf_Sym sym;
+
+	if (!mod)
+		return start + 1;
+	if (dwfl_module_addrinfo(mod, start, &off, &sym, NULL, NULL, NULL) && off == 0 &&
+	    sym.st_size)
+		return start + sym.st_size;
+	if (eh_frame_hdr_lookup(mod, start, &fstart, &end) == 0 && fstart == start && end > start)
+		return end;
+	return start + 1;
+}
+
+struct walk {
+	uint64_t *pcs;
+	size_t max, n;
+	uint64_t func_start, func_end; /* the function of interest, [start, end) */
+	uint8_t *marks;		       /* per frame: inside it; NULL: stop before it */
+	enum unwind_end end;
+};
+
+static int on_frame(Dwfl_Frame *state, void *arg)
+{
+	struct walk *w = arg;
+	bool activation = false, inside;
+	Dwarf_Addr pc;
+
+	if (!dwfl_frame_pc(state, &pc, &activation))
+		return DWARF_CB_ABORT;
+	if (pc == 0) {
+		w->end = UNWIND_END_OUTERMOST;
+		return DWARF_CB_ABORT;
+	}
+	/* a return address is looked up at its call instruction */
+	inside = w->func_start &&
+		 (activation ? pc : pc - 1) - w->func_start < w->func_end - w->func_start;
+	if (inside && !w->marks) {
+		w->end = UNWIND_END_STOP_FUNC;
+		return DWARF_CB_ABORT;
+	}
+	if (w->n == w->max) {
+		w->end = UNWIND_END_MAX;
+		return DWARF_CB_ABORT;
+	}
+	if (w->marks)
+		w->marks[w->n] = inside;
+	w->pcs[w->n++] = pc;
+	return DWARF_CB_OK;
+}
+
+int unwinder_unwind(struct unwinder *u, const struct unwind_input *in, uint64_t *pcs, size_t max,
+		    struct unwind_result *res)
+{
+	struct walk w = {.pcs = pcs, .max = max, .marks = in->marks};
+	struct uproc *p;
+	int err, ret;
+
+	memset(res, 0, sizeof(*res));
+	err = uproc_get(u, in->pid, &p);
+	if (err) {
+		u->stats.no_dwfl++;
+		return err;
+	}
+	/*
+	 * A leaf in no module: a library loaded after the Dwfl was made; report the maps again, at
+	 * most once a second (a leaf in anonymous code, JIT code, is in no module ever).
+	 */
+	if (!dwfl_addrmodule(p->dwfl, in->ip) && monotonic_ns() - p->built_ns >= REFRESH_NS) {
+		uproc_drop(p);
+		u->stats.refreshed++;
+		err = uproc_build(p);
+		if (err) {
+			u->stats.no_dwfl++;
+			return err;
+		}
+	}
+	u->stats.unwinds++;
+	p->in = in;
+	p->past_copy = false;
+	/* the function's extent, found once per Dwfl */
+	if (in->func && in->func != p->func_start) {
+		p->func_start = in->func;
+		p->func_end = func_end(p->dwfl, in->func);
+	}
+	w.func_start = in->func;
+	w.func_end = in->func ? p->func_end : 0;
+	ret = dwfl_getthread_frames(p->dwfl, in->tid, on_frame, &w);
+	p->in = NULL;
+	if (ret == 0)
+		w.end = UNWIND_END_OUTERMOST;
+	else if (ret < 0)
+		w.end = UNWIND_END_STOPPED;
+	/* otherwise on_frame set why it stopped */
+	if (w.end == UNWIND_END_STOPPED)
+		u->stats.stopped++;
+	if (p->past_copy)
+		u->stats.past_copy++;
+	res->n = w.n;
+	res->end = w.end;
+	res->past_copy = p->past_copy;
+	return 0;
+}
+
+int unwinder_symbolize(struct unwinder *u, pid_t pid, uint64_t addr, struct unwind_sym *out)
+{
+	struct uproc *p = uproc_find(u, pid);
+	const unsigned char *bits;
+	Dwarf_Addr start = 0, vaddr;
+	uint64_t fstart, fend;
+	Dwfl_Module *mod;
+	GElf_Off off = 0;
+	GElf_Sym sym;
+	int len, i;
+
+	memset(out, 0, sizeof(*out));
+	if (!p || !p->dwfl)
+		return -ENOENT;
+	p->used = ++u->tick;
+	mod = dwfl_addrmodule(p->dwfl, addr);
+	if (!mod)
+		return 0;
+	out->module = dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL);
+	out->name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
+	if (out->name) {
+		out->offset = off;
+	} else if (eh_frame_hdr_lookup(mod, addr, &fstart, &fend) == 0 && fstart >= start &&
+		   (!fend || addr < fend)) {
+		/* no symbol (a static function of a stripped object): the function's start from
+		 * its CFI, so that its addresses count as one function */
+		out->offset = fstart - start;
+		out->func_from_cfi = true;
+	} else {
+		out->offset = addr - start;
+	}
+	len = dwfl_module_build_id(mod, &bits, &vaddr);
+	for (i = 0; len > 0 && i < len && i < 20; i++)
+		snprintf(out->build_id + (ptrdiff_t)2 * i, 3, "%02x", bits[i]);
+	return 0;
+}
+
+void unwinder_stats(const struct unwinder *u, struct unwinder_stats *out)
+{
+	*out = u->stats;
+}

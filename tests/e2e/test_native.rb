@@ -1,0 +1,139 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# --stacks mixed: native frames (CFI-unwound) on top of the Ruby stack (docs/native-stacks.md).
+require "open3"
+require "tmpdir"
+
+class E2E
+  # A script compressing with Zlib::Deflate.deflate: most of its samples in that C function show
+  # libz's own frames on top of it, and the script's Ruby method under it.
+  def test_native_zlib
+    r = profile_script("zlib_work.rb", duration: 6, flags: ["--stacks", "mixed"])
+    prof, samples = r.prof, r.samples
+    native = ->(loc) { native?(prof, loc) }
+    in_deflate = samples.filter_map do |s|
+      frames = prof.frames(s)
+      idx = frames.index { |l| method?(l, "deflate") && prof.cfunc?(l) }
+      [s, frames, idx] if idx
+    end
+    got = in_deflate.sum { |s, _, _| s.count }
+    check(got >= 0.5 * r.total, "only #{got}/#{r.total} samples in Zlib::Deflate.deflate")
+    good = in_deflate.select do |_, frames, idx|
+      above = frames[0...idx]
+      above.all?(&native) && above.any? { |l| l.name == "deflate" && l.file =~ /libz\.so/ } &&
+        method?(frames[idx + 1], "compress_loop")
+    end
+    n = good.sum { |s, _, _| s.count }
+    best = in_deflate.max_by { |s, _, _| s.count }
+    check(n >= 0.8 * got,
+          "#{n}/#{got} samples in deflate show libz's deflate above it; most frequent stack:\n  " +
+          best[1].map { |l| "#{fmt(l, prof)} (#{prof.mappings[l.mapping]})" }.join("\n  "))
+    depth = good.sum { |s, _, idx| s.count * idx } / [n, 1].max.to_f
+    ruby_only = samples.count { |s| prof.frames(s).none?(&native) }
+    # libz's Mapping carries its build id, as the file has it
+    libz = good.first[1].find { |l| l.file =~ /libz\.so/ }
+    want_id = build_id_of(libz.file)
+    check(want_id.nil? || prof.mappings[libz.mapping] == "#{libz.file} #{want_id}",
+          "libz's mapping is #{prof.mappings[libz.mapping].inspect}, its build id #{want_id}")
+    # the baseline: perf's frame-pointer call graphs of the same process, where perf is installed
+    perf = perf_frames_per_sample(r.facts["pid"])
+    check(perf.nil? || depth > perf, "#{depth.round(1)} native frames per sample, perf -g finds #{perf}")
+    "#{n}/#{got} samples in deflate with libz frames, #{depth.round(1)} native frames each, " \
+      "#{ruby_only} stacks without native frames" + (perf ? "; perf -g: #{perf.round(1)} frames per sample" : "")
+  end
+
+  # A native frame: its mapping is its object (pprof -raw prints the build id after the path).
+  def native?(prof, loc)
+    loc.file.start_with?("/") && prof.mappings[loc.mapping] =~ /\A#{Regexp.escape(loc.file)}( \h{40})?\z/
+  end
+
+  # The GNU build id of a file as the test's Ruby sees it (readelf), nil without readelf.
+  def build_id_of(path)
+    return nil unless system("command -v readelf >/dev/null 2>&1")
+    out, = Open3.capture2("readelf", "-n", File.join(@rt.root || "/", path), err: File::NULL)
+    out[/Build ID: (\h+)/, 1]
+  end
+
+  # Frames per sample of `perf record -e cpu-clock -g` on pid for 3 s; nil without perf.
+  def perf_frames_per_sample(pid)
+    return nil unless system("command -v perf >/dev/null 2>&1")
+    Dir.mktmpdir("rp-perf") do |dir|
+      data = File.join(dir, "perf.data")
+      ok = system("perf", "record", "-q", "-e", "cpu-clock", "-F", "99", "-g", "-p", pid.to_s,
+                  "-o", data, "--", "sleep", "3", out: File::NULL, err: File::NULL)
+      check(ok, "perf record failed")
+      out, = Open3.capture2("perf", "script", "-i", data, err: File::NULL)
+      blocks = out.split(/\n\s*\n/).reject { |b| b.strip.empty? }
+      check(!blocks.empty?, "perf recorded no sample of pid #{pid}")
+      blocks.sum { |b| b.lines.size - 1 }.to_f / blocks.size
+    end
+  end
+
+  # Ruby -> C -> Ruby -> C: Array#each's own C code (rb_ary_each, rb_yield) between the block it
+  # runs and the Array#each frame, and libz's on top of Zlib::Deflate.deflate in that block.
+  def test_native_nested
+    r = profile_script("zlib_nested.rb", duration: 6, flags: ["--stacks", "mixed"])
+    prof, samples = r.prof, r.samples
+    native = ->(loc) { native?(prof, loc) }
+    in_deflate = samples.filter_map do |s|
+      frames = prof.frames(s)
+      idx = frames.index { |l| method?(l, "deflate") && prof.cfunc?(l) }
+      [s, frames, idx] if idx
+    end
+    got = in_deflate.sum { |s, _, _| s.count }
+    check(got >= 0.5 * r.total, "only #{got}/#{r.total} samples in Zlib::Deflate.deflate")
+    each_c = in_deflate.any? { |_, f, _| f.any? { |l| method?(l, "each") && prof.cfunc?(l) } }
+    good = in_deflate.select do |_, frames, idx|
+      block = frames[idx + 1]
+      next false unless block && block.name =~ /\Ablock .*compress_each\z/
+      each = frames.index { |l| method?(l, "each") }
+      next false unless each && each > idx + 1
+      between = frames[(idx + 2)...each]
+      frames[0...idx].any? { |l| l.name == "deflate" && l.file =~ /libz\.so/ } &&
+        (!each_c || (!between.empty? && between.all?(&native) &&
+                     between.any? { |l| l.name == "rb_ary_each" }))
+    end
+    n = good.sum { |s, _, _| s.count }
+    best = in_deflate.max_by { |s, _, _| s.count }
+    check(n >= 0.8 * got,
+          "#{n}/#{got} samples interleave Array#each's C frames under the block; most frequent:\n  " +
+          best[1].map { |l| "#{fmt(l, prof)} (#{prof.mappings[l.mapping]})" }.join("\n  "))
+    "#{n}/#{got} samples in deflate interleaved#{each_c ? "" : " (Array#each is Ruby here)"}"
+  end
+
+  # Ruby -> C -> Ruby nested 40 deep: more native frames than are kept. The native stack is cut
+  # where the bound is, marked there, and every Ruby frame stays, in Ruby's order.
+  def test_native_truncated
+    depth = 40
+    r = profile_script("nested_deep.rb", depth.to_s, duration: 6, flags: ["--stacks", "mixed"])
+    prof, samples = r.prof, r.samples
+    want = r.facts["frames"].map { |f| f["label"] }
+    in_deflate = samples.filter_map do |s|
+      frames = prof.frames(s)
+      idx = frames.index { |l| method?(l, "deflate") && prof.cfunc?(l) }
+      [s, frames, idx] if idx
+    end
+    got = in_deflate.sum { |s, _, _| s.count }
+    check(got >= 0.5 * r.total, "only #{got}/#{r.total} samples in Zlib::Deflate.deflate")
+    good = in_deflate.select do |_, frames, idx|
+      # Ruby's backtrace, taken in the block that calls deflate, is the stack under it
+      ruby = frames[(idx + 1)..].select { |l| prof.mappings[l.mapping] =~ /\A\[ruby( cfunc)?\]\z/ }
+      marks = frames.each_index.select { |i| frames[i].name == "[native stack truncated]" }
+      ruby.map { |l| ruby_label(l) } == want && marks.size == 1 && marks[0] > idx &&
+        frames[0...idx].any? { |l| l.name == "deflate" && l.file =~ /libz\.so/ }
+    end
+    n = good.sum { |s, _, _| s.count }
+    best = in_deflate.max_by { |s, _, _| s.count }
+    bf, bi = best[1], best[2]
+    bruby = bf[(bi + 1)..].select { |l| prof.mappings[l.mapping] =~ /\A\[ruby( cfunc)?\]\z/ }.map { |l| ruby_label(l) }
+    diff = bruby.zip(want).index { |a, b| a != b }
+    check(n >= 0.8 * got,
+          "#{n}/#{got} samples keep Ruby's #{want.size} frames with one truncation mark; most frequent " \
+          "has #{bruby.size} Ruby frames, first difference at #{diff.inspect}: " \
+          "#{diff && [bruby[diff], want[diff]].inspect}, marks at " \
+          "#{bf.each_index.select { |i| bf[i].name == "[native stack truncated]" }.inspect} (deflate at #{bi}):\n  " +
+          best[1].last(20).map { |l| "#{fmt(l, prof)} (#{prof.mappings[l.mapping]})" }.join("\n  "))
+    counted = r.stdout[/^native: .*?(\d+) truncated/, 1].to_i
+    check(counted >= n, "the summary counts #{counted} truncated native stacks, the profile has #{n}")
+    "#{n}/#{got} samples truncated and marked, #{want.size} Ruby frames kept"
+  end
+end

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The collector's reuse of frame ids for a delta stack (the root end it shares with the CPU's
+ * last stack): the profile is the same as when every frame is looked up, the shared frames are
+ * not looked up again, and nothing is reused across processes, samples or a failed name. The
+ * process is a fake address space (tests/fuzz/fakemem.h) laid out as Ruby 3.1 lays it out.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../fuzz/fakemem.h"
+#include "collect.h"
+
+#define DEPTH 12
+
+static struct fakemem_image img;
+static struct ruby_target target;
+
+static unsigned int row_of(const char *first)
+{
+	const struct ruby_offsets *rows;
+	unsigned int nrows = 0, row;
+
+	rows = ruby_offsets_all(&nrows);
+	for (row = 0; row < nrows; row++)
+		if (strcmp(rows[row].first, first) == 0)
+			return row;
+	cr_assert_fail("no offsets row %s", first);
+	return 0;
+}
+
+static struct collector *setup(struct agg **agg)
+{
+	struct collector *c;
+
+	cr_assert_eq(fakemem_build(&img, row_of("3.1.0")), 0);
+	fakemem_map_image(&img);
+	*agg = agg__new(2, 64);
+	cr_assert_not_null(*agg);
+	c = collector__new(*agg, 10000000);
+	cr_assert_not_null(c);
+	memset(&target, 0, sizeof(target));
+	target.pid = FAKEMEM_PID;
+	target.nspid = FAKEMEM_PID;
+	target.off = img.off;
+	target.symbols = img.roots[FAKEMEM_SYMBOLS];
+	snprintf(target.version, sizeof(target.version), "3.1.2");
+	cr_assert_eq(collector_add(c, &target, "test"), 0);
+	return c;
+}
+
+/* Ruby frames of the image's block and C function frames of its method entry (leaf first). */
+static void frames(struct rp_frame *f, size_t n)
+{
+	size_t i;
+
+	memset(f, 0, n * sizeof(*f));
+	for (i = 0; i < n; i++) {
+		if (i % 3 == 1) {
+			f[i].addr = img.roots[FAKEMEM_ME];
+			f[i].info = RP_FRAME_KIND_CFUNC << RP_FRAME_KIND_SHIFT;
+		} else {
+			f[i].addr = img.roots[FAKEMEM_ISEQ];
+			f[i].info =
+				RP_FRAME_KIND_ISEQ << RP_FRAME_KIND_SHIFT | img.roots[FAKEMEM_PC];
+			f[i].ep = img.roots[FAKEMEM_EP];
+		}
+	}
+}
+
+/* Sample seq of CPU 1, a delta of sample base with nshared frames at the root end (0: whole). */
+static void feed(struct collector *c, struct rp_frame *f, uint32_t seq, uint32_t base,
+		 size_t nshared, pid_t pid)
+{
+	struct rp_sample s;
+	struct sampler_stack st = {.first = &s, .frames = f, .nframes = DEPTH, .nshared = nshared};
+
+	memset(&s, 0, sizeof(s));
+	s.hdr.pid = (uint32_t)pid;
+	s.hdr.tid = (uint32_t)pid;
+	s.hdr.weight = 1;
+	s.cpu = 1;
+	s.seq = seq;
+	s.base_seq = base;
+	collector_on_stack(c, &st);
+}
+
+struct seen {
+	size_t stacks;
+	int64_t samples;
+	size_t n;
+	char root[64]; /* name of the root frame */
+};
+
+static void count(void *ctx, const struct agg_stack *st)
+{
+	struct seen *s = ctx;
+
+	s->stacks++;
+	s->samples += st->values[0];
+	s->n = st->nframes;
+	snprintf(s->root, sizeof(s->root), "%s",
+		 agg_frame_get(st->proc, st->frames[st->nframes - 1])->name);
+}
+
+static uint64_t reused(struct collector *c)
+{
+	struct collector_stats stats;
+
+	collector_stats(c, &stats);
+	return stats.frames_reused;
+}
+
+/* A delta of the last stack: the shared frames keep their ids, and it is the same stack. */
+Test(collector_delta, shared_frames_reuse_their_ids)
+{
+	struct rp_frame f[DEPTH];
+	struct seen seen = {0};
+	struct agg *agg;
+	struct collector *c = setup(&agg);
+
+	frames(f, DEPTH);
+	feed(c, f, 1, 0, 0, FAKEMEM_PID);
+	cr_assert_eq(reused(c), 0);
+	/* the leaf changed (the same frame again here): all but the leaf-most shared frame reuse */
+	feed(c, f, 2, 1, DEPTH - 1, FAKEMEM_PID);
+	cr_assert_eq(reused(c), DEPTH - 2);
+	/* the same stack again: every frame */
+	feed(c, f, 3, 2, DEPTH, FAKEMEM_PID);
+	cr_assert_eq(reused(c), DEPTH - 2 + DEPTH);
+	agg_foreach(agg, count, &seen);
+	cr_assert_eq(seen.stacks, 1, "%zu stacks: a delta resolved otherwise", seen.stacks);
+	cr_assert_eq(seen.samples, 3);
+	cr_assert_eq(seen.n, DEPTH);
+	cr_assert(strncmp(seen.root, "block in ", 9) == 0, "root frame \"%s\"", seen.root);
+	collector__free(c);
+	agg__free(agg);
+}
+
+/* A delta of another sample than the one kept, or of another process: looked up afresh. */
+Test(collector_delta, other_base_or_process_is_not_reused)
+{
+	struct rp_frame f[DEPTH];
+	struct agg *agg;
+	struct collector *c = setup(&agg);
+
+	frames(f, DEPTH);
+	feed(c, f, 1, 0, 0, FAKEMEM_PID);
+	feed(c, f, 3, 2, DEPTH, FAKEMEM_PID); /* sample 2 was lost */
+	cr_assert_eq(reused(c), 0);
+	collector_remove(c, FAKEMEM_PID);
+	cr_assert_eq(collector_add(c, &target, "test"), 0);
+	feed(c, f, 4, 3, DEPTH, FAKEMEM_PID); /* a new process with that pid */
+	cr_assert_eq(reused(c), 0);
+	collector__free(c);
+	agg__free(agg);
+}
+
+/* A frame that could not be named is looked up again (it may be named later), never reused. */
+Test(collector_delta, unnamed_frame_is_not_reused)
+{
+	struct rp_frame f[DEPTH];
+	struct collector_stats stats;
+	struct agg *agg;
+	struct collector *c = setup(&agg);
+
+	frames(f, DEPTH);
+	/* the root frame is no iseq ("[unknown Ruby frame]"): nothing is cached from the root */
+	f[DEPTH - 1].addr = fakemem_base(3) + 0x10000;
+	feed(c, f, 1, 0, 0, FAKEMEM_PID);
+	feed(c, f, 2, 1, DEPTH, FAKEMEM_PID);
+	cr_assert_eq(reused(c), 0);
+	collector_stats(c, &stats);
+	cr_assert_eq(stats.frames_failed, 2, "the unnamed frame was not looked up again");
+	collector__free(c);
+	agg__free(agg);
+}

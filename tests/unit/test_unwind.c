@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The CFI unwinder on a real stack: this test process captures its own registers and a copy of
+ * its stack three calls deep, then unwinds the copy with the module and finds its own functions
+ * by name, as the daemon does with a sample's copy.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <sys/wait.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "procs.h"
+#include "unwind.h"
+
+#define COPY_MAX 16384
+
+struct capture {
+	uint64_t ip, sp, bp;
+	size_t len;
+	uint8_t stack[COPY_MAX];
+};
+
+static struct capture cap;
+
+/* Bytes from sp to the end of the mapping that holds it (the stack's top), at most max. */
+static size_t stack_room(uint64_t sp, size_t max)
+{
+	struct proc_maps m = {0};
+	size_t i, room = 0;
+
+	cr_assert_eq(procs_read_maps(getpid(), &m), 0);
+	for (i = 0; i < m.n; i++) {
+		if (sp >= m.v[i].start && sp < m.v[i].end)
+			room = m.v[i].end - sp;
+	}
+	procs_maps_free(&m);
+	cr_assert_gt(room, 0, "sp is in no mapping");
+	return room < max ? room : max;
+}
+
+/* The registers at one instruction of this function, and the stack as it is there. */
+static __attribute__((noinline)) int unwind_test_capture(size_t len)
+{
+	uint64_t ip, sp, bp;
+
+	__asm__ volatile("lea 0(%%rip), %0\n\t"
+			 "mov %%rsp, %1\n\t"
+			 "mov %%rbp, %2"
+			 : "=r"(ip), "=r"(sp), "=r"(bp));
+	cap.ip = ip;
+	cap.sp = sp;
+	cap.bp = bp;
+	cap.len = stack_room(sp, len);
+	/* the calls made from here use the stack below sp: the copy is the stack at `ip` */
+	memcpy(cap.stack, (const void *)(uintptr_t)sp, cap.len);
+	return 1;
+}
+
+static __attribute__((noinline)) int unwind_test_level2(size_t len)
+{
+	int r = unwind_test_capture(len);
+
+	__asm__ volatile("" ::: "memory"); /* no tail call: level2 keeps its frame */
+	return r + 1;
+}
+
+static __attribute__((noinline)) int unwind_test_level1(size_t len)
+{
+	int r = unwind_test_level2(len);
+
+	__asm__ volatile("" ::: "memory");
+	return r + 1;
+}
+
+static struct unwind_input input_of(uint64_t func)
+{
+	return (struct unwind_input){
+		.pid = getpid(),
+		.tid = gettid(),
+		.ip = cap.ip,
+		.sp = cap.sp,
+		.bp = cap.bp,
+		.stack = cap.stack,
+		.stack_len = cap.len,
+		.func = func,
+	};
+}
+
+/* Index of the first frame named `name` (return addresses looked up at their call), or -1. */
+static int find_frame(struct unwinder *u, const uint64_t *pcs, size_t n, const char *name)
+{
+	struct unwind_sym sym;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		cr_assert_eq(unwinder_symbolize(u, getpid(), i ? pcs[i] - 1 : pcs[i], &sym), 0);
+		if (sym.name && strcmp(sym.name, name) == 0)
+			return (int)i;
+	}
+	return -1;
+}
+
+Test(unwind, own_stack_by_name)
+{
+	struct unwinder *u = unwinder__new(0);
+	struct unwind_result res;
+	uint64_t pcs[UNWIND_MAX_FRAMES];
+	struct unwind_sym sym;
+	int c, l2, l1;
+
+	cr_assert_not_null(u);
+	cr_assert_eq(unwind_test_level1(COPY_MAX), 3);
+	struct unwind_input in = input_of(0);
+
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	cr_assert_geq(res.n, 4, "only %zu frames", res.n);
+	c = find_frame(u, pcs, res.n, "unwind_test_capture");
+	l2 = find_frame(u, pcs, res.n, "unwind_test_level2");
+	l1 = find_frame(u, pcs, res.n, "unwind_test_level1");
+	cr_assert_eq(c, 0, "the leaf is the capturing function");
+	cr_assert_eq(l2, 1);
+	cr_assert_eq(l1, 2);
+	/* and on to the test runner's frames, then the thread's first frame */
+	cr_assert_eq(find_frame(u, pcs, res.n, "unwind_own_stack_by_name_impl"), 3);
+	cr_assert_eq(res.end, UNWIND_END_OUTERMOST, "ended %d after %zu frames", res.end, res.n);
+
+	/* the module of a frame is this test binary, with its build id */
+	cr_assert_eq(unwinder_symbolize(u, getpid(), pcs[1] - 1, &sym), 0);
+	cr_assert_not_null(sym.module);
+	cr_assert_not_null(strstr(sym.module, "test_unwind"), "module %s", sym.module);
+	cr_assert_eq(strlen(sym.build_id), 40, "build id '%s'", sym.build_id);
+	unwinder__free(u);
+}
+
+Test(unwind, stops_before_the_stop_function)
+{
+	struct unwinder *u = unwinder__new(0);
+	struct unwind_result res;
+	uint64_t pcs[UNWIND_MAX_FRAMES];
+
+	cr_assert_eq(unwind_test_level1(COPY_MAX), 3);
+	/* as rb_vm_exec: frames up to, not including, the first one inside it */
+	struct unwind_input in = input_of((uint64_t)(uintptr_t)unwind_test_level1);
+
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	cr_assert_eq(res.end, UNWIND_END_STOP_FUNC);
+	cr_assert_eq(res.n, 2);
+	cr_assert_eq(find_frame(u, pcs, res.n, "unwind_test_level2"), 1);
+	/* a full caller array ends the walk too */
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, 1, &res), 0);
+	cr_assert_eq(res.end, UNWIND_END_MAX);
+	cr_assert_eq(res.n, 1);
+	unwinder__free(u);
+}
+
+Test(unwind, short_copy_reads_the_rest_from_the_process)
+{
+	struct unwinder *u = unwinder__new(0);
+	struct unwind_result res;
+	uint64_t pcs[UNWIND_MAX_FRAMES];
+
+	/* 16 bytes: the caller's return address is above it, read from this (live) process,
+	 * where the capturing frames are gone by now: what is found there is not asserted, only
+	 * that the leaf stays and the read above the copy is reported */
+	cr_assert_eq(unwind_test_level1(16), 3);
+	struct unwind_input in = input_of(0);
+
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	cr_assert(res.past_copy);
+	cr_assert_geq(res.n, 1);
+	cr_assert_eq(find_frame(u, pcs, res.n, "unwind_test_capture"), 0);
+	unwinder__free(u);
+}
+
+Test(unwind, gone_process_and_forget)
+{
+	struct unwinder *u = unwinder__new(2);
+	struct unwind_result res;
+	struct unwinder_stats st;
+	struct unwind_sym sym;
+	uint64_t pcs[8];
+	pid_t child;
+
+	cr_assert_eq(unwind_test_level1(COPY_MAX), 3);
+	struct unwind_input in = input_of(0);
+
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0)
+		_exit(0);
+	cr_assert_eq(waitpid(child, NULL, 0), child);
+	in.pid = child;
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, 8, &res), -ESRCH);
+	unwinder_stats(u, &st);
+	cr_assert_eq(st.no_dwfl, 1);
+
+	in.pid = getpid();
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, 8, &res), 0);
+	cr_assert_eq(unwinder_symbolize(u, getpid(), pcs[0], &sym), 0);
+	cr_assert_str_eq(sym.name, "unwind_test_capture");
+	unwinder_forget(u, getpid());
+	cr_assert_eq(unwinder_symbolize(u, getpid(), pcs[0], &sym), -ENOENT);
+	unwinder__free(u);
+}
+
+Test(unwind, marks_the_frames_inside_a_function)
+{
+	struct unwinder *u = unwinder__new(0);
+	uint8_t marks[UNWIND_MAX_FRAMES];
+	struct unwind_result res;
+	uint64_t pcs[UNWIND_MAX_FRAMES];
+	size_t i, marked = 0;
+
+	cr_assert_eq(unwind_test_level1(COPY_MAX), 3);
+	/* as rb_vm_exec in a mixed stack: the walk goes on, its frames are marked */
+	struct unwind_input in = input_of((uint64_t)(uintptr_t)unwind_test_level2);
+
+	in.marks = marks;
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	cr_assert_eq(res.end, UNWIND_END_OUTERMOST);
+	cr_assert_geq(res.n, 4);
+	for (i = 0; i < res.n; i++)
+		marked += marks[i];
+	cr_assert_eq(marked, 1);
+	cr_assert_eq(marks[1], 1, "level2 is frame 1");
+	cr_assert_eq(find_frame(u, pcs, res.n, "unwind_test_level1"), 2);
+	unwinder__free(u);
+}
