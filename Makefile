@@ -77,7 +77,16 @@ $(BUILD)/rubyprof.skel.h: $(BUILD)/rubyprof.bpf.o
 	$(Q){ echo '/* NOLINTBEGIN */' && $(BPFTOOL) gen skeleton $< name rubyprof_bpf && \
 		echo '/* NOLINTEND */'; } > $@
 
-$(BUILD)/daemon/%.o: daemon/%.c $(BUILD)/rubyprof.skel.h | $(BUILD)/daemon
+# The wall-clock iterator (--clock wall) is an object of its own: CPU mode loads without it.
+$(BUILD)/wall.bpf.o: bpf/wall.bpf.c $(wildcard bpf/*.bpf.h) include/rubyprof.h $(BUILD)/vmlinux.h
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+$(BUILD)/wall.skel.h: $(BUILD)/wall.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q){ echo '/* NOLINTBEGIN */' && $(BPFTOOL) gen skeleton $< name wall_bpf && \
+		echo '/* NOLINTEND */'; } > $@
+
+$(BUILD)/daemon/%.o: daemon/%.c $(BUILD)/rubyprof.skel.h $(BUILD)/wall.skel.h | $(BUILD)/daemon
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -233,7 +242,7 @@ format:
 format-check:
 	$(Q)clang-format --dry-run --Werror $(SRC_FILES)
 
-check: format-check $(BUILD)/rubyprof.skel.h $(VIEW_TEMPLATES)
+check: format-check $(BUILD)/rubyprof.skel.h $(BUILD)/wall.skel.h $(VIEW_TEMPLATES)
 	$(Q)clang-tidy --quiet $(filter %.c,$(wildcard daemon/*.c)) -- $(filter-out -MMD -MP,$(ALL_CFLAGS))
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 		-Iinclude -Idaemon -D__x86_64__ daemon

@@ -20,6 +20,16 @@
 
 #include "maps.bpf.h"
 
+/*
+ * How the walk reads the sampled process's memory. `rctx` is what the caller passed to the walk
+ * (rp_sample_ec): NULL for the perf_event program, which reads the current task's memory; a
+ * program that walks another task (the wall-clock iterator, bpf/wall.bpf.h) defines this macro
+ * before including this file, to bpf_copy_from_user_task on the task rctx names.
+ */
+#ifndef RP_READ_USER
+#define RP_READ_USER(rctx, dst, size, src) bpf_probe_read_user(dst, size, src)
+#endif
+
 #define RP_VM_FRAME_MAGIC_MASK	0x7fff0001ULL
 #define RP_VM_FRAME_MAGIC_CFUNC 0x55550001ULL
 
@@ -85,7 +95,8 @@ static __always_inline void slot_put(struct rp_walk *w, struct rp_walk_hot *h, _
  * the same method, and a block's slot matches on its ep, which needs no read.
  */
 static __always_inline void slot_put_ruby(struct rp_scratch *s, struct rp_walk *w,
-					  struct rp_walk_hot *h, __u64 iseq, __u64 info, __u64 ep)
+					  struct rp_walk_hot *h, __u64 iseq, __u64 info, __u64 ep,
+					  void *rctx)
 {
 	__u64 me_flag = RP_FRAME_FLAG_ME << RP_FRAME_KIND_SHIFT;
 	__u64 fin_flag = RP_FRAME_FLAG_FINISH << RP_FRAME_KIND_SHIFT;
@@ -98,7 +109,7 @@ static __always_inline void slot_put_ruby(struct rp_scratch *s, struct rp_walk *
 	if (r < h->base_n && f->addr == iseq && (f->info & ~(me_flag | fin_flag)) == info &&
 	    ((f->info & me_flag) || f->ep == ep))
 		return;
-	if (ep && !bpf_probe_read_user(s->ep, sizeof(s->ep), (const void *)(ep - 16))) {
+	if (ep && !RP_READ_USER(rctx, s->ep, sizeof(s->ep), (const void *)(ep - 16))) {
 		/* mixed stacks: where a VM invocation starts (a constant the verifier drops else) */
 		if (stacks_mixed && (s->ep[2] & RP_VM_FRAME_FLAG_FINISH))
 			info |= fin_flag;
@@ -112,7 +123,7 @@ static __always_inline void slot_put_ruby(struct rp_scratch *s, struct rp_walk *
 
 /* Turns the control frame at `base` in the batch into an rp_frame (or an empty slot). */
 static __always_inline void walk_one(struct rp_scratch *s, struct rp_walk *w, struct rp_walk_hot *h,
-				     __u32 base)
+				     __u32 base, void *rctx)
 {
 	__u64 iseq, pc, ep, info;
 	__u32 jit;
@@ -135,14 +146,14 @@ static __always_inline void walk_one(struct rp_scratch *s, struct rp_walk *w, st
 			s->sample.flags |= RP_SAMPLE_JIT_LEAF;
 		}
 		h->nframes++;
-		slot_put_ruby(s, w, h, iseq, info, ep);
+		slot_put_ruby(s, w, h, iseq, info, ep, rctx);
 		return;
 	} else {
 		if (!ep)
 			goto empty;
 		/* ep[-2] is the method entry, ep[0] the frame's flags (magic). A C function's
 		 * method entry is read now: its frame is gone by the time userspace could look. */
-		if (bpf_probe_read_user(s->ep, sizeof(s->ep), (const void *)(ep - 16))) {
+		if (RP_READ_USER(rctx, s->ep, sizeof(s->ep), (const void *)(ep - 16))) {
 			w->read_failed = 1;
 			goto empty;
 		}
@@ -184,7 +195,7 @@ static long rp_walk_batch(__u32 idx, void *ctx)
 	/* clang drops a plain mask it can prove redundant, and then bounds another register than
 	 * the one it passes: mask in asm, on the register used (cfps is 1024 bytes). */
 	asm volatile("%[size] &= 1023" : [size] "+r"(size));
-	if (bpf_probe_read_user(s->cfps, size, (const void *)w->cfp)) {
+	if (RP_READ_USER(ctx, s->cfps, size, (const void *)w->cfp)) {
 		w->read_failed = 1;
 		return 1;
 	}
@@ -197,7 +208,7 @@ static long rp_walk_batch(__u32 idx, void *ctx)
 	for (j = 0; j < RP_CFP_BATCH; j++) {
 		if (j >= n)
 			break;
-		walk_one(s, w, &h, j * w->cfp_size);
+		walk_one(s, w, &h, j * w->cfp_size, ctx);
 	}
 	w->slot = h.slot;
 	w->shared = h.shared;
@@ -270,48 +281,48 @@ static long rp_ship_chunk(__u32 idx, void *ctx)
 /* Frame limit, set by the daemon before load (--max-frames). */
 const volatile __u32 max_frames = RP_MAX_FRAMES_DEFAULT;
 
-static __always_inline int read_u64(__u64 *dst, __u64 addr)
+static __always_inline int read_u64(void *rctx, __u64 *dst, __u64 addr)
 {
-	return bpf_probe_read_user(dst, sizeof(*dst), (const void *)addr);
+	return RP_READ_USER(rctx, dst, sizeof(*dst), (const void *)addr);
 }
 
 /* The sampled thread's EC, 0 when it has none. Returns -1 when a read failed. */
-static __always_inline int find_ec(const struct rp_proc *proc, __u64 tp, __u64 *ec)
+static __always_inline int find_ec(const struct rp_proc *proc, __u64 tp, __u64 *ec, void *rctx)
 {
 	__u64 dtv, block;
 
 	*ec = 0;
 	switch (proc->ec_mode) {
 	case RP_EC_TLS_STATIC:
-		return read_u64(ec, tp + proc->tls_off) ? -1 : 0;
+		return read_u64(rctx, ec, tp + proc->tls_off) ? -1 : 0;
 	case RP_EC_TLS_DTV:
 		/* glibc: tcbhead_t.dtv at tp + 8; dtv entries are {void *val; void *to_free}. */
-		if (read_u64(&dtv, tp + 8) || !dtv)
+		if (read_u64(rctx, &dtv, tp + 8) || !dtv)
 			return -1;
 		/* dtv[-1] counts the slots: a thread made before the dlopen has fewer */
-		if (read_u64(&block, dtv - 16))
+		if (read_u64(rctx, &block, dtv - 16))
 			return -1;
 		if (proc->tls_modid > block)
 			return 0;
-		if (read_u64(&block, dtv + proc->tls_modid * 16))
+		if (read_u64(rctx, &block, dtv + proc->tls_modid * 16))
 			return -1;
 		/* TLS_DTV_UNALLOCATED: this thread never touched libruby's TLS, so it runs no Ruby. */
 		if (block == 0 || block == (__u64)-1)
 			return 0;
-		return read_u64(ec, block + proc->tls_block_off) ? -1 : 0;
+		return read_u64(rctx, ec, block + proc->tls_block_off) ? -1 : 0;
 	case RP_EC_TLS_DTV_MUSL:
 		/* musl: struct pthread.dtv at tp + 8; dtv[0] counts the modules, dtv[i] is a block */
-		if (read_u64(&dtv, tp + 8) || !dtv || read_u64(&block, dtv))
+		if (read_u64(rctx, &dtv, tp + 8) || !dtv || read_u64(rctx, &block, dtv))
 			return -1;
 		if (proc->tls_modid > block)
 			return 0;
-		if (read_u64(&block, dtv + proc->tls_modid * 8))
+		if (read_u64(rctx, &block, dtv + proc->tls_modid * 8))
 			return -1;
 		if (!block)
 			return 0;
-		return read_u64(ec, block + proc->tls_block_off) ? -1 : 0;
+		return read_u64(rctx, ec, block + proc->tls_block_off) ? -1 : 0;
 	case RP_EC_GLOBAL:
-		return read_u64(ec, proc->ec_global) ? -1 : 0;
+		return read_u64(rctx, ec, proc->ec_global) ? -1 : 0;
 	}
 	return -1;
 }
@@ -331,38 +342,21 @@ static __always_inline void emit_empty(struct rp_scratch *s, __u32 flags)
 }
 
 /*
- * Walks the Ruby stack of the thread whose thread pointer is `tp` (the current thread: its memory
- * is read with bpf_probe_read_user) and sends it as RP_REC_STACK records. The caller has filled
- * s->sample.hdr (pid, tid, time, weight, state) and comm; any BPF program of the project can call
- * this (perf_event now; a tracepoint or an iterator with its own reads later).
+ * Walks the Ruby stack of the EC `ec` and sends it as RP_REC_STACK records. The caller has filled
+ * s->sample.hdr (pid, tid, time, weight, state), comm and cpu (whose `slots` blocks the walk
+ * uses); `rctx` is passed to RP_READ_USER. `tp`, when not 0, is the thread pointer of the thread
+ * that was found to run this EC: before Ruby 3.0 (a global EC) the stack is counted only if the
+ * EC is that thread's own.
  */
-static __always_inline void rp_sample_ruby(struct rp_scratch *s, const struct rp_proc *proc,
-					   __u64 tp)
+static __always_inline void rp_sample_ec(struct rp_scratch *s, const struct rp_proc *proc, __u64 ec,
+					 __u64 tp, void *rctx)
 {
 	__u32 zero = 0, lo, key, j;
-	__u64 ec, vm_stack, vm_stack_size, cfp, top, end, n, th, ptid;
+	__u64 vm_stack, vm_stack_size, cfp, top, end, n, th, ptid;
 	struct rp_slot_block *blk;
 
-	s->sample.hdr.version = RP_REC_VERSION;
-	s->sample.hdr.kind = RP_REC_STACK;
-	s->sample.cpu = bpf_get_smp_processor_id();
-	s->sample.seq = s->seq++;
-	s->sample.chunk = 0;
-	s->sample.gc_mode = 0;
-	s->sample.ruby_thread = 0;
-
-	if (find_ec(proc, tp, &ec)) {
-		stat_add(RP_STAT_READ_FAILED, 1);
-		emit_empty(s, RP_SAMPLE_READ_FAIL);
-		return;
-	}
-	if (!ec) {
-		stat_add(RP_STAT_NO_EC, 1);
-		emit_empty(s, RP_SAMPLE_NO_EC);
-		return;
-	}
 	/* vm_stack, vm_stack_size and cfp are the first three words of the EC in every version. */
-	if (bpf_probe_read_user(s->ec, sizeof(s->ec), (const void *)ec)) {
+	if (RP_READ_USER(rctx, s->ec, sizeof(s->ec), (const void *)ec)) {
 		stat_add(RP_STAT_READ_FAILED, 1);
 		emit_empty(s, RP_SAMPLE_READ_FAIL);
 		return;
@@ -371,10 +365,10 @@ static __always_inline void rp_sample_ruby(struct rp_scratch *s, const struct rp
 	vm_stack_size = s->ec[(proc->off.ec_vm_stack_size / 8) & 7];
 	cfp = s->ec[(proc->off.ec_cfp / 8) & 7];
 
-	if (proc->ec_mode == RP_EC_GLOBAL) {
+	if (tp && proc->ec_mode == RP_EC_GLOBAL) {
 		/* Before 3.0 the global EC is the GVL holder's: count it only for its own thread. */
 		th = s->ec[(proc->off.ec_thread_ptr / 8) & 7];
-		if (!th || read_u64(&ptid, th + proc->off.th_thread_id)) {
+		if (!th || read_u64(rctx, &ptid, th + proc->off.th_thread_id)) {
 			stat_add(RP_STAT_READ_FAILED, 1);
 			emit_empty(s, RP_SAMPLE_READ_FAIL);
 			return;
@@ -402,13 +396,12 @@ static __always_inline void rp_sample_ruby(struct rp_scratch *s, const struct rp
 
 	s->sample.flags = 0;
 	s->sample.truncated = 0;
-	s->sample.pad = 0;
 	/* In GC? Only the thread that runs the collector (the GVL holder) is attributed to it. */
 	if (proc->gc_flags &&
-	    !bpf_probe_read_user(&s->gc_flags, sizeof(s->gc_flags), (const void *)proc->gc_flags) &&
+	    !RP_READ_USER(rctx, &s->gc_flags, sizeof(s->gc_flags), (const void *)proc->gc_flags) &&
 	    (s->gc_flags & RP_GC_DURING_GC) &&
 	    (!proc->gc_running_ec ||
-	     (!read_u64(&s->running_ec, proc->gc_running_ec) && s->running_ec == ec))) {
+	     (!read_u64(rctx, &s->running_ec, proc->gc_running_ec) && s->running_ec == ec))) {
 		s->sample.flags |= RP_SAMPLE_GC;
 		s->sample.gc_mode = s->gc_flags & RP_GC_MODE_MASK;
 		stat_add(RP_STAT_GC, 1);
@@ -437,7 +430,7 @@ static __always_inline void rp_sample_ruby(struct rp_scratch *s, const struct rp
 		s->walk.base_n = s->base_n;
 	s->walk.shared = n < s->walk.base_n ? n : s->walk.base_n;
 	s->base_valid = 0;
-	bpf_loop((n + RP_CFP_BATCH - 1) / RP_CFP_BATCH, rp_walk_batch, NULL, 0);
+	bpf_loop((n + RP_CFP_BATCH - 1) / RP_CFP_BATCH, rp_walk_batch, rctx, 0);
 	/* The callback may have flushed chunks: look the scratch space up again. */
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
@@ -489,6 +482,40 @@ static __always_inline void rp_sample_ruby(struct rp_scratch *s, const struct rp
 		s->base_seq = s->sample.seq;
 		s->base_valid = 1;
 	}
+}
+
+/*
+ * Walks the Ruby stack of the thread whose thread pointer is `tp` (the current thread: its memory
+ * is read with bpf_probe_read_user) and sends it as RP_REC_STACK records. The caller has filled
+ * s->sample.hdr (pid, tid, time, weight, state) and comm; any BPF program of the project can call
+ * this (perf_event now; a tracepoint or an iterator with its own reads later).
+ */
+static __always_inline void rp_sample_ruby(struct rp_scratch *s, const struct rp_proc *proc,
+					   __u64 tp)
+{
+	void *rctx = NULL;
+	__u64 ec;
+
+	s->sample.hdr.version = RP_REC_VERSION;
+	s->sample.hdr.kind = RP_REC_STACK;
+	s->sample.cpu = bpf_get_smp_processor_id();
+	s->sample.seq = s->seq++;
+	s->sample.chunk = 0;
+	s->sample.gc_mode = 0;
+	s->sample.ruby_thread = 0;
+	s->sample.syscall = 0;
+
+	if (find_ec(proc, tp, &ec, rctx)) {
+		stat_add(RP_STAT_READ_FAILED, 1);
+		emit_empty(s, RP_SAMPLE_READ_FAIL);
+		return;
+	}
+	if (!ec) {
+		stat_add(RP_STAT_NO_EC, 1);
+		emit_empty(s, RP_SAMPLE_NO_EC);
+		return;
+	}
+	rp_sample_ec(s, proc, ec, tp, rctx);
 }
 
 #endif

@@ -39,6 +39,8 @@ struct stack_entry {
 	uint32_t nframes;
 	char *thread_name;
 	char *ruby_thread, *ruby_thread_name;
+	const char *state;   /* static: agg_thread.state */
+	const char *syscall; /* static: agg_thread.syscall */
 	uint32_t *frames;
 	uint32_t next; /* index + 1 of the next entry with the same hash, 0: none */
 	int64_t values[AGG_MAX_VALUES];
@@ -337,6 +339,8 @@ static uint64_t stack_hash(const struct agg_proc *p, const struct agg_thread *th
 	h = fnv1a(th->name, strlen(th->name) + 1, h);
 	h = fnv1a(th->ruby_thread, strlen(th->ruby_thread) + 1, h);
 	h = fnv1a(th->ruby_thread_name, strlen(th->ruby_thread_name) + 1, h);
+	h = fnv1a(th->state, strlen(th->state) + 1, h);
+	h = fnv1a(th->syscall, strlen(th->syscall) + 1, h);
 	return fnv1a(frames, n * sizeof(*frames), h);
 }
 
@@ -344,7 +348,8 @@ static bool same_thread(const struct stack_entry *e, const struct agg_thread *th
 {
 	return e->tid == th->tid && strcmp(e->thread_name, th->name) == 0 &&
 	       strcmp(e->ruby_thread, th->ruby_thread) == 0 &&
-	       strcmp(e->ruby_thread_name, th->ruby_thread_name) == 0;
+	       strcmp(e->ruby_thread_name, th->ruby_thread_name) == 0 &&
+	       strcmp(e->state, th->state) == 0 && strcmp(e->syscall, th->syscall) == 0;
 }
 
 int agg_add(struct agg *a, struct agg_proc *p, pid_t tid, const char *thread_name,
@@ -363,6 +368,8 @@ int agg_add_thread(struct agg *a, struct agg_proc *p, const struct agg_thread *t
 		.name = thread->name ? thread->name : "",
 		.ruby_thread = thread->ruby_thread ? thread->ruby_thread : "",
 		.ruby_thread_name = thread->ruby_thread_name ? thread->ruby_thread_name : "",
+		.state = thread->state ? thread->state : "",
+		.syscall = thread->syscall ? thread->syscall : "",
 	};
 	struct stack_entry *e, *ns;
 	uint64_t h, head = 0;
@@ -412,6 +419,8 @@ int agg_add_thread(struct agg *a, struct agg_proc *p, const struct agg_thread *t
 	e->hash = h;
 	e->proc = p;
 	e->tid = th.tid;
+	e->state = th.state;
+	e->syscall = th.syscall;
 	e->nframes = (uint32_t)nframes;
 	e->next = (uint32_t)head;
 	for (i = 0; i < a->nvalues; i++)
@@ -433,6 +442,8 @@ void agg_foreach(const struct agg *a, void (*fn)(void *ctx, const struct agg_sta
 		st.thread_name = a->stacks[i].thread_name;
 		st.ruby_thread = a->stacks[i].ruby_thread;
 		st.ruby_thread_name = a->stacks[i].ruby_thread_name;
+		st.state = a->stacks[i].state;
+		st.syscall = a->stacks[i].syscall;
 		st.frames = a->stacks[i].frames;
 		st.nframes = a->stacks[i].nframes;
 		st.values = a->stacks[i].values;
@@ -574,7 +585,7 @@ static void export_stack(void *ctx, const struct agg_stack *st)
 {
 	struct export_ctx *x = ctx;
 	const struct agg_proc_info *info = &st->proc->info;
-	struct pprof_label labels[7];
+	struct pprof_label labels[9];
 	int64_t values[2];
 	size_t i, nl = 0;
 	uint64_t *nb;
@@ -616,6 +627,11 @@ static void export_stack(void *ctx, const struct agg_stack *st)
 			labels[nl++] = (struct pprof_label){.key = "ruby_thread_name",
 							    .str = st->ruby_thread_name};
 	}
+	/* wall-clock samples: the thread's state (not a thread-name label: always kept) */
+	if (st->state && st->state[0])
+		labels[nl++] = (struct pprof_label){.key = "thread_state", .str = st->state};
+	if (st->syscall && st->syscall[0])
+		labels[nl++] = (struct pprof_label){.key = "syscall", .str = st->syscall};
 	values[0] = st->values[0];
 	values[1] = x->a->nvalues > 1 ? st->values[1] : 0;
 	x->err = pprof_add_sample(x->p, x->buf, st->nframes, values, labels, nl);

@@ -58,6 +58,8 @@ struct agg_stack {
 	const char *thread_name;
 	const char *ruby_thread;      /* the Ruby thread's identity, "" when unknown */
 	const char *ruby_thread_name; /* Thread#name, "" when nil or unknown */
+	const char *state;	      /* wall-clock samples: thread_state label, "" otherwise */
+	const char *syscall;	      /* wall-clock samples in blocked_io: the syscall, or "" */
 	const uint32_t *frames;	      /* frame ids of `proc`, leaf first */
 	size_t nframes;
 	const int64_t *values; /* agg's nvalues values */
@@ -110,6 +112,8 @@ struct agg_thread {
 	const char *name;
 	const char *ruby_thread;
 	const char *ruby_thread_name;
+	const char *state; /* thread_state label (a static string, not copied); NULL or "": none */
+	const char *syscall; /* syscall label (static, as state); NULL or "": none */
 };
 
 /* agg_add with the sample's Ruby thread: a stack is counted per (native, Ruby) thread. */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "wall.h"
 #include "hmap.h"
 #include "native.h"
 #include "symbolize.h"
@@ -911,13 +912,16 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 			return;
 		}
 	}
-	values[0] = (int64_t)st->first->hdr.weight;
+	/* a wall-clock sample is one sample of `weight` nanoseconds */
+	values[0] = st->first->hdr.wunit == RP_WEIGHT_NS ? 1 : (int64_t)st->first->hdr.weight;
 	values[1] = st->first->hdr.wunit == RP_WEIGHT_NS
 			    ? (int64_t)st->first->hdr.weight
 			    : (int64_t)st->first->hdr.weight * c->period_ns;
 	th.tid = (pid_t)st->first->hdr.tid;
 	th.name = comm;
 	ruby_thread(c, t, st, &th);
+	th.state = wall_state_name(st->first->hdr.state);
+	th.syscall = wall_syscall_name(st->first->syscall);
 	ret = agg_add_thread(c->agg, t->proc, &th, c->buf, n, values);
 	if (ret)
 		count_dropped(c, ret);

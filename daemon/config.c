@@ -60,6 +60,7 @@ enum key_id {
 	KEY_UPLOAD_BACKOFF_MAX,
 	KEY_UPLOAD_REJECTED_MAX_AGE,
 	KEY_FORMAT,
+	KEY_CLOCK,
 	NKEYS,
 };
 
@@ -113,6 +114,7 @@ static const struct key_def keys[NKEYS] = {
 	[KEY_UPLOAD_REJECTED_MAX_AGE] = {"upload_rejected_max_age", "--upload-rejected-max-age",
 					 K_FILE | K_SERVICE},
 	[KEY_FORMAT] = {"format", "--format", K_ONESHOT},
+	[KEY_CLOCK] = {"clock", "--clock", K_FILE},
 };
 
 /* getopt values: a key's id above every char, and the flags that are no key. */
@@ -132,6 +134,7 @@ static const struct option options[] = {
 	{"max-frames", required_argument, NULL, OPT_KEY + KEY_MAX_FRAMES},
 	{"stacks", required_argument, NULL, OPT_KEY + KEY_STACKS},
 	{"ustack-bytes", required_argument, NULL, OPT_KEY + KEY_USTACK_BYTES},
+	{"clock", required_argument, NULL, OPT_KEY + KEY_CLOCK},
 	{"top", required_argument, NULL, OPT_KEY + KEY_TOP},
 	{"format", required_argument, NULL, OPT_KEY + KEY_FORMAT},
 	{"interval", required_argument, NULL, OPT_KEY + KEY_INTERVAL},
@@ -188,6 +191,9 @@ void config_usage(FILE *out)
 		"at most %d)\n"
 		"  -p, --pid PID         profile only this process (repeatable); default: every "
 		"Ruby\n"
+		"      --clock C         cpu (default: on-CPU samples) or wall (every Ruby "
+		"thread,\n"
+		"                        running or not, with its state; kernel 6.1+)\n"
 		"      --max-frames N    Ruby frames kept per stack (default %d, at most %d);\n"
 		"                        deeper stacks keep their leaf frames and a truncation "
 		"frame\n"
@@ -785,6 +791,13 @@ static int key_set(struct parse_ctx *ctx, enum key_id id, const char *val, const
 		cfg->ustack_bytes = (unsigned int)bytes;
 		return 0;
 	}
+	case KEY_CLOCK:
+		if (strcmp(val, "cpu") && strcmp(val, "wall")) {
+			snprintf(err, errlen, "'%s' is not cpu or wall", val);
+			return -EINVAL;
+		}
+		cfg->clock_wall = strcmp(val, "wall") == 0;
+		return 0;
 	case KEY_SPOOL_DIR:
 		if (val[0] != '/' || n >= sizeof(cfg->spool_dir) || has_control(val)) {
 			snprintf(err, errlen, "'%s' is not an absolute path", val);

@@ -54,6 +54,7 @@ struct config {
 	unsigned int max_frames;   /* frames walked per stack */
 	bool stacks_mixed;	   /* --stacks mixed: native frames too (docs/native-stacks.md) */
 	unsigned int ustack_bytes; /* mixed: user stack bytes copied per sample */
+	bool clock_wall;	   /* --clock wall: every Ruby thread, with its state (wall.h) */
 	pid_t pids[CONFIG_MAX_PIDS];
 	size_t npids;
 	const char *output;   /* NULL: rubyprofd-HOST-TIME.pb.gz in the current directory */

@@ -181,10 +181,14 @@ static int write_profile(struct run *r, const char *path, int64_t duration_ns, c
 	p = pprof__new();
 	if (!p)
 		return -ENOMEM;
+	if (session_wall(r->session) && pprof_set_wall(p)) {
+		pprof__free(p);
+		return -ENOMEM;
+	}
 	pprof_set_period(p, 1000000000LL / r->cfg->frequency);
 	pprof_set_time(p, r->wall_start_ns, duration_ns);
-	snprintf(comment, sizeof(comment), "rubyprofd %s --oneshot, %u Hz", RUBYPROF_VERSION,
-		 r->cfg->frequency);
+	snprintf(comment, sizeof(comment), "rubyprofd %s --oneshot, %u Hz%s", RUBYPROF_VERSION,
+		 r->cfg->frequency, session_wall(r->session) ? ", wall clock" : "");
 	err = pprof_add_comment(p, comment);
 	if (!err)
 		err = agg_to_pprof(session_agg(r->session), p, NULL, 0);
@@ -238,6 +242,17 @@ static void summary(struct run *r, double secs, const char *path)
 	printf("rubyprofd: %zu Ruby process%s profiled for %.1f s at %u Hz\n", nproc,
 	       nproc == 1 ? "" : "es", secs, r->cfg->frequency);
 	report_top(stdout, session_agg(r->session), r->cfg->top);
+	if (c.wall_on) {
+		wall_report(stdout, session_agg(r->session));
+		printf("wall: %" PRIu64 " thread samples in %" PRIu64 " runs (%" PRIu64
+		       " ms in the iterator), %" PRIu64 " lists cut at %d threads, %" PRIu64
+		       " bad nodes, %" PRIu64 " failed reads, %" PRIu64 " late ticks, %" PRIu64
+		       " failed runs\n",
+		       c.wall.bpf[RP_WSTAT_THREADS], c.wall.bpf[RP_WSTAT_RUNS],
+		       c.wall.bpf[RP_WSTAT_RUN_NS] / 1000000, c.wall.bpf[RP_WSTAT_CUT],
+		       RP_MAX_WALL_THREADS, c.wall.bpf[RP_WSTAT_BAD_NODE],
+		       c.wall.bpf[RP_WSTAT_READ_FAILED], c.wall.ticks_late, c.wall.runs_failed);
+	}
 	printf("samples: %" PRIu64 " on all CPUs, %" PRIu64 " Ruby, %" PRIu64
 	       " with a Ruby stack, %" PRIu64 " without a Ruby context, %" PRIu64 " in GC, %" PRIu64
 	       " in JIT code\n",
@@ -301,6 +316,7 @@ int oneshot_run(const struct config *cfg)
 		.max_frames = cfg->max_frames,
 		.stacks_mixed = cfg->stacks_mixed,
 		.ustack_bytes = cfg->ustack_bytes,
+		.clock_wall = cfg->clock_wall,
 		.pids = cfg->pids,
 		.npids = cfg->npids,
 	};

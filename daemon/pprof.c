@@ -296,6 +296,12 @@ cleanup:
 	return NULL;
 }
 
+int pprof_set_wall(struct pprof *p)
+{
+	/* "cpu" stays interned (unused): the table has no removal, and it costs 4 bytes */
+	return str_intern(p, "wall", &p->str_cpu);
+}
+
 void pprof_set_period(struct pprof *p, int64_t period_ns)
 {
 	p->period = period_ns;

@@ -24,6 +24,9 @@ struct pprof_label {
 struct pprof *pprof__new(void);
 void pprof__free(struct pprof *p);
 
+/* Wall-clock profile: the second sample type and the period type are wall/nanoseconds. 0 or
+ * -ENOMEM. */
+int pprof_set_wall(struct pprof *p);
 /* period in ns per sample (1e9 / Hz); time_ns: wall-clock start (ns since the epoch). */
 void pprof_set_period(struct pprof *p, int64_t period_ns);
 void pprof_set_time(struct pprof *p, int64_t time_ns, int64_t duration_ns);

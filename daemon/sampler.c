@@ -46,6 +46,7 @@ struct sampler {
 	struct bpf_link *iter_link;
 	struct cpu_asm *cpus;
 	int ncpus; /* possible CPUs */
+	int nasm;  /* reassembly slots: one per CPU, and one for wall-clock records (cpu = ncpus) */
 	struct bpf_link *life_links[3];
 	bool lifecycle;
 	unsigned int frequency;
@@ -143,7 +144,7 @@ static int on_stack_chunk(struct sampler *s, const struct rp_sample *r, size_t s
 	struct cpu_asm *a;
 	size_t nf;
 
-	if (size < RP_SAMPLE_HDR_SIZE || r->cpu >= (uint32_t)s->ncpus ||
+	if (size < RP_SAMPLE_HDR_SIZE || r->cpu >= (uint32_t)s->nasm ||
 	    RP_SAMPLE_HDR_SIZE + (size_t)r->nframes * sizeof(struct rp_frame) > size ||
 	    r->nslots > s->max_frames || r->first > r->nslots ||
 	    r->nframes > r->nslots - r->first) {
@@ -266,10 +267,11 @@ static struct sampler *sampler_alloc(const struct sampler_opts *opts,
 	s->frequency = opts->frequency;
 	s->max_frames = opts->max_frames;
 	s->ncpus = ncpus;
-	s->cpus = calloc(ncpus, sizeof(*s->cpus));
+	s->nasm = ncpus + 1;
+	s->cpus = calloc(s->nasm, sizeof(*s->cpus));
 	if (!s->cpus)
 		goto cleanup;
-	for (i = 0; i < ncpus; i++) {
+	for (i = 0; i < s->nasm; i++) {
 		s->cpus[i].slots = calloc(s->max_frames, sizeof(struct rp_frame));
 		s->cpus[i].frames = calloc(s->max_frames, sizeof(struct rp_frame));
 		if (!s->cpus[i].slots || !s->cpus[i].frames)
@@ -397,7 +399,7 @@ void sampler__free(struct sampler *s)
 	ring_buffer__free(s->rb);
 	rubyprof_bpf__destroy(s->skel);
 	if (s->cpus) {
-		for (i = 0; i < s->ncpus; i++) {
+		for (i = 0; i < s->nasm; i++) {
 			free(s->cpus[i].slots);
 			free(s->cpus[i].frames);
 		}
@@ -644,4 +646,18 @@ int sampler_thread_pointers(struct sampler *s, uint32_t pid, struct rp_thread_tp
 	}
 	close(fd);
 	return r < 0 ? -errno : 0;
+}
+
+int sampler_shared_maps(const struct sampler *s, struct sampler_maps *out)
+{
+	if (!s->skel)
+		return -ENODEV;
+	out->procs = bpf_map__fd(s->skel->maps.procs);
+	out->samples = bpf_map__fd(s->skel->maps.samples);
+	out->stats = bpf_map__fd(s->skel->maps.stats);
+	out->extra_cpu = (uint32_t)s->ncpus;
+	out->max_frames = s->max_frames;
+	out->slot_blocks = s->skel->rodata->slot_blocks;
+	out->rb_wakeup_bytes = s->skel->rodata->rb_wakeup_bytes;
+	return 0;
 }

@@ -95,4 +95,18 @@ int sampler_counters(struct sampler *s, struct sampler_counters *out);
 int sampler_thread_pointers(struct sampler *s, uint32_t pid, struct rp_thread_tp *out, size_t max,
 			    size_t *n);
 
+/*
+ * What another BPF object that sends records through this sampler needs (daemon/wall.c): the
+ * maps it shares, and the reassembly slot of its own (`extra_cpu`: its records carry that cpu).
+ */
+struct sampler_maps {
+	int procs, samples, stats;
+	uint32_t extra_cpu;
+	uint32_t max_frames, slot_blocks;
+	uint64_t rb_wakeup_bytes;
+};
+
+/* 0, or -ENODEV for an offline sampler (no BPF object). */
+int sampler_shared_maps(const struct sampler *s, struct sampler_maps *out);
+
 #endif

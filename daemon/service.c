@@ -262,6 +262,10 @@ static int write_service(struct service *sv, const char *name, int64_t until_wal
 	p = pprof__new();
 	if (!p)
 		return -ENOMEM;
+	if (session_wall(sv->session) && pprof_set_wall(p)) {
+		pprof__free(p);
+		return -ENOMEM;
+	}
 	pprof_set_period(p, 1000000000LL / hz);
 	pprof_set_time(p, sv->interval_start_wall, until_wall - sv->interval_start_wall);
 	snprintf(comment, sizeof(comment), "rubyprofd %s, service %s, %u Hz", RUBYPROF_VERSION,
@@ -715,9 +719,11 @@ static void reload(struct service *sv, int64_t now)
 		}
 	}
 	if (strcmp(ncfg->spool_dir, old->spool_dir) || ncfg->max_frames != old->max_frames ||
-	    strcmp(ncfg->metrics_address, old->metrics_address))
-		log_warn("reload: spool_dir, max_frames and metrics_address change only with a "
-			 "restart");
+	    strcmp(ncfg->metrics_address, old->metrics_address) ||
+	    ncfg->clock_wall != old->clock_wall)
+		log_warn("reload: spool_dir, max_frames, metrics_address and clock change only "
+			 "with a restart");
+	ncfg->clock_wall = old->clock_wall;
 	/* the BPF program is loaded with them */
 	if (ncfg->stacks_mixed != old->stacks_mixed || ncfg->ustack_bytes != old->ustack_bytes)
 		log_warn("reload: stacks and ustack_bytes change only with a restart");
@@ -793,6 +799,7 @@ static int setup(struct service *sv)
 		.max_frames = sv->cfg->max_frames,
 		.stacks_mixed = sv->cfg->stacks_mixed,
 		.ustack_bytes = sv->cfg->ustack_bytes,
+		.clock_wall = sv->cfg->clock_wall,
 		.pids = sv->cfg->pids,
 		.npids = sv->cfg->npids,
 		.identify = identify,

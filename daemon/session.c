@@ -40,6 +40,7 @@ struct session {
 	struct tracker *tracker;
 	struct collector *coll;
 	struct agg *agg;
+	struct wall *wall; /* --clock wall, else NULL */
 	unsigned int frequency;
 	int64_t now;	   /* of the records being consumed */
 	int64_t last_read; /* when the ring buffer was last read (CLOCK_MONOTONIC) */
@@ -100,6 +101,22 @@ static int threads_of(void *ctx, pid_t pid, struct rp_thread_tp *out, size_t max
 	return err;
 }
 
+/* Wall-clock mode: the process's threads are sampled from the next tick (or it is said why not). */
+static void wall_enable(struct session *s, const struct ruby_target *t)
+{
+	int err;
+
+	if (!s->wall)
+		return;
+	err = wall_add(s->wall, t);
+	if (err == -ENOTSUP)
+		log_warn("pid %d: Ruby %s has no thread-list offsets: no wall-clock samples",
+			 (int)t->pid, t->version);
+	else if (err)
+		log_warn("pid %d: cannot start wall-clock sampling: %s", (int)t->pid,
+			 strerror(-err));
+}
+
 static int on_enable(void *ctx, const struct ruby_target *t, bool fresh)
 {
 	struct session *s = ctx;
@@ -118,11 +135,17 @@ static int on_enable(void *ctx, const struct ruby_target *t, bool fresh)
 	if (s->iter_pid != t->pid && threads_of(s, t->pid, &tp, 1, &n) == 0 && !n)
 		return -ESRCH;
 	bpf.start_time = s->iter_pid == t->pid ? s->iter_start : 0;
-	if (!fresh && collector_update(s->coll, t) == 0)
-		return sampler_set_proc(s->sampler, (uint32_t)t->pid, &bpf);
+	if (!fresh && collector_update(s->coll, t) == 0) {
+		err = sampler_set_proc(s->sampler, (uint32_t)t->pid, &bpf);
+		if (!err)
+			wall_enable(s, t);
+		return err;
+	}
 	err = collector_add(s->coll, t, service);
 	if (!err)
 		err = sampler_set_proc(s->sampler, (uint32_t)t->pid, &bpf);
+	if (!err)
+		wall_enable(s, t);
 	if (err)
 		collector_remove(s->coll, t->pid);
 	return err;
@@ -140,6 +163,8 @@ static void on_disable(void *ctx, pid_t pid)
 	struct session *s = ctx;
 
 	sampler_del_proc(s->sampler, (uint32_t)pid);
+	if (s->wall)
+		wall_remove(s->wall, pid);
 	collector_remove(s->coll, pid);
 }
 
@@ -214,6 +239,22 @@ struct session *session__new(const struct session_opts *opts)
 		err = -errno;
 		goto fail;
 	}
+	if (opts->clock_wall) {
+		char why[256];
+
+		/* wall samples carry no user-stack copy: their native frames would be missing */
+		if (opts->stacks_mixed) {
+			log_error("--clock wall does not combine with --stacks mixed yet");
+			err = -ENOTSUP;
+			goto fail;
+		}
+		s->wall = wall__new(s->sampler, opts->frequency, why, sizeof(why));
+		if (!s->wall) {
+			err = -errno;
+			log_error("--clock wall is not available: %s", why);
+			goto fail;
+		}
+	}
 	return s;
 fail:
 	session__free(s);
@@ -226,6 +267,7 @@ void session__free(struct session *s)
 	if (!s)
 		return;
 	/* the sampler first: nothing may arrive for the parts freed after it */
+	wall__free(s->wall);
 	sampler__free(s->sampler);
 	tracker__free(s->tracker);
 	collector__free(s->coll);
@@ -239,6 +281,13 @@ int session_start(struct session *s)
 
 	if (err)
 		return err;
+	/* Wall mode samples every thread from its iterator, the running ones too (their stacks
+	 * from the iterator as well, for now): the cpu-clock events stay off. */
+	if (s->wall) {
+		err = sampler_pause(s->sampler);
+		if (err)
+			return err;
+	}
 	session_scan(s, session_now());
 	return 0;
 }
@@ -257,6 +306,8 @@ int session_run(struct session *s, int64_t now)
 {
 	int n;
 
+	if (s->wall)
+		wall_tick(s->wall, now);
 	n = consume(s, now);
 	if (n < 0)
 		return n;
@@ -319,6 +370,8 @@ int64_t session_next_due(const struct session *s)
 		if (read < due)
 			due = read;
 	}
+	if (s->wall && wall_next_due(s->wall) < due)
+		due = wall_next_due(s->wall);
 	return due;
 }
 
@@ -356,6 +409,8 @@ int session_set_frequency(struct session *s, unsigned int frequency)
 		return err;
 	s->frequency = frequency;
 	collector_set_period(s->coll, period_ns(frequency));
+	if (s->wall)
+		wall_set_frequency(s->wall, frequency);
 	return 0;
 }
 
@@ -387,4 +442,13 @@ void session_counters(struct session *s, struct session_counters *out)
 	tracker_stats(s->tracker, &out->tracker);
 	agg_stats(s->agg, &out->agg);
 	out->native_on = collector_native_stats(s->coll, &out->native);
+	if (s->wall) {
+		out->wall_on = true;
+		wall_counters(s->wall, &out->wall);
+	}
+}
+
+bool session_wall(const struct session *s)
+{
+	return s->wall != NULL;
 }

@@ -18,6 +18,7 @@
 #include "native.h"
 #include "sampler.h"
 #include "tracker.h"
+#include "wall.h"
 
 /* Decides the service (app) of a validated Ruby: 0, or -ECANCELED to leave it alone. */
 typedef int (*session_identify_fn)(void *ctx, const struct ruby_target *t, char *service,
@@ -30,6 +31,7 @@ struct session_opts {
 	unsigned int ustack_bytes; /* mixed: bytes of user stack copied per sample */
 	const pid_t *pids;	   /* only these (none: every Ruby) */
 	size_t npids;
+	bool clock_wall;	      /* --clock wall (wall.h): refused where it cannot load */
 	session_identify_fn identify; /* NULL: no service names */
 	void *identify_ctx;
 };
@@ -41,6 +43,8 @@ struct session_counters {
 	struct agg_stats agg;
 	bool native_on; /* --stacks mixed: `native` holds its counters */
 	struct native_stats native;
+	bool wall_on; /* wall-clock mode: `wall` is filled */
+	struct wall_counters wall;
 };
 
 struct session;
@@ -89,5 +93,7 @@ size_t session_profiled(const struct session *s);
 void session_counters(struct session *s, struct session_counters *out);
 
 int64_t session_now(void);
+/* Whether the session samples wall-clock time (--clock wall). */
+bool session_wall(const struct session *s);
 
 #endif

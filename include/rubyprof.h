@@ -98,8 +98,15 @@ struct rp_frame {
 #define RP_WEIGHT_NS	1 /* nanoseconds (wall-clock and off-CPU samples) */
 
 /* rp_rec.state: the sampled thread's state (0 for records that are not samples) */
-#define RP_TSTATE_NONE	 0
-#define RP_TSTATE_ON_CPU 1 /* a cpu-clock sample: the thread was running */
+#define RP_TSTATE_NONE	     0
+#define RP_TSTATE_ON_CPU     1 /* a cpu-clock sample: the thread was running */
+/* Wall-clock samples (--clock wall): the Ruby thread's state, decided as in docs/wall-clock.md §3 */
+#define RP_TSTATE_RUNNING    2 /* holds the GVL (or runs outside it on a CPU) */
+#define RP_TSTATE_GVL_WAIT   3 /* runnable, waiting for the GVL */
+#define RP_TSTATE_SLEEPING   4 /* sleep, Queue#pop, ConditionVariable#wait, Mutex#lock, join */
+#define RP_TSTATE_BLOCKED_IO 5 /* in a blocking region (I/O, select, DNS), or an M:N I/O wait */
+#define RP_TSTATE_STOPPED    6 /* stopped or traced task, or a killed Ruby thread */
+#define RP_TSTATE_UNKNOWN    7 /* fits no row (a torn read) */
 
 struct rp_rec {
 	__u8 version;  /* RP_REC_VERSION */
@@ -150,8 +157,8 @@ struct rp_sample {
 	__u32 first;	 /* slot of frames[0] */
 	__u32 nslots;	 /* slots of the whole stack */
 	__u32 base_seq;	 /* RP_SAMPLE_DELTA: the sample whose slots [0, first) this one shares */
-	__u32 pad;
-	char comm[16]; /* thread name at sample time */
+	__u32 syscall;	 /* wall samples: the task's syscall number + 1 (0: none, or not known) */
+	char comm[16];	 /* thread name at sample time */
 	/*
 	 * The sampled EC's thread_ptr (rb_thread_t *): which Ruby thread ran, told apart even where
 	 * Ruby threads share a native thread (M:N, 3.3+). 0 when no valid EC was read.
@@ -259,6 +266,49 @@ struct rp_proc {
 	struct rp_vm_offsets off;
 };
 
+/* ---- wall-clock mode (bpf/wall.bpf.c) -------------------------------------------------- */
+
+/* Ruby threads of one process walked per tick at most (the rest is cut and counted). */
+#define RP_MAX_WALL_THREADS 1024
+
+/*
+ * Where the Ruby thread list and each thread's state are, per Ruby version (docs/wall-clock.md
+ * §1.2 - §1.4); 0 where a field does not exist. "anchor" is th->ractor (3.x) or th->vm (2.7).
+ */
+struct rp_wall_offsets {
+	__u16 th_anchor; /* rb_thread_t -> anchor */
+	__u16 list_head; /* anchor + : living threads (ccan list head) */
+	__u16 owner;	 /* anchor + : the GVL owner (rb_thread_t *) */
+	__u16 th_ec;	 /* rb_thread_t -> ec */
+	__u16 th_status; /* status byte (bits 0-1) */
+	__u16 th_brb;	 /* blocking_region_buffer */
+	__u16 th_ubf;	 /* unblock.func */
+	__u16 th_lm;	 /* locking_mutex */
+	__u16 th_nt;	 /* rb_thread_t -> nt (3.2+) */
+	__u16 nt_tid;	 /* nt -> tid (3.2+) */
+	__u16 th_tid;	 /* rb_thread_t -> tid (3.0, 3.1) */
+	__u16 th_wr;	 /* sched.waiting_reason.flags (3.3+) */
+};
+
+/* The iterator's target, in its .bss, set by the daemon before each run. */
+struct rp_wall_params {
+	__u32 tgid;
+	__u32 max_threads; /* <= RP_MAX_WALL_THREADS */
+	__u64 period_ns;   /* weight of each sample */
+	struct rp_wall_offsets off;
+};
+
+/* Wall-mode statistics (the wall program's own array, index = RP_WSTAT_*) */
+#define RP_WSTAT_RUNS	     0 /* iterator runs that walked a thread list */
+#define RP_WSTAT_THREADS     1 /* Ruby threads sampled */
+#define RP_WSTAT_CUT	     2 /* threads left unwalked: max_threads reached */
+#define RP_WSTAT_BAD_NODE    3 /* list walks ended by a node that failed validation */
+#define RP_WSTAT_READ_FAILED 4 /* reads of the list, a thread or the anchor that failed */
+#define RP_WSTAT_UNKNOWN     5 /* threads whose state fit no row */
+#define RP_WSTAT_NO_PROC     6 /* runs for a pid the procs map does not know */
+#define RP_WSTAT_RUN_NS	     7 /* time spent in the iterator (ns) */
+#define RP_WSTAT_MAX	     8
+
 /* ---- statistics (per-CPU array, index = RP_STAT_*) ---------------------------------------- */
 
 #define RP_STAT_SAMPLES	     0	/* perf_event samples taken */
@@ -298,6 +348,8 @@ _Static_assert(sizeof(struct rp_vm_offsets) == 24, "rp_vm_offsets layout");
 _Static_assert(sizeof(struct rp_proc) == 88, "rp_proc layout");
 _Static_assert(sizeof(struct rp_thread_tp) == 24, "rp_thread_tp layout");
 _Static_assert(sizeof(struct rp_rec) == 32, "rp_rec layout");
+_Static_assert(sizeof(struct rp_wall_offsets) == 24, "rp_wall_offsets layout");
+_Static_assert(sizeof(struct rp_wall_params) == 40, "rp_wall_params layout");
 _Static_assert(sizeof(struct rp_proc_event) == 72, "rp_proc_event layout");
 _Static_assert(sizeof(struct rp_ustack) == RP_USTACK_HDR_SIZE, "rp_ustack layout");
 _Static_assert(__builtin_offsetof(struct rp_sample, frames) == RP_SAMPLE_HDR_SIZE,

@@ -5,7 +5,7 @@ require "open3"
 module PprofRaw
   Location = Struct.new(:id, :mapping, :name, :file, :line, :start_line)
   Sample = Struct.new(:count, :nanos, :locations, :labels)
-  Profile = Struct.new(:samples, :locations, :mappings, :period, :duration) do
+  Profile = Struct.new(:samples, :locations, :mappings, :period, :duration, :period_type, :sample_types) do
     # Frames of a sample, leaf first.
     def frames(sample)
       sample.locations.map { |id| locations.fetch(id) }
@@ -33,6 +33,8 @@ module PprofRaw
       line = line.chomp
       case line
       when /^Period: (\d+)/ then prof.period = Integer($1)
+      when /^PeriodType: (\S+) (\S+)/ then prof.period_type = "#{$1}/#{$2}"
+      when %r{^(\S+/\S+)( \S+/\S+)*$} then prof.sample_types = line.split if section == :samples
       when /^Duration: ([\d.:]+)/ then prof.duration = $1
       when /^Samples:/ then section = :samples
       when /^Locations/ then section = :locations

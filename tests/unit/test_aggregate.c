@@ -237,7 +237,8 @@ Test(aggregate, pprof_ruby_threads)
 	struct agg *a = agg__new(2, 100);
 	struct agg_proc *p = proc(a, 1, "shop");
 	uint32_t fp = agg_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2);
-	struct agg_thread t1 = {7, "ruby", "0x1000", "worker-1"}, t2 = {7, "ruby", "0x2000", ""};
+	struct agg_thread t1 = {7, "ruby", "0x1000", "worker-1", NULL, NULL},
+			  t2 = {7, "ruby", "0x2000", "", NULL, NULL};
 	unsigned int flags[] = {0, AGG_PPROF_NO_THREAD_NAME};
 	const struct pprofread_profile *prof;
 	const struct pprofread_sample *s;
@@ -284,5 +285,65 @@ Test(aggregate, pprof_ruby_threads)
 		free(out);
 		pprof__free(pp);
 	}
+	agg__free(a);
+}
+
+/* Wall-clock samples: a stack per thread state, each with its thread_state label; the sample
+ * and period types say wall/nanoseconds. */
+Test(aggregate, pprof_thread_state)
+{
+	struct agg *a = agg__new(2, 100);
+	struct agg_proc *p = proc(a, 1, "shop");
+	uint32_t fp = agg_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2);
+	struct agg_thread run = {7, "ruby", "0x1000", "", "running", NULL},
+			  io = {7, "ruby", "0x1000", "", "blocked_io", "poll"},
+			  cpu = {7, "ruby", "0x1000", "", NULL, NULL};
+	const int64_t wall[2] = {1, 50000000};
+	const struct pprofread_profile *prof;
+	struct pprof *pp = pprof__new();
+	struct pprofread *r;
+	uint8_t *out = NULL;
+	size_t len = 0, j;
+	char err[128];
+	int seen = 0;
+
+	cr_assert_eq(agg_add_thread(a, p, &run, &fp, 1, wall), 0);
+	cr_assert_eq(agg_add_thread(a, p, &io, &fp, 1, wall), 0);
+	cr_assert_eq(agg_add_thread(a, p, &run, &fp, 1, wall), 0);
+	cr_assert_eq(agg_add_thread(a, p, &cpu, &fp, 1, ONE), 0);
+	cr_assert_eq(agg_nstacks(a), 3);
+	cr_assert_eq(pprof_set_wall(pp), 0);
+	cr_assert_eq(agg_to_pprof(a, pp, NULL, AGG_PPROF_NO_THREAD_NAME), 0);
+	cr_assert_eq(pprof_encode(pp, 0, &out, &len), 0);
+	r = pprofread__new(out, len, "agg", err, sizeof(err));
+	cr_assert_not_null(r, "%s", err);
+	prof = pprofread_profile(r);
+	cr_assert_eq(prof->nsample_types, 2);
+	cr_assert_str_eq(prof->strings[prof->sample_types[1].type], "wall");
+	cr_assert_str_eq(prof->strings[prof->sample_types[1].unit], "nanoseconds");
+	cr_assert_str_eq(prof->strings[prof->period_type.type], "wall");
+	cr_assert_eq(prof->nsamples, 3);
+	for (j = 0; j < prof->nsamples; j++) {
+		const struct pprofread_sample *s = &prof->samples[j];
+		const char *state = sample_label(r, s, "thread_state");
+
+		if (!state) {
+			seen |= 1; /* the cpu-clock sample has none */
+		} else if (strcmp(state, "running") == 0) {
+			cr_assert_null(sample_label(r, s, "syscall"));
+			cr_assert_eq(s->values[0], 2);
+			cr_assert_eq(s->values[1], 100000000);
+			seen |= 2;
+		} else {
+			cr_assert_str_eq(state, "blocked_io");
+			cr_assert_str_eq(sample_label(r, s, "syscall"), "poll");
+			cr_assert_eq(s->values[1], 50000000);
+			seen |= 4;
+		}
+	}
+	cr_assert_eq(seen, 7);
+	pprofread__free(r);
+	free(out);
+	pprof__free(pp);
 	agg__free(a);
 }

@@ -1120,3 +1120,26 @@ Test(conffile, native_stacks_mode)
 		 "1: ustack_bytes: '4K' is not a size from 8K to 32K (bytes, or a number with the "
 		 "suffix K)");
 }
+
+/* --clock: cpu by default, wall from the flag or the file (the flag wins), anything else refused
+ * with the key named. */
+Test(conffile, clock)
+{
+	char *p = write_conf("clock.conf", "clock = wall\n");
+	char *argv_def[] = {"rubyprofd", "--oneshot", NULL};
+	char *argv_file[] = {"rubyprofd", "--oneshot", "--config", p, NULL};
+	char *argv_flag[] = {"rubyprofd", "--oneshot", "--config", p, "--clock", "cpu", NULL};
+	char *argv_bad[] = {"rubyprofd", "--oneshot", "--clock", "wal", NULL};
+	struct config c;
+
+	parse_ok(&c, argv_def, "/nonexistent/default.conf");
+	cr_assert_not(c.clock_wall);
+	parse_ok(&c, argv_file, "/nonexistent/default.conf");
+	cr_assert(c.clock_wall);
+	parse_ok(&c, argv_flag, "/nonexistent/default.conf");
+	cr_assert_not(c.clock_wall);
+	parse_bad(argv_bad, "/nonexistent/default.conf",
+		  "rubyprofd: --clock: 'wal' is not cpu or wall\n");
+	file_bad("clock = both\n", "1: clock: 'both' is not cpu or wall");
+	free(p);
+}

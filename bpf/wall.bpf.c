@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * wall.bpf.c - wall-clock samples (--clock wall): a sleepable task iterator that the daemon runs
+ * (bpf_iter_create + read) once per tick and profiled process, pid-filtered at attach time.
+ *
+ * On the process's main task it finds an EC as the perf_event program does (TLS of the main
+ * thread, or the global EC before 3.0), goes from that EC's thread to the VM or main ractor and
+ * walks the living-threads list there: every Ruby thread, running or not, with or without a kernel
+ * task of its own (M:N threads, 3.3+), gets one sample weighted with the tick's period, its state
+ * decided from the Ruby thread's fields and its task's (docs/wall-clock.md §3), its stack walked
+ * with the CPU mode's walk (walk.bpf.h), every read done with bpf_copy_from_user_task on the
+ * process's main task (all its threads share the mm). Sleepable: a cold page of a long-idle
+ * thread's stack is faulted in instead of failing the read.
+ *
+ * A separate object from rubyprof.bpf.c so that CPU mode loads on kernels without sleepable
+ * iterators; it shares that object's procs, samples and stats maps (reused by fd) and has its
+ * own scratch space and `slots`, so that a perf sample on the CPU the iterator runs on (or a
+ * task preempting it) never mixes its stack with this one. Its records carry cpu = wall_cpu, a
+ * reassembly slot of their own in the daemon (sampler.c).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+
+#include "rubyprof.h"
+
+/* What the walk's reads go through: the task named by the rctx every call passes down. */
+struct rp_wall_rctx {
+	struct task_struct *task;
+};
+
+#define RP_READ_USER(rctx, dst, size, src)                                                         \
+	bpf_copy_from_user_task(dst, size, src, ((struct rp_wall_rctx *)(rctx))->task, 0)
+
+#include "maps.bpf.h"
+#include "walk.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym __weak;
+extern void bpf_task_release(struct task_struct *p) __ksym __weak;
+
+/* The reassembly slot of wall records in the daemon (its number of possible CPUs). */
+const volatile __u32 wall_cpu;
+
+/* The run's target: set by the daemon before each run (one run at a time). */
+struct rp_wall_params wall_params;
+
+/* Bytes of a thread header copied at once: every field of rp_wall_offsets is below. */
+#define WALL_TH_BYTES 384
+
+struct wall_scratch {
+	__u8 th[512]; /* the thread header (WALL_TH_BYTES), 512 for masked offsets */
+	__u64 node;   /* next list node (= rb_thread_t *) */
+	__u64 head;   /* address of the list head */
+	__u64 owner;  /* GVL owner */
+	__u32 limit;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct wall_scratch);
+} wall_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RP_WSTAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} wall_stats SEC(".maps");
+
+static __always_inline void wstat_add(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&wall_stats, &idx);
+
+	if (v)
+		__sync_fetch_and_add(v, n);
+}
+
+static __always_inline __u64 th_u64(const struct wall_scratch *w, __u32 off)
+{
+	return *(const __u64 *)(w->th + (off & 0x1f8));
+}
+
+static __always_inline __u32 th_u32(const struct wall_scratch *w, __u32 off)
+{
+	return *(const __u32 *)(w->th + (off & 0x1fc));
+}
+
+#define RB_THREAD_RUNNABLE 0
+#define RB_THREAD_KILLED   3
+/* task->__state bits: __TASK_STOPPED, __TASK_TRACED */
+#define TASK_STOPPED_BITS  0xc
+/* waiting_reason flags of an M:N I/O wait: io_read, io_write */
+#define WR_IO		   0x0a
+
+/* docs/wall-clock.md §3, first matching row; the syscall rows are "blocked_io" here. */
+static __always_inline __u32 wall_state(const struct wall_scratch *w, __u64 th, __u32 kstate,
+					__u32 on_cpu, bool has_task)
+{
+	const struct rp_wall_offsets *o = &wall_params.off;
+	__u32 status = w->th[o->th_status & 0x1ff] & 3;
+	__u64 brb = th_u64(w, o->th_brb), ubf = th_u64(w, o->th_ubf);
+
+	if ((kstate & TASK_STOPPED_BITS) || status == RB_THREAD_KILLED)
+		return RP_TSTATE_STOPPED;
+	if (brb) {
+		if (!ubf)
+			return RP_TSTATE_GVL_WAIT; /* syscall over, taking the GVL back */
+		if (on_cpu)
+			return RP_TSTATE_RUNNING; /* CPU work outside the GVL */
+		return RP_TSTATE_BLOCKED_IO;
+	}
+	if (status == RB_THREAD_RUNNABLE)
+		return w->owner == th ? RP_TSTATE_RUNNING : RP_TSTATE_GVL_WAIT;
+	if (o->th_nt && o->th_wr && !th_u64(w, o->th_nt) && (th_u32(w, o->th_wr) & WR_IO))
+		return RP_TSTATE_BLOCKED_IO;
+	return RP_TSTATE_SLEEPING;
+}
+
+static __always_inline long task_syscall(struct task_struct *t)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+
+	return regs ? (long)BPF_CORE_READ(regs, orig_ax) : -1;
+#else
+	return -1;
+#endif
+}
+
+/* One Ruby thread: its header, state, task, and stack. */
+static long wall_thread(__u32 i, void *ctx)
+{
+	const struct rp_wall_offsets *o = &wall_params.off;
+	struct task_struct *t = NULL;
+	__u32 zero = 0, tgid = wall_params.tgid, tid = 0, kstate = 0, on_cpu = 0, state;
+	struct wall_scratch *w;
+	struct rp_scratch *s;
+	struct rp_proc *proc;
+	__u64 th, ec, back = 0, nt;
+	bool has_task = false;
+	long sysnr = -1;
+
+	w = bpf_map_lookup_elem(&wall_scratch, &zero);
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	proc = bpf_map_lookup_elem(&procs, &tgid);
+	if (!w || !s || !proc)
+		return 1;
+	th = w->node;
+	if (!th || th == w->head)
+		return 1;
+	if (i >= w->limit) {
+		wstat_add(RP_WSTAT_CUT, 1);
+		return 1;
+	}
+	if (RP_READ_USER(ctx, w->th, WALL_TH_BYTES, (const void *)th)) {
+		wstat_add(RP_WSTAT_READ_FAILED, 1);
+		return 1;
+	}
+	w->node = th_u64(w, 0); /* the list node is the thread's first field */
+	ec = th_u64(w, o->th_ec);
+	/* a thread being created or freed under us ends the walk */
+	if (!ec || read_u64(ctx, &back, ec + proc->off.ec_thread_ptr) || back != th) {
+		wstat_add(RP_WSTAT_BAD_NODE, 1);
+		return 1;
+	}
+	if (o->th_nt) {
+		nt = th_u64(w, o->th_nt);
+		if (nt && RP_READ_USER(ctx, &tid, sizeof(tid), (const void *)(nt + o->nt_tid)))
+			tid = 0;
+	} else if (o->th_tid) {
+		tid = th_u32(w, o->th_tid);
+	}
+
+	__builtin_memset(s->sample.comm, 0, sizeof(s->sample.comm));
+	/* The tid is the process's own (its pid namespace): the task is used only if it is in
+	 * this process, i.e. the namespaces agree (the host's, as a rule). */
+	if (tid && bpf_task_from_pid && bpf_task_release)
+		t = bpf_task_from_pid(tid);
+	if (t) {
+		if (t->tgid == tgid) {
+			has_task = true;
+			kstate = t->__state;
+			on_cpu = t->on_cpu;
+			bpf_probe_read_kernel_str(s->sample.comm, sizeof(s->sample.comm), t->comm);
+			/* the syscall it sleeps in (-1: none, in user space); stale while on a CPU */
+			if (!on_cpu)
+				sysnr = task_syscall(t);
+		}
+		bpf_task_release(t);
+	}
+	if (!has_task)
+		tid = 0;
+	state = wall_state(w, th, kstate, on_cpu, has_task);
+	wstat_add(RP_WSTAT_THREADS, 1);
+
+	s->sample.hdr.version = RP_REC_VERSION;
+	s->sample.hdr.kind = RP_REC_STACK;
+	s->sample.hdr.state = state;
+	s->sample.hdr.wunit = RP_WEIGHT_NS;
+	s->sample.hdr.weight = wall_params.period_ns;
+	s->sample.hdr.time_ns = bpf_ktime_get_ns();
+	s->sample.hdr.pid = tgid;
+	s->sample.hdr.tid = tid;
+	s->sample.cpu = wall_cpu;
+	s->sample.seq = s->seq++;
+	s->sample.chunk = 0;
+	s->sample.gc_mode = 0;
+	s->sample.ruby_thread = th;
+	s->sample.syscall = sysnr >= 0 && state == RP_TSTATE_BLOCKED_IO ? (__u32)sysnr + 1 : 0;
+	rp_sample_ec(s, proc, ec, 0, ctx);
+	return 0;
+}
+
+SEC("iter.s/task")
+int rp_wall(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	__u64 t0 = bpf_ktime_get_ns(), ec = 0, th = 0, anchor = 0, tp;
+	__u32 zero = 0, tgid = wall_params.tgid;
+	struct rp_wall_rctx rc;
+	struct wall_scratch *w;
+	struct rp_proc *proc;
+
+	/* The list is walked once per run, from the main thread (the pid filter's first task). */
+	if (!task || task->pid != tgid || task->tgid != tgid)
+		return 0;
+	proc = bpf_map_lookup_elem(&procs, &tgid);
+	if (!proc) {
+		wstat_add(RP_WSTAT_NO_PROC, 1);
+		return 0;
+	}
+	if (proc->start_time && proc->start_time != task->group_leader->start_time) {
+		stat_add(RP_STAT_STALE_PID, 1);
+		return 0;
+	}
+	w = bpf_map_lookup_elem(&wall_scratch, &zero);
+	if (!w)
+		return 0;
+	rc.task = task;
+#if defined(__TARGET_ARCH_x86)
+	tp = task->thread.fsbase;
+#elif defined(__TARGET_ARCH_arm64)
+	tp = task->thread.uw.tp_value;
+#endif
+	if (find_ec(proc, tp, &ec, &rc) || !ec ||
+	    read_u64(&rc, &th, ec + proc->off.ec_thread_ptr) || !th ||
+	    read_u64(&rc, &anchor, th + wall_params.off.th_anchor) || !anchor) {
+		wstat_add(RP_WSTAT_READ_FAILED, 1);
+		goto out;
+	}
+	w->head = anchor + wall_params.off.list_head;
+	w->owner = 0;
+	w->node = 0;
+	w->limit = wall_params.max_threads;
+	if (read_u64(&rc, &w->owner, anchor + wall_params.off.owner) ||
+	    read_u64(&rc, &w->node, w->head)) {
+		wstat_add(RP_WSTAT_READ_FAILED, 1);
+		goto out;
+	}
+	wstat_add(RP_WSTAT_RUNS, 1);
+	bpf_loop(RP_MAX_WALL_THREADS + 1, wall_thread, &rc, 0);
+out:
+	wstat_add(RP_WSTAT_RUN_NS, bpf_ktime_get_ns() - t0);
+	return 0;
+}

@@ -1,0 +1,508 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* wall.c - wall-clock mode: the sleepable thread-list iterator, run per tick and process. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "offsets.h"
+#include "wall.h"
+#include "wall.skel.h"
+
+/* Pid-filtered task iterators (bpf_iter_link_info.task.pid) came with 6.1. */
+#define WALL_MIN_MAJOR 6
+#define WALL_MIN_MINOR 1
+
+/* An iterator run writes nothing (records go to the ring buffer): one read ends it. */
+#define WALL_READ_BYTES 64
+
+struct wall_proc {
+	pid_t pid;
+	struct bpf_link *link;
+	struct rp_wall_offsets off;
+};
+
+struct wall {
+	struct wall_bpf *skel;
+	struct wall_proc *procs;
+	size_t nprocs;
+	int64_t period_ns, next_ns;
+	struct wall_counters c;
+};
+
+/* docs/wall-clock.md §1.2 - §1.4 (x86_64). 3.2 is computed only (not validated live). */
+struct wall_row {
+	int major, minor;
+	struct rp_wall_offsets off;
+};
+
+static const struct wall_row wall_rows[] = {
+	{2,
+	 7,
+	 {.th_anchor = 24, /* th->vm */
+	  .list_head = 312,
+	  .owner = 8, /* vm->gvl.owner */
+	  .th_ec = 32,
+	  .th_status = 80,
+	  .th_brb = 152,
+	  .th_ubf = 232,
+	  .th_lm = 248}},
+	{3,
+	 1,
+	 {.th_anchor = 24, /* th->ractor */
+	  .list_head = 304,
+	  .owner = 336,
+	  .th_ec = 40,
+	  .th_status = 92,
+	  .th_brb = 168,
+	  .th_ubf = 248,
+	  .th_lm = 264,
+	  .th_tid = 88}},
+	{3,
+	 2,
+	 {.th_anchor = 24,
+	  .list_head = 304,
+	  .owner = 336,
+	  .th_ec = 48,
+	  .th_status = 112,
+	  .th_brb = 120,
+	  .th_ubf = 200,
+	  .th_lm = 216,
+	  .th_nt = 40,
+	  .nt_tid = 16}},
+	{3,
+	 3,
+	 {.th_anchor = 24,
+	  .list_head = 256,
+	  .owner = 328,
+	  .th_ec = 48,
+	  .th_status = 240,
+	  .th_brb = 248,
+	  .th_ubf = 328,
+	  .th_lm = 344,
+	  .th_nt = 40,
+	  .nt_tid = 24,
+	  .th_wr = 136}},
+	{3,
+	 4,
+	 {.th_anchor = 24,
+	  .list_head = 256,
+	  .owner = 328,
+	  .th_ec = 48,
+	  .th_status = 240,
+	  .th_brb = 248,
+	  .th_ubf = 328,
+	  .th_lm = 344,
+	  .th_nt = 40,
+	  .nt_tid = 24,
+	  .th_wr = 136}},
+};
+
+const char *wall_state_name(unsigned int state)
+{
+	static const char *const names[] = {
+		[RP_TSTATE_RUNNING] = "running",   [RP_TSTATE_GVL_WAIT] = "gvl_wait",
+		[RP_TSTATE_SLEEPING] = "sleeping", [RP_TSTATE_BLOCKED_IO] = "blocked_io",
+		[RP_TSTATE_STOPPED] = "stopped",   [RP_TSTATE_UNKNOWN] = "unknown",
+	};
+
+	if (state >= sizeof(names) / sizeof(names[0]))
+		return NULL;
+	return names[state];
+}
+
+const char *wall_syscall_name(uint32_t syscall)
+{
+	/* x86_64 numbers of the calls a Ruby thread blocks in (arch/x86/entry/syscalls) */
+	static const struct {
+		uint32_t nr;
+		const char *name;
+	} calls[] = {
+		{0, "read"},	     {1, "write"},	   {7, "poll"},
+		{17, "pread64"},     {18, "pwrite64"},	   {19, "readv"},
+		{20, "writev"},	     {23, "select"},	   {35, "nanosleep"},
+		{42, "connect"},     {43, "accept"},	   {44, "sendto"},
+		{45, "recvfrom"},    {46, "sendmsg"},	   {47, "recvmsg"},
+		{61, "wait4"},	     {202, "futex"},	   {230, "clock_nanosleep"},
+		{232, "epoll_wait"}, {247, "waitid"},	   {270, "pselect6"},
+		{271, "ppoll"},	     {281, "epoll_pwait"}, {288, "accept4"},
+		{299, "recvmmsg"},   {307, "sendmmsg"},	   {441, "epoll_pwait2"},
+	};
+	size_t i;
+
+	if (!syscall)
+		return NULL;
+	for (i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		if (calls[i].nr == syscall - 1)
+			return calls[i].name;
+	}
+	return "other";
+}
+
+int wall_kernel_at_least(const char *release, int major, int minor)
+{
+	int ma = 0, mi = 0;
+
+	if (sscanf(release, "%d.%d", &ma, &mi) != 2)
+		return 0;
+	return ma > major || (ma == major && mi >= minor);
+}
+
+struct wall *wall__new(struct sampler *smp, unsigned int frequency, char *why, size_t whylen)
+{
+	struct sampler_maps m;
+	struct utsname u;
+	struct wall *w;
+	int err;
+
+	why[0] = '\0';
+	if (uname(&u) == 0 && !wall_kernel_at_least(u.release, WALL_MIN_MAJOR, WALL_MIN_MINOR)) {
+		snprintf(why, whylen, "kernel %s is older than %d.%d (pid-filtered task iterators)",
+			 u.release, WALL_MIN_MAJOR, WALL_MIN_MINOR);
+		errno = ENOTSUP;
+		return NULL;
+	}
+	err = sampler_shared_maps(smp, &m);
+	if (err) {
+		snprintf(why, whylen, "no BPF object to share maps with");
+		errno = -err;
+		return NULL;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->procs = calloc(WALL_MAX_PROCS, sizeof(*w->procs));
+	w->skel = w->procs ? wall_bpf__open() : NULL;
+	if (!w->skel) {
+		err = -errno;
+		snprintf(why, whylen, "cannot open the wall-clock BPF object: %s", strerror(-err));
+		goto cleanup;
+	}
+	w->skel->rodata->max_frames = m.max_frames;
+	w->skel->rodata->slot_blocks = m.slot_blocks;
+	w->skel->rodata->rb_wakeup_bytes = m.rb_wakeup_bytes;
+	w->skel->rodata->wall_cpu = m.extra_cpu;
+	/* One run at a time (the daemon's thread), sleepable hence movable between CPUs while
+	 * it waits for a page: one scratch space, not one per CPU. */
+	err = bpf_map__set_type(w->skel->maps.scratch, BPF_MAP_TYPE_ARRAY);
+	if (!err)
+		err = bpf_map__set_max_entries(w->skel->maps.slots,
+					       m.slot_blocks * (m.extra_cpu + 1));
+	if (!err)
+		err = bpf_map__reuse_fd(w->skel->maps.procs, m.procs);
+	if (!err)
+		err = bpf_map__reuse_fd(w->skel->maps.samples, m.samples);
+	if (!err)
+		err = bpf_map__reuse_fd(w->skel->maps.stats, m.stats);
+	if (err) {
+		snprintf(why, whylen, "cannot set up the wall-clock maps: %s", strerror(-err));
+		goto cleanup;
+	}
+	err = wall_bpf__load(w->skel);
+	if (err) {
+		snprintf(why, whylen,
+			 "cannot load the sleepable task iterator (needs kernel %d.%d+): %s",
+			 WALL_MIN_MAJOR, WALL_MIN_MINOR, strerror(-err));
+		err = -ENOTSUP;
+		goto cleanup;
+	}
+	wall_set_frequency(w, frequency);
+	return w;
+
+cleanup:
+	wall__free(w);
+	errno = err ? -err : ENOMEM;
+	return NULL;
+}
+
+void wall__free(struct wall *w)
+{
+	size_t i;
+
+	if (!w)
+		return;
+	for (i = 0; i < w->nprocs; i++)
+		bpf_link__destroy(w->procs[i].link);
+	free(w->procs);
+	wall_bpf__destroy(w->skel);
+	free(w);
+}
+
+static struct wall_proc *find_proc(struct wall *w, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < w->nprocs; i++) {
+		if (w->procs[i].pid == pid)
+			return &w->procs[i];
+	}
+	return NULL;
+}
+
+int wall_add(struct wall *w, const struct ruby_target *t)
+{
+	LIBBPF_OPTS(bpf_iter_attach_opts, opts);
+	union bpf_iter_link_info linfo;
+	const struct wall_row *row = NULL;
+	struct wall_proc *p;
+	int major, minor, teeny;
+	size_t i;
+
+	if (ruby_version_parse(t->version, &major, &minor, &teeny) == 0) {
+		for (i = 0; i < sizeof(wall_rows) / sizeof(wall_rows[0]); i++) {
+			if (wall_rows[i].major == major && wall_rows[i].minor == minor)
+				row = &wall_rows[i];
+		}
+	}
+	if (!row) {
+		w->c.refused_version++;
+		return -ENOTSUP;
+	}
+	p = find_proc(w, t->pid);
+	if (!p) {
+		if (w->nprocs == WALL_MAX_PROCS) {
+			w->c.refused_full++;
+			return -ENOSPC;
+		}
+		p = &w->procs[w->nprocs];
+		memset(p, 0, sizeof(*p));
+		memset(&linfo, 0, sizeof(linfo));
+		linfo.task.pid = (__u32)t->pid;
+		opts.link_info = &linfo;
+		opts.link_info_len = sizeof(linfo);
+		p->link = bpf_program__attach_iter(w->skel->progs.rp_wall, &opts);
+		if (!p->link)
+			return -errno;
+		p->pid = t->pid;
+		w->nprocs++;
+	}
+	p->off = row->off;
+	return 0;
+}
+
+void wall_remove(struct wall *w, pid_t pid)
+{
+	struct wall_proc *p = find_proc(w, pid);
+
+	if (!p)
+		return;
+	bpf_link__destroy(p->link);
+	*p = w->procs[--w->nprocs];
+}
+
+void wall_set_frequency(struct wall *w, unsigned int frequency)
+{
+	w->period_ns = 1000000000LL / (frequency ? frequency : 1);
+	w->next_ns = 0;
+}
+
+int64_t wall_next_due(const struct wall *w)
+{
+	return w->next_ns;
+}
+
+/* One run of p's iterator: the program walks the thread list on the main task. */
+static int run_one(struct wall *w, struct wall_proc *p)
+{
+	char buf[WALL_READ_BYTES];
+	ssize_t n;
+	int fd;
+
+	w->skel->bss->wall_params.tgid = (__u32)p->pid;
+	w->skel->bss->wall_params.max_threads = RP_MAX_WALL_THREADS;
+	w->skel->bss->wall_params.period_ns = (__u64)w->period_ns;
+	w->skel->bss->wall_params.off = p->off;
+	fd = bpf_iter_create(bpf_link__fd(p->link));
+	if (fd < 0)
+		return -errno;
+	do {
+		n = read(fd, buf, sizeof(buf));
+	} while (n > 0 || (n < 0 && errno == EINTR));
+	close(fd);
+	return n < 0 ? -errno : 0;
+}
+
+int wall_tick(struct wall *w, int64_t now_ns)
+{
+	size_t i;
+	int err = 0;
+
+	if (now_ns < w->next_ns)
+		return 0;
+	if (!w->next_ns) {
+		w->next_ns = now_ns;
+	} else if (now_ns - w->next_ns >= w->period_ns) {
+		/* a loaded machine: start from now rather than catch up with a burst */
+		w->c.ticks_late++;
+		w->next_ns = now_ns;
+	}
+	w->next_ns += w->period_ns;
+	for (i = 0; i < w->nprocs; i++) {
+		if (run_one(w, &w->procs[i])) {
+			w->c.runs_failed++;
+			err = err ? err : -EIO;
+		}
+	}
+	return err;
+}
+
+void wall_counters(const struct wall *w, struct wall_counters *out)
+{
+	__u32 k;
+	__u64 v;
+
+	*out = w->c;
+	for (k = 0; k < RP_WSTAT_MAX; k++) {
+		v = 0;
+		if (bpf_map__lookup_elem(w->skel->maps.wall_stats, &k, sizeof(k), &v, sizeof(v),
+					 0) == 0)
+			out->bpf[k] = v;
+	}
+}
+
+/* ---- the oneshot summary: each thread's wall time per state ---------------------------- */
+
+/* Threads the summary lists at most (the rest are counted in one line). */
+#define WALL_REPORT_THREADS 64
+#define WALL_NSTATES	    (RP_TSTATE_UNKNOWN + 1)
+
+struct wall_row_sum {
+	pid_t pid;
+	const char *id, *name; /* the aggregate's strings (alive while it is) */
+	int64_t ns[WALL_NSTATES];
+	int64_t total;
+};
+
+/* Leaf functions kept per state for the summary's split top list (more are counted). */
+#define WALL_REPORT_LEAVES 32
+#define WALL_REPORT_TOP	   3
+
+struct wall_leaf {
+	const char *name; /* the aggregate's string */
+	int64_t ns;
+};
+
+struct wall_report {
+	struct wall_row_sum rows[WALL_REPORT_THREADS];
+	size_t n;
+	uint64_t more; /* samples of threads beyond the bound */
+	struct wall_leaf leaves[WALL_NSTATES][WALL_REPORT_LEAVES];
+	size_t nleaves[WALL_NSTATES];
+	int64_t state_ns[WALL_NSTATES];
+	uint64_t more_leaves; /* stacks whose leaf found no room */
+};
+
+static unsigned int state_of(const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < WALL_NSTATES; i++) {
+		if (wall_state_name(i) && strcmp(wall_state_name(i), name) == 0)
+			return i;
+	}
+	return RP_TSTATE_UNKNOWN;
+}
+
+/* The stack's time under its leaf function, in its state. */
+static void add_leaf(struct wall_report *r, unsigned int state, const struct agg_stack *st)
+{
+	const struct agg_frame *f = st->nframes ? agg_frame_get(st->proc, st->frames[0]) : NULL;
+	const char *name = f ? f->name : "[no frames]";
+	struct wall_leaf *l = r->leaves[state];
+	size_t i;
+
+	r->state_ns[state] += st->values[1];
+	for (i = 0; i < r->nleaves[state]; i++) {
+		if (strcmp(l[i].name, name) == 0) {
+			l[i].ns += st->values[1];
+			return;
+		}
+	}
+	if (r->nleaves[state] == WALL_REPORT_LEAVES) {
+		r->more_leaves++;
+		return;
+	}
+	l[r->nleaves[state]++] = (struct wall_leaf){.name = name, .ns = st->values[1]};
+}
+
+static int leaf_cmp(const void *a, const void *b)
+{
+	const struct wall_leaf *x = a, *y = b;
+
+	return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : strcmp(x->name, y->name);
+}
+
+static void report_stack(void *ctx, const struct agg_stack *st)
+{
+	struct wall_report *r = ctx;
+	struct wall_row_sum *row = NULL;
+	size_t i;
+
+	if (!st->state || !st->state[0])
+		return;
+	for (i = 0; i < r->n; i++) {
+		if (r->rows[i].pid == st->pid && strcmp(r->rows[i].id, st->ruby_thread) == 0)
+			row = &r->rows[i];
+	}
+	if (!row) {
+		if (r->n == WALL_REPORT_THREADS) {
+			r->more++;
+			return;
+		}
+		row = &r->rows[r->n++];
+		row->pid = st->pid;
+		row->id = st->ruby_thread;
+		row->name = st->ruby_thread_name[0] ? st->ruby_thread_name : st->thread_name;
+	}
+	row->ns[state_of(st->state)] += st->values[1];
+	row->total += st->values[1];
+	add_leaf(r, state_of(st->state), st);
+}
+
+void wall_report(FILE *f, const struct agg *a)
+{
+	struct wall_report *r = calloc(1, sizeof(*r));
+	unsigned int k;
+	size_t i;
+
+	if (!r)
+		return;
+	agg_foreach(a, report_stack, r);
+	fprintf(f, "wall time per thread and state:\n");
+	for (i = 0; i < r->n; i++) {
+		fprintf(f, "  pid %d thread %s (%s): %.3f s", (int)r->rows[i].pid,
+			r->rows[i].id[0] ? r->rows[i].id : "?",
+			r->rows[i].name[0] ? r->rows[i].name : "unnamed", r->rows[i].total / 1e9);
+		for (k = 0; k < WALL_NSTATES; k++) {
+			if (r->rows[i].ns[k])
+				fprintf(f, ", %s %.1f%%", wall_state_name(k),
+					100.0 * (double)r->rows[i].ns[k] /
+						(double)r->rows[i].total);
+		}
+		fputc('\n', f);
+	}
+	if (r->more)
+		fprintf(f, "  (and %" PRIu64 " stacks of more threads)\n", r->more);
+	fprintf(f, "wall time per state, top leaf functions:\n");
+	for (k = 0; k < WALL_NSTATES; k++) {
+		if (!r->state_ns[k])
+			continue;
+		qsort(r->leaves[k], r->nleaves[k], sizeof(r->leaves[k][0]), leaf_cmp);
+		fprintf(f, "  %-10s %8.3f s", wall_state_name(k), r->state_ns[k] / 1e9);
+		for (i = 0; i < r->nleaves[k] && i < WALL_REPORT_TOP; i++)
+			fprintf(f, "%s %.1f%% %s", i ? "," : ":",
+				100.0 * (double)r->leaves[k][i].ns / (double)r->state_ns[k],
+				r->leaves[k][i].name);
+		fputc('\n', f);
+	}
+	if (r->more_leaves)
+		fprintf(f, "  (%" PRIu64 " stacks under more leaf functions than listed)\n",
+			r->more_leaves);
+	free(r);
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * wall.h - wall-clock mode (--clock wall): every Ruby thread of every profiled process gets a
+ * sample per tick, running or not, with its state. Owns the sleepable task iterator of
+ * bpf/wall.bpf.c (a pid-filtered link per process) and runs it on the session's clock; its
+ * records go through the sampler's ring buffer and dispatcher like CPU samples.
+ */
+#ifndef RP_WALL_H
+#define RP_WALL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "aggregate.h"
+#include "discover.h"
+#include "rubyprof.h"
+#include "sampler.h"
+
+struct wall;
+
+/* Processes sampled at once; more are refused (counted). */
+#define WALL_MAX_PROCS 1024
+
+struct wall_counters {
+	uint64_t bpf[RP_WSTAT_MAX];
+	uint64_t runs_failed;	  /* iterator runs that could not be made */
+	uint64_t ticks_late;	  /* ticks that began a whole period late (the weight stays one) */
+	uint64_t refused_version; /* processes of a Ruby without thread-list offsets */
+	uint64_t refused_full;	  /* processes refused at WALL_MAX_PROCS */
+};
+
+/*
+ * Loads the wall program beside the sampler's (sharing its maps). NULL with errno set: ENOTSUP
+ * on a kernel older than 6.1 or without sleepable iterators; `why` says what failed.
+ */
+struct wall *wall__new(struct sampler *smp, unsigned int frequency, char *why, size_t whylen);
+void wall__free(struct wall *w);
+
+/* Starts sampling a validated Ruby process. 0, -ENOTSUP (version without offsets), -ENOSPC,
+ * or -errno of attaching the iterator. */
+int wall_add(struct wall *w, const struct ruby_target *t);
+void wall_remove(struct wall *w, pid_t pid);
+
+/* When wall_tick next has work (CLOCK_MONOTONIC ns). */
+int64_t wall_next_due(const struct wall *w);
+/* Runs the iterator of every process if a tick is due. 0, or -EIO when a run failed (each
+ * failure is counted in runs_failed; the other processes still ran). */
+int wall_tick(struct wall *w, int64_t now_ns);
+void wall_set_frequency(struct wall *w, unsigned int frequency);
+
+void wall_counters(const struct wall *w, struct wall_counters *out);
+
+/* The label of an RP_TSTATE_* ("running", "gvl_wait", ...); NULL for none. */
+const char *wall_state_name(unsigned int state);
+
+/* The name of a wall sample's syscall (rp_sample.syscall: number + 1, x86_64); NULL for 0,
+ * "other" for a number not in the table. */
+const char *wall_syscall_name(uint32_t syscall);
+
+/* Prints each Ruby thread's wall time and its share per state (the oneshot summary). */
+void wall_report(FILE *f, const struct agg *a);
+
+/* Whether this kernel (uname release) is at least major.minor. */
+int wall_kernel_at_least(const char *release, int major, int minor);
+
+#endif

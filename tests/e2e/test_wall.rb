@@ -1,0 +1,147 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Wall-clock mode (--clock wall, issue 13): every Ruby thread gets a sample per tick, running or
+# not, with the stack Ruby itself shows in that state and the state docs/wall-clock.md §3
+# decides for it, compared with what the script says of its own threads.
+class E2E
+  WALL_HZ = 19
+  WALL_SECONDS = 4
+  # The state each thread of wall_states.rb is in, for good (docs/wall-clock.md §1.5).
+  WALL_STATES = {
+    "rp-cpu" => "running",
+    "rp-sleep" => "sleeping",
+    "rp-pipe" => "blocked_io",
+    "rp-mutex" => "sleeping",
+    "rp-queue" => "sleeping",
+  }.freeze
+
+  def test_wall_states = check_wall_states({}, mn: false)
+
+  def test_wall_states_mn
+    raise Skip, "M:N threads exist from Ruby 3.3 (this is #{@rt.version})" if Gem::Version.new(@rt.version) < Gem::Version.new("3.3")
+    check_wall_states({ "RUBY_MN_THREADS" => "1" }, mn: true)
+  end
+
+  # GVL contention: three threads spinning in Ruby share the GVL; each is running about a third
+  # of the time and waiting for the GVL the rest, and at most one is running per tick.
+  def test_wall_gvl
+    wall_supported!
+    r = profile_script("threads.rb", duration: WALL_SECONDS,
+                                     flags: ["--clock", "wall", "--frequency", WALL_HZ.to_s])
+    samples = r.samples
+    shares = %w[alpha beta gamma].map do |name|
+      mine = samples.select { |s| s.labels["ruby_thread_name"] == "rp-#{name}" }
+      n = mine.sum(&:count)
+      check(n >= 0.6 * WALL_HZ * WALL_SECONDS, "rp-#{name}: only #{n} samples")
+      states = mine.group_by { |s| s.labels["thread_state"] }.transform_values { |v| v.sum(&:count) }
+      running = states.fetch("running", 0)
+      gvl = states.fetch("gvl_wait", 0)
+      check(running + gvl >= 0.9 * n, "rp-#{name}: states #{states.inspect}")
+      check(running >= 0.1 * n && gvl >= 0.3 * n,
+            "rp-#{name}: #{running} running and #{gvl} waiting for the GVL of #{n} (expected ~1/3, ~2/3)")
+      [name, running, gvl, n]
+    end
+    # one GVL: the running samples of all three are at most one per tick
+    ticks = shares.map { |s| s[3] }.max
+    running = shares.sum { |s| s[1] }
+    check(running <= ticks, "#{running} running samples in #{ticks} ticks: more than one GVL holder")
+    shares.map { |name, run, gvl, n| "#{name} running #{run} gvl_wait #{gvl} of #{n}" }.join(", ")
+  end
+
+  # A process stopped by SIGSTOP: every thread is `stopped` (its task's state says so), whatever
+  # Ruby last left in its fields; still one sample per tick each.
+  def test_wall_stopped
+    wall_supported!
+    raise Skip, "Ruby 2.7 keeps no thread id to find a thread's task by" if Gem::Version.new(@rt.version) < Gem::Version.new("3.0")
+    facts = start("wall_states.rb")
+    Process.kill("STOP", facts["pid"])
+    begin
+      path, = rubyprofd("--pid", facts["pid"].to_s, "--duration", "3", "--clock", "wall",
+                        "--frequency", WALL_HZ.to_s)
+    ensure
+      Process.kill("CONT", facts["pid"])
+    end
+    samples = PprofRaw.read(path).samples_of(facts["pid"])
+    total = samples.sum(&:count)
+    check(total >= 7 * 0.6 * WALL_HZ * 3, "only #{total} samples of 7 threads")
+    states = samples.group_by { |s| s.labels["thread_state"] }.transform_values { |v| v.sum(&:count) }
+    check(states.fetch("stopped", 0) >= 0.9 * total, "states of a stopped process: #{states.inspect}")
+    "#{states["stopped"]}/#{total} stopped"
+  end
+
+  private
+
+  def wall_supported!
+    major, minor = File.read("/proc/sys/kernel/osrelease").split(".").map(&:to_i)
+    raise Skip, "wall-clock mode needs kernel 6.1 (this is #{major}.#{minor})" if major < 6 || (major == 6 && minor < 1)
+    v = Gem::Version.new(@rt.version)
+    raise Skip, "no wall-clock offsets for Ruby #{@rt.version} yet" if v < Gem::Version.new("2.7") || (v >= Gem::Version.new("3.0") && v < Gem::Version.new("3.1")) || v >= Gem::Version.new("3.5")
+  end
+
+  # The sample's frames are the recorded ones under one leaf frame: the blocking method.
+  def wall_blocked_stack?(prof, frames, want, cfunc)
+    frames.size == want.size + 1 && method?(frames[0], cfunc) &&
+      frames.drop(1).zip(want).all? { |f, w| same?(f, w) }
+  end
+
+  def wall_exact?(frames, want)
+    frames.size == want.size && frames.zip(want).all? { |f, w| same?(f, w) }
+  end
+
+  def check_wall_states(env, mn:)
+    wall_supported!
+    r = profile_script("wall_states.rb", duration: WALL_SECONDS, env: env,
+                                         flags: ["--clock", "wall", "--frequency", WALL_HZ.to_s])
+    facts, prof, samples = r.facts, r.prof, r.samples
+    check(prof.sample_types == %w[samples/count wall/nanoseconds],
+          "sample types #{prof.sample_types.inspect}")
+    check(prof.period_type == "wall/nanoseconds", "period type #{prof.period_type.inspect}")
+    unlabelled = samples.reject { |s| s.labels["thread_state"] }.sum(&:count)
+    check(unlabelled == 0, "#{unlabelled} samples without a thread_state label")
+    ticks = WALL_HZ * WALL_SECONDS
+    report = facts["threads"].sort.map do |name, f|
+      mine = samples.select { |s| s.labels["ruby_thread_name"] == name }
+      n = mine.sum(&:count)
+      # one sample per tick, whatever the thread does (a loaded VM may run late ticks)
+      check(n >= 0.6 * ticks && n <= 1.2 * ticks, "#{name}: #{n} samples in #{WALL_SECONDS} s at #{WALL_HZ} Hz")
+      ids = mine.map { |s| s.labels["ruby_thread"] }.uniq
+      check(ids.size == 1 && ids.first, "#{name} sampled under ruby_thread #{ids.inspect}")
+      want = f["frames"]
+      good = mine.select do |s|
+        frames = prof.frames(s)
+        if f["cfunc"]
+          wall_blocked_stack?(prof, frames, want, f["cfunc"])
+        else
+          # a CPU loop: at its line, or in Kernel#loop between two runs of the block
+          wall_exact?(frames, want) || wall_exact?(frames, want.drop(1))
+        end
+      end.sum(&:count)
+      best = mine.max_by(&:count)
+      check(good >= 0.9 * n,
+            "#{name}: #{good}/#{n} samples hold Ruby's stack; Ruby says (under #{f["cfunc"].inspect}):\n  " +
+            show(want) + "\nmost frequent stack:\n  " + prof.frames(best).map { |l| fmt(l, prof) }.join("\n  "))
+      states = mine.group_by { |s| s.labels["thread_state"] }.transform_values { |v| v.sum(&:count) }
+      expected = WALL_STATES.fetch(name)
+      check(states.fetch(expected, 0) >= 0.9 * n,
+            "#{name}: states #{states.inspect}, expected #{expected}")
+      note = ""
+      # the syscall its task sleeps in: poll on 3.x (§1.5); 2.7 keeps no tid to find the task by
+      # (it would be read), an M:N thread waiting for I/O has no task
+      if name == "rp-pipe" && !mn && Gem::Version.new(@rt.version) >= Gem::Version.new("3.0")
+        want_call = "poll"
+        calls = mine.group_by { |s| s.labels["syscall"] }.transform_values { |v| v.sum(&:count) }
+        check(calls.fetch(want_call, 0) >= 0.9 * n, "rp-pipe: syscalls #{calls.inspect}, expected #{want_call}")
+        note = " (#{want_call})"
+      end
+      "#{name} #{n} #{expected} #{states.fetch(expected, 0)}/#{n}#{note}"
+    end
+    threads = samples.map { |s| s.labels["ruby_thread"] }.uniq
+    # the five, the mutex holder and the main thread
+    check(threads.size == 7, "#{threads.size} Ruby threads sampled: #{threads.inspect}")
+    summary = r.stdout[/^wall time per thread and state:\n(?:  .*\n)+/]
+    check(summary && facts["threads"].keys.all? { |n| summary.include?("(#{n})") },
+          "the summary does not list each thread's states:\n#{r.stdout}")
+    # the top list split by state: the pipe reader's read is the blocked_io leaf
+    check(r.stdout =~ /^  blocked_io .*: 100\.0% IO#read$/, "no blocked_io top line with IO#read:\n#{r.stdout}")
+    report.join(", ")
+  end
+end
