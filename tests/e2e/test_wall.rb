@@ -116,7 +116,10 @@ class E2E
         end
       end.sum(&:count)
       best = mine.max_by(&:count)
-      check(good >= 0.9 * n,
+      # A running thread is walked while it runs (docs/wall-clock.md, Implementation): its leaf
+      # can move under the walk (between a C call and its frame, in a block's prologue).
+      floor = f["cfunc"] ? 0.9 : 0.8
+      check(good >= floor * n,
             "#{name}: #{good}/#{n} samples hold Ruby's stack; Ruby says (under #{f["cfunc"].inspect}):\n  " +
             show(want) + "\nmost frequent stack:\n  " + prof.frames(best).map { |l| fmt(l, prof) }.join("\n  "))
       states = mine.group_by { |s| s.labels["thread_state"] }.transform_values { |v| v.sum(&:count) }
