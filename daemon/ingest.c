@@ -445,14 +445,22 @@ enum sc_field {
 	F_LABELS,
 	F_PROFILE,
 	F_BYTES,
+	F_PROFILE_NAME, /* optional: "process_cpu" when missing (sidecars before wall mode) */
 	F_COUNT,
 };
 
 static const char *const sc_names[F_COUNT] = {
-	[F_VERSION] = "version", [F_SERVICE] = "service",  [F_FROM] = "from_ns",
-	[F_UNTIL] = "until_ns",	 [F_RATE] = "sample_rate", [F_PERIOD] = "period_ns",
-	[F_SPY] = "spy_name",	 [F_LABELS] = "labels",	   [F_PROFILE] = "profile",
+	[F_VERSION] = "version",
+	[F_SERVICE] = "service",
+	[F_FROM] = "from_ns",
+	[F_UNTIL] = "until_ns",
+	[F_RATE] = "sample_rate",
+	[F_PERIOD] = "period_ns",
+	[F_SPY] = "spy_name",
+	[F_LABELS] = "labels",
+	[F_PROFILE] = "profile",
 	[F_BYTES] = "bytes",
+	[F_PROFILE_NAME] = "profile_name",
 };
 
 void sidecar__free(struct sidecar *sc)
@@ -468,6 +476,7 @@ void sidecar__free(struct sidecar *sc)
 	free(sc->labels);
 	free(sc->service);
 	free(sc->spy_name);
+	free(sc->profile_name);
 	free(sc->profile);
 	free(sc);
 }
@@ -581,9 +590,26 @@ static int sc_field(struct jr *j, struct sidecar *sc, enum sc_field f)
 		return sc_string(j, name, &sc->profile);
 	case F_BYTES:
 		return jr_integer(j, name, false, NULL, &sc->bytes);
+	case F_PROFILE_NAME:
+		return sc_string(j, name, &sc->profile_name);
 	default:
 		return -EINVAL;
 	}
+}
+
+static bool metric_name_ok(const char *s)
+{
+	size_t i;
+
+	if (!s[0] || is_digit((unsigned char)s[0]))
+		return false;
+	for (i = 0; s[i]; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (!((isalnum(c) && c < 0x80) || c == '_' || c == ':'))
+			return false;
+	}
+	return true;
 }
 
 /* What a complete version 1 sidecar must also hold beyond its syntax. */
@@ -595,7 +621,7 @@ static int sc_check(struct jr *j, struct sidecar *sc, unsigned seen)
 		return jr_field_fail(j, "version", "%d is not a version this reader knows (1)",
 				     sc->version);
 	for (f = 0; f < F_COUNT; f++) {
-		if (!(seen & (1u << f))) {
+		if (!(seen & (1u << f)) && f != F_PROFILE_NAME) {
 			if (j->errlen)
 				snprintf(j->err, j->errlen, "missing field \"%s\"", sc_names[f]);
 			return -EINVAL;
@@ -612,6 +638,9 @@ static int sc_check(struct jr *j, struct sidecar *sc, unsigned seen)
 	/* The shipper opens it next to the sidecar: a plain name, never a path. */
 	if (!sc->profile[0] || sc->profile[0] == '.' || strchr(sc->profile, '/'))
 		return jr_field_fail(j, "profile", "not a plain file name");
+	/* a metric name: it becomes __name__ (Prometheus' [a-zA-Z_:][a-zA-Z0-9_:]*) */
+	if (sc->profile_name && !metric_name_ok(sc->profile_name))
+		return jr_field_fail(j, "profile_name", "not a metric name");
 	return 0;
 }
 
@@ -971,7 +1000,8 @@ static int ilabels_build(enum ingest_protocol proto, const struct sidecar *sc, s
 	if (!err && !ilabels_has(ls, "service_name"))
 		err = ilabels_add(ls, "service_name", sc->service, false);
 	if (!err && proto != INGEST_PYROSCOPE)
-		err = ilabels_add(ls, "__name__", PROFILE_NAME, false);
+		err = ilabels_add(ls, "__name__",
+				  sc->profile_name ? sc->profile_name : PROFILE_NAME, false);
 	if (!err && proto == INGEST_PYROSCOPE_PUSH && !ilabels_has(ls, "pyroscope_spy"))
 		err = ilabels_add(ls, "pyroscope_spy", sc->spy_name, false);
 	if (err)

@@ -38,6 +38,7 @@ struct sidecar {
 	size_t nlabels;
 	char *profile; /* the profile's file name */
 	uint64_t bytes;
+	char *profile_name; /* __name__ of the series ("wall"); NULL: "process_cpu" (optional) */
 };
 
 /*

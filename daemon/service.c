@@ -285,6 +285,9 @@ static int write_service(struct service *sv, const char *name, int64_t until_wal
 		.sample_rate = hz,
 		.period_ns = 1000000000LL / hz,
 		.spy_name = "rubyprofd",
+		/* what Pyroscope's own wall-clock profiles are named; /ingest derives it from the
+		 * pprof's sample types itself */
+		.profile_name = session_wall(sv->session) ? "wall" : NULL,
 		.labels = labels,
 		.nlabels = series_labels(sv, &f, labels, sizeof(labels) / sizeof(labels[0])),
 	};

@@ -210,6 +210,10 @@ static int spool_sidecar(struct buf *b, const struct spool_meta *m, const char *
 	buf_printf(b, ",\"sample_rate\":%u,\"period_ns\":%" PRId64, m->sample_rate, m->period_ns);
 	buf_puts(b, ",\"spy_name\":");
 	jb_str(b, m->spy_name ? m->spy_name : "rubyprofd");
+	if (m->profile_name) {
+		buf_puts(b, ",\"profile_name\":");
+		jb_str(b, m->profile_name);
+	}
 	buf_puts(b, ",\"labels\":{");
 	for (i = 0; i < m->nlabels; i++) {
 		if (i)

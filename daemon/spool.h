@@ -33,6 +33,9 @@ struct spool_meta {
 	unsigned int sample_rate;  /* Hz */
 	int64_t period_ns;
 	const char *spy_name; /* "rubyprofd"; NULL means that */
+	/* the series' __name__ when shipped: "wall" in wall-clock mode; NULL: none written (the
+	 * reader takes "process_cpu") */
+	const char *profile_name;
 	const struct spool_label *labels;
 	size_t nlabels;
 };

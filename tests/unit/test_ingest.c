@@ -153,9 +153,14 @@ Test(ingest, spool_sidecar_roundtrip_limits)
 	cr_assert_eq(sc->nlabels, 64);
 	cr_assert_str_eq(sc->labels[63].key, "k63");
 	cr_assert_str_eq(sc->labels[63].value, big);
+	cr_assert_null(sc->profile_name); /* not written: a CPU profile */
 	sidecar__free(sc);
 }
 
+#define GOOD_HEAD_FOR_NAME                                                                         \
+	"{\"version\":1,\"service\":\"shop\",\"from_ns\":1,\"until_ns\":2,\"sample_rate\":19,"     \
+	"\"period_ns\":5,\"spy_name\":\"rubyprofd\",\"labels\":{},\"profile\":\"x.pb.gz\","        \
+	"\"bytes\":7,"
 #define GOOD_FIELDS "\"version\":1,\"service\":\"shop\",\"from_ns\":1,\"until_ns\":2,"
 #define GOOD_HEAD   "{" GOOD_FIELDS
 #define GOOD_TAIL                                                                                  \
@@ -849,4 +854,33 @@ Test(ingest, error_reasons)
 	n = frame(body, 0x80, "grpc-status: 8\r\n");
 	cr_assert_eq(ingest_error_reason(INGEST_PARCA, NULL, 0, body, n, out, 10), 0);
 	cr_assert_str_eq(out, "grpc-stat", "cut to outlen");
+}
+
+/* A wall-clock profile's sidecar names its series "wall"; push and Parca send that __name__. */
+Test(ingest, wall_profiles_ship_as_wall)
+{
+	struct spool_meta m = {.service = "shop",
+			       .from_ns = 1,
+			       .until_ns = 2,
+			       .sample_rate = 19,
+			       .period_ns = 5,
+			       .profile_name = "wall"};
+	struct ingest_request r;
+	struct sidecar *sc;
+	char path[600], err[128], *text;
+	static const char bad[] = GOOD_HEAD_FOR_NAME "\"profile_name\":\"wall time\"}";
+
+	sc = spool_roundtrip(&m, path, sizeof(path));
+	cr_assert_str_eq(sc->profile_name, "wall");
+	cr_assert_eq(ingest_build(INGEST_PYROSCOPE_PUSH, "http://h", sc, profile_bytes,
+				  sizeof(profile_bytes), &r),
+		     0);
+	text = protoc(push_proto, "push.v1.PushRequest", r.body, r.len);
+	cr_assert_not_null(strstr(text, "name: \"__name__\"\n    value: \"wall\""), "%s", text);
+	free(text);
+	ingest_request_release(&r);
+	sidecar__free(sc);
+	/* it becomes a metric name: anything else is refused with the reason */
+	cr_assert_null(sidecar__parse(bad, strlen(bad), err, sizeof(err)));
+	cr_assert_str_eq(err, "field \"profile_name\": not a metric name");
 }
