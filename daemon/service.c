@@ -498,6 +498,35 @@ static void render(void *ctx, struct mbuf *b)
 			"Per-process unwinding states dropped at their bound.",
 			c.native.unw.evicted);
 	}
+	if (c.wall_on) {
+		counter(b, "rubyprofd_wall_runs_total",
+			"Wall-clock iterator runs that walked a process's thread list.",
+			c.wall.bpf[RP_WSTAT_RUNS]);
+		counter(b, "rubyprofd_wall_threads_sampled_total",
+			"Ruby threads sampled (wall clock).", c.wall.bpf[RP_WSTAT_THREADS]);
+		counter(b, "rubyprofd_wall_iterator_seconds_total",
+			"Time spent in the wall-clock iterator program.",
+			(double)c.wall.bpf[RP_WSTAT_RUN_NS] / 1e9);
+		mbuf_family(b, "rubyprofd_wall_losses_total", "counter",
+			    "Wall-clock samples not taken, by cause.");
+		labelled(b, "rubyprofd_wall_losses_total", "cause", "max_threads",
+			 c.wall.bpf[RP_WSTAT_CUT]);
+		labelled(b, "rubyprofd_wall_losses_total", "cause", "bad_list_node",
+			 c.wall.bpf[RP_WSTAT_BAD_NODE]);
+		labelled(b, "rubyprofd_wall_losses_total", "cause", "read_failed",
+			 c.wall.bpf[RP_WSTAT_READ_FAILED]);
+		labelled(b, "rubyprofd_wall_losses_total", "cause", "run_failed",
+			 c.wall.runs_failed);
+		labelled(b, "rubyprofd_wall_losses_total", "cause", "refused_version",
+			 c.wall.refused_version);
+		labelled(b, "rubyprofd_wall_losses_total", "cause", "refused_full",
+			 c.wall.refused_full);
+		counter(b, "rubyprofd_wall_ticks_late_total",
+			"Wall-clock ticks that began a whole period late.", c.wall.ticks_late);
+		counter(b, "rubyprofd_wall_state_unknown_total",
+			"Wall-clock samples of a thread whose state fit no rule.",
+			c.wall.bpf[RP_WSTAT_UNKNOWN]);
+	}
 	counter(b, "rubyprofd_ring_buffer_bytes_total",
 		"Bytes of records read from the ring buffer (its size is 8 MiB: this rate tells "
 		"how "
@@ -901,10 +930,13 @@ int service_run(struct config *cfg, int argc, char **argv)
 	notify_ready();
 	notify_status("profiling %zu Ruby processes at %u Hz", session_active(sv.session),
 		      cfg->frequency);
-	log_info("profiling every Ruby process at %u Hz; a profile per service every %g s into "
-		 "\"%s\"%s%s",
-		 cfg->frequency, cfg->interval, cfg->spool_dir, sv.metrics ? "; metrics on " : "",
-		 sv.metrics ? cfg->metrics_address : "");
+	log_info(
+		"profiling every Ruby process at %u Hz (%s); a profile per service every %g s into "
+		"\"%s\"%s%s",
+		cfg->frequency,
+		session_wall(sv.session) ? "wall clock: every Ruby thread" : "CPU time",
+		cfg->interval, cfg->spool_dir, sv.metrics ? "; metrics on " : "",
+		sv.metrics ? cfg->metrics_address : "");
 	if (sv.ship)
 		log_info("shipping the spool to %s (%s)", cfg->upload_url,
 			 ingest_protocol_name((enum ingest_protocol)cfg->upload_protocol));
