@@ -68,6 +68,39 @@ class E2E
     "#{states["stopped"]}/#{total} stopped"
   end
 
+  # The service in wall-clock mode: its interval profiles carry wall time and the states, the
+  # sidecar names the series "wall" for the collector, /metrics counts the iterator's work.
+  def test_wall_service
+    wall_supported!
+    facts = start("wall_states.rb")
+    pid = facts["pid"]
+    port = 20000 + rand(20000)
+    svc = service(["--clock", "wall", "--interval", "2", "--frequency", WALL_HZ.to_s,
+                   "--metrics-address", "127.0.0.1:#{port}"], conf: FAULT_CONF)
+    begin
+      check(svc.wait_note(/READY=1/, 15), "no READY=1:\n#{svc.log_text}")
+      wait_for("the start line naming wall-clock mode", 10, svc) { svc.log_text.include?("(wall clock: every Ruby thread)") }
+      meta, path = wait_for("a wall profile of the target", 30, svc) do
+        svc.profiles.find { |_, pth| PprofRaw.read(pth).samples_of(pid).sum(&:count) >= WALL_HZ }
+      end
+      check(meta["profile_name"] == "wall", "sidecar: #{meta.inspect}")
+      prof = PprofRaw.read(path)
+      check(prof.sample_types == %w[samples/count wall/nanoseconds], "sample types #{prof.sample_types.inspect}")
+      mine = prof.samples_of(pid)
+      sleeping = mine.select { |x| x.labels["ruby_thread_name"] == "rp-sleep" }
+      states = sleeping.group_by { |x| x.labels["thread_state"] }.transform_values { |v| v.sum(&:count) }
+      check(states.keys == ["sleeping"], "rp-sleep in the service's profile: #{states.inspect}")
+      runs = metric(port, "rubyprofd_wall_runs_total").to_i
+      threads = metric(port, "rubyprofd_wall_threads_sampled_total").to_i
+      check(runs > 0 && threads >= runs, "wall metrics: runs #{runs}, threads #{threads}")
+      st, = svc.stop("TERM")
+      check(st.exited? && st.exitstatus == 0, "SIGTERM: #{st.inspect}\n#{svc.log_text}")
+      "#{mine.sum(&:count)} samples of #{mine.map { |x| x.labels["ruby_thread"] }.uniq.size} threads in #{File.basename(path)}; rp-sleep #{states.inspect}; #{runs} iterator runs, #{threads} threads"
+    ensure
+      svc.kill
+    end
+  end
+
   private
 
   def wall_supported!
