@@ -10,13 +10,7 @@ class E2E
     r = profile_script("zlib_work.rb", duration: 6, flags: ["--stacks", "mixed"])
     prof, samples = r.prof, r.samples
     native = ->(loc) { native?(prof, loc) }
-    in_deflate = samples.filter_map do |s|
-      frames = prof.frames(s)
-      idx = frames.index { |l| method?(l, "deflate") && prof.cfunc?(l) }
-      [s, frames, idx] if idx
-    end
-    got = in_deflate.sum { |s, _, _| s.count }
-    check(got >= 0.5 * r.total, "only #{got}/#{r.total} samples in Zlib::Deflate.deflate")
+    in_deflate, got = deflate_samples(r)
     good = in_deflate.select do |_, frames, idx|
       above = frames[0...idx]
       above.all?(&native) && above.any? { |l| l.name == "deflate" && l.file =~ /libz\.so/ } &&
@@ -39,6 +33,19 @@ class E2E
     check(perf.nil? || depth > perf, "#{depth.round(1)} native frames per sample, perf -g finds #{perf}")
     "#{n}/#{got} samples in deflate with libz frames, #{depth.round(1)} native frames each, " \
       "#{ruby_only} stacks without native frames" + (perf ? "; perf -g: #{perf.round(1)} frames per sample" : "")
+  end
+
+  # [[sample, frames, index of the Zlib::Deflate.deflate frame]], and their count: at least half
+  # of the run's samples.
+  def deflate_samples(r)
+    in_deflate = r.samples.filter_map do |s|
+      frames = r.prof.frames(s)
+      idx = frames.index { |l| method?(l, "deflate") && r.prof.cfunc?(l) }
+      [s, frames, idx] if idx
+    end
+    got = in_deflate.sum { |s, _, _| s.count }
+    check(got >= 0.5 * r.total, "only #{got}/#{r.total} samples in Zlib::Deflate.deflate")
+    [in_deflate, got]
   end
 
   # A native frame: its mapping is its object (pprof -raw prints the build id after the path).
@@ -74,13 +81,7 @@ class E2E
     r = profile_script("zlib_nested.rb", duration: 6, flags: ["--stacks", "mixed"])
     prof, samples = r.prof, r.samples
     native = ->(loc) { native?(prof, loc) }
-    in_deflate = samples.filter_map do |s|
-      frames = prof.frames(s)
-      idx = frames.index { |l| method?(l, "deflate") && prof.cfunc?(l) }
-      [s, frames, idx] if idx
-    end
-    got = in_deflate.sum { |s, _, _| s.count }
-    check(got >= 0.5 * r.total, "only #{got}/#{r.total} samples in Zlib::Deflate.deflate")
+    in_deflate, got = deflate_samples(r)
     each_c = in_deflate.any? { |_, f, _| f.any? { |l| method?(l, "each") && prof.cfunc?(l) } }
     good = in_deflate.select do |_, frames, idx|
       block = frames[idx + 1]
