@@ -16,6 +16,7 @@
 #include "pprofread.h"
 #include "procs.h"
 #include "sampler.h"
+#include "stackcopy.h"
 
 #define PAGES 5
 
@@ -52,7 +53,7 @@ static __attribute__((noinline)) void native_test_sample(uint32_t cpu, uint32_t 
 	rec->sp = sp;
 	rec->bp = bp;
 	rec->len = (uint32_t)len;
-	memcpy(rec->data, (const void *)(uintptr_t)base, len);
+	stackcopy(rec->data, (uintptr_t)base, len);
 }
 
 static __attribute__((noinline)) void native_test_caller(uint32_t cpu, uint32_t seq)

@@ -12,6 +12,7 @@
 
 #include "procs.h"
 #include "unwind.h"
+#include "stackcopy.h"
 
 #define COPY_MAX 16384
 
@@ -53,7 +54,7 @@ static __attribute__((noinline)) int unwind_test_capture(size_t len)
 	cap.bp = bp;
 	cap.len = stack_room(sp, len);
 	/* the calls made from here use the stack below sp: the copy is the stack at `ip` */
-	memcpy(cap.stack, (const void *)(uintptr_t)sp, cap.len);
+	stackcopy(cap.stack, (uintptr_t)sp, cap.len);
 	return 1;
 }
 
