@@ -4,7 +4,8 @@
 #
 #   ruby tests/e2e/run.rb BUILD_DIR [TEST_NAME_PATTERN]
 #
-# Needs root (BPF). Prints PASS/FAIL/SKIP per test and ends with "e2e: N passed, N failed, N skipped".
+# Needs root (BPF). Prints PASS/FAIL/SKIP per test with its duration, the total and the slowest 10
+# tests, and ends with "e2e: N passed, N failed, N skipped".
 # RP_SUITE names the suite in that line instead of "e2e" (tests/run-all.sh: "asan-e2e").
 #
 # RP_SANITIZED=1 (a rubyprofd built with SANITIZE=...): every rubyprofd the tests start writes its
@@ -248,5 +249,11 @@ pass = results.count { |r| r[0] == :pass }
 fail = results.count { |r| r[0] == :fail }
 skip = results.count { |r| r[0] == :skip }
 results.select { |r| r[0] == :skip }.each { |r| puts "skipped: #{r[1]}: #{r[2]}" }
+# Where the suite's time goes (CI has a budget for the whole of `make test`).
+timed = results.select { |r| r[3] }
+unless timed.empty?
+  puts format("%s time: %.0f s in %d tests; slowest 10:", ENV.fetch("RP_SUITE", "e2e"), timed.sum { |r| r[3] }, timed.size)
+  timed.max_by(10) { |r| r[3] }.each { |r| puts format("  %6.1fs  %s", r[3], r[1]) }
+end
 puts "#{ENV.fetch("RP_SUITE", "e2e")}: #{pass} passed, #{fail} failed, #{skip} skipped"
 exit(fail.zero? ? 0 : 1)
