@@ -16,6 +16,11 @@ class E2E
   # The two apps (process titles name them, docs/service-names.md step 4) and their work methods.
   SHIP_APPS = { "shipshop" => "shop_work", "shipjobs" => "jobs_work" }.freeze
   SHIP_INTERVAL = 2
+  # Failed uploads to see in an outage before the collector comes back: enough retries that one
+  # log line per attempt would show.
+  SHIP_DOWN_ATTEMPTS = 6
+  # test_ship_max_age's upload_max_age (seconds; 1 is the smallest the configuration takes)
+  SHIP_MAX_AGE = 6
 
   # The stand-in collector: a Python process with its store (index.jsonl, profiles/) and a
   # control port for its fault modes. restart keeps the port and the store.
@@ -336,8 +341,8 @@ class E2E
     t0 = Time.now
     begin
       ship_wait_for("first deliveries", 180) { col.index.count { |e| SHIP_APPS.key?(e["app"]) } >= 4 }
-      col.kill # the collector stopped for a while
-      sleep 20
+      col.kill # the collector stopped for a while: until 4 profiles wait in the spool
+      ship_wait_for("4 profiles kept while the collector is down", 120, interval: 0.5) { ship_spooled(svc).size >= 4 }
       check(ship_spooled(svc).size >= 4, "profiles kept while the collector is down: #{ship_spooled(svc).size}")
       col.restart
       col.control(mode: "hang", store: true) # it takes the next upload and never answers
@@ -369,8 +374,10 @@ class E2E
     end
   end
 
-  # b. The collector down for a minute: the profiles wait in the spool, and every interval
-  # arrives, in order, when it is back.
+  # b. The collector down: the profiles wait in the spool, and every interval arrives, in order,
+  # when it is back. The outage lasts until the spool holds 10 profiles of the apps and the
+  # shipper has failed at least SHIP_DOWN_ATTEMPTS times (upload_backoff_max 2s: a retry every 1
+  # to 2 s): what the checks need, where a fixed minute's sleep made this the slowest e2e test.
   def test_ship_collector_down
     ship_skip_unless_shipper
     dir = Dir.mktmpdir("rubyprofd-ship-")
@@ -383,9 +390,14 @@ class E2E
       ship_wait_for("first deliveries", 180) { col.index.count { |e| SHIP_APPS.key?(e["app"]) } >= 2 }
       log_mark = svc.log_text.lines.size
       col.kill
-      sleep 60
+      down_at = Time.now
+      # (the conditions asserted below, waited for with a generous deadline)
+      ship_wait_for("10 profiles kept and #{SHIP_DOWN_ATTEMPTS} failed attempts", 120, interval: 0.5) do
+        ship_spooled(svc).size >= 10 && ship_failures(mport)["network"].to_f >= SHIP_DOWN_ATTEMPTS
+      end
+      down_for = Time.now - down_at
       kept = ship_spooled(svc).size
-      check(kept >= 10, "#{kept} profiles of the apps in the spool after a minute")
+      check(kept >= 10, "#{kept} profiles of the apps in the spool after #{down_for.round} s down")
       check(ship_metric(mport, "rubyprofd_collector_up").zero?, "collector_up while it is down")
       failures = ship_failures(mport)
       check(failures["network"].to_f.positive?, "failures: #{failures.inspect}")
@@ -393,14 +405,15 @@ class E2E
       # one line when it went down, not one per attempt (other Rubies on the host may add lines
       # of their own: only the shipper's count)
       down_lines = svc.log_text.lines.drop(log_mark).grep(/upload|collector|ship|connect/i)
-      check(down_lines.size.between?(1, 2), "log lines of a minute's outage:\n#{down_lines.join}")
+      check(down_lines.size.between?(1, 2),
+            "log lines of #{failures["network"].to_i} failed attempts in #{down_for.round} s down:\n#{down_lines.join}")
       col.restart
       ship_wait_profiles(col, kept / 2 + 4)
       t1 = ship_stop_apps(apps)
       ship_wait_drained(svc, col, t1)
       summary = ship_check(col, apps, "pyroscope", t0: t0, t1: t1)
       check(ship_duplicates(col).empty?, "resent: #{ship_duplicates(col)}")
-      "#{kept} kept during the outage; #{summary}"
+      "#{kept} kept during #{down_for.round} s down, #{failures["network"].to_i} failed attempts; #{summary}"
     ensure
       svc.kill
       col.kill
@@ -446,7 +459,8 @@ class E2E
   end
 
   # d. A hung collector: sampling goes on (no ring-buffer drop, profiles keep landing in the
-  # spool), and the backlog drains when it answers again.
+  # spool), and the backlog drains when it answers again. It hangs until 4 more profiles are
+  # spooled and 5 watchdog pings came (a fixed 20 s before).
   def test_ship_hung_collector
     ship_skip_unless_shipper
     dir = Dir.mktmpdir("rubyprofd-ship-")
@@ -460,14 +474,19 @@ class E2E
       col.control(mode: "hang")
       ship_wait_for("an upload in flight", 180) { col.state["hung"] >= 1 }
       before = ship_spooled(svc).size
-      pings = svc.read_notes.count { |n| n.include?("WATCHDOG=1") }
-      sleep 20
+      pings0 = svc.read_notes.count { |n| n.include?("WATCHDOG=1") }
+      hung_at = Time.now
+      ship_wait_for("4 more profiles spooled and 5 watchdog pings while the collector hangs", 50, interval: 0.5) do
+        ship_spooled(svc).size >= before + 4 && svc.read_notes.count { |n| n.include?("WATCHDOG=1") } - pings0 >= 5
+      end
+      hung_for = Time.now - hung_at
       during = ship_spooled(svc).size
-      check(during >= before + 4, "the spool went from #{before} to #{during} profiles in 20 s of a hung collector")
+      check(during >= before + 4,
+            "the spool went from #{before} to #{during} profiles in #{hung_for.round} s of a hung collector")
       drops = ship_metric(mport, 'rubyprofd_dropped_samples_total{cause="ring_buffer_full"}')
       check(drops.zero?, "#{drops} ring-buffer drops while the collector hangs")
-      pings = svc.read_notes.count { |n| n.include?("WATCHDOG=1") } - pings
-      check(pings >= 5, "#{pings} watchdog pings in 20 s of a hung collector")
+      pings = svc.read_notes.count { |n| n.include?("WATCHDOG=1") } - pings0
+      check(pings >= 5, "#{pings} watchdog pings in #{hung_for.round} s of a hung collector")
       col.control(mode: "ok")
       t1 = ship_stop_apps(apps)
       ship_wait_drained(svc, col, t1)
@@ -475,7 +494,7 @@ class E2E
       check(ship_duplicates(col).empty?, "resent: #{ship_duplicates(col)}")
       drops = ship_metric(mport, 'rubyprofd_dropped_samples_total{cause="ring_buffer_full"}')
       check(drops.zero?, "#{drops} ring-buffer drops")
-      "#{during - before} profiles spooled during 20 s of a hung collector; #{summary}"
+      "#{during - before} profiles spooled during #{hung_for.round} s of a hung collector; #{summary}"
     ensure
       svc.kill
       col.kill
@@ -574,6 +593,8 @@ class E2E
 
   # Profiles older than upload_max_age when the collector comes back are dropped, counted, not
   # sent; the rest arrive. The collector's own window (60 s) is wider, so nothing is refused.
+  # The shipper's retries drop the too old profiles while the collector is down: it stays down
+  # until 4 are dropped (a fixed 40 s with a 20 s max age before).
   def test_ship_max_age
     ship_skip_unless_shipper
     dir = Dir.mktmpdir("rubyprofd-ship-")
@@ -581,13 +602,15 @@ class E2E
     mport = 20000 + rand(20000)
     apps = ship_apps
     svc = ship_service(dir, mport, conf: ship_conf("http://127.0.0.1:#{col.port}", "pyroscope",
-                                                  "upload_max_age" => "20s"))
+                                                  "upload_max_age" => "#{SHIP_MAX_AGE}s"))
     t0 = Time.now
     begin
       ship_wait_for("first deliveries", 180) { col.index.count { |e| SHIP_APPS.key?(e["app"]) } >= 2 }
       down_at = Time.now
       col.kill
-      sleep 40
+      ship_wait_for("4 profiles dropped as older than #{SHIP_MAX_AGE} s", 120, interval: 0.5) do
+        ship_metric(mport, "rubyprofd_upload_dropped_too_old_total") >= 4
+      end
       col.restart
       up_at = Time.now
       n = col.index.count { |e| e["app"] == "shipshop" }
@@ -595,14 +618,15 @@ class E2E
       t1 = ship_stop_apps(apps)
       ship_wait_drained(svc, col, t1)
       dropped = ship_metric(mport, "rubyprofd_upload_dropped_too_old_total")
-      check(dropped >= 4, "rubyprofd_upload_dropped_too_old_total #{dropped} after 40 s down with a 20 s max age")
+      check(dropped >= 4, "rubyprofd_upload_dropped_too_old_total #{dropped} after #{(up_at - down_at).round} s down " \
+                          "with a #{SHIP_MAX_AGE} s max age")
       # (the age is checked before the request: a loaded machine may take a while to send it)
-      late = col.index.select { |e| e["arrival"] - (e["time_nanos"] + e["duration_nanos"]) / 1e9 > 20 + 15 }
+      late = col.index.select { |e| e["arrival"] - (e["time_nanos"] + e["duration_nanos"]) / 1e9 > SHIP_MAX_AGE + 15 }
       check(late.empty?, "sent older than upload_max_age: #{late.map { |e| [e["app"], e["file"]] }}")
       check(ship_metric(mport, "rubyprofd_upload_moved_aside_total").zero?, "profiles refused by the collector")
       # what was not dropped arrived: no gap but the one of the outage
       summary = ship_check(col, apps, "pyroscope", t0: t0, t1: t1, gaps: [[down_at, up_at]])
-      "#{dropped.to_i} dropped; #{summary}"
+      "#{dropped.to_i} dropped after #{(up_at - down_at).round} s down; #{summary}"
     ensure
       svc.kill
       col.kill
