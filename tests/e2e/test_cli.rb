@@ -1,6 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The command line: commands, processes that come and go, errors a user meets.
 class E2E
+  # The host's Ruby only: starting a command and ending with it, the summary's lines, and keeping
+  # the names of a process that exited are the daemon's own logic, the same whatever Ruby it
+  # reads (each version's frames are compared with Ruby's in exact_stack, labels and the rest).
+  host_only :test_command_and_exit, :test_exits_mid_profile
+
   # A command started by rubyprofd, and a process that exits mid-profile: no error, names kept.
   def test_command_and_exit
     script = @rt.script("short_lived.rb")

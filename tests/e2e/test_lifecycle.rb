@@ -2,6 +2,12 @@
 # Process life cycle from the kernel: forks profiled from their first moments, an exec of a profiled
 # pid, a pid reused by another process. No stack may be attributed to the wrong process.
 class E2E
+  # The host's Ruby only: an exec and a reused pid are told apart from the kernel's events and
+  # the process's start time, and caches are dropped by the daemon, not by reading Ruby; the
+  # frames of each version are checked elsewhere. Forked children stay on every version: a
+  # child's threads are Ruby's to set up again after fork (M:N threads from 3.3).
+  host_only :test_exec_in_place, :test_pid_reused
+
   # Workers forked from a booted master (no exec) are profiled from their first samples.
   def test_fork_children
     children = nil
