@@ -9,13 +9,27 @@
 # "tests: N passed, N failed, N skipped".
 #   tests/run-all.sh BUILD_DIR [ASAN_BUILD_DIR]
 # RP_ASAN_ONLY=1 runs only the sanitizer suites (make test-asan).
+# The Debian roots of the e2e version matrix and of the package test (tests/e2e/mkroot.sh) are
+# made in the background from the start, while the unit tests run; the e2e runner and the package
+# test wait for them (mkroot.sh locks each root). From an empty cache they take minutes each.
 set -u
 build=${1:-build}
 asan_build=${2:-}
 cd "$(dirname "$0")/.." || exit 1
 
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+roots_dir=$(mktemp -d)
+# Roots still being made when the suite stops early: stop their makers (mkroot.sh starts over
+# from an incomplete root).
+cleanup() {
+	local p
+	# (jobs -pr: only those of this shell still running, no pid reused meanwhile)
+	for p in $(jobs -pr); do
+		kill "$p" 2>/dev/null
+	done
+	rm -rf "$log" "$roots_dir"
+}
+trap cleanup EXIT
 
 # The unit test binaries of a build directory.
 unit_bins() {
@@ -27,11 +41,29 @@ unit_bins() {
 
 # The end-to-end tests under the sanitizers: the host's Ruby only, the tests that exercise the
 # most of the daemon (stacks, labels, process lifecycle, the service and its churn, a deep stack,
-# the symbolizer's caches dropped and refilled under 100,000 methods).
+# the symbolizer's caches dropped and refilled under 50,000 methods).
 ASAN_E2E='^ruby-[^/]*/(exact_stack|labels|fork_children|exec_in_place|service|service_churn|deep_5000|many_methods)$'
+
+# Starts making the Debian roots the e2e matrix (RP_E2E_RUBIES, as tests/e2e/run.rb reads it)
+# and the package test need, each in the background; a cached root is found at once.
+start_roots() {
+	local v vs=() started=()
+	[ "$(id -u)" = 0 ] || return 0
+	IFS=, read -ra vs <<<"${RP_E2E_RUBIES:-host,2.7,3.3,3.4}"
+	vs+=(bookworm)
+	for v in "${vs[@]}"; do
+		v=${v// /}
+		case "$v" in host | "") continue ;; esac
+		tests/e2e/mkroot.sh "$v" >"$roots_dir/$v.out" 2>"$roots_dir/$v.err" &
+		started+=("$v")
+	done
+	echo "== Debian roots (${started[*]}): made in the background, cached ones found at once"
+}
 
 suites=() rcs=()
 if [ "${RP_ASAN_ONLY:-0}" != 1 ]; then
+	start_roots
+
 	echo "== unit tests"
 	mapfile -t bins < <(unit_bins "$build")
 	tests/run-unit.sh "$build" "${bins[@]}" | tee -a "$log"

@@ -31,6 +31,17 @@ if [ -f "$root/.complete" ]; then
 	exit 0
 fi
 
+# One builder per root: tests/run-all.sh starts the roots in the background while the e2e runner
+# and the package test may ask for the same root. A second caller waits here for the first, then
+# finds the root complete (or builds it again if the first failed).
+mkdir -p "$cache"
+exec 9>"$cache/$name.lock"
+flock 9
+if [ -f "$root/.complete" ]; then
+	echo "$root"
+	exit 0
+fi
+
 for tool in debootstrap chroot; do
 	command -v "$tool" >/dev/null || { echo "mkroot: $tool is missing (make deps installs it)" >&2; exit 2; }
 done
@@ -44,7 +55,6 @@ if [ -z "$mirror" ] && [ -r /etc/apt/sources.list ]; then
 	mirror=$(awk '$1 == "deb" && $0 !~ /security/ { for (i = 2; i <= NF; i++) if ($i ~ /:\/\//) { print $i; exit } }' /etc/apt/sources.list)
 fi
 
-mkdir -p "$cache"
 rm -rf "$root" "$root.tmp"
 log="$cache/$name.log"
 include=${pkgs:+--include=$pkgs}

@@ -209,27 +209,40 @@ end
 Dir[File.join(__dir__, "test_*.rb")].sort.each { |f| require f }
 
 # The version matrix: the host's Ruby, and Debian's other Rubies in cached debootstrap roots
-# (tests/e2e/mkroot.sh). RP_E2E_RUBIES selects ("host,2.7,3.3,3.4" by default).
+# (tests/e2e/mkroot.sh). RP_E2E_RUBIES selects ("host,2.7,3.3,3.4" by default). The roots are
+# made (or found in the cache) all at once in the background while the host's Ruby runs its
+# tests; each root's Ruby runs its tests once its root is ready. mkroot.sh locks each root, so a
+# root tests/run-all.sh is already making is waited for, not made twice.
 def runtimes(results)
   wanted = ENV.fetch("RP_E2E_RUBIES", "host,2.7,3.3,3.4").split(",").map(&:strip)
-  wanted.filter_map do |v|
-    next RubyRuntime.new("ruby-#{RUBY_VERSION}") if v == "host"
-    t0 = Time.now
-    out, err, st = Open3.capture3(File.join(__dir__, "mkroot.sh"), v)
-    if st.exitstatus == 77
-      results << [:skip, "ruby-#{v}", "Debian's archive cannot serve it: #{err.strip}"]
-      puts "SKIP ruby-#{v}: #{err.strip}"
-      next
-    elsif !st.success?
-      results << [:fail, "ruby-#{v}/root", err.strip]
-      puts "FAIL ruby-#{v}/root: #{err.strip}"
-      next
+  t0 = Time.now
+  builds = wanted.to_h do |v|
+    next [v, nil] if v == "host"
+
+    [v, Thread.new { [*Open3.capture3(File.join(__dir__, "mkroot.sh"), v), Time.now - t0] }]
+  end
+  Enumerator.new do |y|
+    builds.each do |v, build|
+      next y << RubyRuntime.new("ruby-#{RUBY_VERSION}") if v == "host"
+
+      w0 = Time.now
+      out, err, st, took = build.value
+      waited = Time.now - w0
+      if st.exitstatus == 77
+        results << [:skip, "ruby-#{v}", "Debian's archive cannot serve it: #{err.strip}"]
+        puts "SKIP ruby-#{v}: #{err.strip}"
+        next
+      elsif !st.success?
+        results << [:fail, "ruby-#{v}/root", err.strip]
+        puts "FAIL ruby-#{v}/root: #{err.strip}"
+        next
+      end
+      root = out.strip
+      bin = File.read(File.join(root, ".rubybin")).strip
+      full = Open3.capture2("chroot", root, bin, "-e", "print RUBY_VERSION")[0]
+      puts format("root ruby-%s (%s) ready in %.0f s (waited %.0f s for it): %s", v, full, took, waited, root)
+      y << RubyRuntime.new("ruby-#{full}", root: root, bin: bin)
     end
-    root = out.strip
-    bin = File.read(File.join(root, ".rubybin")).strip
-    full = Open3.capture2("chroot", root, bin, "-e", "print RUBY_VERSION")[0]
-    puts format("root ruby-%s (%s) ready in %.0fs: %s", v, full, Time.now - t0, root)
-    RubyRuntime.new("ruby-#{full}", root: root, bin: bin)
   end
 end
 
