@@ -60,35 +60,41 @@ start_roots() {
 	echo "== Debian roots (${started[*]}): made in the background, cached ones found at once"
 }
 
-suites=() rcs=()
+suites=() rcs=() secs=()
+# The seconds of the suite that just ended (since the previous one ended).
+t0=$SECONDS
+took() {
+	secs+=($((SECONDS - t0)))
+	t0=$SECONDS
+}
 if [ "${RP_ASAN_ONLY:-0}" != 1 ]; then
 	start_roots
 
 	echo "== unit tests"
 	mapfile -t bins < <(unit_bins "$build")
 	tests/run-unit.sh "$build" "${bins[@]}" | tee -a "$log"
-	suites+=(unit) rcs+=("${PIPESTATUS[0]}")
+	suites+=(unit) rcs+=("${PIPESTATUS[0]}"); took
 
 	echo "== collector stand-in (tests/collector)"
 	/usr/bin/python3 tests/collector/test_collector.py "$build" | tee -a "$log"
-	suites+=(collector) rcs+=("${PIPESTATUS[0]}")
+	suites+=(collector) rcs+=("${PIPESTATUS[0]}"); took
 
 	echo "== end-to-end tests"
 	ruby tests/e2e/run.rb "$build" ${RP_E2E_FILTER:+"$RP_E2E_FILTER"} | tee -a "$log"
-	suites+=(e2e) rcs+=("${PIPESTATUS[0]}")
+	suites+=(e2e) rcs+=("${PIPESTATUS[0]}"); took
 
 	echo "== package tests"
 	tests/package/test-deb.sh "$build" | tee -a "$log"
-	suites+=(package) rcs+=("${PIPESTATUS[0]}")
+	suites+=(package) rcs+=("${PIPESTATUS[0]}"); took
 
 	# rubyprofd report's views in headless chromium and speedscope (skipped without them)
 	echo "== views"
 	python3 tests/views/run.py "$build" | tee -a "$log"
-	suites+=(views) rcs+=("${PIPESTATUS[0]}")
+	suites+=(views) rcs+=("${PIPESTATUS[0]}"); took
 
 	echo "== fuzz smoke"
 	make --no-print-directory BUILD="$build" fuzz-smoke 2>&1 | tee -a "$log"
-	suites+=(fuzz) rcs+=("${PIPESTATUS[0]}")
+	suites+=(fuzz) rcs+=("${PIPESTATUS[0]}"); took
 fi
 
 if [ -n "$asan_build" ]; then
@@ -104,12 +110,12 @@ if [ -n "$asan_build" ]; then
 	echo "== unit tests (ASan+UBSan)"
 	mapfile -t bins < <(unit_bins "$asan_build")
 	RP_SUITE=asan-unit tests/run-unit.sh "$asan_build" "${bins[@]}" | tee -a "$log"
-	suites+=(asan-unit) rcs+=("${PIPESTATUS[0]}")
+	suites+=(asan-unit) rcs+=("${PIPESTATUS[0]}"); took
 
 	echo "== end-to-end tests (ASan+UBSan)"
 	RP_SUITE=asan-e2e RP_E2E_RUBIES=host RP_CHURN=${RP_ASAN_CHURN:-40} \
 		ruby tests/e2e/run.rb "$asan_build" "${RP_ASAN_E2E_FILTER:-$ASAN_E2E}" | tee -a "$log"
-	suites+=(asan-e2e) rcs+=("${PIPESTATUS[0]}")
+	suites+=(asan-e2e) rcs+=("${PIPESTATUS[0]}"); took
 	echo "== sanitizer suites: $((SECONDS - start)) s"
 fi
 
@@ -127,5 +133,10 @@ for i in "${!suites[@]}"; do
 	# A suite that failed without counting a failure (it crashed) counts as one.
 	[ "${rcs[i]}" -ne 0 ] && [ "$(sum "${suites[i]}" 2)" = 0 ] && f=$((f + 1))
 done
+line="time per suite:"
+for i in "${!suites[@]}"; do
+	line+=" ${suites[i]} ${secs[i]} s,"
+done
+echo "${line%,} (${SECONDS} s in all)"
 echo "tests: $p passed, $f failed, $s skipped"
 [ "$f" -eq 0 ]
