@@ -26,14 +26,11 @@ esac
 name=ruby-$ver
 [ -n "$rubybin" ] || name=debian-$ver
 root="$cache/$name"
-if [ -f "$root/.complete" ]; then
-	echo "$root"
-	exit 0
-fi
 
-# One builder per root: tests/run-all.sh starts the roots in the background while the e2e runner
-# and the package test may ask for the same root. A second caller waits here for the first, then
-# finds the root complete (or builds it again if the first failed).
+# One caller per root at a time, held until this script and its children end: tests/run-all.sh
+# makes the roots in the background while the e2e runner and the package test ask for the same
+# roots. A second caller waits here for the first, then finds the root complete (or makes it
+# again if the first failed). Anything that changes a complete root belongs under this lock too.
 mkdir -p "$cache"
 exec 9>"$cache/$name.lock"
 flock 9
