@@ -158,7 +158,7 @@ static long rp_walk_batch(__u32 idx, void *ctx)
 	__u64 fin_flag = RP_FRAME_FLAG_FINISH << RP_FRAME_KIND_SHIFT;
 	__u64 iseq_kind = RP_FRAME_KIND_ISEQ << RP_FRAME_KIND_SHIFT;
 	__u64 size, iseq, pc, n, j, r, base, cfp_size, off_iseq, off_pc, off_ep, hi_first, miss,
-		hits = 0;
+		decoded = 0;
 	struct rp_slot_block *b_hi, *b_lo, *b;
 	struct rp_walk_hot h;
 	struct rp_scratch *s;
@@ -209,9 +209,15 @@ static long rp_walk_batch(__u32 idx, void *ctx)
 	off_ep = w->off_ep;
 
 	/* Pass 1: the frames whose slot holds them already (the same test as slot_put_ruby's). The
-	 * first frame of the stack may be JIT code: always decoded. */
-	miss = h.first;
-	for (j = h.first; j < RP_CFP_BATCH; j++) {
+	 * first frame of the stack (it may be JIT code) and the frames at or past the end of the last
+	 * stack are decoded without a test: they are the batch's first. */
+	j = h.first;
+	if (h.slot > h.base_n && h.slot - h.base_n > j)
+		j = h.slot - h.base_n;
+	if (j > n)
+		j = n;
+	miss = (1ULL << j) - 1;
+	for (; j < RP_CFP_BATCH; j++) {
 		if (j >= n)
 			break;
 		r = h.slot - 1 - j;
@@ -219,15 +225,12 @@ static long rp_walk_batch(__u32 idx, void *ctx)
 		f = &(r >= hi_first ? b_hi : b_lo)->f[r & (RP_SLOT_BLOCK - 1)];
 		iseq = cfp_field(s, base, off_iseq);
 		pc = cfp_field(s, base, off_pc);
-		if (iseq && pc && r < h.base_n && f->addr == iseq &&
+		if (iseq && pc && f->addr == iseq &&
 		    (f->info & ~(me_flag | fin_flag)) == ((pc & RP_FRAME_PC_MASK) | iseq_kind) &&
-		    ((f->info & me_flag) || f->ep == cfp_field(s, base, off_ep))) {
-			hits++;
+		    ((f->info & me_flag) || f->ep == cfp_field(s, base, off_ep)))
 			continue;
-		}
 		miss |= 1ULL << j;
 	}
-	h.nframes += hits;
 
 	/* Pass 2: decode the others (usually the leaf frame or two). */
 	for (j = 0; j < RP_CFP_BATCH && miss; j++) {
@@ -236,10 +239,13 @@ static long rp_walk_batch(__u32 idx, void *ctx)
 		if (!(miss & (1ULL << j)))
 			continue;
 		miss &= ~(1ULL << j);
+		decoded++;
 		r = h.slot - 1 - j;
 		b = r >= hi_first ? b_hi : b_lo;
 		walk_one(s, w, &h, j * cfp_size, &b->f[r & (RP_SLOT_BLOCK - 1)], r, ctx);
 	}
+	/* the others were Ruby frames */
+	h.nframes += n - decoded;
 	h.slot -= n;
 	w->slot = h.slot;
 	w->shared = h.shared;
