@@ -27,11 +27,12 @@ struct rp_walk {
 struct rp_scratch {
 	struct rp_sample sample; /* header of the records being sent */
 	struct rp_walk walk;
-	__u64 ec[8];	 /* first 64 bytes of the EC */
-	__u8 cfps[1024]; /* a batch of control frames (a power of two, see walk.bpf.h) */
-	__u64 ep[3];	 /* ep[-2], ep[-1], ep[0] of a frame */
-	__u32 seq;	 /* sample counter of this CPU */
-	__u32 gc_flags;	 /* objspace flags word */
+	__u64 ec[8]; /* first 64 bytes of the EC */
+	/* a batch of control frames: twice its largest size, a power of two (walk.bpf.h) */
+	__u8 cfps[2 * RP_CFP_BATCH * RP_CFP_MAX_SIZE];
+	__u64 ep[3];	/* ep[-2], ep[-1], ep[0] of a frame */
+	__u32 seq;	/* sample counter of this CPU */
+	__u32 gc_flags; /* objspace flags word */
 	__u64 running_ec;
 	/* The stack in `slots`: its slots, and whether the reader has it whole (every chunk sent,
 	 * no read failed) under sample base_seq, so that the next one may be sent as a delta. */
@@ -42,6 +43,9 @@ struct rp_scratch {
 };
 
 _Static_assert(sizeof(struct rp_scratch) <= 32768, "per-CPU map values are limited to 32 KiB");
+_Static_assert((sizeof(((struct rp_scratch *)0)->cfps) &
+		(sizeof(((struct rp_scratch *)0)->cfps) - 1)) == 0,
+	       "cfps: a copy's size is masked to it");
 
 /* RP_SLOT_BLOCK slots of a CPU's last stack (walk.bpf.h). */
 struct rp_slot_block {

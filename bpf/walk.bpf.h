@@ -35,32 +35,13 @@
 
 static __always_inline __u64 cfp_field(struct rp_scratch *s, __u32 base, __u32 off)
 {
-	return *(__u64 *)(s->cfps + ((base + off) & 0x1f8));
+	return *(__u64 *)(s->cfps + ((base + off) & ((RP_CFP_BATCH * RP_CFP_MAX_SIZE - 1) & ~7)));
 }
 
 /* The walk state that changes per frame, kept on the stack (in registers) during a batch. */
 struct rp_walk_hot {
 	__u32 slot, shared, base_n, key_base, nframes, first;
 };
-
-/* The next slot (walking leaf to root), its index in *r; NULL when there is none. */
-static __always_inline struct rp_frame *slot_next(struct rp_walk *w, struct rp_walk_hot *h,
-						  __u32 *r)
-{
-	struct rp_slot_block *b;
-	__u32 key;
-
-	if (h->slot == 0)
-		return NULL;
-	*r = --h->slot;
-	key = h->key_base + *r / RP_SLOT_BLOCK;
-	b = bpf_map_lookup_elem(&slots, &key);
-	if (!b) {
-		w->read_failed = 1;
-		return NULL;
-	}
-	return &b->f[*r & (RP_SLOT_BLOCK - 1)];
-}
 
 /* Writes a frame into slot r unless it holds it already (then the stacks still share it). */
 static __always_inline void slot_write(struct rp_walk_hot *h, struct rp_frame *f, __u32 r,
@@ -75,17 +56,6 @@ static __always_inline void slot_write(struct rp_walk_hot *h, struct rp_frame *f
 	f->ep = ep;
 }
 
-static __always_inline void slot_put(struct rp_walk *w, struct rp_walk_hot *h, __u64 addr,
-				     __u64 info, __u64 ep)
-{
-	struct rp_frame *f;
-	__u32 r = 0;
-
-	f = slot_next(w, h, &r);
-	if (f)
-		slot_write(h, f, r, addr, info, ep);
-}
-
 #define RP_VM_ENV_FLAG_LOCAL	0x2ULL
 #define RP_VM_FRAME_FLAG_FINISH 0x20ULL
 
@@ -94,18 +64,13 @@ static __always_inline void slot_put(struct rp_walk *w, struct rp_walk_hot *h, _
  * (RP_FRAME_FLAG_ME). Read only when the slot held another frame: the same iseq and pc again is
  * the same method, and a block's slot matches on its ep, which needs no read.
  */
-static __always_inline void slot_put_ruby(struct rp_scratch *s, struct rp_walk *w,
-					  struct rp_walk_hot *h, __u64 iseq, __u64 info, __u64 ep,
-					  void *rctx)
+static __always_inline void slot_put_ruby(struct rp_scratch *s, struct rp_walk_hot *h,
+					  struct rp_frame *f, __u32 r, __u64 iseq, __u64 info,
+					  __u64 ep, void *rctx)
 {
 	__u64 me_flag = RP_FRAME_FLAG_ME << RP_FRAME_KIND_SHIFT;
 	__u64 fin_flag = RP_FRAME_FLAG_FINISH << RP_FRAME_KIND_SHIFT;
-	struct rp_frame *f;
-	__u32 r = 0;
 
-	f = slot_next(w, h, &r);
-	if (!f)
-		return;
 	if (r < h->base_n && f->addr == iseq && (f->info & ~(me_flag | fin_flag)) == info &&
 	    ((f->info & me_flag) || f->ep == ep))
 		return;
@@ -121,9 +86,9 @@ static __always_inline void slot_put_ruby(struct rp_scratch *s, struct rp_walk *
 	slot_write(h, f, r, iseq, info, ep);
 }
 
-/* Turns the control frame at `base` in the batch into an rp_frame (or an empty slot). */
+/* Turns the control frame at `base` in the batch into an rp_frame (or an empty slot) in slot r. */
 static __always_inline void walk_one(struct rp_scratch *s, struct rp_walk *w, struct rp_walk_hot *h,
-				     __u32 base, void *rctx)
+				     __u32 base, struct rp_frame *f, __u32 r, void *rctx)
 {
 	__u64 iseq, pc, ep, info;
 	__u32 jit;
@@ -146,7 +111,7 @@ static __always_inline void walk_one(struct rp_scratch *s, struct rp_walk *w, st
 			s->sample.flags |= RP_SAMPLE_JIT_LEAF;
 		}
 		h->nframes++;
-		slot_put_ruby(s, w, h, iseq, info, ep, rctx);
+		slot_put_ruby(s, h, f, r, iseq, info, ep, rctx);
 		return;
 	} else {
 		if (!ep)
@@ -163,24 +128,43 @@ static __always_inline void walk_one(struct rp_scratch *s, struct rp_walk *w, st
 		info = RP_FRAME_KIND_CFUNC << RP_FRAME_KIND_SHIFT;
 	}
 	h->nframes++;
-	slot_put(w, h, iseq, info, ep);
+	slot_write(h, f, r, iseq, info, ep);
 	return;
 empty:
-	slot_put(w, h, 0, 0, 0);
+	slot_write(h, f, r, 0, 0, 0);
+}
+
+/* The block of slot r (its CPU's), NULL when the map has none (counted as a failed read). */
+static __always_inline struct rp_slot_block *slot_block(struct rp_walk_hot *h, __u32 r)
+{
+	__u32 key = h->key_base + r / RP_SLOT_BLOCK;
+
+	return bpf_map_lookup_elem(&slots, &key);
 }
 
 /*
  * One batch of RP_CFP_BATCH control frames per iteration: one copy, then each frame. The walk
  * state lives in the per-CPU map, not on the stack: the verifier does not track map contents,
  * so the callback's states converge instead of being explored once per iteration.
+ *
+ * Most frames of a sample are the Ruby frames its slot holds already (all but a few leaf frames),
+ * so the batch is done in two passes: the first, with no helper call or map lookup in it (the
+ * batch's one or two slot blocks are looked up before), compares each control frame's raw iseq,
+ * pc and ep with its slot and marks the frames that differ; the second decodes only those.
  */
 static long rp_walk_batch(__u32 idx, void *ctx)
 {
+	__u64 me_flag = RP_FRAME_FLAG_ME << RP_FRAME_KIND_SHIFT;
+	__u64 fin_flag = RP_FRAME_FLAG_FINISH << RP_FRAME_KIND_SHIFT;
+	__u64 iseq_kind = RP_FRAME_KIND_ISEQ << RP_FRAME_KIND_SHIFT;
+	__u64 size, iseq, pc, n, j, r, base, cfp_size, off_iseq, off_pc, off_ep, hi_first, miss,
+		decoded = 0;
+	struct rp_slot_block *b_hi, *b_lo, *b;
 	struct rp_walk_hot h;
 	struct rp_scratch *s;
+	struct rp_frame *f;
 	struct rp_walk *w;
-	__u32 zero = 0, n, j;
-	__u64 size;
+	__u32 zero = 0;
 
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
@@ -189,12 +173,13 @@ static long rp_walk_batch(__u32 idx, void *ctx)
 	if (w->remaining == 0)
 		return 1;
 	n = w->remaining < RP_CFP_BATCH ? w->remaining : RP_CFP_BATCH;
-	size = (__u64)n * w->cfp_size;
+	size = n * w->cfp_size;
 	if (size > RP_CFP_BATCH * RP_CFP_MAX_SIZE)
 		size = RP_CFP_BATCH * RP_CFP_MAX_SIZE;
 	/* clang drops a plain mask it can prove redundant, and then bounds another register than
-	 * the one it passes: mask in asm, on the register used (cfps is 1024 bytes). */
-	asm volatile("%[size] &= 1023" : [size] "+r"(size));
+	 * the one it passes: mask in asm, on the register used (to cfps, twice a full batch, so
+	 * that the mask cannot turn a full batch into 0). */
+	asm volatile("%[size] &= %[m]" : [size] "+r"(size) : [m] "i"(sizeof(s->cfps) - 1));
 	if (RP_READ_USER(ctx, s->cfps, size, (const void *)w->cfp)) {
 		w->read_failed = 1;
 		return 1;
@@ -205,16 +190,68 @@ static long rp_walk_batch(__u32 idx, void *ctx)
 	h.key_base = w->key_base;
 	h.nframes = w->nframes;
 	h.first = w->first;
-	for (j = 0; j < RP_CFP_BATCH; j++) {
+	/* slots [slot - n, slot) take this batch: one or two blocks, looked up now */
+	if (n > h.slot)
+		n = h.slot;
+	if (n == 0)
+		return 1;
+	b_hi = slot_block(&h, h.slot - 1);
+	b_lo = slot_block(&h, h.slot - n);
+	if (!b_hi || !b_lo) {
+		w->read_failed = 1;
+		return 1;
+	}
+	/* slots from hi_first up are in b_hi */
+	hi_first = (h.slot - 1) & ~(__u64)(RP_SLOT_BLOCK - 1);
+	cfp_size = w->cfp_size;
+	off_iseq = w->off_iseq;
+	off_pc = w->off_pc;
+	off_ep = w->off_ep;
+
+	/* Pass 1: the frames whose slot holds them already (the same test as slot_put_ruby's). The
+	 * first frame of the stack (it may be JIT code) and the frames at or past the end of the last
+	 * stack are decoded without a test: they are the batch's first. */
+	j = h.first;
+	if (h.slot > h.base_n && h.slot - h.base_n > j)
+		j = h.slot - h.base_n;
+	if (j > n)
+		j = n;
+	miss = (1ULL << j) - 1;
+	for (; j < RP_CFP_BATCH; j++) {
 		if (j >= n)
 			break;
-		walk_one(s, w, &h, j * w->cfp_size, ctx);
+		r = h.slot - 1 - j;
+		base = j * cfp_size;
+		f = &(r >= hi_first ? b_hi : b_lo)->f[r & (RP_SLOT_BLOCK - 1)];
+		iseq = cfp_field(s, base, off_iseq);
+		pc = cfp_field(s, base, off_pc);
+		if (iseq && pc && f->addr == iseq &&
+		    (f->info & ~(me_flag | fin_flag)) == ((pc & RP_FRAME_PC_MASK) | iseq_kind) &&
+		    ((f->info & me_flag) || f->ep == cfp_field(s, base, off_ep)))
+			continue;
+		miss |= 1ULL << j;
 	}
+
+	/* Pass 2: decode the others (usually the leaf frame or two). */
+	for (j = 0; j < RP_CFP_BATCH && miss; j++) {
+		if (j >= n)
+			break;
+		if (!(miss & (1ULL << j)))
+			continue;
+		miss &= ~(1ULL << j);
+		decoded++;
+		r = h.slot - 1 - j;
+		b = r >= hi_first ? b_hi : b_lo;
+		walk_one(s, w, &h, j * cfp_size, &b->f[r & (RP_SLOT_BLOCK - 1)], r, ctx);
+	}
+	/* the others were Ruby frames */
+	h.nframes += n - decoded;
+	h.slot -= n;
 	w->slot = h.slot;
 	w->shared = h.shared;
 	w->nframes = h.nframes;
-	w->first = h.first;
-	w->cfp += (__u64)n * w->cfp_size;
+	w->first = 0;
+	w->cfp += n * w->cfp_size;
 	w->remaining -= n;
 	return w->remaining ? 0 : 1;
 }
