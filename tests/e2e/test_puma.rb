@@ -126,6 +126,26 @@ class E2E
       "the handler #{idle.sum(&:count)}: #{idle_top.map { |(st, f), c| "#{c} #{st} #{f}" }.join("; ")}"
   end
 
+  # Found with the Puma test: a thread whose sleep ended takes the GVL back inside native_sleep,
+  # still STOPPED, its unblock function cleared. Two threads taking turns (sleep 10 ms, compute
+  # 20 ms) spend about half their time under Kernel#sleep waiting for the other's computation.
+  def test_wall_gvl_after_sleep
+    wall_supported!
+    r = profile_script("wall_turns.rb", duration: 3, flags: ["--clock", "wall", "--frequency", PUMA_HZ.to_s])
+    r.facts["threads"].sort.map do |name, f|
+      mine = r.samples.select { |s| s.labels["ruby_thread_name"] == name }
+      at_sleep = mine.select { |s| wall_blocked_stack?(r.prof, r.prof.frames(s), f["frames"], "sleep") }
+      n = at_sleep.sum(&:count)
+      check(n >= 0.3 * mine.sum(&:count), "#{name}: #{n} of #{mine.sum(&:count)} samples under Kernel#sleep's exact stack:\n  #{show(f["frames"])}")
+      states = at_sleep.group_by { |s| s.labels["thread_state"] }.transform_values { |v| v.sum(&:count) }
+      # about half each; a quarter leaves room for a loaded VM's late wake-ups and ticks
+      check(states.fetch("sleeping", 0) >= 0.25 * n && states.fetch("gvl_wait", 0) >= 0.25 * n &&
+            states.fetch("sleeping", 0) + states.fetch("gvl_wait", 0) >= 0.95 * n,
+            "#{name} under Kernel#sleep: #{states.inspect}, expected about half sleeping, half gvl_wait")
+      "#{name} under sleep #{states.inspect}"
+    end.join(", ")
+  end
+
   private
 
   # The script's cumulative times per phase (puma_app.rb writes a line every 100 ms) at the
