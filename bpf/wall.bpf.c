@@ -119,6 +119,9 @@ static __always_inline __u32 wall_state(const struct wall_scratch *w, __u64 th, 
 		return w->owner == th ? RP_TSTATE_RUNNING : RP_TSTATE_GVL_WAIT;
 	if (o->th_nt && o->th_wr && !th_u64(w, o->th_nt) && (th_u32(w, o->th_wr) & WR_IO))
 		return RP_TSTATE_BLOCKED_IO;
+	/* native_sleep clears ubf once woken, before it takes the GVL back (status still STOPPED) */
+	if (!ubf && w->owner != th)
+		return RP_TSTATE_GVL_WAIT;
 	return RP_TSTATE_SLEEPING;
 }
 

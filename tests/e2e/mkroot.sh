@@ -23,6 +23,15 @@ bookworm) suite=bookworm pkgs= rubybin= ;;
 *) echo "mkroot: unknown version '$ver' (2.7, 3.3, 3.4 or bookworm)" >&2; exit 2 ;;
 esac
 
+# Packages some tests need, added to a root after it was made, each with a stamp of its own
+# (.extra-PKG): a cached root gets them on demand instead of being rebuilt. puma (test_puma):
+# Debian builds it for the suite's default Ruby only, so not in the 3.4 root (sid's puma has
+# its extension for Ruby 3.3 alone; under ruby3.4 `require "puma"` fails).
+case "$ver" in
+2.7 | 3.3) extras=puma ;;
+*) extras= ;;
+esac
+
 name=ruby-$ver
 [ -n "$rubybin" ] || name=debian-$ver
 root="$cache/$name"
@@ -34,7 +43,26 @@ root="$cache/$name"
 mkdir -p "$cache"
 exec 9>"$cache/$name.lock"
 flock 9
+log="$cache/$name.log"
+
+# add_extras ROOT: installs the missing extras; one that does not install is reported on stderr
+# and tried again next time (the root stays usable: the tests that need it skip).
+add_extras() {
+	local r=$1 p
+	for p in $extras; do
+		[ -f "$r/.extra-$p" ] && continue
+		if DEBIAN_FRONTEND=noninteractive chroot "$r" apt-get -qq -y install "$p" >>"$log" 2>&1 ||
+			{ chroot "$r" apt-get -qq update >>"$log" 2>&1 &&
+				DEBIAN_FRONTEND=noninteractive chroot "$r" apt-get -qq -y install "$p" >>"$log" 2>&1; }; then
+			touch "$r/.extra-$p"
+		else
+			echo "mkroot: $p does not install in $r (see $log); the tests that need it skip" >&2
+		fi
+	done
+}
+
 if [ -f "$root/.complete" ]; then
+	add_extras "$root"
 	echo "$root"
 	exit 0
 fi
@@ -53,7 +81,6 @@ if [ -z "$mirror" ] && [ -r /etc/apt/sources.list ]; then
 fi
 
 rm -rf "$root" "$root.tmp"
-log="$cache/$name.log"
 include=${pkgs:+--include=$pkgs}
 # shellcheck disable=SC2086
 if ! debootstrap --variant=minbase $include "$suite" "$root.tmp" $mirror >"$log" 2>&1; then
@@ -89,6 +116,7 @@ if [ -n "$rubybin" ]; then
 	fi
 	echo "$rubybin" >"$root.tmp/.rubybin"
 fi
+add_extras "$root.tmp"
 touch "$root.tmp/.complete"
 mv "$root.tmp" "$root"
 echo "$root"

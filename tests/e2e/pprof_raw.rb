@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Reads a pprof file with the real reader, `go tool pprof -raw`, and parses what it prints.
 require "open3"
+require "time"
 
 module PprofRaw
   Location = Struct.new(:id, :mapping, :name, :file, :line, :start_line)
   Sample = Struct.new(:count, :nanos, :locations, :labels)
-  Profile = Struct.new(:samples, :locations, :mappings, :period, :duration, :period_type, :sample_types) do
+  # time: when the profile starts (a Time), duration: its length in seconds (a String)
+  Profile = Struct.new(:samples, :locations, :mappings, :period, :duration, :period_type, :sample_types, :time) do
     # Frames of a sample, leaf first.
     def frames(sample)
       sample.locations.map { |id| locations.fetch(id) }
@@ -36,6 +38,7 @@ module PprofRaw
       when /^PeriodType: (\S+) (\S+)/ then prof.period_type = "#{$1}/#{$2}"
       when %r{^(\S+/\S+)( \S+/\S+)*$} then prof.sample_types = line.split if section == :samples
       when /^Duration: ([\d.:]+)/ then prof.duration = $1
+      when /^Time: (.+)$/ then prof.time = Time.parse($1)
       when /^Samples:/ then section = :samples
       when /^Locations/ then section = :locations
       when /^Mappings/ then section = :mappings
