@@ -234,7 +234,7 @@ void wall__free(struct wall *w)
 	free(w);
 }
 
-static struct wall_proc *find_proc(struct wall *w, pid_t pid)
+static struct wall_proc *find_proc(const struct wall *w, pid_t pid)
 {
 	size_t i;
 
@@ -294,6 +294,14 @@ void wall_remove(struct wall *w, pid_t pid)
 		return;
 	bpf_link__destroy(p->link);
 	*p = w->procs[--w->nprocs];
+}
+
+bool wall_running_from_perf(const struct wall *w, pid_t pid)
+{
+	const struct wall_proc *p = find_proc(w, pid);
+
+	/* without a thread id the iterator cannot tell a thread on a CPU: it walks them all */
+	return p && (p->off.th_tid || p->off.th_nt);
 }
 
 void wall_set_frequency(struct wall *w, unsigned int frequency)
