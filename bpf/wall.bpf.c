@@ -155,7 +155,7 @@ static __always_inline bool wall_runs_now(const struct rp_proc *proc, struct tas
 	return tls == ec || (!read_u64(ctx, &back, tls + proc->off.ec_thread_ptr) && back == th);
 }
 
-/* Off-CPU time a task is owed samples for (wall_left_to_perf), kept with the task. */
+/* Off-CPU time a task is owed samples for (wall_weight), kept with the task. */
 struct wall_credit {
 	__u64 th;      /* the Ruby thread it ran at the last tick (M:N: its tasks are shared) */
 	__u64 runtime; /* its se.sum_exec_runtime then */
@@ -170,35 +170,36 @@ struct {
 	__type(value, struct wall_credit);
 } wall_credit SEC(".maps");
 
-/* Credit kept at most, in periods: a thread found on a CPU at every tick it is owed one. */
-#define WALL_CREDIT_MAX 2
+/* Credit kept at most, in periods: a thread found on a CPU at every tick it is owed some. */
+#define WALL_CREDIT_MAX 16
 
 /*
- * Whether this tick's sample of Ruby thread th (task t) is left to the perf samples. Where the
- * perf samples are the process's running ones (RP_PROCF_WALL_RUNNING) they count the time its
- * task is on a CPU, and the walk here must count the rest only, else that time is counted twice.
- * Whether t is on a CPU at this instant would be a biased measure of that rest: the daemon that
- * runs this iterator has just woken up and taken a CPU, often t's. So the time itself is used:
- * each tick adds the share of the time since the last one that t was off a CPU (its
- * sum_exec_runtime did not grow), scaled to a period, and a sample is taken per period owed. A
- * thread that sleeps is owed one each tick; one always on a CPU none. A thread on a CPU now is
- * never walked (its stack moves under the walk): what it is owed waits for a later tick.
+ * The weight of this tick's sample of Ruby thread th (task t), 0 when it is left to the perf
+ * samples. Where the perf samples are the process's running ones (RP_PROCF_WALL_RUNNING) they
+ * count the time its task is on a CPU, and the walk here must count the rest only, else that
+ * time is counted twice. Whether t is on a CPU at this instant would be a biased measure of that
+ * rest: the daemon that runs this iterator has just woken up and taken a CPU, often t's. So the
+ * time itself is used: each tick adds the share of the time since the last one that t was off a
+ * CPU (its sum_exec_runtime did not grow), scaled to a period, and a sample takes the whole
+ * periods owed. A thread that sleeps is owed one each tick; one always on a CPU none. A thread
+ * on a CPU now is never walked (its stack moves under the walk): what it is owed waits for the
+ * next tick it is off, its sample then weighing more than one period.
  */
-static __always_inline bool wall_left_to_perf(const struct rp_proc *proc, struct task_struct *t,
-					      __u64 th, __u64 ec, void *ctx)
+static __always_inline __u64 wall_weight(const struct rp_proc *proc, struct task_struct *t,
+					 __u64 th, __u64 ec, void *ctx)
 {
-	__u64 period = wall_params.period_ns, now = bpf_ktime_get_ns(), rt, el, run;
-	bool running;
+	__u64 period = wall_params.period_ns, now = bpf_ktime_get_ns(), rt, el, run, w;
 	struct wall_credit *c;
+	bool running;
 
-	if (!(proc->flags & RP_PROCF_WALL_RUNNING))
-		return false;
+	if (!(proc->flags & RP_PROCF_WALL_RUNNING) || !period)
+		return period;
 	running = wall_runs_now(proc, t, th, ec, ctx);
 	rt = t->se.sum_exec_runtime;
 	c = bpf_task_storage_get(&wall_credit, t, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!c) {
 		wstat_add(RP_WSTAT_READ_FAILED, 1);
-		return running;
+		return running ? 0 : period;
 	}
 	if (c->th != th || !c->seen || rt < c->runtime || now <= c->seen) {
 		/* first seen (or another Ruby thread on this task): what it does now decides */
@@ -219,9 +220,10 @@ static __always_inline bool wall_left_to_perf(const struct rp_proc *proc, struct
 		c->credit = WALL_CREDIT_MAX * period;
 	}
 	if (running || c->credit < period)
-		return true;
-	c->credit -= period;
-	return false;
+		return 0;
+	w = c->credit / period * period;
+	c->credit -= w;
+	return w;
 }
 
 /* One Ruby thread: its header, state, task, and stack. */
@@ -234,7 +236,8 @@ static long wall_thread(__u32 i, void *ctx)
 	struct rp_scratch *s;
 	struct rp_proc *proc;
 	__u64 th, ec, back = 0, nt;
-	bool has_task = false, perf = false;
+	__u64 weight = wall_params.period_ns;
+	bool has_task = false;
 	long sysnr = -1;
 
 	w = bpf_map_lookup_elem(&wall_scratch, &zero);
@@ -276,8 +279,8 @@ static long wall_thread(__u32 i, void *ctx)
 	if (t) {
 		/* first: time the perf samples count is not counted here */
 		if (t->tgid == tgid)
-			perf = wall_left_to_perf(proc, t, th, ec, ctx);
-		if (t->tgid == tgid && !perf) {
+			weight = wall_weight(proc, t, th, ec, ctx);
+		if (t->tgid == tgid && weight) {
 			has_task = true;
 			kstate = t->__state;
 			on_cpu = t->on_cpu;
@@ -288,7 +291,7 @@ static long wall_thread(__u32 i, void *ctx)
 		}
 		bpf_task_release(t);
 	}
-	if (perf) {
+	if (!weight) {
 		wstat_add(RP_WSTAT_ON_CPU, 1);
 		return 0;
 	}
@@ -301,7 +304,7 @@ static long wall_thread(__u32 i, void *ctx)
 	s->sample.hdr.kind = RP_REC_STACK;
 	s->sample.hdr.state = state;
 	s->sample.hdr.wunit = RP_WEIGHT_NS;
-	s->sample.hdr.weight = wall_params.period_ns;
+	s->sample.hdr.weight = weight;
 	s->sample.hdr.time_ns = bpf_ktime_get_ns();
 	s->sample.hdr.pid = tgid;
 	s->sample.hdr.tid = tid;
