@@ -209,6 +209,13 @@ class E2E
       end
       "#{name} #{n} #{expected} #{states.fetch(expected, 0)}/#{n}#{note} exact #{good}/#{n}"
     end
+    # Wall time, not counts: the CPU loop's time is its perf samples' (on a CPU) plus the
+    # iterator's (off it, a sample weighing every period owed), as long as a sleeper's.
+    nanos = ->(name) { samples.select { |s| s.labels["ruby_thread_name"] == name }.sum(&:nanos) }
+    cpu_ns, sleep_ns = nanos.("rp-cpu"), nanos.("rp-sleep")
+    check(cpu_ns >= 0.85 * sleep_ns && cpu_ns <= 1.15 * sleep_ns,
+          "rp-cpu's wall time #{cpu_ns / 1e6} ms, rp-sleep's #{sleep_ns / 1e6} ms: not one thread's time each")
+    report << format("rp-cpu/rp-sleep time %.2f", cpu_ns.to_f / sleep_ns)
     threads = samples.map { |s| s.labels["ruby_thread"] }.uniq
     # the five, the mutex holder and the main thread
     check(threads.size == 7, "#{threads.size} Ruby threads sampled: #{threads.inspect}")
