@@ -59,6 +59,11 @@ struct rp_slot_block {
  * Set by the daemon before load. */
 const volatile __u32 stacks_mixed = 0;
 
+/* --clock wall (the perf program only): its samples are the running threads' wall samples, of
+ * the processes flagged RP_PROCF_WALL_RUNNING only (0: CPU mode, the verifier drops those
+ * branches). Set by the daemon before load. */
+const volatile __u32 wall_clock = 0;
+
 /* Blocks of one CPU in `slots`: max_frames / RP_SLOT_BLOCK rounded up, set by the daemon. */
 const volatile __u32 slot_blocks = RP_MAX_FRAMES_DEFAULT / RP_SLOT_BLOCK;
 

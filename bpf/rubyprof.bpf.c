@@ -129,11 +129,19 @@ int rp_on_sample(struct bpf_perf_event_data *ctx)
 		stat_add(RP_STAT_STALE_PID, 1);
 		goto out;
 	}
+	/* Wall mode: a process whose running threads the iterator walks itself (or that it does
+	 * not sample at all) would be counted twice, or on the CPU only. */
+	if (wall_clock && !(proc->flags & RP_PROCF_WALL_RUNNING)) {
+		stat_add(RP_STAT_WALL_MUTED, 1);
+		goto out;
+	}
 	stat_add(RP_STAT_RUBY_SAMPLES, 1);
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
 		goto out;
-	s->sample.hdr.state = RP_TSTATE_ON_CPU;
+	/* Wall mode: a thread on a CPU is `running`, one sample of a period like the iterator's
+	 * (the collector weighs a count with the current period, which follows --frequency). */
+	s->sample.hdr.state = wall_clock ? RP_TSTATE_RUNNING : RP_TSTATE_ON_CPU;
 	s->sample.hdr.wunit = RP_WEIGHT_COUNT;
 	s->sample.hdr.weight = 1;
 	s->sample.hdr.time_ns = t0;

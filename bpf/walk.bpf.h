@@ -549,7 +549,9 @@ static __always_inline void rp_sample_ruby(struct rp_scratch *s, const struct rp
 	}
 	if (!ec) {
 		stat_add(RP_STAT_NO_EC, 1);
-		emit_empty(s, RP_SAMPLE_NO_EC);
+		/* wall time is a Ruby thread's: a native thread without one has no share in it */
+		if (!wall_clock)
+			emit_empty(s, RP_SAMPLE_NO_EC);
 		return;
 	}
 	rp_sample_ec(s, proc, ec, tp, rctx);

@@ -136,6 +136,99 @@ static __always_inline long task_syscall(struct task_struct *t)
 #endif
 }
 
+/*
+ * Whether the EC Ruby thread th runs is being run on a CPU right now: th's task is on a CPU and
+ * the EC that task runs (its TLS) is th's. Its stack is then changed while it would be read. An
+ * M:N thread's native thread runs one Ruby thread at a time (or its scheduler, with no EC).
+ */
+static __always_inline bool wall_runs_now(const struct rp_proc *proc, struct task_struct *t,
+					  __u64 th, __u64 ec, void *ctx)
+{
+	__u64 tls = 0, back = 0, tp;
+
+	if (!t->on_cpu)
+		return false;
+#if defined(__TARGET_ARCH_x86)
+	tp = t->thread.fsbase;
+#elif defined(__TARGET_ARCH_arm64)
+	tp = t->thread.uw.tp_value;
+#endif
+	if (find_ec(proc, tp, &tls, ctx) || !tls)
+		return false;
+	return tls == ec || (!read_u64(ctx, &back, tls + proc->off.ec_thread_ptr) && back == th);
+}
+
+/* Off-CPU time a task is owed samples for (wall_weight), kept with the task. */
+struct wall_credit {
+	__u64 th;      /* the Ruby thread it ran at the last tick (M:N: its tasks are shared) */
+	__u64 runtime; /* its se.sum_exec_runtime then */
+	__u64 seen;    /* bpf_ktime_get_ns() then */
+	__u64 credit;  /* off-CPU time not yet sampled, scaled to the tick's period (ns) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct wall_credit);
+} wall_credit SEC(".maps");
+
+/* Credit kept at most, in periods: a thread found on a CPU at every tick it is owed some. */
+#define WALL_CREDIT_MAX 16
+
+/*
+ * The weight of this tick's sample of Ruby thread th (task t), 0 when it is left to the perf
+ * samples. Where the perf samples are the process's running ones (RP_PROCF_WALL_RUNNING) they
+ * count the time its task is on a CPU, and the walk here must count the rest only, else that
+ * time is counted twice. Whether t is on a CPU at this instant would be a biased measure of that
+ * rest: the daemon that runs this iterator has just woken up and taken a CPU, often t's. So the
+ * time itself is used: each tick adds the share of the time since the last one that t was off a
+ * CPU (its sum_exec_runtime did not grow), scaled to a period, and a sample takes the whole
+ * periods owed. A thread that sleeps is owed one each tick; one always on a CPU none. A thread
+ * on a CPU now is never walked (its stack moves under the walk): what it is owed waits for the
+ * next tick it is off, its sample then weighing more than one period.
+ */
+static __always_inline __u64 wall_weight(const struct rp_proc *proc, struct task_struct *t,
+					 __u64 th, __u64 ec, void *ctx)
+{
+	__u64 period = wall_params.period_ns, now = bpf_ktime_get_ns(), rt, el, run, w;
+	struct wall_credit *c;
+	bool running;
+
+	if (!(proc->flags & RP_PROCF_WALL_RUNNING) || !period)
+		return period;
+	running = wall_runs_now(proc, t, th, ec, ctx);
+	rt = t->se.sum_exec_runtime;
+	c = bpf_task_storage_get(&wall_credit, t, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!c) {
+		wstat_add(RP_WSTAT_READ_FAILED, 1);
+		return running ? 0 : period;
+	}
+	if (c->th != th || !c->seen || rt < c->runtime || now <= c->seen) {
+		/* first seen (or another Ruby thread on this task): what it does now decides */
+		c->credit = running ? 0 : period;
+	} else {
+		el = now - c->seen;
+		run = rt - c->runtime;
+		if (run > el)
+			run = el;
+		/* in 1/1024ths of the interval: no overflow for any interval or period */
+		c->credit += period * ((el - run) * 1024 / el) / 1024;
+	}
+	c->th = th;
+	c->runtime = rt;
+	c->seen = now;
+	if (c->credit > WALL_CREDIT_MAX * period) {
+		wstat_add(RP_WSTAT_CREDIT_CUT, 1);
+		c->credit = WALL_CREDIT_MAX * period;
+	}
+	if (running || c->credit < period)
+		return 0;
+	w = c->credit / period * period;
+	c->credit -= w;
+	return w;
+}
+
 /* One Ruby thread: its header, state, task, and stack. */
 static long wall_thread(__u32 i, void *ctx)
 {
@@ -146,6 +239,7 @@ static long wall_thread(__u32 i, void *ctx)
 	struct rp_scratch *s;
 	struct rp_proc *proc;
 	__u64 th, ec, back = 0, nt;
+	__u64 weight = wall_params.period_ns;
 	bool has_task = false;
 	long sysnr = -1;
 
@@ -186,7 +280,10 @@ static long wall_thread(__u32 i, void *ctx)
 	if (tid && bpf_task_from_pid && bpf_task_release)
 		t = bpf_task_from_pid(tid);
 	if (t) {
-		if (t->tgid == tgid) {
+		/* first: time the perf samples count is not counted here */
+		if (t->tgid == tgid)
+			weight = wall_weight(proc, t, th, ec, ctx);
+		if (t->tgid == tgid && weight) {
 			has_task = true;
 			kstate = t->__state;
 			on_cpu = t->on_cpu;
@@ -197,6 +294,10 @@ static long wall_thread(__u32 i, void *ctx)
 		}
 		bpf_task_release(t);
 	}
+	if (!weight) {
+		wstat_add(RP_WSTAT_ON_CPU, 1);
+		return 0;
+	}
 	if (!has_task)
 		tid = 0;
 	state = wall_state(w, th, kstate, on_cpu, has_task);
@@ -206,7 +307,7 @@ static long wall_thread(__u32 i, void *ctx)
 	s->sample.hdr.kind = RP_REC_STACK;
 	s->sample.hdr.state = state;
 	s->sample.hdr.wunit = RP_WEIGHT_NS;
-	s->sample.hdr.weight = wall_params.period_ns;
+	s->sample.hdr.weight = weight;
 	s->sample.hdr.time_ns = bpf_ktime_get_ns();
 	s->sample.hdr.pid = tgid;
 	s->sample.hdr.tid = tid;

@@ -340,6 +340,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	if (err)
 		goto cleanup;
 	s->skel->rodata->rb_wakeup_bytes = opts->ringbuf_bytes / 4;
+	s->skel->rodata->wall_clock = opts->clock_wall;
 	if (opts->stacks_mixed) {
 		if (opts->ustack_bytes < RP_USTACK_MIN || opts->ustack_bytes > RP_USTACK_MAX) {
 			err = -EINVAL;

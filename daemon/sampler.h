@@ -21,6 +21,9 @@ struct sampler_opts {
 	size_t ringbuf_bytes;	   /* power of two, multiple of the page size */
 	bool stacks_mixed;	   /* also copy user registers and stacks (RP_REC_USTACK) */
 	unsigned int ustack_bytes; /* mixed: bytes of stack above sp, RP_USTACK_MIN..MAX */
+	/* --clock wall: samples are `running` wall samples, only of processes flagged
+	 * RP_PROCF_WALL_RUNNING (the others' are dropped and counted, RP_STAT_WALL_MUTED) */
+	bool clock_wall;
 };
 
 /* One complete sample; frames leaf first. `first` is the header of its first chunk. */

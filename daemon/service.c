@@ -504,6 +504,18 @@ static void render(void *ctx, struct mbuf *b)
 			c.wall.bpf[RP_WSTAT_RUNS]);
 		counter(b, "rubyprofd_wall_threads_sampled_total",
 			"Ruby threads sampled (wall clock).", c.wall.bpf[RP_WSTAT_THREADS]);
+		counter(b, "rubyprofd_wall_threads_on_cpu_total",
+			"Wall-clock thread samples the iterator left to the perf samples (time on "
+			"a CPU).",
+			c.wall.bpf[RP_WSTAT_ON_CPU]);
+		counter(b, "rubyprofd_wall_credit_cut_total",
+			"Off-CPU time cut at its bound (two periods) for a thread found on a CPU "
+			"at every tick it was owed a sample.",
+			c.wall.bpf[RP_WSTAT_CREDIT_CUT]);
+		counter(b, "rubyprofd_wall_perf_muted_total",
+			"Perf samples dropped in wall mode: their process's running threads are "
+			"walked by the iterator (Ruby 2.7) or not sampled.",
+			c.sampler.bpf[RP_STAT_WALL_MUTED]);
 		counter(b, "rubyprofd_wall_iterator_seconds_total",
 			"Time spent in the wall-clock iterator program.",
 			(double)c.wall.bpf[RP_WSTAT_RUN_NS] / 1e9);

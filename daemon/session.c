@@ -101,11 +101,16 @@ static int threads_of(void *ctx, pid_t pid, struct rp_thread_tp *out, size_t max
 	return err;
 }
 
-/* Wall-clock mode: the process's threads are sampled from the next tick (or it is said why not). */
-static void wall_enable(struct session *s, const struct ruby_target *t)
+/*
+ * Wall-clock mode: the process's threads are sampled from the next tick (or it is said why not),
+ * before its procs entry is written: the entry says whether its perf samples are its running
+ * threads' (bpf->flags), else the perf program drops them.
+ */
+static void wall_enable(struct session *s, const struct ruby_target *t, struct rp_proc *bpf)
 {
 	int err;
 
+	bpf->flags &= ~RP_PROCF_WALL_RUNNING;
 	if (!s->wall)
 		return;
 	err = wall_add(s->wall, t);
@@ -115,6 +120,8 @@ static void wall_enable(struct session *s, const struct ruby_target *t)
 	else if (err)
 		log_warn("pid %d: cannot start wall-clock sampling: %s", (int)t->pid,
 			 strerror(-err));
+	else if (wall_running_from_perf(s->wall, t->pid))
+		bpf->flags |= RP_PROCF_WALL_RUNNING;
 }
 
 static int on_enable(void *ctx, const struct ruby_target *t, bool fresh)
@@ -136,18 +143,22 @@ static int on_enable(void *ctx, const struct ruby_target *t, bool fresh)
 		return -ESRCH;
 	bpf.start_time = s->iter_pid == t->pid ? s->iter_start : 0;
 	if (!fresh && collector_update(s->coll, t) == 0) {
+		wall_enable(s, t, &bpf);
 		err = sampler_set_proc(s->sampler, (uint32_t)t->pid, &bpf);
-		if (!err)
-			wall_enable(s, t);
+		if (err && s->wall)
+			wall_remove(s->wall, t->pid);
 		return err;
 	}
 	err = collector_add(s->coll, t, service);
-	if (!err)
-		err = sampler_set_proc(s->sampler, (uint32_t)t->pid, &bpf);
-	if (!err)
-		wall_enable(s, t);
 	if (err)
+		return err;
+	wall_enable(s, t, &bpf);
+	err = sampler_set_proc(s->sampler, (uint32_t)t->pid, &bpf);
+	if (err) {
+		if (s->wall)
+			wall_remove(s->wall, t->pid);
 		collector_remove(s->coll, t->pid);
+	}
 	return err;
 }
 
@@ -199,6 +210,7 @@ struct session *session__new(const struct session_opts *opts)
 		.ringbuf_bytes = ringbuf_size(opts->max_frames, opts->stacks_mixed),
 		.stacks_mixed = opts->stacks_mixed,
 		.ustack_bytes = opts->ustack_bytes,
+		.clock_wall = opts->clock_wall,
 	};
 	struct tracker_opts topts = {.pids = opts->pids, .npids = opts->npids};
 	struct tracker_ops tops = {
@@ -277,17 +289,12 @@ void session__free(struct session *s)
 
 int session_start(struct session *s)
 {
+	/* In wall mode too: the cpu-clock samples are the running threads' wall samples (their
+	 * stacks read by the thread itself, never torn), the iterator samples the others. */
 	int err = sampler_attach(s->sampler);
 
 	if (err)
 		return err;
-	/* Wall mode samples every thread from its iterator, the running ones too (their stacks
-	 * from the iterator as well, for now): the cpu-clock events stay off. */
-	if (s->wall) {
-		err = sampler_pause(s->sampler);
-		if (err)
-			return err;
-	}
 	session_scan(s, session_now());
 	return 0;
 }

@@ -16,8 +16,11 @@
 #include "wall.skel.h"
 
 /* Pid-filtered task iterators (bpf_iter_link_info.task.pid) came with 6.1. */
-#define WALL_MIN_MAJOR 6
-#define WALL_MIN_MINOR 1
+#define WALL_MIN_MAJOR	6
+#define WALL_MIN_MINOR	1
+/* bpf_task_from_pid, how the iterator finds a thread's task, came with 6.2. */
+#define WALL_TASK_MAJOR 6
+#define WALL_TASK_MINOR 2
 
 /* An iterator run writes nothing (records go to the ring buffer): one read ends it. */
 #define WALL_READ_BYTES 64
@@ -34,6 +37,7 @@ struct wall {
 	size_t nprocs;
 	int64_t period_ns, next_ns;
 	struct wall_counters c;
+	bool find_tasks; /* the kernel has bpf_task_from_pid (6.2+): the iterator finds tasks */
 };
 
 /* docs/wall-clock.md §1.2 - §1.4 (x86_64). 3.2 is computed only (not validated live). */
@@ -162,7 +166,9 @@ struct wall *wall__new(struct sampler *smp, unsigned int frequency, char *why, s
 	int err;
 
 	why[0] = '\0';
-	if (uname(&u) == 0 && !wall_kernel_at_least(u.release, WALL_MIN_MAJOR, WALL_MIN_MINOR)) {
+	if (uname(&u))
+		u.release[0] = '\0'; /* unknown: assumed new enough, the load tells */
+	if (u.release[0] && !wall_kernel_at_least(u.release, WALL_MIN_MAJOR, WALL_MIN_MINOR)) {
 		snprintf(why, whylen, "kernel %s is older than %d.%d (pid-filtered task iterators)",
 			 u.release, WALL_MIN_MAJOR, WALL_MIN_MINOR);
 		errno = ENOTSUP;
@@ -177,6 +183,8 @@ struct wall *wall__new(struct sampler *smp, unsigned int frequency, char *why, s
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return NULL;
+	w->find_tasks =
+		!u.release[0] || wall_kernel_at_least(u.release, WALL_TASK_MAJOR, WALL_TASK_MINOR);
 	w->procs = calloc(WALL_MAX_PROCS, sizeof(*w->procs));
 	w->skel = w->procs ? wall_bpf__open() : NULL;
 	if (!w->skel) {
@@ -234,7 +242,7 @@ void wall__free(struct wall *w)
 	free(w);
 }
 
-static struct wall_proc *find_proc(struct wall *w, pid_t pid)
+static struct wall_proc *find_proc(const struct wall *w, pid_t pid)
 {
 	size_t i;
 
@@ -294,6 +302,15 @@ void wall_remove(struct wall *w, pid_t pid)
 		return;
 	bpf_link__destroy(p->link);
 	*p = w->procs[--w->nprocs];
+}
+
+bool wall_running_from_perf(const struct wall *w, pid_t pid)
+{
+	const struct wall_proc *p = find_proc(w, pid);
+
+	/* without a thread id, or the kfunc to find its task by, the iterator cannot tell a
+	 * thread's time on a CPU: it walks them all */
+	return p && w->find_tasks && (p->off.th_tid || p->off.th_nt);
 }
 
 void wall_set_frequency(struct wall *w, unsigned int frequency)

@@ -8,6 +8,7 @@
 #ifndef RP_WALL_H
 #define RP_WALL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -41,6 +42,9 @@ void wall__free(struct wall *w);
  * or -errno of attaching the iterator. */
 int wall_add(struct wall *w, const struct ruby_target *t);
 void wall_remove(struct wall *w, pid_t pid);
+/* Whether pid's running threads come from the perf samples (RP_PROCF_WALL_RUNNING): it is
+ * sampled here and its version lets the iterator find each thread's task (not 2.7). */
+bool wall_running_from_perf(const struct wall *w, pid_t pid);
 
 /* When wall_tick next has work (CLOCK_MONOTONIC ns). */
 int64_t wall_next_due(const struct wall *w);

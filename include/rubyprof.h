@@ -251,9 +251,18 @@ struct rp_vm_offsets {
 	__u16 pad;
 };
 
+/* rp_proc.flags */
+/*
+ * --clock wall: the perf program's samples of this process are its running threads' wall
+ * samples (relabelled RP_TSTATE_RUNNING), and the iterator leaves a thread on a CPU to them. Set
+ * only where the iterator can find a thread's task (not 2.7: no tid); without it, in wall mode,
+ * the perf program drops the process's samples (the iterator walks every thread).
+ */
+#define RP_PROCF_WALL_RUNNING 0x1
+
 struct rp_proc {
-	__u32 ec_mode; /* RP_EC_* */
-	__u32 pad;
+	__u32 ec_mode;	     /* RP_EC_* */
+	__u32 flags;	     /* RP_PROCF_* */
 	__s64 tls_off;	     /* RP_EC_TLS_STATIC */
 	__u64 tls_modid;     /* RP_EC_TLS_DTV */
 	__u64 tls_block_off; /* RP_EC_TLS_DTV: st_value of ruby_current_ec */
@@ -307,7 +316,9 @@ struct rp_wall_params {
 #define RP_WSTAT_UNKNOWN     5 /* threads whose state fit no row */
 #define RP_WSTAT_NO_PROC     6 /* runs for a pid the procs map does not know */
 #define RP_WSTAT_RUN_NS	     7 /* time spent in the iterator (ns) */
-#define RP_WSTAT_MAX	     8
+#define RP_WSTAT_ON_CPU	     8 /* thread samples left to the perf samples (time on a CPU) */
+#define RP_WSTAT_CREDIT_CUT  9 /* off-CPU credit cut at its bound (a thread always on a CPU) */
+#define RP_WSTAT_MAX	     10
 
 /* ---- statistics (per-CPU array, index = RP_STAT_*) ---------------------------------------- */
 
@@ -331,7 +342,8 @@ struct rp_wall_params {
 #define RP_STAT_USTACKS	     17 /* mixed mode: user stacks copied */
 #define RP_STAT_USTACK_LOST  18 /* mixed mode: user stack records lost (ring buffer full) */
 #define RP_STAT_USTACK_SHORT 19 /* mixed mode: copies that ended at an unreadable page */
-#define RP_STAT_MAX	     20
+#define RP_STAT_WALL_MUTED   20 /* wall mode: samples of a process without RP_PROCF_WALL_RUNNING */
+#define RP_STAT_MAX	     21
 
 /* ---- task iterator output (fsbase of each thread of one process) -------------------------- */
 
