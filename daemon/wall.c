@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "hmap.h"
 #include "offsets.h"
 #include "wall.h"
 #include "wall.skel.h"
@@ -26,6 +27,32 @@ struct wall_proc {
 	pid_t pid;
 	struct bpf_link *link;
 	struct rp_wall_offsets off;
+	/* the cursor (docs/wall-clock.md, "Reuse and the cursor") */
+	uint64_t cursor;   /* node the next run starts at (0: the head) */
+	uint32_t runs;	   /* runs made */
+	uint32_t lap;	   /* runs the last complete lap of the list took (1: all in one) */
+	uint32_t lap_runs; /* runs of the lap under way */
+};
+
+/*
+ * The daemon's side of stack reuse: per Ruby thread, the frames of its last walked stack, which
+ * an RP_SAMPLE_SAME record of the same sample (seq) stands for. At most WALL_COPIES (the BPF
+ * map's bound); a process's copies go with it, those of threads not seen for WALL_STALE_RUNS
+ * runs at the next sweep; a copy needed when full evicts one (counted).
+ */
+#define WALL_COPIES	 RP_WALL_CACHE_ENTRIES
+#define WALL_SWEEP_TICKS 512 /* a sweep of both sides every this many ticks */
+#define WALL_STALE_RUNS	 (2 * RP_WALL_REUSE_MAX)
+
+struct wall_copy {
+	pid_t pid;
+	uint64_t th;
+	uint32_t seq;	/* the sample (rp_sample.seq) the frames came with */
+	uint32_t run;	/* the process's run when last stored or used */
+	uint32_t flags; /* RP_SAMPLE_* that describe the stack (GC, JIT leaf, truncated) */
+	uint32_t truncated;
+	size_t n;
+	struct rp_frame *frames; /* leaf first */
 };
 
 struct wall {
@@ -34,6 +61,13 @@ struct wall {
 	size_t nprocs;
 	int64_t period_ns, next_ns;
 	struct wall_counters c;
+	bool reuse;
+	uint64_t ticks;
+	struct hmap copy_of; /* (pid, rb_thread_t *) -> index into copies + 1 */
+	struct wall_copy *copies;
+	size_t ncopies, hand;
+	uint32_t *free_idx; /* indexes of copies freed */
+	size_t nfree;
 };
 
 /* docs/wall-clock.md §1.2 - §1.4 (x86_64). 3.2 is computed only (not validated live). */
@@ -178,7 +212,11 @@ struct wall *wall__new(struct sampler *smp, unsigned int frequency, char *why, s
 	if (!w)
 		return NULL;
 	w->procs = calloc(WALL_MAX_PROCS, sizeof(*w->procs));
-	w->skel = w->procs ? wall_bpf__open() : NULL;
+	w->copies = calloc(WALL_COPIES, sizeof(*w->copies));
+	w->free_idx = calloc(WALL_COPIES, sizeof(*w->free_idx));
+	/* RP_WALL_REUSE=0: walk every thread every tick (the bench's "before"; a diagnosis) */
+	w->reuse = !getenv("RP_WALL_REUSE") || strcmp(getenv("RP_WALL_REUSE"), "0") != 0;
+	w->skel = w->procs && w->copies && w->free_idx ? wall_bpf__open() : NULL;
 	if (!w->skel) {
 		err = -errno;
 		snprintf(why, whylen, "cannot open the wall-clock BPF object: %s", strerror(-err));
@@ -213,6 +251,7 @@ struct wall *wall__new(struct sampler *smp, unsigned int frequency, char *why, s
 		goto cleanup;
 	}
 	wall_set_frequency(w, frequency);
+	sampler_set_extra_hook(smp, wall_on_stack, w);
 	return w;
 
 cleanup:
@@ -230,6 +269,11 @@ void wall__free(struct wall *w)
 	for (i = 0; i < w->nprocs; i++)
 		bpf_link__destroy(w->procs[i].link);
 	free(w->procs);
+	for (i = 0; w->copies && i < w->ncopies; i++)
+		free(w->copies[i].frames);
+	free(w->copies);
+	free(w->free_idx);
+	hmap_clear(&w->copy_of);
 	wall_bpf__destroy(w->skel);
 	free(w);
 }
@@ -243,6 +287,183 @@ static struct wall_proc *find_proc(struct wall *w, pid_t pid)
 			return &w->procs[i];
 	}
 	return NULL;
+}
+
+/* ---- reuse: the daemon's copies of the last walked stacks -------------------------------- */
+
+static void copy_drop(struct wall *w, size_t idx)
+{
+	struct wall_copy *c = &w->copies[idx];
+
+	hmap_del(&w->copy_of, (uint64_t)c->pid, c->th, NULL);
+	free(c->frames);
+	memset(c, 0, sizeof(*c));
+	w->free_idx[w->nfree++] = (uint32_t)idx;
+}
+
+/* Forgets the BPF side's entry of a thread: its next visit walks it again. */
+static void entry_drop(struct wall *w, pid_t pid, uint64_t th)
+{
+	struct rp_wall_key k = {.th = th, .tgid = (__u32)pid};
+
+	bpf_map__delete_elem(w->skel->maps.wall_threads, &k, sizeof(k), 0);
+}
+
+/* The copy slot for (pid, th): its own, a free one, a new one, or an evicted one. */
+static struct wall_copy *copy_slot(struct wall *w, pid_t pid, uint64_t th)
+{
+	struct wall_copy *c;
+	uint64_t v;
+	size_t idx;
+
+	if (hmap_get(&w->copy_of, (uint64_t)pid, th, &v))
+		return &w->copies[v - 1];
+	if (w->nfree) {
+		idx = w->free_idx[--w->nfree];
+	} else if (w->ncopies < WALL_COPIES) {
+		idx = w->ncopies++;
+	} else {
+		/* full: the next in turn goes, and its thread is walked at its next visit */
+		idx = w->hand++ % WALL_COPIES;
+		w->c.copies_evicted++;
+		entry_drop(w, w->copies[idx].pid, w->copies[idx].th);
+		copy_drop(w, idx);
+		w->nfree--; /* copy_drop freed idx: take it back */
+	}
+	if (hmap_put(&w->copy_of, (uint64_t)pid, th, idx + 1)) {
+		w->free_idx[w->nfree++] = (uint32_t)idx;
+		return NULL;
+	}
+	c = &w->copies[idx];
+	c->pid = pid;
+	c->th = th;
+	return c;
+}
+
+#define WALL_STACK_FLAGS (RP_SAMPLE_TRUNCATED | RP_SAMPLE_GC | RP_SAMPLE_JIT_LEAF)
+
+static void copy_keep(struct wall *w, const struct sampler_stack *st, uint32_t run)
+{
+	pid_t pid = (pid_t)st->first->hdr.pid;
+	struct rp_frame *f = NULL;
+	struct wall_copy *c;
+
+	/* only what the BPF side may refer to: a whole stack of a known thread */
+	if (!st->first->ruby_thread ||
+	    (st->flags & (RP_SAMPLE_READ_FAIL | RP_SAMPLE_BAD_EC | RP_SAMPLE_NO_EC)))
+		return;
+	if (st->nframes) {
+		f = malloc(st->nframes * sizeof(*f));
+		if (!f) {
+			w->c.copies_failed++;
+			return;
+		}
+		memcpy(f, st->frames, st->nframes * sizeof(*f));
+	}
+	c = copy_slot(w, pid, st->first->ruby_thread);
+	if (!c) {
+		free(f);
+		w->c.copies_failed++;
+		return;
+	}
+	free(c->frames);
+	c->frames = f;
+	c->n = st->nframes;
+	c->seq = st->first->seq;
+	c->run = run;
+	c->flags = st->flags & WALL_STACK_FLAGS;
+	c->truncated = st->truncated;
+}
+
+/* The sampler's hook for wall-clock stacks: fills RP_SAMPLE_SAME ones, keeps the others. */
+void wall_on_stack(void *ctx, struct sampler_stack *st)
+{
+	struct wall *w = ctx;
+	pid_t pid = (pid_t)st->first->hdr.pid;
+	struct wall_proc *p = find_proc(w, pid);
+	uint32_t run = p ? p->runs : 0;
+	struct wall_copy *c = NULL;
+	uint64_t v;
+
+	if (!(st->flags & RP_SAMPLE_SAME)) {
+		copy_keep(w, st, run);
+		return;
+	}
+	if (hmap_get(&w->copy_of, (uint64_t)pid, st->first->ruby_thread, &v))
+		c = &w->copies[v - 1];
+	if (!c || c->seq != st->first->base_seq) {
+		/* its stack's record was lost, or the copy evicted: no frames this time (counted,
+		 * shown as a failed read), and the next visit walks it */
+		w->c.reuse_missed++;
+		entry_drop(w, pid, st->first->ruby_thread);
+		st->flags = (st->flags & ~RP_SAMPLE_SAME) | RP_SAMPLE_READ_FAIL;
+		st->nframes = 0;
+		st->nshared = 0;
+		return;
+	}
+	w->c.reused++;
+	c->run = run;
+	st->frames = c->frames;
+	st->nframes = c->n;
+	st->nshared = 0;
+	st->truncated = c->truncated;
+	st->flags = (st->flags & ~RP_SAMPLE_SAME) | c->flags;
+}
+
+struct sweep_ctx {
+	struct wall *w;
+	pid_t gone; /* a process removed: all of its copies; 0: stale ones only */
+	uint64_t dropped;
+};
+
+/* Whether a thread's copy or entry of process pid, last seen at run `run`, is to go. */
+static bool is_stale(struct wall *w, pid_t gone, pid_t pid, uint32_t run)
+{
+	struct wall_proc *p;
+
+	if (gone)
+		return pid == gone;
+	p = find_proc(w, pid);
+	return !p || p->runs - run > WALL_STALE_RUNS * (p->lap ? p->lap : 1);
+}
+
+/*
+ * Drops the BPF entries and daemon copies of threads that are gone (process `gone`, or, for 0,
+ * threads not visited for WALL_STALE_RUNS laps: ended threads). Entries are read one by one:
+ * at most RP_WALL_CACHE_ENTRIES, every WALL_SWEEP_TICKS ticks or when a process goes.
+ */
+static void sweep(struct wall *w, pid_t gone)
+{
+	struct bpf_map *m = w->skel->maps.wall_threads;
+	struct rp_wall_key k, next, del[64];
+	struct rp_wall_thread e;
+	size_t i, n, visited = 0;
+	bool more;
+
+	do {
+		/* collect a few keys, then delete them: deleting under get_next_key restarts it */
+		n = 0;
+		more = bpf_map__get_next_key(m, visited ? &k : NULL, &next, sizeof(k)) == 0;
+		while (more && n < sizeof(del) / sizeof(del[0]) &&
+		       visited < RP_WALL_CACHE_ENTRIES) {
+			visited++;
+			k = next;
+			if (bpf_map__lookup_elem(m, &k, sizeof(k), &e, sizeof(e), 0) == 0 &&
+			    is_stale(w, gone, (pid_t)k.tgid, e.run))
+				del[n++] = k;
+			more = bpf_map__get_next_key(m, &k, &next, sizeof(k)) == 0;
+		}
+		for (i = 0; i < n; i++) {
+			bpf_map__delete_elem(m, &del[i], sizeof(del[i]), 0);
+			w->c.entries_swept++;
+		}
+	} while (more && visited < RP_WALL_CACHE_ENTRIES);
+	for (i = 0; i < w->ncopies; i++) {
+		if (w->copies[i].pid && is_stale(w, gone, w->copies[i].pid, w->copies[i].run)) {
+			copy_drop(w, i);
+			w->c.copies_swept++;
+		}
+	}
 }
 
 int wall_add(struct wall *w, const struct ruby_target *t)
@@ -293,6 +514,7 @@ void wall_remove(struct wall *w, pid_t pid)
 	if (!p)
 		return;
 	bpf_link__destroy(p->link);
+	sweep(w, pid);
 	*p = w->procs[--w->nprocs];
 }
 
@@ -318,6 +540,11 @@ static int run_one(struct wall *w, struct wall_proc *p)
 	w->skel->bss->wall_params.max_threads = RP_MAX_WALL_THREADS;
 	w->skel->bss->wall_params.period_ns = (__u64)w->period_ns;
 	w->skel->bss->wall_params.off = p->off;
+	w->skel->bss->wall_params.cursor = p->cursor;
+	w->skel->bss->wall_params.run = ++p->runs;
+	w->skel->bss->wall_params.lap = p->lap ? p->lap : 1;
+	w->skel->bss->wall_params.reuse = w->reuse;
+	w->skel->bss->wall_out.next = 0;
 	fd = bpf_iter_create(bpf_link__fd(p->link));
 	if (fd < 0)
 		return -errno;
@@ -325,6 +552,14 @@ static int run_one(struct wall *w, struct wall_proc *p)
 		n = read(fd, buf, sizeof(buf));
 	} while (n > 0 || (n < 0 && errno == EINTR));
 	close(fd);
+	/* The cursor: where the next run starts, and how many runs a lap of the list takes
+	 * (each thread's weight is the runs since its last visit, bounded by the lap). */
+	p->lap_runs++;
+	p->cursor = w->skel->bss->wall_out.next;
+	if (!p->cursor) {
+		p->lap = p->lap_runs;
+		p->lap_runs = 0;
+	}
 	return n < 0 ? -errno : 0;
 }
 
@@ -343,6 +578,8 @@ int wall_tick(struct wall *w, int64_t now_ns)
 		w->next_ns = now_ns;
 	}
 	w->next_ns += w->period_ns;
+	if (++w->ticks % WALL_SWEEP_TICKS == 0)
+		sweep(w, 0);
 	for (i = 0; i < w->nprocs; i++) {
 		if (run_one(w, &w->procs[i])) {
 			w->c.runs_failed++;
