@@ -64,10 +64,10 @@ ONLY = ENV["BENCH_ONLY"]
 # with stack reuse and without it (RP_WALL_REUSE=0), all measured in this run.
 WALL_NTHREADS = [1, 50].freeze
 WALL_HZS = [19, 99].freeze
+WALL_PARK_DEPTH = 30         # bench/target.rb PARK_DEPTH
 WALL_STEADY_S = 5 * SCALE    # the daemon's and the iterator's CPU: a window with sampling on
 WALL_TOGGLE_S = 8 * SCALE    # the slowdown: sampling switched off and on every TOGGLE_PHASE s
 BPF_PROG_TYPE_TRACING = 26
-RP_WSTAT = %w[RUNS THREADS CUT RUN_NS REUSED CACHE_MISS CURSOR].to_h { |n| [n, header_const("RP_WSTAT_#{n}")] }
 # BENCH_ONLY=idle runs only the service's idle rows (two minutes; no bpfbench needed).
 IDLE_HZ = 19
 IDLE_S = 60 * SCALE
@@ -86,6 +86,7 @@ def header_const(name)
   Integer(HEADER[/^#define #{name}\s+(\d+)/, 1] || raise("#{name} not in include/rubyprof.h"))
 end
 RP_STAT = %w[SAMPLES RUBY_SAMPLES RUBY_STACKS FRAMES RB_DROPPED PROC_EVENTS].to_h { |n| [n, header_const("RP_STAT_#{n}")] }
+RP_WSTAT = %w[RUNS THREADS CUT RUN_NS REUSED CACHE_MISS CURSOR].to_h { |n| [n, header_const("RP_WSTAT_#{n}")] }
 RP_EC_TLS_STATIC = header_const("RP_EC_TLS_STATIC")
 BPF_PROG_TYPE_PERF_EVENT = 7
 
@@ -386,7 +387,7 @@ class Bench
   def check_environment
     abort "bench: needs root (BPF, perf events, other processes' memory): run 'sudo make bench'" unless Process.uid.zero?
     [RUBYPROFD, BPFBENCH].each do |f|
-      abort "bench: #{f} missing: run 'make bench'" unless File.executable?(f) || (%w[harm idle wall].include?(ONLY) && f == BPFBENCH)
+      abort "bench: #{f} missing: run 'make bench'" unless File.executable?(f) || (%w[harm idle].include?(ONLY) && f == BPFBENCH)
     end
     (ONLY ? %w[bpftool taskset] : %w[bpftool bpftrace taskset]).each do |t|
       abort "bench: #{t} not found: run 'sudo scripts/deps.sh bench'" unless system("which #{t} >/dev/null 2>&1")
@@ -897,7 +898,11 @@ class Bench
     rp = Child.new(argv, env: reuse ? { "RP_WALL_REUSE" => reuse } : {})
     rp.wait_for(/pid #{w.pid}: Ruby /)
     if mode == :cpu
-      wait_sampling(rp)
+      begin
+        wait_sampling(rp, timeout: 60)
+      rescue RuntimeError => e
+        log "  #{e.message.lines.first.chomp}: measured all the same"
+      end
     else
       deadline = mono + 30e9
       sleep 0.05 until (wall_stats(rp.pid)["RUNS"] || 0).positive? || mono > deadline
@@ -1003,7 +1008,7 @@ class Bench
           budget = hz == 99 ? "≤ #{BUDGET_SLOWDOWN_99} % slowdown" : "—"
           budget += "; ≤ 2 µs per thread-sample all-in" if mode == :wall && n == 50 && hz == 19
           rows << ["Wall clock: #{names[mode]}, #{n} thread#{n == 1 ? '' : 's'}",
-                   "#{hz} Hz, #{n - 1} parked #{PARK_DEPTH} frames deep, #{format('%.0f', c[:seconds])} s steady + #{WALL_TOGGLE_S} s toggled",
+                   "#{hz} Hz, #{n - 1} parked #{WALL_PARK_DEPTH} frames deep, #{format('%.0f', c[:seconds])} s steady + #{WALL_TOGGLE_S} s toggled",
                    "slowdown " + pct_ci(c[:stat]), beside, budget, ""]
         end
       end
