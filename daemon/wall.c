@@ -190,6 +190,7 @@ int wall_kernel_at_least(const char *release, int major, int minor)
 
 struct wall *wall__new(struct sampler *smp, unsigned int frequency, char *why, size_t whylen)
 {
+	const char *reuse_env;
 	struct sampler_maps m;
 	struct utsname u;
 	struct wall *w;
@@ -215,7 +216,8 @@ struct wall *wall__new(struct sampler *smp, unsigned int frequency, char *why, s
 	w->copies = calloc(WALL_COPIES, sizeof(*w->copies));
 	w->free_idx = calloc(WALL_COPIES, sizeof(*w->free_idx));
 	/* RP_WALL_REUSE=0: walk every thread every tick (the bench's "before"; a diagnosis) */
-	w->reuse = !getenv("RP_WALL_REUSE") || strcmp(getenv("RP_WALL_REUSE"), "0") != 0;
+	reuse_env = getenv("RP_WALL_REUSE");
+	w->reuse = !reuse_env || strcmp(reuse_env, "0") != 0;
 	w->skel = w->procs && w->copies && w->free_idx ? wall_bpf__open() : NULL;
 	if (!w->skel) {
 		err = -errno;
