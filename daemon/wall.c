@@ -11,9 +11,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "hmap.h"
 #include "offsets.h"
 #include "wall.h"
+#include "wallcopy.h"
 #include "wall.skel.h"
 
 /* Pid-filtered task iterators (bpf_iter_link_info.task.pid) came with 6.1. */
@@ -34,26 +34,11 @@ struct wall_proc {
 	uint32_t lap_runs; /* runs of the lap under way */
 };
 
-/*
- * The daemon's side of stack reuse: per Ruby thread, the frames of its last walked stack, which
- * an RP_SAMPLE_SAME record of the same sample (seq) stands for. At most WALL_COPIES (the BPF
- * map's bound); a process's copies go with it, those of threads not seen for WALL_STALE_RUNS
- * runs at the next sweep; a copy needed when full evicts one (counted).
- */
+/* The daemon's side of stack reuse (daemon/wallcopy.c): as many copies as the BPF map has entries;
+ * a sweep of both every WALL_SWEEP_TICKS ticks drops threads not seen for WALL_STALE_RUNS laps. */
 #define WALL_COPIES	 RP_WALL_CACHE_ENTRIES
-#define WALL_SWEEP_TICKS 512 /* a sweep of both sides every this many ticks */
+#define WALL_SWEEP_TICKS 512
 #define WALL_STALE_RUNS	 (2 * RP_WALL_REUSE_MAX)
-
-struct wall_copy {
-	pid_t pid;
-	uint64_t th;
-	uint32_t seq;	/* the sample (rp_sample.seq) the frames came with */
-	uint32_t run;	/* the process's run when last stored or used */
-	uint32_t flags; /* RP_SAMPLE_* that describe the stack (GC, JIT leaf, truncated) */
-	uint32_t truncated;
-	size_t n;
-	struct rp_frame *frames; /* leaf first */
-};
 
 struct wall {
 	struct wall_bpf *skel;
@@ -63,11 +48,7 @@ struct wall {
 	struct wall_counters c;
 	bool reuse;
 	uint64_t ticks;
-	struct hmap copy_of; /* (pid, rb_thread_t *) -> index into copies + 1 */
-	struct wall_copy *copies;
-	size_t ncopies, hand;
-	uint32_t *free_idx; /* indexes of copies freed */
-	size_t nfree;
+	struct wallcopy *copies; /* each Ruby thread's last walked stack */
 };
 
 /* docs/wall-clock.md §1.2 - §1.4 (x86_64). 3.2 is computed only (not validated live). */
@@ -213,12 +194,11 @@ struct wall *wall__new(struct sampler *smp, unsigned int frequency, char *why, s
 	if (!w)
 		return NULL;
 	w->procs = calloc(WALL_MAX_PROCS, sizeof(*w->procs));
-	w->copies = calloc(WALL_COPIES, sizeof(*w->copies));
-	w->free_idx = calloc(WALL_COPIES, sizeof(*w->free_idx));
+	w->copies = wallcopy__new(WALL_COPIES);
 	/* RP_WALL_REUSE=0: walk every thread every tick (the bench's "before"; a diagnosis) */
 	reuse_env = getenv("RP_WALL_REUSE");
 	w->reuse = !reuse_env || strcmp(reuse_env, "0") != 0;
-	w->skel = w->procs && w->copies && w->free_idx ? wall_bpf__open() : NULL;
+	w->skel = w->procs && w->copies ? wall_bpf__open() : NULL;
 	if (!w->skel) {
 		err = -errno;
 		snprintf(why, whylen, "cannot open the wall-clock BPF object: %s", strerror(-err));
@@ -271,11 +251,7 @@ void wall__free(struct wall *w)
 	for (i = 0; i < w->nprocs; i++)
 		bpf_link__destroy(w->procs[i].link);
 	free(w->procs);
-	for (i = 0; w->copies && i < w->ncopies; i++)
-		free(w->copies[i].frames);
-	free(w->copies);
-	free(w->free_idx);
-	hmap_clear(&w->copy_of);
+	wallcopy__free(w->copies);
 	wall_bpf__destroy(w->skel);
 	free(w);
 }
@@ -293,16 +269,6 @@ static struct wall_proc *find_proc(struct wall *w, pid_t pid)
 
 /* ---- reuse: the daemon's copies of the last walked stacks -------------------------------- */
 
-static void copy_drop(struct wall *w, size_t idx)
-{
-	struct wall_copy *c = &w->copies[idx];
-
-	hmap_del(&w->copy_of, (uint64_t)c->pid, c->th, NULL);
-	free(c->frames);
-	memset(c, 0, sizeof(*c));
-	w->free_idx[w->nfree++] = (uint32_t)idx;
-}
-
 /* Forgets the BPF side's entry of a thread: its next visit walks it again. */
 static void entry_drop(struct wall *w, pid_t pid, uint64_t th)
 {
@@ -311,71 +277,7 @@ static void entry_drop(struct wall *w, pid_t pid, uint64_t th)
 	bpf_map__delete_elem(w->skel->maps.wall_threads, &k, sizeof(k), 0);
 }
 
-/* The copy slot for (pid, th): its own, a free one, a new one, or an evicted one. */
-static struct wall_copy *copy_slot(struct wall *w, pid_t pid, uint64_t th)
-{
-	struct wall_copy *c;
-	uint64_t v;
-	size_t idx;
-
-	if (hmap_get(&w->copy_of, (uint64_t)pid, th, &v))
-		return &w->copies[v - 1];
-	if (w->nfree) {
-		idx = w->free_idx[--w->nfree];
-	} else if (w->ncopies < WALL_COPIES) {
-		idx = w->ncopies++;
-	} else {
-		/* full: the next in turn goes, and its thread is walked at its next visit */
-		idx = w->hand++ % WALL_COPIES;
-		w->c.copies_evicted++;
-		entry_drop(w, w->copies[idx].pid, w->copies[idx].th);
-		copy_drop(w, idx);
-		w->nfree--; /* copy_drop freed idx: take it back */
-	}
-	if (hmap_put(&w->copy_of, (uint64_t)pid, th, idx + 1)) {
-		w->free_idx[w->nfree++] = (uint32_t)idx;
-		return NULL;
-	}
-	c = &w->copies[idx];
-	c->pid = pid;
-	c->th = th;
-	return c;
-}
-
 #define WALL_STACK_FLAGS (RP_SAMPLE_TRUNCATED | RP_SAMPLE_GC | RP_SAMPLE_JIT_LEAF)
-
-static void copy_keep(struct wall *w, const struct sampler_stack *st, uint32_t run)
-{
-	pid_t pid = (pid_t)st->first->hdr.pid;
-	struct rp_frame *f = NULL;
-	struct wall_copy *c;
-
-	/* only what the BPF side may refer to: a whole stack of a known thread */
-	if (!st->first->ruby_thread ||
-	    (st->flags & (RP_SAMPLE_READ_FAIL | RP_SAMPLE_BAD_EC | RP_SAMPLE_NO_EC)))
-		return;
-	if (st->nframes) {
-		f = malloc(st->nframes * sizeof(*f));
-		if (!f) {
-			w->c.copies_failed++;
-			return;
-		}
-		memcpy(f, st->frames, st->nframes * sizeof(*f));
-	}
-	c = copy_slot(w, pid, st->first->ruby_thread);
-	if (!c) {
-		free(f);
-		w->c.copies_failed++;
-		return;
-	}
-	free(c->frames);
-	c->frames = f;
-	c->n = st->nframes;
-	c->seq = st->first->seq;
-	c->run = run;
-	c->flags = st->flags & WALL_STACK_FLAGS;
-	c->truncated = st->truncated;
-}
 
 /* The sampler's hook for wall-clock stacks: fills RP_SAMPLE_SAME ones, keeps the others. */
 void wall_on_stack(void *ctx, struct sampler_stack *st)
@@ -384,16 +286,23 @@ void wall_on_stack(void *ctx, struct sampler_stack *st)
 	pid_t pid = (pid_t)st->first->hdr.pid;
 	struct wall_proc *p = find_proc(w, pid);
 	uint32_t run = p ? p->runs : 0;
-	struct wall_copy *c = NULL;
-	uint64_t v;
+	const struct wallcopy_entry *c;
+	struct wallcopy_entry gone;
 
 	if (!(st->flags & RP_SAMPLE_SAME)) {
-		copy_keep(w, st, run);
+		/* only what the BPF side may refer to: a whole stack of a known thread */
+		if (!st->first->ruby_thread ||
+		    (st->flags & (RP_SAMPLE_READ_FAIL | RP_SAMPLE_BAD_EC | RP_SAMPLE_NO_EC)))
+			return;
+		if (wallcopy_keep(w->copies, pid, st->first->ruby_thread, st->first->seq, run,
+				  st->frames, st->nframes, st->flags & WALL_STACK_FLAGS,
+				  st->truncated, &gone) == 0 &&
+		    gone.pid)
+			entry_drop(w, gone.pid, gone.th);
 		return;
 	}
-	if (hmap_get(&w->copy_of, (uint64_t)pid, st->first->ruby_thread, &v))
-		c = &w->copies[v - 1];
-	if (!c || c->seq != st->first->base_seq) {
+	c = wallcopy_get(w->copies, pid, st->first->ruby_thread, st->first->base_seq, run);
+	if (!c) {
 		/* its stack's record was lost, or the copy evicted: no frames this time (counted,
 		 * shown as a failed read), and the next visit walks it */
 		w->c.reuse_missed++;
@@ -404,19 +313,12 @@ void wall_on_stack(void *ctx, struct sampler_stack *st)
 		return;
 	}
 	w->c.reused++;
-	c->run = run;
 	st->frames = c->frames;
 	st->nframes = c->n;
 	st->nshared = 0;
 	st->truncated = c->truncated;
 	st->flags = (st->flags & ~RP_SAMPLE_SAME) | c->flags;
 }
-
-struct sweep_ctx {
-	struct wall *w;
-	pid_t gone; /* a process removed: all of its copies; 0: stale ones only */
-	uint64_t dropped;
-};
 
 /* Whether a thread's copy or entry of process pid, last seen at run `run`, is to go. */
 static bool is_stale(struct wall *w, pid_t gone, pid_t pid, uint32_t run)
@@ -427,6 +329,18 @@ static bool is_stale(struct wall *w, pid_t gone, pid_t pid, uint32_t run)
 		return pid == gone;
 	p = find_proc(w, pid);
 	return !p || p->runs - run > WALL_STALE_RUNS * (p->lap ? p->lap : 1);
+}
+
+struct sweep_ctx {
+	struct wall *w;
+	pid_t gone;
+};
+
+static bool copy_stale(void *ctx, pid_t pid, uint32_t run)
+{
+	struct sweep_ctx *sc = ctx;
+
+	return is_stale(sc->w, sc->gone, pid, run);
 }
 
 /*
@@ -440,6 +354,7 @@ static void sweep(struct wall *w, pid_t gone)
 	struct rp_wall_key k, next, del[64];
 	struct rp_wall_thread e;
 	size_t i, n, visited = 0;
+	struct sweep_ctx sc;
 	bool more;
 
 	do {
@@ -460,12 +375,9 @@ static void sweep(struct wall *w, pid_t gone)
 			w->c.entries_swept++;
 		}
 	} while (more && visited < RP_WALL_CACHE_ENTRIES);
-	for (i = 0; i < w->ncopies; i++) {
-		if (w->copies[i].pid && is_stale(w, gone, w->copies[i].pid, w->copies[i].run)) {
-			copy_drop(w, i);
-			w->c.copies_swept++;
-		}
-	}
+	sc.w = w;
+	sc.gone = gone;
+	wallcopy_drop_if(w->copies, copy_stale, &sc);
 }
 
 int wall_add(struct wall *w, const struct ruby_target *t)
@@ -593,10 +505,15 @@ int wall_tick(struct wall *w, int64_t now_ns)
 
 void wall_counters(const struct wall *w, struct wall_counters *out)
 {
+	struct wallcopy_counters cc;
 	__u32 k;
 	__u64 v;
 
 	*out = w->c;
+	wallcopy_counters(w->copies, &cc);
+	out->copies_evicted = cc.evicted;
+	out->copies_failed = cc.failed;
+	out->copies_swept = cc.dropped;
 	for (k = 0; k < RP_WSTAT_MAX; k++) {
 		v = 0;
 		if (bpf_map__lookup_elem(w->skel->maps.wall_stats, &k, sizeof(k), &v, sizeof(v),
