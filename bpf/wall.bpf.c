@@ -150,15 +150,16 @@ static __always_inline long task_syscall(struct task_struct *t)
 /* ---- reuse of an unchanged thread's stack (docs/wall-clock.md, "Reuse and the cursor") ---- */
 
 /*
- * The fields whose change means the thread may have moved: its header's state fields, its EC
- * and that EC's cfp. With the task's switch count, into w->now.
+ * The fields whose change means the thread may have moved: its header's state fields and its EC
+ * (a fiber switch). With the task's switch count, into w->now; the EC's cfp is kept for a walk
+ * (not compared: reuse is decided before the EC is read, saving one copy per reused thread).
  */
-static __always_inline void wall_fingerprint(struct wall_scratch *w, __u64 ec, __u32 cfp_off)
+static __always_inline void wall_fingerprint(struct wall_scratch *w, __u64 ec)
 {
 	const struct rp_wall_offsets *o = &wall_params.off;
 
 	w->now.ec = ec;
-	w->now.cfp = w->ec[(cfp_off / 8) & 7];
+	w->now.cfp = 0; /* known only after the EC is read (for a walk) */
 	w->now.hdr[0] = w->th[o->th_status & 0x1ff];
 	w->now.hdr[1] = th_u64(w, o->th_brb);
 	w->now.hdr[2] = th_u64(w, o->th_ubf);
@@ -171,7 +172,7 @@ static __always_inline void wall_fingerprint(struct wall_scratch *w, __u64 ec, _
  * Whether the thread's stack is the one its entry's sample carried: its own task (a tid: not
  * 2.7, not a parked M:N thread) has not been switched in since (a task is switched out, and
  * counted, before it can be seen off the CPU again) and is not on a CPU now, and nothing of its
- * header, EC or cfp changed. A stack walked while the thread ran is never reused (valid = 0).
+ * header changed (its EC pointer included). A stack walked while the thread ran is never reused (valid = 0).
  */
 static __always_inline bool wall_unchanged(const struct rp_wall_thread *e,
 					   const struct wall_scratch *w, bool has_task,
@@ -183,9 +184,8 @@ static __always_inline bool wall_unchanged(const struct rp_wall_thread *e,
 	    e->reuse >= RP_WALL_REUSE_MAX)
 		return false;
 	return e->tid == n->tid && e->switches == n->switches && e->ec == n->ec &&
-	       e->cfp == n->cfp && e->hdr[0] == n->hdr[0] && e->hdr[1] == n->hdr[1] &&
-	       e->hdr[2] == n->hdr[2] && e->hdr[3] == n->hdr[3] && e->hdr[4] == n->hdr[4] &&
-	       e->hdr[5] == n->hdr[5];
+	       e->hdr[0] == n->hdr[0] && e->hdr[1] == n->hdr[1] && e->hdr[2] == n->hdr[2] &&
+	       e->hdr[3] == n->hdr[3] && e->hdr[4] == n->hdr[4] && e->hdr[5] == n->hdr[5];
 }
 
 /*
@@ -276,14 +276,10 @@ static long wall_thread(__u32 i, void *ctx)
 	}
 	w->node = th_u64(w, 0); /* the list node is the thread's first field */
 	ec = th_u64(w, o->th_ec);
-	/* a thread being created or freed under us ends the walk; the EC's first words also
-	 * give its cfp (reuse) */
-	if (!ec || RP_READ_USER(ctx, w->ec, sizeof(w->ec), (const void *)ec) ||
-	    w->ec[(proc->off.ec_thread_ptr / 8) & 7] != th) {
+	if (!ec) {
 		wstat_add(RP_WSTAT_BAD_NODE, 1);
 		return 1;
 	}
-	wall_out.walked++;
 	if (o->th_nt) {
 		nt = th_u64(w, o->th_nt);
 		if (nt && RP_READ_USER(ctx, &tid, sizeof(tid), (const void *)(nt + o->nt_tid)))
@@ -313,9 +309,8 @@ static long wall_thread(__u32 i, void *ctx)
 	if (!has_task)
 		tid = 0;
 	state = wall_state(w, th, kstate, on_cpu, has_task);
-	wstat_add(RP_WSTAT_THREADS, 1);
 
-	wall_fingerprint(w, ec, proc->off.ec_cfp);
+	wall_fingerprint(w, ec);
 	w->now.tid = tid;
 	w->now.switches = switches;
 	key.th = th;
@@ -338,12 +333,25 @@ static long wall_thread(__u32 i, void *ctx)
 	s->sample.ruby_thread = th;
 	s->sample.syscall = sysnr >= 0 && state == RP_TSTATE_BLOCKED_IO ? (__u32)sysnr + 1 : 0;
 	if (e && wall_unchanged(e, w, has_task, on_cpu)) {
+		/* no EC read: the live task's unchanged switch count proves this node is the
+		 * thread walked before, and that nothing of it ran since */
 		wall_emit_same(s, e);
 		e->run = wall_params.run;
 		e->reuse++;
 		wstat_add(RP_WSTAT_REUSED, 1);
+		wstat_add(RP_WSTAT_THREADS, 1);
+		wall_out.walked++;
 		return 0;
 	}
+	/* a thread being created or freed under us ends the walk */
+	if (RP_READ_USER(ctx, w->ec, sizeof(w->ec), (const void *)ec) ||
+	    w->ec[(proc->off.ec_thread_ptr / 8) & 7] != th) {
+		wstat_add(RP_WSTAT_BAD_NODE, 1);
+		return 1;
+	}
+	w->now.cfp = w->ec[(proc->off.ec_cfp / 8) & 7];
+	wstat_add(RP_WSTAT_THREADS, 1);
+	wall_out.walked++;
 	seq = s->sample.seq;
 	rp_sample_ec(s, proc, ec, 0, ctx);
 	wall_note(&key, e, w, seq, on_cpu);
