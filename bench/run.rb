@@ -58,6 +58,16 @@ HARM_PHASE = 15 * SCALE      # seconds per phase, without and with the daemon ch
 HARM_HZ = 999
 # BENCH_ONLY=harm runs only the churn row (its table has that row alone).
 ONLY = ENV["BENCH_ONLY"]
+# BENCH_ONLY=wall runs only the wall-clock rows (issue 13, item 4; about four minutes): beside CPU
+# mode, for 1 and 50 threads (one busy, the rest parked in Queue#pop PARK_DEPTH frames deep) at 19
+# and 99 Hz, the workload's slowdown, the iterator's time per thread-sample and the daemon's CPU,
+# with stack reuse and without it (RP_WALL_REUSE=0), all measured in this run.
+WALL_NTHREADS = [1, 50].freeze
+WALL_HZS = [19, 99].freeze
+WALL_PARK_DEPTH = 30         # bench/target.rb PARK_DEPTH
+WALL_STEADY_S = 5 * SCALE    # the daemon's and the iterator's CPU: a window with sampling on
+WALL_TOGGLE_S = 8 * SCALE    # the slowdown: sampling switched off and on every TOGGLE_PHASE s
+BPF_PROG_TYPE_TRACING = 26
 # BENCH_ONLY=idle runs only the service's idle rows (two minutes; no bpfbench needed).
 IDLE_HZ = 19
 IDLE_S = 60 * SCALE
@@ -76,6 +86,7 @@ def header_const(name)
   Integer(HEADER[/^#define #{name}\s+(\d+)/, 1] || raise("#{name} not in include/rubyprof.h"))
 end
 RP_STAT = %w[SAMPLES RUBY_SAMPLES RUBY_STACKS FRAMES RB_DROPPED PROC_EVENTS].to_h { |n| [n, header_const("RP_STAT_#{n}")] }
+RP_WSTAT = %w[RUNS THREADS CUT RUN_NS REUSED CACHE_MISS CURSOR].to_h { |n| [n, header_const("RP_WSTAT_#{n}")] }
 RP_EC_TLS_STATIC = header_const("RP_EC_TLS_STATIC")
 BPF_PROG_TYPE_PERF_EVENT = 7
 
@@ -349,7 +360,7 @@ class Bench
     old_stats = File.read("/proc/sys/kernel/bpf_stats_enabled").strip
     File.write("/proc/sys/kernel/bpf_stats_enabled", "1")
     begin
-      if ONLY != "harm" && ONLY != "idle"
+      if ONLY != "harm" && ONLY != "idle" && ONLY != "wall"
         measure_interrupt unless ONLY_BPF
         measure_c0
         measure_depths
@@ -359,8 +370,9 @@ class Bench
         measure_daemon
         measure_latency
       end
+      measure_wall if ONLY == "wall"
       measure_idle unless ONLY && ONLY != "idle"
-      measure_harm unless ONLY_BPF || ONLY == "idle"
+      measure_harm unless ONLY_BPF || ONLY == "idle" || ONLY == "wall"
     ensure
       File.write("/proc/sys/kernel/bpf_stats_enabled", old_stats)
     end
@@ -852,6 +864,160 @@ class Bench
     end
   end
 
+  # -- wall-clock mode ------------------------------------------------------------------------------
+
+  # For each thread count, one workload on the workload CPU, and in turn: rubyprofd --clock wall
+  # with stack reuse, the same without it, CPU mode; each at 19 and 99 Hz. Per run: a steady window
+  # (the daemon's CPU from its threads' schedstat, the iterator's from its own counters and from
+  # bpf_stats), then the slowdown phases. A wall-mode daemon is switched off and on with
+  # SIGSTOP/SIGCONT (its iterator runs only in its own read(), on its own clock; the cpu-clock
+  # events are paused in wall mode), CPU mode with bpfbench toggle as in the slowdown rows.
+  def measure_wall
+    @r[:wall] = {}
+    WALL_NTHREADS.each do |n|
+      w = ruby("workload", "methods", "threads", n.to_s, cpus: @wcpu)
+      w.wait_for(/READY/)
+      runs = {}
+      WALL_HZS.each do |hz|
+        [[:wall, "1"], [:wall_noreuse, "0"], [:cpu, nil]].each do |mode, reuse|
+          log "wall bench: #{n} thread#{n == 1 ? '' : 's'}, #{mode} at #{hz} Hz"
+          runs["#{mode}@#{hz}"] = wall_run(w, mode, reuse, hz)
+        end
+      end
+      res = slowdown_results(w, runs)
+      runs.each { |k, r| res[:configs][k].merge!(r[:steady]) }
+      w.stop(:KILL)
+      @r[:wall][n] = res
+    end
+  end
+
+  def wall_run(w, mode, reuse, hz)
+    argv = ["taskset", "-c", "0", RUBYPROFD, "--oneshot", "-v", "--duration", "3600", "-o",
+            File.join(OUT, "wall.pb.gz"), "-F", hz.to_s, "--pid", w.pid.to_s]
+    argv += ["--clock", "wall"] unless mode == :cpu
+    rp = Child.new(argv, env: reuse ? { "RP_WALL_REUSE" => reuse } : {})
+    rp.wait_for(/pid #{w.pid}: Ruby /)
+    if mode == :cpu
+      begin
+        wait_sampling(rp, timeout: 60)
+      rescue RuntimeError => e
+        log "  #{e.message.lines.first.chomp}: measured all the same"
+      end
+    else
+      deadline = mono + 30e9
+      sleep 0.05 until (wall_stats(rp.pid)["RUNS"] || 0).positive? || mono > deadline
+    end
+    sleep 0.5
+    a = wall_snapshot(rp.pid)
+    sleep WALL_STEADY_S
+    b = wall_snapshot(rp.pid)
+    phases = mode == :cpu ? toggle(rp.pid, WALL_TOGGLE_S) : stop_toggle(rp.pid, WALL_TOGGLE_S)
+    rp.stop(:INT)
+    secs = (b[:t] - a[:t]) / 1e9
+    ws = ->(k) { (b[:wstats][k] || 0) - (a[:wstats][k] || 0) }
+    steady = { daemon_pct: 100.0 * (b[:cpu_ns] - a[:cpu_ns]) / 1e9 / secs, seconds: secs }
+    if mode != :cpu
+      threads = ws.call("THREADS")
+      steady.merge!(thread_samples: threads, runs: ws.call("RUNS"), reused: ws.call("REUSED"),
+                    iter_pct: 100.0 * ws.call("RUN_NS") / 1e9 / secs,
+                    iter_ns_per_thread: threads.zero? ? nil : ws.call("RUN_NS") / threads.to_f,
+                    stats_ns_per_thread: threads.zero? ? nil : (b[:iter][:run_time_ns] - a[:iter][:run_time_ns]) / threads.to_f,
+                    daemon_ns_per_thread: threads.zero? ? nil : (b[:cpu_ns] - a[:cpu_ns]) / threads.to_f)
+    end
+    { who: mode, hz: hz, phases: phases, steady: steady }
+  end
+
+  # The wall program's counters (wall_stats), by name, from the map the daemon holds.
+  def wall_stats(pid)
+    id = bpf_fd_ids(pid, "map_id").find { |i| bpftool_json("map", "show", "id", i.to_s)["name"] == "wall_stats" }
+    return {} unless id
+
+    vals = bpftool_json("map", "dump", "id", id.to_s).to_h do |e|
+      f = e["formatted"] || e
+      [Integer(f.fetch("key").to_s), Integer(f.fetch("value").to_s)]
+    end
+    RP_WSTAT.transform_values { |i| vals.fetch(i, 0) }
+  rescue RuntimeError
+    {}
+  end
+
+  # The ids of the BPF maps or programs (key "map_id" / "prog_id") among pid's file descriptors.
+  def bpf_fd_ids(pid, key)
+    Dir.glob("/proc/#{pid}/fdinfo/*").filter_map do |f|
+      File.read(f)[/^#{key}:\s+(\d+)/, 1]&.to_i
+    rescue StandardError
+      nil
+    end.uniq
+  end
+
+  # bpf_stats of the iterator program (rp_wall) the daemon holds.
+  def wall_iter_stats(pid)
+    Dir.glob("/proc/#{pid}/fdinfo/*").each do |f|
+      info = File.read(f)
+      next unless info =~ /^prog_type:\s+#{BPF_PROG_TYPE_TRACING}$/ && info =~ /^prog_id:\s+(\d+)/
+      next unless bpftool_json("prog", "show", "id", Regexp.last_match(1))["name"] == "rp_wall"
+
+      return { run_time_ns: Integer(info[/^run_time_ns:\s+(\d+)/, 1] || 0), run_cnt: Integer(info[/^run_cnt:\s+(\d+)/, 1] || 0) }
+    rescue StandardError
+      next
+    end
+    { run_time_ns: 0, run_cnt: 0 }
+  end
+
+  def wall_snapshot(pid)
+    { t: mono, cpu_ns: cpu_ns(pid), wstats: wall_stats(pid), iter: wall_iter_stats(pid) }
+  end
+
+  # Phases with the daemon stopped (SIGSTOP) and running, TOGGLE_PHASE s each, as toggle() gives.
+  def stop_toggle(pid, secs)
+    start = mono
+    Process.kill(:STOP, pid)
+    bounds = [[false, mono]]
+    k = 0
+    while (k + 1) * TOGGLE_PHASE < secs
+      k += 1
+      sleep [start + k * TOGGLE_PHASE * 1e9 - mono, 0].max / 1e9
+      Process.kill(k.odd? ? :CONT : :STOP, pid)
+      bounds << [k.odd?, mono]
+    end
+    Process.kill(:CONT, pid)
+    ends = bounds.drop(1).map(&:last) + [mono]
+    bounds.zip(ends).map { |(on, t1), t2| { on: on, t1: t1, t2: t2 } }
+  end
+
+  def wall_rows
+    names = { wall: "wall, reuse", wall_noreuse: "wall, no reuse", cpu: "CPU mode" }
+    rows = []
+    @r[:wall].each do |n, res|
+      WALL_HZS.each do |hz|
+        cpu = res[:configs]["cpu@#{hz}"]
+        %i[wall wall_noreuse cpu].each do |mode|
+          c = res[:configs]["#{mode}@#{hz}"]
+          beside = format("daemon %.3f %% of a core", c[:daemon_pct])
+          if mode != :cpu
+            beside += format("; iterator %.3f %% of a core, %s µs per thread-sample (bpf_stats %s µs; daemon all-in %s µs); " \
+                             "%d thread-samples, %d reused",
+                             c[:iter_pct], c[:iter_ns_per_thread] ? format("%.2f", c[:iter_ns_per_thread] / 1e3) : "n/a",
+                             c[:stats_ns_per_thread] ? format("%.2f", c[:stats_ns_per_thread] / 1e3) : "n/a",
+                             c[:daemon_ns_per_thread] ? format("%.2f", c[:daemon_ns_per_thread] / 1e3) : "n/a",
+                             c[:thread_samples], c[:reused])
+          end
+          if mode != :cpu && c[:stat] && cpu[:stat]
+            beside += format("; slowdown − CPU mode's: %+.2f points", c[:stat][:mean] - cpu[:stat][:mean])
+          end
+          budget = hz == 99 ? "≤ #{BUDGET_SLOWDOWN_99} % slowdown" : "—"
+          budget += "; ≤ 2 µs per thread-sample all-in" if mode == :wall && n == 50 && hz == 19
+          rows << ["Wall clock: #{names[mode]}, #{n} thread#{n == 1 ? '' : 's'}",
+                   "#{hz} Hz, #{n - 1} parked #{WALL_PARK_DEPTH} frames deep, #{format('%.0f', c[:seconds])} s steady + #{WALL_TOGGLE_S} s toggled",
+                   "slowdown " + pct_ci(c[:stat]), beside, budget, ""]
+        end
+      end
+      rows << ["Wall clock: workload noise, #{n} thread#{n == 1 ? '' : 's'}", "phases without sampling vs those around them (A/A)",
+               pct_ci(res[:null]), "", "—", ""]
+    end
+    rows
+  end
+
   # -- the table --------------------------------------------------------------------------------------
 
   # The target's throughput while rubyprofd is started and SIGKILLed again and again (issue 10,
@@ -943,6 +1109,7 @@ class Bench
   def table
     return table_of([harm_row]) if ONLY == "harm"
     return table_of(idle_rows) if ONLY == "idle"
+    return table_of(wall_rows) if ONLY == "wall"
 
     rows = []
     irq = @r[:irq]

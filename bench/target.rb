@@ -9,6 +9,8 @@
 #       and prints "STACKPROF on|off MONOTONIC_NS".
 #       methods: Ruby method calls (recursion, attribute readers, small methods);
 #       blocks:  blocks and C functions (Array#map/sort_by/select, Hash, String, Integer#times).
+#       threads N (after the kind): N - 1 more threads parked in Queue#pop, each PARK_DEPTH frames
+#       deep (an idle thread pool, for --clock wall), started before "READY".
 #   target.rb deep N
 #       Recurses until the thread has N control frames (as rubyprofd counts them: caller_locations
 #       + 1), prints "READY", then spins there.
@@ -69,8 +71,18 @@ module Blocks
   end
 end
 
-def workload(kind, quiet)
+# How deep a parked pool thread waits (a server's worker: its loop, the app's frames, the wait).
+PARK_DEPTH = 30
+PARKED = Queue.new
+
+def park(depth)
+  depth.positive? ? park(depth - 1) : PARKED.pop
+end
+
+def workload(kind, quiet, threads = 1)
   mod = { "methods" => Methods, "blocks" => Blocks }.fetch(kind)
+  (threads - 1).times { Thread.new { park(PARK_DEPTH) } }
+  sleep 0.1 until Thread.list.count { |t| t.status == "sleep" } >= threads - 1
   want = state = :off
   trap("USR1") { want = :on }
   trap("USR2") { want = :off }
@@ -129,8 +141,10 @@ def stamp(t0, prefix, seconds)
 end
 
 case ARGV[0]
-when "workload" then workload(ARGV.fetch(1), ARGV[2] == "quiet")
+when "workload"
+  workload(ARGV.fetch(1), ARGV.include?("quiet"),
+           ARGV.include?("threads") ? Integer(ARGV.fetch(ARGV.index("threads") + 1)) : 1)
 when "deep" then down(Integer(ARGV.fetch(1)) - 2)
 when "stamp" then stamp(Integer(ARGV.fetch(1)), ARGV.fetch(2), Float(ARGV.fetch(3)))
-else abort "usage: target.rb workload methods|blocks [quiet] | deep N | stamp T0_NS PREFIX SECONDS"
+else abort "usage: target.rb workload methods|blocks [quiet] [threads N] | deep N | stamp T0_NS PREFIX SECONDS"
 end

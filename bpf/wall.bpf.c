@@ -52,11 +52,13 @@ struct rp_wall_params wall_params;
 
 struct wall_scratch {
 	__u8 th[512]; /* the thread header (WALL_TH_BYTES), 512 for masked offsets */
+	__u64 ec[8];  /* the first 64 bytes of the thread's EC (thread_ptr, cfp) */
 	__u64 node;   /* next list node (= rb_thread_t *) */
 	__u64 head;   /* address of the list head */
 	__u64 owner;  /* GVL owner */
 	__u32 limit;
 	__u32 pad;
+	struct rp_wall_thread now; /* this visit's view of the thread (reuse) */
 };
 
 struct {
@@ -72,6 +74,18 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } wall_stats SEC(".maps");
+
+/* Where the last run stopped and how many threads it visited (the daemon's cursor). */
+struct rp_wall_out wall_out;
+
+/* Per Ruby thread, its last visit (reuse of unchanged stacks). The daemon owns the entries: it
+ * deletes a process's when it goes, and those of threads not seen for a while (daemon/wall.c). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RP_WALL_CACHE_ENTRIES);
+	__type(key, struct rp_wall_key);
+	__type(value, struct rp_wall_thread);
+} wall_threads SEC(".maps");
 
 static __always_inline void wstat_add(__u32 idx, __u64 n)
 {
@@ -229,16 +243,111 @@ static __always_inline __u64 wall_weight(const struct rp_proc *proc, struct task
 	return w;
 }
 
-/* One Ruby thread: its header, state, task, and stack. */
+/* ---- reuse of an unchanged thread's stack (docs/wall-clock.md, "Reuse and the cursor") ---- */
+
+/*
+ * The fields whose change means the thread may have moved: its header's state fields and its EC
+ * (a fiber switch). With the task's switch count, into w->now; the EC's cfp is kept for a walk
+ * (not compared: reuse is decided before the EC is read, saving one copy per reused thread).
+ */
+static __always_inline void wall_fingerprint(struct wall_scratch *w, __u64 ec)
+{
+	const struct rp_wall_offsets *o = &wall_params.off;
+
+	w->now.ec = ec;
+	w->now.cfp = 0; /* known only after the EC is read (for a walk) */
+	w->now.hdr[0] = w->th[o->th_status & 0x1ff];
+	w->now.hdr[1] = th_u64(w, o->th_brb);
+	w->now.hdr[2] = th_u64(w, o->th_ubf);
+	w->now.hdr[3] = th_u64(w, o->th_lm);
+	w->now.hdr[4] = o->th_nt ? th_u64(w, o->th_nt) : 0;
+	w->now.hdr[5] = o->th_wr ? th_u32(w, o->th_wr) : 0;
+}
+
+/*
+ * Whether the thread's stack is the one its entry's sample carried: its own task (a tid: not
+ * 2.7, not a parked M:N thread) has not been switched in since (a task is switched out, and
+ * counted, before it can be seen off the CPU again) and is not on a CPU now, and nothing of its
+ * header changed (its EC pointer included). A stack walked while the thread ran is never reused (valid = 0).
+ */
+static __always_inline bool wall_unchanged(const struct rp_wall_thread *e,
+					   const struct wall_scratch *w, bool has_task,
+					   __u32 on_cpu)
+{
+	const struct rp_wall_thread *n = &w->now;
+
+	if (!wall_params.reuse || !e->valid || !has_task || on_cpu || !n->tid ||
+	    e->reuse >= RP_WALL_REUSE_MAX)
+		return false;
+	return e->tid == n->tid && e->switches == n->switches && e->ec == n->ec &&
+	       e->hdr[0] == n->hdr[0] && e->hdr[1] == n->hdr[1] && e->hdr[2] == n->hdr[2] &&
+	       e->hdr[3] == n->hdr[3] && e->hdr[4] == n->hdr[4] && e->hdr[5] == n->hdr[5];
+}
+
+/*
+ * The runs a sample stands for: one while every thread is visited every run; with a cursor (more
+ * threads than max_threads), the runs since this thread's last visit (the lap for a thread not
+ * seen before), so that a thread visited every k-th run carries k times its weight.
+ */
+static __always_inline __u64 wall_lap_runs(const struct rp_wall_thread *e)
+{
+	__u32 lag = wall_params.lap;
+
+	if (wall_params.lap <= 1)
+		return 1;
+	if (e && wall_params.run > e->run)
+		lag = wall_params.run - e->run;
+	if (lag > RP_WALL_LAG_MAX)
+		lag = RP_WALL_LAG_MAX;
+	return lag ? lag : 1;
+}
+
+/* Sends "the same stack as sample e->seq" with this visit's header (no frames). */
+static __always_inline void wall_emit_same(struct rp_scratch *s, const struct rp_wall_thread *e)
+{
+	s->sample.flags = RP_SAMPLE_SAME | RP_SAMPLE_LAST;
+	s->sample.nframes = 0;
+	s->sample.first = 0;
+	s->sample.nslots = 0;
+	s->sample.base_seq = e->seq;
+	s->sample.truncated = 0;
+	s->sample.hdr.size = RP_SAMPLE_HDR_SIZE;
+	if (bpf_ringbuf_output(&samples, &s->sample, RP_SAMPLE_HDR_SIZE, rb_flags()))
+		stat_add(RP_STAT_RB_DROPPED, 1);
+}
+
+/* After a walk: the thread's entry says what was seen and whether the reader got it whole. */
+static __always_inline void wall_note(struct rp_wall_key *k, struct rp_wall_thread *e,
+				      struct wall_scratch *w, __u32 seq, __u32 on_cpu)
+{
+	__u32 zero = 0;
+	struct rp_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+
+	w->now.seq = seq;
+	w->now.run = wall_params.run;
+	w->now.reuse = 0;
+	/* rp_sample_ec makes this sample the base exactly when it was sent whole */
+	w->now.valid = s && s->base_valid && s->base_seq == seq && !on_cpu;
+	if (e) {
+		*e = w->now;
+		return;
+	}
+	if (bpf_map_update_elem(&wall_threads, k, &w->now, BPF_NOEXIST))
+		wstat_add(RP_WSTAT_CACHE_FULL, 1);
+}
+
+/* One Ruby thread: its header, state, task, and stack (or "the same stack as last time"). */
 static long wall_thread(__u32 i, void *ctx)
 {
 	const struct rp_wall_offsets *o = &wall_params.off;
 	struct task_struct *t = NULL;
-	__u32 zero = 0, tgid = wall_params.tgid, tid = 0, kstate = 0, on_cpu = 0, state;
+	__u32 zero = 0, tgid = wall_params.tgid, tid = 0, kstate = 0, on_cpu = 0, state, seq;
+	struct rp_wall_key key = {.tgid = wall_params.tgid};
+	struct rp_wall_thread *e;
 	struct wall_scratch *w;
 	struct rp_scratch *s;
 	struct rp_proc *proc;
-	__u64 th, ec, back = 0, nt;
+	__u64 th, ec, nt, switches = 0;
 	__u64 weight = wall_params.period_ns;
 	bool has_task = false;
 	long sysnr = -1;
@@ -249,10 +358,13 @@ static long wall_thread(__u32 i, void *ctx)
 	if (!w || !s || !proc)
 		return 1;
 	th = w->node;
-	if (!th || th == w->head)
+	if (!th || th == w->head) {
+		wall_out.next = 0; /* the end of the list: the next run starts at the head */
 		return 1;
+	}
 	if (i >= w->limit) {
 		wstat_add(RP_WSTAT_CUT, 1);
+		wall_out.next = th; /* the next run continues here */
 		return 1;
 	}
 	if (RP_READ_USER(ctx, w->th, WALL_TH_BYTES, (const void *)th)) {
@@ -261,8 +373,7 @@ static long wall_thread(__u32 i, void *ctx)
 	}
 	w->node = th_u64(w, 0); /* the list node is the thread's first field */
 	ec = th_u64(w, o->th_ec);
-	/* a thread being created or freed under us ends the walk */
-	if (!ec || read_u64(ctx, &back, ec + proc->off.ec_thread_ptr) || back != th) {
+	if (!ec) {
 		wstat_add(RP_WSTAT_BAD_NODE, 1);
 		return 1;
 	}
@@ -287,6 +398,7 @@ static long wall_thread(__u32 i, void *ctx)
 			has_task = true;
 			kstate = t->__state;
 			on_cpu = t->on_cpu;
+			switches = t->nvcsw + t->nivcsw;
 			bpf_probe_read_kernel_str(s->sample.comm, sizeof(s->sample.comm), t->comm);
 			/* the syscall it sleeps in (-1: none, in user space); stale while on a CPU */
 			if (!on_cpu)
@@ -301,13 +413,20 @@ static long wall_thread(__u32 i, void *ctx)
 	if (!has_task)
 		tid = 0;
 	state = wall_state(w, th, kstate, on_cpu, has_task);
-	wstat_add(RP_WSTAT_THREADS, 1);
+
+	wall_fingerprint(w, ec);
+	w->now.tid = tid;
+	w->now.switches = switches;
+	key.th = th;
+	e = bpf_map_lookup_elem(&wall_threads, &key);
+	if (!e)
+		wstat_add(RP_WSTAT_CACHE_MISS, 1);
 
 	s->sample.hdr.version = RP_REC_VERSION;
 	s->sample.hdr.kind = RP_REC_STACK;
 	s->sample.hdr.state = state;
 	s->sample.hdr.wunit = RP_WEIGHT_NS;
-	s->sample.hdr.weight = weight;
+	s->sample.hdr.weight = weight * wall_lap_runs(e);
 	s->sample.hdr.time_ns = bpf_ktime_get_ns();
 	s->sample.hdr.pid = tgid;
 	s->sample.hdr.tid = tid;
@@ -317,7 +436,29 @@ static long wall_thread(__u32 i, void *ctx)
 	s->sample.gc_mode = 0;
 	s->sample.ruby_thread = th;
 	s->sample.syscall = sysnr >= 0 && state == RP_TSTATE_BLOCKED_IO ? (__u32)sysnr + 1 : 0;
+	if (e && wall_unchanged(e, w, has_task, on_cpu)) {
+		/* no EC read: the live task's unchanged switch count proves this node is the
+		 * thread walked before, and that nothing of it ran since */
+		wall_emit_same(s, e);
+		e->run = wall_params.run;
+		e->reuse++;
+		wstat_add(RP_WSTAT_REUSED, 1);
+		wstat_add(RP_WSTAT_THREADS, 1);
+		wall_out.walked++;
+		return 0;
+	}
+	/* a thread being created or freed under us ends the walk */
+	if (RP_READ_USER(ctx, w->ec, sizeof(w->ec), (const void *)ec) ||
+	    w->ec[(proc->off.ec_thread_ptr / 8) & 7] != th) {
+		wstat_add(RP_WSTAT_BAD_NODE, 1);
+		return 1;
+	}
+	w->now.cfp = w->ec[(proc->off.ec_cfp / 8) & 7];
+	wstat_add(RP_WSTAT_THREADS, 1);
+	wall_out.walked++;
+	seq = s->sample.seq;
 	rp_sample_ec(s, proc, ec, 0, ctx);
+	wall_note(&key, e, w, seq, on_cpu);
 	return 0;
 }
 
@@ -362,10 +503,20 @@ int rp_wall(struct bpf_iter__task *ctx)
 	w->owner = 0;
 	w->node = 0;
 	w->limit = wall_params.max_threads;
+	wall_out.next = 0;
+	wall_out.walked = 0;
+	wall_out.wrapped = 1;
 	if (read_u64(&rc, &w->owner, anchor + wall_params.off.owner) ||
 	    read_u64(&rc, &w->node, w->head)) {
 		wstat_add(RP_WSTAT_READ_FAILED, 1);
 		goto out;
+	}
+	/* More threads than one run visits: continue where the last run stopped. A node freed
+	 * since fails the EC check and ends the run; the next one starts at the head again. */
+	if (wall_params.cursor && wall_params.cursor != w->head) {
+		w->node = wall_params.cursor;
+		wall_out.wrapped = 0;
+		wstat_add(RP_WSTAT_CURSOR, 1);
 	}
 	wstat_add(RP_WSTAT_RUNS, 1);
 	bpf_loop(RP_MAX_WALL_THREADS + 1, wall_thread, &rc, 0);

@@ -255,6 +255,12 @@ static void summary(struct run *r, double secs, const char *path)
 		       c.wall.bpf[RP_WSTAT_CREDIT_CUT], bpf[RP_STAT_WALL_MUTED],
 		       c.wall.bpf[RP_WSTAT_CUT], RP_MAX_WALL_THREADS, c.wall.bpf[RP_WSTAT_BAD_NODE],
 		       c.wall.bpf[RP_WSTAT_READ_FAILED], c.wall.ticks_late, c.wall.runs_failed);
+		printf("wall reuse: %" PRIu64 " stacks reused (%" PRIu64 " not found, %" PRIu64
+		       " copies evicted), %" PRIu64 " threads first seen or walked again, %" PRIu64
+		       " not remembered (table full), %" PRIu64 " runs from a cursor\n",
+		       c.wall.reused, c.wall.reuse_missed, c.wall.copies_evicted,
+		       c.wall.bpf[RP_WSTAT_CACHE_MISS], c.wall.bpf[RP_WSTAT_CACHE_FULL],
+		       c.wall.bpf[RP_WSTAT_CURSOR]);
 	}
 	printf("samples: %" PRIu64 " on all CPUs, %" PRIu64 " Ruby, %" PRIu64
 	       " with a Ruby stack, %" PRIu64 " without a Ruby context, %" PRIu64 " in GC, %" PRIu64

@@ -52,6 +52,8 @@ struct sampler {
 	unsigned int frequency;
 	unsigned int max_frames;
 	struct sampler_handlers h;
+	sampler_extra_hook extra_hook; /* wall-clock stacks, before h.on_stack (or NULL) */
+	void *extra_ctx;
 	uint64_t incomplete, bad_records;
 	uint64_t ring_bytes; /* bytes of records read from the ring buffer */
 	unsigned int budget; /* records left in this sampler_consume() call */
@@ -119,6 +121,8 @@ static void deliver(struct sampler *s, struct cpu_asm *a)
 			st.nshared++;
 	}
 	st.nframes = n;
+	if (s->extra_hook && a->first.cpu == (uint32_t)s->ncpus)
+		s->extra_hook(s->extra_ctx, &st);
 	s->h.on_stack(s->h.ctx, &st);
 	a->active = 0;
 	/* The BPF side counts on this stack as the base of the CPU's next one exactly when it
@@ -647,6 +651,12 @@ int sampler_thread_pointers(struct sampler *s, uint32_t pid, struct rp_thread_tp
 	}
 	close(fd);
 	return r < 0 ? -errno : 0;
+}
+
+void sampler_set_extra_hook(struct sampler *s, sampler_extra_hook fn, void *ctx)
+{
+	s->extra_hook = fn;
+	s->extra_ctx = ctx;
 }
 
 int sampler_shared_maps(const struct sampler *s, struct sampler_maps *out)

@@ -112,4 +112,12 @@ struct sampler_maps {
 /* 0, or -ENODEV for an offline sampler (no BPF object). */
 int sampler_shared_maps(const struct sampler *s, struct sampler_maps *out);
 
+/*
+ * Called with every complete stack of the extra slot (wall-clock records) before on_stack: it
+ * may change the stack (an RP_SAMPLE_SAME record gets the frames of the thread's last walked
+ * stack from daemon/wall.c's copy) and keeps its own copy of the others. NULL: none.
+ */
+typedef void (*sampler_extra_hook)(void *ctx, struct sampler_stack *st);
+void sampler_set_extra_hook(struct sampler *s, sampler_extra_hook fn, void *ctx);
+
 #endif

@@ -13,6 +13,7 @@
 
 #include "offsets.h"
 #include "wall.h"
+#include "wallcopy.h"
 #include "wall.skel.h"
 
 /* Pid-filtered task iterators (bpf_iter_link_info.task.pid) came with 6.1. */
@@ -29,7 +30,18 @@ struct wall_proc {
 	pid_t pid;
 	struct bpf_link *link;
 	struct rp_wall_offsets off;
+	/* the cursor (docs/wall-clock.md, "Reuse and the cursor") */
+	uint64_t cursor;   /* node the next run starts at (0: the head) */
+	uint32_t runs;	   /* runs made */
+	uint32_t lap;	   /* runs the last complete lap of the list took (1: all in one) */
+	uint32_t lap_runs; /* runs of the lap under way */
 };
+
+/* The daemon's side of stack reuse (daemon/wallcopy.c): as many copies as the BPF map has entries;
+ * a sweep of both every WALL_SWEEP_TICKS ticks drops threads not seen for WALL_STALE_RUNS laps. */
+#define WALL_COPIES	 RP_WALL_CACHE_ENTRIES
+#define WALL_SWEEP_TICKS 512
+#define WALL_STALE_RUNS	 (2 * RP_WALL_REUSE_MAX)
 
 struct wall {
 	struct wall_bpf *skel;
@@ -38,6 +50,9 @@ struct wall {
 	int64_t period_ns, next_ns;
 	struct wall_counters c;
 	bool find_tasks; /* the kernel has bpf_task_from_pid (6.2+): the iterator finds tasks */
+	bool reuse;
+	uint64_t ticks;
+	struct wallcopy *copies; /* each Ruby thread's last walked stack */
 };
 
 /* docs/wall-clock.md §1.2 - §1.4 (x86_64). 3.2 is computed only (not validated live). */
@@ -160,6 +175,7 @@ int wall_kernel_at_least(const char *release, int major, int minor)
 
 struct wall *wall__new(struct sampler *smp, unsigned int frequency, char *why, size_t whylen)
 {
+	const char *reuse_env;
 	struct sampler_maps m;
 	struct utsname u;
 	struct wall *w;
@@ -186,7 +202,11 @@ struct wall *wall__new(struct sampler *smp, unsigned int frequency, char *why, s
 	w->find_tasks =
 		!u.release[0] || wall_kernel_at_least(u.release, WALL_TASK_MAJOR, WALL_TASK_MINOR);
 	w->procs = calloc(WALL_MAX_PROCS, sizeof(*w->procs));
-	w->skel = w->procs ? wall_bpf__open() : NULL;
+	w->copies = wallcopy__new(WALL_COPIES);
+	/* RP_WALL_REUSE=0: walk every thread every tick (the bench's "before"; a diagnosis) */
+	reuse_env = getenv("RP_WALL_REUSE");
+	w->reuse = !reuse_env || strcmp(reuse_env, "0") != 0;
+	w->skel = w->procs && w->copies ? wall_bpf__open() : NULL;
 	if (!w->skel) {
 		err = -errno;
 		snprintf(why, whylen, "cannot open the wall-clock BPF object: %s", strerror(-err));
@@ -221,6 +241,7 @@ struct wall *wall__new(struct sampler *smp, unsigned int frequency, char *why, s
 		goto cleanup;
 	}
 	wall_set_frequency(w, frequency);
+	sampler_set_extra_hook(smp, wall_on_stack, w);
 	return w;
 
 cleanup:
@@ -238,6 +259,7 @@ void wall__free(struct wall *w)
 	for (i = 0; i < w->nprocs; i++)
 		bpf_link__destroy(w->procs[i].link);
 	free(w->procs);
+	wallcopy__free(w->copies);
 	wall_bpf__destroy(w->skel);
 	free(w);
 }
@@ -251,6 +273,119 @@ static struct wall_proc *find_proc(const struct wall *w, pid_t pid)
 			return &w->procs[i];
 	}
 	return NULL;
+}
+
+/* ---- reuse: the daemon's copies of the last walked stacks -------------------------------- */
+
+/* Forgets the BPF side's entry of a thread: its next visit walks it again. */
+static void entry_drop(struct wall *w, pid_t pid, uint64_t th)
+{
+	struct rp_wall_key k = {.th = th, .tgid = (__u32)pid};
+
+	bpf_map__delete_elem(w->skel->maps.wall_threads, &k, sizeof(k), 0);
+}
+
+#define WALL_STACK_FLAGS (RP_SAMPLE_TRUNCATED | RP_SAMPLE_GC | RP_SAMPLE_JIT_LEAF)
+
+/* The sampler's hook for wall-clock stacks: fills RP_SAMPLE_SAME ones, keeps the others. */
+void wall_on_stack(void *ctx, struct sampler_stack *st)
+{
+	struct wall *w = ctx;
+	pid_t pid = (pid_t)st->first->hdr.pid;
+	struct wall_proc *p = find_proc(w, pid);
+	uint32_t run = p ? p->runs : 0;
+	const struct wallcopy_entry *c;
+	struct wallcopy_entry gone;
+
+	if (!(st->flags & RP_SAMPLE_SAME)) {
+		/* only what the BPF side may refer to: a whole stack of a known thread */
+		if (!st->first->ruby_thread ||
+		    (st->flags & (RP_SAMPLE_READ_FAIL | RP_SAMPLE_BAD_EC | RP_SAMPLE_NO_EC)))
+			return;
+		if (wallcopy_keep(w->copies, pid, st->first->ruby_thread, st->first->seq, run,
+				  st->frames, st->nframes, st->flags & WALL_STACK_FLAGS,
+				  st->truncated, &gone) == 0 &&
+		    gone.pid)
+			entry_drop(w, gone.pid, gone.th);
+		return;
+	}
+	c = wallcopy_get(w->copies, pid, st->first->ruby_thread, st->first->base_seq, run);
+	if (!c) {
+		/* its stack's record was lost, or the copy evicted: no frames this time (counted,
+		 * shown as a failed read), and the next visit walks it */
+		w->c.reuse_missed++;
+		entry_drop(w, pid, st->first->ruby_thread);
+		st->flags = (st->flags & ~RP_SAMPLE_SAME) | RP_SAMPLE_READ_FAIL;
+		st->nframes = 0;
+		st->nshared = 0;
+		return;
+	}
+	w->c.reused++;
+	st->frames = c->frames;
+	st->nframes = c->n;
+	st->nshared = 0;
+	st->truncated = c->truncated;
+	st->flags = (st->flags & ~RP_SAMPLE_SAME) | c->flags;
+}
+
+/* Whether a thread's copy or entry of process pid, last seen at run `run`, is to go. */
+static bool is_stale(struct wall *w, pid_t gone, pid_t pid, uint32_t run)
+{
+	struct wall_proc *p;
+
+	if (gone)
+		return pid == gone;
+	p = find_proc(w, pid);
+	return !p || p->runs - run > WALL_STALE_RUNS * (p->lap ? p->lap : 1);
+}
+
+struct sweep_ctx {
+	struct wall *w;
+	pid_t gone;
+};
+
+static bool copy_stale(void *ctx, pid_t pid, uint32_t run)
+{
+	struct sweep_ctx *sc = ctx;
+
+	return is_stale(sc->w, sc->gone, pid, run);
+}
+
+/*
+ * Drops the BPF entries and daemon copies of threads that are gone (process `gone`, or, for 0,
+ * threads not visited for WALL_STALE_RUNS laps: ended threads). Entries are read one by one:
+ * at most RP_WALL_CACHE_ENTRIES, every WALL_SWEEP_TICKS ticks or when a process goes.
+ */
+static void sweep(struct wall *w, pid_t gone)
+{
+	struct bpf_map *m = w->skel->maps.wall_threads;
+	struct rp_wall_key k, next, del[64];
+	struct rp_wall_thread e;
+	size_t i, n, visited = 0;
+	struct sweep_ctx sc;
+	bool more;
+
+	do {
+		/* collect a few keys, then delete them: deleting under get_next_key restarts it */
+		n = 0;
+		more = bpf_map__get_next_key(m, visited ? &k : NULL, &next, sizeof(k)) == 0;
+		while (more && n < sizeof(del) / sizeof(del[0]) &&
+		       visited < RP_WALL_CACHE_ENTRIES) {
+			visited++;
+			k = next;
+			if (bpf_map__lookup_elem(m, &k, sizeof(k), &e, sizeof(e), 0) == 0 &&
+			    is_stale(w, gone, (pid_t)k.tgid, e.run))
+				del[n++] = k;
+			more = bpf_map__get_next_key(m, &k, &next, sizeof(k)) == 0;
+		}
+		for (i = 0; i < n; i++) {
+			bpf_map__delete_elem(m, &del[i], sizeof(del[i]), 0);
+			w->c.entries_swept++;
+		}
+	} while (more && visited < RP_WALL_CACHE_ENTRIES);
+	sc.w = w;
+	sc.gone = gone;
+	wallcopy_drop_if(w->copies, copy_stale, &sc);
 }
 
 int wall_add(struct wall *w, const struct ruby_target *t)
@@ -301,6 +436,7 @@ void wall_remove(struct wall *w, pid_t pid)
 	if (!p)
 		return;
 	bpf_link__destroy(p->link);
+	sweep(w, pid);
 	*p = w->procs[--w->nprocs];
 }
 
@@ -335,6 +471,11 @@ static int run_one(struct wall *w, struct wall_proc *p)
 	w->skel->bss->wall_params.max_threads = RP_MAX_WALL_THREADS;
 	w->skel->bss->wall_params.period_ns = (__u64)w->period_ns;
 	w->skel->bss->wall_params.off = p->off;
+	w->skel->bss->wall_params.cursor = p->cursor;
+	w->skel->bss->wall_params.run = ++p->runs;
+	w->skel->bss->wall_params.lap = p->lap ? p->lap : 1;
+	w->skel->bss->wall_params.reuse = w->reuse;
+	w->skel->bss->wall_out.next = 0;
 	fd = bpf_iter_create(bpf_link__fd(p->link));
 	if (fd < 0)
 		return -errno;
@@ -342,6 +483,14 @@ static int run_one(struct wall *w, struct wall_proc *p)
 		n = read(fd, buf, sizeof(buf));
 	} while (n > 0 || (n < 0 && errno == EINTR));
 	close(fd);
+	/* The cursor: where the next run starts, and how many runs a lap of the list takes
+	 * (each thread's weight is the runs since its last visit, bounded by the lap). */
+	p->lap_runs++;
+	p->cursor = w->skel->bss->wall_out.next;
+	if (!p->cursor) {
+		p->lap = p->lap_runs;
+		p->lap_runs = 0;
+	}
 	return n < 0 ? -errno : 0;
 }
 
@@ -360,6 +509,8 @@ int wall_tick(struct wall *w, int64_t now_ns)
 		w->next_ns = now_ns;
 	}
 	w->next_ns += w->period_ns;
+	if (++w->ticks % WALL_SWEEP_TICKS == 0)
+		sweep(w, 0);
 	for (i = 0; i < w->nprocs; i++) {
 		if (run_one(w, &w->procs[i])) {
 			w->c.runs_failed++;
@@ -371,10 +522,15 @@ int wall_tick(struct wall *w, int64_t now_ns)
 
 void wall_counters(const struct wall *w, struct wall_counters *out)
 {
+	struct wallcopy_counters cc;
 	__u32 k;
 	__u64 v;
 
 	*out = w->c;
+	wallcopy_counters(w->copies, &cc);
+	out->copies_evicted = cc.evicted;
+	out->copies_failed = cc.failed;
+	out->copies_swept = cc.dropped;
 	for (k = 0; k < RP_WSTAT_MAX; k++) {
 		v = 0;
 		if (bpf_map__lookup_elem(w->skel->maps.wall_stats, &k, sizeof(k), &v, sizeof(v),

@@ -29,6 +29,13 @@ struct wall_counters {
 	uint64_t ticks_late;	  /* ticks that began a whole period late (the weight stays one) */
 	uint64_t refused_version; /* processes of a Ruby without thread-list offsets */
 	uint64_t refused_full;	  /* processes refused at WALL_MAX_PROCS */
+	/* reuse of unchanged stacks (docs/wall-clock.md, "Reuse and the cursor") */
+	uint64_t reused;	 /* RP_SAMPLE_SAME samples given their thread's last stack */
+	uint64_t reuse_missed;	 /* ... whose stack the daemon did not have (no frames, counted) */
+	uint64_t copies_evicted; /* stack copies evicted at the bound (RP_WALL_CACHE_ENTRIES) */
+	uint64_t copies_failed;	 /* stack copies not made (no memory) */
+	uint64_t copies_swept;	 /* copies of ended threads or processes dropped */
+	uint64_t entries_swept; /* BPF wall_threads entries of ended threads or processes dropped */
 };
 
 /*
@@ -54,6 +61,10 @@ int wall_tick(struct wall *w, int64_t now_ns);
 void wall_set_frequency(struct wall *w, unsigned int frequency);
 
 void wall_counters(const struct wall *w, struct wall_counters *out);
+
+/* The sampler's hook for wall-clock stacks (sampler_set_extra_hook, set by wall__new): an
+ * RP_SAMPLE_SAME sample gets its thread's last walked stack; other stacks are kept for that. */
+void wall_on_stack(void *ctx, struct sampler_stack *st);
 
 /* The label of an RP_TSTATE_* ("running", "gvl_wait", ...); NULL for none. */
 const char *wall_state_name(unsigned int state);

@@ -130,6 +130,8 @@ struct rp_rec {
 #define RP_SAMPLE_GC	    0x40  /* the VM was in garbage collection, run by this thread */
 #define RP_SAMPLE_JIT_LEAF  0x80  /* the leaf frame is JIT code (cfp->jit_return set) */
 #define RP_SAMPLE_DELTA	    0x100 /* slots [0, first) are those of sample base_seq of this CPU */
+/* wall: no frames sent, the stack is the one of this Ruby thread's sample base_seq (unchanged) */
+#define RP_SAMPLE_SAME	    0x200
 
 /*
  * RP_REC_STACK: one chunk of one sampled stack. The stack is an array of `nslots` slots, one per
@@ -299,26 +301,74 @@ struct rp_wall_offsets {
 	__u16 th_wr;	 /* sched.waiting_reason.flags (3.3+) */
 };
 
+/*
+ * Per Ruby thread, what the iterator saw when it last walked it (bpf/wall.bpf.c, map
+ * wall_threads): while the thread's task has not been switched in since, and its header is the
+ * same, its stack is the same, and it is sent as an RP_SAMPLE_SAME record instead of walked.
+ */
+#define RP_WALL_CACHE_ENTRIES 8192 /* threads remembered, all processes; more are counted */
+/* Ticks a stack is reused at most before the thread is walked again (bounds what a lost record
+ * or an evicted daemon-side copy can cost). */
+#define RP_WALL_REUSE_MAX     64
+/* Ticks of weight one cursor-sampled thread carries at most (docs/wall-clock.md, cursor). */
+#define RP_WALL_LAG_MAX	      256
+
+struct rp_wall_key {
+	__u64 th; /* rb_thread_t * */
+	__u32 tgid;
+	__u32 pad;
+};
+
+struct rp_wall_thread {
+	__u64 switches; /* task nvcsw + nivcsw */
+	__u64 cfp;	/* th->ec->cfp */
+	__u64 ec;	/* th->ec (the fiber the thread runs) */
+	__u64 hdr[6];	/* status byte, brb, ubf, locking_mutex, nt (3.2+), waiting_reason (3.3+) */
+	__u32 tid;
+	__u32 seq;   /* the sample that carried the stack (rp_sample.seq, cpu wall_cpu) */
+	__u32 run;   /* rp_wall_params.run of the last visit */
+	__u32 reuse; /* visits since the stack was last walked */
+	__u32 valid; /* the reader has that stack whole */
+	__u32 pad;
+};
+
 /* The iterator's target, in its .bss, set by the daemon before each run. */
 struct rp_wall_params {
 	__u32 tgid;
 	__u32 max_threads; /* <= RP_MAX_WALL_THREADS */
 	__u64 period_ns;   /* weight of each sample */
 	struct rp_wall_offsets off;
+	/* The cursor: the list node to start at (0: the head), from the last run's `next` */
+	__u64 cursor;
+	__u32 run;   /* this process's run number (1, 2, ...) */
+	__u32 lap;   /* runs the last full lap of the list took (1: all threads every run) */
+	__u32 reuse; /* 0: walk every thread (the bench's "before"), 1: reuse unchanged stacks */
+	__u32 pad;
+};
+
+/* What a run leaves for the daemon, in the iterator's .bss. */
+struct rp_wall_out {
+	__u64 next;    /* node the next run starts at: 0 when this run reached the list's end */
+	__u32 walked;  /* threads this run visited */
+	__u32 wrapped; /* 1: this run started at the head */
 };
 
 /* Wall-mode statistics (the wall program's own array, index = RP_WSTAT_*) */
-#define RP_WSTAT_RUNS	     0 /* iterator runs that walked a thread list */
-#define RP_WSTAT_THREADS     1 /* Ruby threads sampled */
-#define RP_WSTAT_CUT	     2 /* threads left unwalked: max_threads reached */
-#define RP_WSTAT_BAD_NODE    3 /* list walks ended by a node that failed validation */
-#define RP_WSTAT_READ_FAILED 4 /* reads of the list, a thread or the anchor that failed */
-#define RP_WSTAT_UNKNOWN     5 /* threads whose state fit no row */
-#define RP_WSTAT_NO_PROC     6 /* runs for a pid the procs map does not know */
-#define RP_WSTAT_RUN_NS	     7 /* time spent in the iterator (ns) */
-#define RP_WSTAT_ON_CPU	     8 /* thread samples left to the perf samples (time on a CPU) */
-#define RP_WSTAT_CREDIT_CUT  9 /* off-CPU credit cut at its bound (a thread always on a CPU) */
-#define RP_WSTAT_MAX	     10
+#define RP_WSTAT_RUNS	     0	/* iterator runs that walked a thread list */
+#define RP_WSTAT_THREADS     1	/* Ruby threads sampled */
+#define RP_WSTAT_CUT	     2	/* threads left unwalked: max_threads reached */
+#define RP_WSTAT_BAD_NODE    3	/* list walks ended by a node that failed validation */
+#define RP_WSTAT_READ_FAILED 4	/* reads of the list, a thread or the anchor that failed */
+#define RP_WSTAT_UNKNOWN     5	/* threads whose state fit no row */
+#define RP_WSTAT_NO_PROC     6	/* runs for a pid the procs map does not know */
+#define RP_WSTAT_RUN_NS	     7	/* time spent in the iterator (ns) */
+#define RP_WSTAT_ON_CPU	     8	/* thread samples left to the perf samples (time on a CPU) */
+#define RP_WSTAT_CREDIT_CUT  9	/* off-CPU credit cut at its bound (a thread always on a CPU) */
+#define RP_WSTAT_REUSED	     10 /* threads sent as RP_SAMPLE_SAME (not walked) */
+#define RP_WSTAT_CACHE_MISS  11 /* threads with no wall_threads entry (first visit, or evicted) */
+#define RP_WSTAT_CACHE_FULL  12 /* threads not remembered: wall_threads was full */
+#define RP_WSTAT_CURSOR	     13 /* runs that started at a cursor, not the head (> max_threads) */
+#define RP_WSTAT_MAX	     14
 
 /* ---- statistics (per-CPU array, index = RP_STAT_*) ---------------------------------------- */
 
@@ -361,7 +411,10 @@ _Static_assert(sizeof(struct rp_proc) == 88, "rp_proc layout");
 _Static_assert(sizeof(struct rp_thread_tp) == 24, "rp_thread_tp layout");
 _Static_assert(sizeof(struct rp_rec) == 32, "rp_rec layout");
 _Static_assert(sizeof(struct rp_wall_offsets) == 24, "rp_wall_offsets layout");
-_Static_assert(sizeof(struct rp_wall_params) == 40, "rp_wall_params layout");
+_Static_assert(sizeof(struct rp_wall_params) == 64, "rp_wall_params layout");
+_Static_assert(sizeof(struct rp_wall_key) == 16, "rp_wall_key layout");
+_Static_assert(sizeof(struct rp_wall_thread) == 96, "rp_wall_thread layout");
+_Static_assert(sizeof(struct rp_wall_out) == 16, "rp_wall_out layout");
 _Static_assert(sizeof(struct rp_proc_event) == 72, "rp_proc_event layout");
 _Static_assert(sizeof(struct rp_ustack) == RP_USTACK_HDR_SIZE, "rp_ustack layout");
 _Static_assert(__builtin_offsetof(struct rp_sample, frames) == RP_SAMPLE_HDR_SIZE,

@@ -110,6 +110,43 @@ class E2E
     end
   end
 
+  # Stack reuse (docs/wall-clock.md, "Reuse and the cursor") must never show a stale stack: a
+  # thread that sleeps in alt_a, then in alt_b (same depth, same state, same header but for the
+  # stack) shows both stacks in their shares, and one that alternates sleep with IO.select never
+  # shows the sleep's stack with the select's state or the reverse.
+  def test_wall_alternate
+    wall_supported!
+    r = profile_script("wall_alternate.rb", duration: WALL_SECONDS,
+                                            flags: ["--clock", "wall", "--frequency", WALL_HZ.to_s])
+    places, prof, samples = r.facts["places"], r.prof, r.samples
+    want_state = { "sleep" => "sleeping", "select" => "blocked_io" }
+    report = %w[rp-ab rp-si].map do |name|
+      mine = samples.select { |s| s.labels["ruby_thread_name"] == name }
+      n = mine.sum(&:count)
+      check(n >= 0.6 * WALL_HZ * WALL_SECONDS, "#{name}: only #{n} samples")
+      mine_places = places.select { |k, _| k.start_with?("#{name} ") }
+      check(mine_places.size == 2, "#{name}: places #{mine_places.keys.inspect}")
+      by_place = Hash.new(0)
+      wrong_state = Hash.new(0)
+      mine.each do |s|
+        frames = prof.frames(s)
+        key, f = mine_places.find { |_, pl| wall_blocked_stack?(prof, frames, pl["frames"], pl["cfunc"]) }
+        key ||= "other"
+        by_place[key] += s.count
+        wrong_state[key] += s.count if f && s.labels["thread_state"] != want_state.fetch(f["cfunc"])
+      end
+      # the ticks in between (the loop, the note) are rare: each place holds about half
+      check(by_place["other"] <= 0.1 * n, "#{name}: #{by_place.inspect} of #{n}")
+      mine_places.each_key do |k|
+        check(by_place[k] >= 0.3 * n && by_place[k] <= 0.7 * n, "#{name}: #{by_place.inspect} of #{n}: a stale stack?")
+      end
+      check(wrong_state.values.sum <= 0.05 * n, "#{name}: samples whose stack and state disagree #{wrong_state.inspect}")
+      "#{name} #{n}: " + mine_places.keys.map { |k| "#{k.split.last} #{by_place[k]}" }.join(" ")
+    end
+    reused = r.stdout[/wall reuse: (\d+) stacks reused/, 1]
+    report.join(", ") + (reused ? ", #{reused} reused" : "")
+  end
+
   private
 
   # The iterator's runs (its ticks), from the oneshot summary's wall: line.

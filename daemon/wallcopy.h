@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * wallcopy.h - the daemon's side of wall-clock stack reuse: per Ruby thread (pid, rb_thread_t *),
+ * the frames of its last walked stack and the sample (seq) that carried them, which an
+ * RP_SAMPLE_SAME record refers to (docs/wall-clock.md, "Reuse and the cursor"). Bounded: a copy
+ * needed when full evicts one in turn and names it, so the caller can forget it on the BPF side.
+ */
+#ifndef RP_WALLCOPY_H
+#define RP_WALLCOPY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "rubyprof.h"
+
+struct wallcopy;
+
+struct wallcopy_entry {
+	pid_t pid;
+	uint64_t th;
+	uint32_t seq;	/* the sample (rp_sample.seq) the frames came with */
+	uint32_t run;	/* the process's run when last stored or used */
+	uint32_t flags; /* RP_SAMPLE_* that describe the stack (GC, JIT leaf, truncated) */
+	uint32_t truncated;
+	size_t n;
+	struct rp_frame *frames; /* leaf first; NULL when n is 0 */
+};
+
+struct wallcopy_counters {
+	uint64_t evicted; /* copies evicted at the bound */
+	uint64_t failed;  /* copies not made (no memory) */
+	uint64_t dropped; /* copies dropped by wallcopy_drop_if */
+	size_t entries;
+};
+
+/* At most max copies. NULL with errno set. */
+struct wallcopy *wallcopy__new(size_t max);
+void wallcopy__free(struct wallcopy *c);
+
+/*
+ * Keeps frames[0, n) as (pid, th)'s stack of sample seq, replacing its last one. When the table
+ * is full another thread's copy goes: *evicted (if not NULL) gets it (pid 0 when none went).
+ * 0 or -ENOMEM (counted).
+ */
+int wallcopy_keep(struct wallcopy *c, pid_t pid, uint64_t th, uint32_t seq, uint32_t run,
+		  const struct rp_frame *frames, size_t n, uint32_t flags, uint32_t truncated,
+		  struct wallcopy_entry *evicted);
+
+/* (pid, th)'s copy if it is that of sample seq (its run becomes `run`); NULL otherwise. */
+const struct wallcopy_entry *wallcopy_get(struct wallcopy *c, pid_t pid, uint64_t th, uint32_t seq,
+					  uint32_t run);
+
+/* Drops every copy for which drop(ctx, pid, run) is true; returns how many. */
+size_t wallcopy_drop_if(struct wallcopy *c, bool (*drop)(void *ctx, pid_t pid, uint32_t run),
+			void *ctx);
+
+void wallcopy_counters(const struct wallcopy *c, struct wallcopy_counters *out);
+
+#endif
