@@ -231,14 +231,28 @@ class E2E
     got = parsing.sum { |s, _, _| s.count }
     nested = in_read.sum { |s, _, _| s.count } - got
     check(got >= 0.5 * r.total, "only #{got}/#{r.total} samples in Nokogiri::XML::Document.read_memory's own code")
-    good = parsing.select do |_, frames, idx|
-      above = frames[0...idx]
+    # under read_memory: Nokogiri's Ruby code, then the script's frames as caller_locations gave them
+    under = lambda do |frames, idx|
       rubies = frames[(idx + 1)..].select(&ruby)
-      lib = rubies[0...-want.size]
-      above.all?(&native) && above.any? { |l| l.name =~ /\Axml/ && l.file =~ %r{/libxml2\.so} } &&
-        rubies.size > want.size && lib.all? { |l| l.file.include?("nokogiri") } &&
+      rubies.size > want.size && rubies[0...-want.size].all? { |l| l.file.include?("nokogiri") } &&
         rubies.last(want.size).zip(want).all? { |l, w| same?(l, w) }
     end
+    good = parsing.select do |_, frames, idx|
+      above = frames[0...idx]
+      above.all?(&native) && above.any? { |l| l.name =~ /\Axml/ && l.file =~ %r{/libxml2\.so} } &&
+        under.(frames, idx)
+    end
+    # Ruby run from inside read_memory: nokogiri.so's C frames between that Ruby and read_memory
+    inner = in_read - parsing
+    inner_good = inner.select do |_, frames, idx|
+      last = frames[0...idx].rindex(&ruby)
+      between = frames[(last + 1)...idx]
+      under.(frames, idx) && !between.empty? && between.all?(&native) &&
+        between.any? { |l| l.file.end_with?("/nokogiri.so") }
+    end
+    ni = inner_good.sum { |s, _, _| s.count }
+    check(nested < 10 || ni >= 0.8 * nested,
+          "#{ni}/#{nested} samples that ran Ruby inside read_memory show nokogiri.so's frames under it")
     n = good.sum { |s, _, _| s.count }
     best = (parsing - good).max_by { |s, _, _| s.count } || parsing.first
     check(n >= 0.8 * got,
@@ -246,8 +260,8 @@ class E2E
           "most frequent other:\n  " + best[1].map { |l| "#{fmt(l, prof)} (#{prof.mappings[l.mapping]})" }.join("\n  "))
     # the libxml2 function each sample was in (its leaf-most libxml2 frame)
     xml = good.each_with_object(Hash.new(0)) { |(s, f, _), h| h[f.find { |l| l.file =~ /libxml2/ }.name] += s.count }
-    "#{n}/#{got} samples in read_memory's code with libxml2 frames (#{nested} more ran Ruby inside it, " \
-      "#{r.total} in all); libxml2 functions: " +
+    "#{n}/#{got} samples in read_memory's code with libxml2 frames, #{ni}/#{nested} more ran Ruby " \
+      "inside it under nokogiri.so's frames (#{r.total} in all); libxml2 functions: " +
       xml.max_by(5) { |_, c| c }.map { |k, c| "#{k} #{c}" }.join(", ")
   end
 end
