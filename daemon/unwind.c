@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "coldpart.h"
 #include "procmem.h"
 #include "procs.h"
 #include "unwind.h"
@@ -40,6 +41,7 @@ struct uproc {
 	const struct unwind_input *in;
 	bool past_copy;
 	uint64_t func_start, func_end; /* extent of the last function asked about */
+	uint64_t cold_start, cold_end; /* and of its cold part; 0, 0: none */
 };
 
 struct unwinder {
@@ -406,10 +408,25 @@ static uint64_t func_end(Dwfl *dwfl, uint64_t start)
 	return start + 1;
 }
 
+/* [*start, *end) of the cold part of the function [start, end) (coldpart.h); 0, 0: none. */
+static void func_cold(Dwfl *dwfl, uint64_t start, uint64_t end, uint64_t *cstart, uint64_t *cend)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, start);
+	uint64_t at, s, e;
+
+	*cstart = *cend = 0;
+	if (coldpart_find(mod, start, end, &at) == 0 && eh_frame_hdr_lookup(mod, at, &s, &e) == 0 &&
+	    e > s && at < e) {
+		*cstart = s;
+		*cend = e;
+	}
+}
+
 struct walk {
 	uint64_t *pcs;
 	size_t max, n;
 	uint64_t func_start, func_end; /* the function of interest, [start, end) */
+	uint64_t cold_start, cold_end; /* its cold part (GCC's function.cold), [start, end) */
 	uint8_t *marks;		       /* per frame: inside it; NULL: stop before it */
 	enum unwind_end end;
 };
@@ -428,7 +445,8 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 	}
 	/* a return address is looked up at its call instruction */
 	inside = w->func_start &&
-		 (activation ? pc : pc - 1) - w->func_start < w->func_end - w->func_start;
+		 ((activation ? pc : pc - 1) - w->func_start < w->func_end - w->func_start ||
+		  (activation ? pc : pc - 1) - w->cold_start < w->cold_end - w->cold_start);
 	if (inside && !w->marks) {
 		w->end = UNWIND_END_STOP_FUNC;
 		return DWARF_CB_ABORT;
@@ -476,9 +494,12 @@ int unwinder_unwind(struct unwinder *u, const struct unwind_input *in, uint64_t 
 	if (in->func && in->func != p->func_start) {
 		p->func_start = in->func;
 		p->func_end = func_end(p->dwfl, in->func);
+		func_cold(p->dwfl, p->func_start, p->func_end, &p->cold_start, &p->cold_end);
 	}
 	w.func_start = in->func;
 	w.func_end = in->func ? p->func_end : 0;
+	w.cold_start = in->func ? p->cold_start : 0;
+	w.cold_end = in->func ? p->cold_end : 0;
 	ret = dwfl_getthread_frames(p->dwfl, in->tid, on_frame, &w);
 	p->in = NULL;
 	if (ret == 0)

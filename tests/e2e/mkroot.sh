@@ -3,7 +3,11 @@
 # Builds (or reuses) a Debian root holding one Ruby version, for the end-to-end version matrix,
 # or a plain Debian 12 root (no Ruby) for the package test (tests/package/test-deb.sh).
 #
-#   tests/e2e/mkroot.sh VERSION [CACHE_DIR]     VERSION: 2.7 | 3.3 | 3.4 | bookworm
+#   tests/e2e/mkroot.sh [--dev] VERSION [CACHE_DIR]     VERSION: 2.7 | 3.3 | 3.4 | bookworm
+#
+# --dev: the root also gets its Ruby's headers (rubyX.Y-dev), for the C extension that the tests
+# build (test_native's cext). They are added on demand to a root that is already complete (their
+# own stamp, .dev-complete), never by rebuilding it.
 #
 # Prints the root's path on success. Exit 0: ready; exit 77: the archive could not serve the suite
 # (the reason is on stderr, the caller reports the version as SKIPPED); any other exit: a real failure.
@@ -12,14 +16,19 @@
 # apt configuration uses, else debootstrap's own default: no host name is written here.
 set -euo pipefail
 
-ver=${1:?usage: mkroot.sh VERSION [CACHE_DIR]}
+dev=
+if [ "${1:-}" = --dev ]; then
+	dev=1
+	shift
+fi
+ver=${1:?usage: mkroot.sh [--dev] VERSION [CACHE_DIR]}
 cache=${2:-${RUBYPROF_ROOT_CACHE:-/var/cache/rubyprofd-test}}
 
 case "$ver" in
-2.7) suite=bullseye pkgs=ruby2.7 rubybin=ruby2.7 ;;
-3.3) suite=trixie pkgs=ruby3.3 rubybin=ruby3.3 ;;
-3.4) suite=sid pkgs= rubybin=ruby3.4 ;;
-bookworm) suite=bookworm pkgs= rubybin= ;;
+2.7) suite=bullseye pkgs=ruby2.7 rubybin=ruby2.7 devpkg=ruby2.7-dev ;;
+3.3) suite=trixie pkgs=ruby3.3 rubybin=ruby3.3 devpkg=ruby3.3-dev ;;
+3.4) suite=sid pkgs= rubybin=ruby3.4 devpkg=ruby3.4-dev ;;
+bookworm) suite=bookworm pkgs= rubybin= devpkg= ;;
 *) echo "mkroot: unknown version '$ver' (2.7, 3.3, 3.4 or bookworm)" >&2; exit 2 ;;
 esac
 
@@ -61,8 +70,30 @@ add_extras() {
 	done
 }
 
+# Installs the Ruby's headers into a complete root, once (stamp .dev-complete). Exit 77 when the
+# archive cannot serve them, as for the root itself.
+add_dev() {
+	[ -n "$dev" ] && [ -n "$devpkg" ] || return 0
+	[ -f "$root/.dev-complete" ] && return 0
+	local log="$cache/$name-dev.log" opts=()
+	# 3.4's root takes Ruby from experimental, its headers too
+	[ "$ver" = 3.4 ] && opts=(-o Acquire::Check-Valid-Until=false -t experimental)
+	if ! { chroot "$root" apt-get -qq "${opts[@]:0:2}" update &&
+		DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get -qq -y --no-install-recommends \
+			"${opts[@]}" install "$devpkg"; } >"$log" 2>&1; then
+		reason=$(grep -E '^(E|W):' "$log" | tail -n 1)
+		echo "mkroot: $devpkg into $root: ${reason:-see $log}" >&2
+		if grep -qiE 'Failed to fetch|Unable to fetch|Temporary failure resolving|Could not resolve|404|Unable to locate package' "$log"; then
+			exit 77
+		fi
+		exit 1
+	fi
+	touch "$root/.dev-complete"
+}
+
 if [ -f "$root/.complete" ]; then
 	add_extras "$root"
+	add_dev
 	echo "$root"
 	exit 0
 fi
@@ -119,4 +150,5 @@ fi
 add_extras "$root.tmp"
 touch "$root.tmp/.complete"
 mv "$root.tmp" "$root"
+add_dev
 echo "$root"

@@ -96,7 +96,7 @@ class E2E
     n = good.sum { |s, _, _| s.count }
     best = in_deflate.max_by { |s, _, _| s.count }
     check(n >= 0.8 * got,
-          "#{n}/#{got} samples interleave Array#each's C frames under the block; most frequent:\n  " +
+          "#{n}/#{got} samples interleave Array#each's C frames under the block; most frequent other:\n  " +
           best[1].map { |l| "#{fmt(l, prof)} (#{prof.mappings[l.mapping]})" }.join("\n  "))
     "#{n}/#{got} samples in deflate interleaved#{each_c ? "" : " (Array#each is Ruby here)"}"
   end
@@ -136,5 +136,132 @@ class E2E
     counted = r.stdout[/^native: .*?(\d+) truncated/, 1].to_i
     check(counted >= n, "the summary counts #{counted} truncated native stacks, the profile has #{n}")
     "#{n}/#{got} samples truncated and marked, #{want.size} Ruby frames kept"
+  end
+
+  # Ruby -> C -> Ruby -> C through a C extension of the tests' own (tests/e2e/cext/cbext.c, built
+  # for this Ruby): CbExt.each_twice yields from its C helpers to a block whose Ruby methods call
+  # CbExt.spin. Leaf first, a sample in spin is exactly
+  #   cbext_spin ... CbExt.spin [c], spin_inner, spin_outer, the block,
+  #   libruby's yield frames, cbext_inner, cbext_outer, cbext_each_twice ..., CbExt.each_twice [c],
+  #   run_callbacks, <main>
+  # and its Ruby frames are the ones caller_locations gave in spin_inner.
+  def test_native_cext
+    so = cbext_so
+    r = profile_script("cext_callback.rb", so, duration: 6, flags: ["--stacks", "mixed"])
+    prof, want = r.prof, r.facts["frames"]
+    native = ->(loc) { native?(prof, loc) }
+    ruby = ->(loc) { prof.mappings[loc.mapping] =~ /\A\[ruby( cfunc)?\]\z/ }
+    ext = ->(loc, name) { loc.name == name && loc.file.end_with?("/cbext.so") }
+    in_spin = r.samples.filter_map do |s|
+      frames = prof.frames(s)
+      idx = frames.index { |l| method?(l, "spin") && prof.cfunc?(l) }
+      [s, frames, idx] if idx
+    end
+    got = in_spin.sum { |s, _, _| s.count }
+    check(got >= 0.5 * r.total, "only #{got}/#{r.total} samples in CbExt.spin")
+    # the block is the last Ruby frame of the inner VM invocation
+    blk = want.index { |w| w["label"].start_with?("block") }
+    check(blk, "no block in the script's backtrace: #{show(want)}")
+    shape = /\AN+C(R{#{blk + 1}})(N+)C(R{#{want.size - blk - 2}})\z/
+    good = in_spin.select do |_, frames, idx|
+      kinds = frames.map { |l| prof.cfunc?(l) ? "C" : ruby.(l) ? "R" : native.(l) ? "N" : "?" }.join
+      m = shape.match(kinds) or next false
+      rubies = frames[(idx + 1)..].select(&ruby)
+      between = frames[m.begin(2)...m.end(2)]
+      order = %w[cbext_inner cbext_outer cbext_each_twice].map { |n| between.index { |l| ext.(l, n) } }
+      frames[0...idx].any? { |l| ext.(l, "cbext_spin") } &&
+        rubies.size == want.size && rubies.zip(want).all? { |l, w| prof.cfunc?(l) ? ruby_label(l) == w["label"] : same?(l, w) } &&
+        order.all? && order == order.sort && order[0] > 0 &&
+        between[0...order[0]].all? { |l| l.file =~ /libruby/ }
+    end
+    n = good.sum { |s, _, _| s.count }
+    best = (in_spin - good).max_by { |s, _, _| s.count } || in_spin.first
+    check(n >= 0.8 * got,
+          "#{n}/#{got} samples in CbExt.spin are Ruby -> C -> Ruby -> C as expected (want " \
+          "#{show(want)}); most frequent other:\n  " +
+          best[1].map { |l| "#{fmt(l, prof)} (#{prof.mappings[l.mapping]})" }.join("\n  "))
+    frames = good.max_by { |s, _, _| s.count }[1]
+    "#{n}/#{got} samples in CbExt.spin interleaved, #{frames.size} frames: " +
+      frames.map { |l| l.name.sub(/\+0x\h+\z/, "+..") }.chunk_while { |a, b| a == b }.map(&:first).join(" < ")
+  end
+
+  # tests/e2e/cext/cbext.c compiled once per Ruby, with that Ruby's own headers (a root's come from
+  # its rubyX.Y-dev, added on demand by mkroot.sh --dev), into the runtime's workdir (inside the
+  # root for a root's Ruby). No -lruby: the symbols resolve from the libruby that loads it.
+  def cbext_so
+    so = File.join(@rt.workdir, "cbext.so")
+    return so if File.exist?(so)
+    mm = @rt.version[/\A\d+\.\d+/]
+    if @rt.root
+      _, err, st = Open3.capture3(File.join(__dir__, "mkroot.sh"), "--dev", mm)
+      raise Skip, "ruby#{mm}-dev: #{err.strip}" if st.exitstatus == 77
+      check(st.success?, "mkroot.sh --dev #{mm} failed: #{err.strip}")
+      hdr = File.join(@rt.root, "usr/include/ruby-#{mm}.0")
+      arch = Dir[File.join(@rt.root, "usr/include/*/ruby-#{mm}.0")].first
+    else
+      hdr, arch = RbConfig::CONFIG.values_at("rubyhdrdir", "rubyarchhdrdir")
+    end
+    check(arch && File.exist?(File.join(hdr, "ruby.h")), "no ruby.h for Ruby #{mm} in #{hdr.inspect}")
+    src = File.expand_path("cext/cbext.c", __dir__)
+    out, st = Open3.capture2e("gcc", "-O2", "-shared", "-fPIC", "-fno-optimize-sibling-calls", "-w",
+                              "-I", hdr, "-I", arch, "-o", so, src)
+    check(st.success?, "gcc #{src} for Ruby #{mm} failed:\n#{out}")
+    so
+  end
+
+  # Debian's ruby-nokogiri on the host's Ruby: samples in Nokogiri's parser (the C method
+  # Nokogiri::XML::Document.read_memory) show libxml2's own functions on top of it, and under it
+  # Nokogiri's Ruby code, then the script's parse_doc and its callers, as caller_locations said.
+  host_only :test_native_nokogiri
+  def test_native_nokogiri
+    ok = system(@rt.bin, "-e", "require 'nokogiri'", err: File::NULL)
+    raise Skip, "nokogiri is not installed (scripts/deps.sh installs ruby-nokogiri)" unless ok
+    r = profile_script("nokogiri_parse.rb", duration: 6, flags: ["--stacks", "mixed"])
+    prof, want = r.prof, r.facts["frames"]
+    native = ->(loc) { native?(prof, loc) }
+    ruby = ->(loc) { prof.mappings[loc.mapping] =~ /\A\[ruby( cfunc)?\]\z/ }
+    in_read = r.samples.filter_map do |s|
+      frames = prof.frames(s)
+      idx = frames.index { |l| method?(l, "read_memory") && prof.cfunc?(l) }
+      [s, frames, idx] if idx
+    end
+    # read_memory's own time: no Ruby frame above it. The rest ran Ruby again from inside it
+    # (Document#initialize, called by nokogiri.so, and the postponed jobs that free old documents).
+    parsing = in_read.select { |_, frames, idx| frames[0...idx].none?(&ruby) }
+    got = parsing.sum { |s, _, _| s.count }
+    nested = in_read.sum { |s, _, _| s.count } - got
+    check(got >= 0.5 * r.total, "only #{got}/#{r.total} samples in Nokogiri::XML::Document.read_memory's own code")
+    # under read_memory: Nokogiri's Ruby code, then the script's frames as caller_locations gave them
+    under = lambda do |frames, idx|
+      rubies = frames[(idx + 1)..].select(&ruby)
+      rubies.size > want.size && rubies[0...-want.size].all? { |l| l.file.include?("nokogiri") } &&
+        rubies.last(want.size).zip(want).all? { |l, w| same?(l, w) }
+    end
+    good = parsing.select do |_, frames, idx|
+      above = frames[0...idx]
+      above.all?(&native) && above.any? { |l| l.name =~ /\Axml/ && l.file =~ %r{/libxml2\.so} } &&
+        under.(frames, idx)
+    end
+    # Ruby run from inside read_memory: nokogiri.so's C frames between that Ruby and read_memory
+    inner = in_read - parsing
+    inner_good = inner.select do |_, frames, idx|
+      last = frames[0...idx].rindex(&ruby)
+      between = frames[(last + 1)...idx]
+      under.(frames, idx) && !between.empty? && between.all?(&native) &&
+        between.any? { |l| l.file.end_with?("/nokogiri.so") }
+    end
+    ni = inner_good.sum { |s, _, _| s.count }
+    check(nested < 10 || ni >= 0.8 * nested,
+          "#{ni}/#{nested} samples that ran Ruby inside read_memory show nokogiri.so's frames under it")
+    n = good.sum { |s, _, _| s.count }
+    best = (parsing - good).max_by { |s, _, _| s.count } || parsing.first
+    check(n >= 0.8 * got,
+          "#{n}/#{got} samples in read_memory show libxml2 above it and #{show(want)} under it; " \
+          "most frequent other:\n  " + best[1].map { |l| "#{fmt(l, prof)} (#{prof.mappings[l.mapping]})" }.join("\n  "))
+    # the libxml2 function each sample was in (its leaf-most libxml2 frame)
+    xml = good.each_with_object(Hash.new(0)) { |(s, f, _), h| h[f.find { |l| l.file =~ /libxml2/ }.name] += s.count }
+    "#{n}/#{got} samples in read_memory's code with libxml2 frames, #{ni}/#{nested} more ran Ruby " \
+      "inside it under nokogiri.so's frames (#{r.total} in all); libxml2 functions: " +
+      xml.max_by(5) { |_, c| c }.map { |k, c| "#{k} #{c}" }.join(", ")
   end
 end

@@ -228,3 +228,55 @@ Test(unwind, marks_the_frames_inside_a_function)
 	cr_assert_eq(find_frame(u, pcs, res.n, "unwind_test_level1"), 2);
 	unwinder__free(u);
 }
+
+/* Called from the unlikely branch of unwind_test_split: a cold function, so GCC moves the call
+ * into unwind_test_split's cold part (unwind_test_split.cold, .text.unlikely). */
+static __attribute__((noinline, cold)) int unwind_test_rare(size_t len)
+{
+	int r = unwind_test_capture(len);
+
+	__asm__ volatile("" ::: "memory");
+	return r + 1;
+}
+
+/* A call first, so that the frame is set up at the branch: the cold part carries it on. */
+static __attribute__((noinline)) int unwind_test_split(size_t len, const volatile int *rare)
+{
+	int r = unwind_test_level2(0);
+
+	if (__builtin_expect(*rare, 0))
+		r += unwind_test_rare(len);
+	__asm__ volatile("" ::: "memory");
+	return r + 1;
+}
+
+Test(unwind, marks_the_cold_part_of_a_function)
+{
+	struct unwinder *u = unwinder__new(0);
+	uint8_t marks[UNWIND_MAX_FRAMES];
+	struct unwind_result res;
+	uint64_t pcs[UNWIND_MAX_FRAMES];
+	struct unwind_sym sym;
+	static const volatile int rare = 1;
+	size_t i, marked = 0;
+
+	cr_assert_gt(unwind_test_split(COPY_MAX, &rare), 2);
+	/* as rb_vm_exec.cold: a frame in the function's cold part is inside the function */
+	struct unwind_input in = input_of((uint64_t)(uintptr_t)unwind_test_split);
+
+	in.marks = marks;
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	cr_assert_eq(res.end, UNWIND_END_OUTERMOST);
+	cr_assert_geq(res.n, 4);
+	cr_assert_eq(find_frame(u, pcs, res.n, "unwind_test_rare"), 1);
+	cr_assert_eq(unwinder_symbolize(u, getpid(), pcs[2] - 1, &sym), 0);
+	if (!sym.name || strcmp(sym.name, "unwind_test_split.cold") != 0)
+		cr_skip_test("the compiler made no cold part of unwind_test_split (frame 2 is %s)",
+			     sym.name ? sym.name : "unnamed");
+	for (i = 0; i < res.n; i++)
+		marked += marks[i];
+	cr_assert_eq(marks[2], 1,
+		     "frame 2, in unwind_test_split.cold, is inside unwind_test_split");
+	cr_assert_eq(marked, 1);
+	unwinder__free(u);
+}
