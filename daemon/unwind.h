@@ -9,7 +9,10 @@
  * DEBUGINFOD_URLS is removed from the environment when the first unwinder is made.
  *
  * One Dwfl per process, kept in a bounded cache (least recently used goes first, counted) and
- * dropped when the process exits (unwinder_forget) or its mappings changed under it.
+ * dropped when the process exits (unwinder_forget) or its mappings changed under it. The ELF
+ * objects its modules use are shared by every process (elfcache.h): a forked worker's libruby
+ * is parsed once, by whichever process needed it first, and freed when the last process using
+ * it goes.
  */
 #ifndef RP_UNWIND_H
 #define RP_UNWIND_H
@@ -18,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "elfcache.h"
 
 /* Processes whose Dwfl is kept at once, by default. */
 #define UNWIND_MAX_PROCS_DEFAULT 64
@@ -72,9 +77,11 @@ struct unwinder_stats {
 	uint64_t evicted;   /* Dwfl dropped at the cache bound */
 	uint64_t refreshed; /* Dwfl rebuilt: the leaf address was in no module (a new mapping;
 			     * at most once a second per process) */
+	struct elfcache_stats elf; /* the objects shared by the processes (elfcache.h) */
 };
 
-/* max_procs: processes kept at once (0: UNWIND_MAX_PROCS_DEFAULT). NULL with errno set. */
+/* max_procs: processes kept at once (0: UNWIND_MAX_PROCS_DEFAULT); their ELF objects are shared
+ * (ELFCACHE_MAX_DEFAULT at once). NULL with errno set. */
 struct unwinder *unwinder__new(size_t max_procs);
 void unwinder__free(struct unwinder *u);
 /* The process exited (or exec'd): its Dwfl goes now. */
