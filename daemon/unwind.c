@@ -593,6 +593,9 @@ int unwinder_symbolize(struct unwinder *u, pid_t pid, uint64_t addr, struct unwi
 	out->module = dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL);
 	out->name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
 	if (out->name) {
+		/* C++ as its source spells it; a name that is not C++, or too long, stays as is */
+		if (demangle_cxx(out->name, out->demangled, sizeof(out->demangled)) == 0)
+			out->name = out->demangled;
 		out->offset = off;
 	} else if (eh_frame_hdr_lookup(mod, addr, &fstart, &fend) == 0 && fstart >= start &&
 		   (!fend || addr < fend)) {

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "demangle.h"
 #include "elfcache.h"
 
 /* Processes whose Dwfl is kept at once, by default. */
@@ -60,13 +61,14 @@ struct unwind_result {
 };
 
 struct unwind_sym {
-	const char *name; /* symbol, or NULL when no symbol covers the address */
+	const char *name; /* symbol (C++ demangled), or NULL when no symbol covers the address */
 	/* from the symbol's start; without a symbol, of the address (or, func_from_cfi, of the
 	 * start of its function as its CFI entry says) from the module's start */
 	uint64_t offset;
 	bool func_from_cfi;
 	const char *module; /* the object's path as mapped, or NULL (no module covers it) */
 	char build_id[41];  /* hex GNU build id of the object, "" when unknown (first 20 bytes) */
+	char demangled[DEMANGLE_MAX]; /* where name points when it was demangled */
 };
 
 struct unwinder_stats {
@@ -96,7 +98,8 @@ int unwinder_unwind(struct unwinder *u, const struct unwind_input *in, uint64_t 
 		    struct unwind_result *res);
 
 /* Symbol of an address of pid (a frame's pc, minus 1 for a return address). The strings live
- * until the process's Dwfl goes (unwinder_forget, eviction). 0, -ENOENT (no Dwfl for pid). */
+ * until the process's Dwfl goes (unwinder_forget, eviction), or as long as *out for a demangled
+ * name. 0, -ENOENT (no Dwfl for pid). */
 int unwinder_symbolize(struct unwinder *u, pid_t pid, uint64_t addr, struct unwind_sym *out);
 
 void unwinder_stats(const struct unwinder *u, struct unwinder_stats *out);
