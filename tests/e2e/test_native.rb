@@ -35,6 +35,44 @@ class E2E
       "#{ruby_only} stacks without native frames" + (perf ? "; perf -g: #{perf.round(1)} frames per sample" : "")
   end
 
+  # Forked workers of one master (Puma, Unicorn clustered) map the same libruby, libz and
+  # zlib.so: each object is parsed once for all of them (the summary counts it), and every
+  # worker's samples in deflate still show libz's frames above it.
+  def test_native_workers
+    nworkers = 8
+    f = start("zlib_workers.rb", nworkers.to_s)
+    workers = f["workers"]
+    mapped = File.readlines("/proc/#{workers[0]}/maps").filter_map { |l| l.split[5] }
+                 .select { |p| p.start_with?("/") }.uniq
+    path, stdout, = rubyprofd(*workers.flat_map { |p| ["--pid", p.to_s] }, "--duration", "8",
+                              "--stacks", "mixed")
+    prof = PprofRaw.read(path)
+    line = stdout[/^native objects: .*$/]
+    check(line, "no native objects line in the summary:\n#{stdout}")
+    parsed, shared = line.match(/(\d+) parsed, (\d+) times shared/).captures.map(&:to_i)
+    # without sharing, each worker parses libruby, libz and zlib.so at least: 8 times each
+    check(parsed.between?(3, mapped.size),
+          "#{parsed} objects parsed for #{nworkers} workers mapping #{mapped.size} files: #{line}")
+    check(shared >= (nworkers - 1) * 3, "only #{shared} shared uses for #{nworkers} workers: #{line}")
+    details = workers.map do |pid|
+      in_deflate = prof.samples_of(pid).filter_map do |s|
+        frames = prof.frames(s)
+        idx = frames.index { |l| method?(l, "deflate") && prof.cfunc?(l) }
+        [s, frames, idx] if idx
+      end
+      got = in_deflate.sum { |s, _, _| s.count }
+      good = in_deflate.select do |_, frames, idx|
+        frames[0...idx].any? { |l| l.name == "deflate" && l.file =~ /libz\.so/ } &&
+          method?(frames[idx + 1], "worker_loop")
+      end.sum { |s, _, _| s.count }
+      check(got >= 10, "worker #{pid}: only #{got} samples in Zlib::Deflate.deflate")
+      check(good >= 0.8 * got, "worker #{pid}: #{good}/#{got} samples in deflate show libz's deflate")
+      "#{good}/#{got}"
+    end
+    "#{line.delete_prefix("native objects: ")}; per worker, samples in deflate with libz frames: " \
+      "#{details.join(", ")}"
+  end
+
   # [[sample, frames, index of the Zlib::Deflate.deflate frame]], and their count: at least half
   # of the run's samples.
   def deflate_samples(r)
