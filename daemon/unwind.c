@@ -572,11 +572,35 @@ int unwinder_unwind(struct unwinder *u, const struct unwind_input *in, uint64_t 
 	return 0;
 }
 
+/*
+ * The file offset mapped at the module's start: its first PT_LOAD's, less the part of its page
+ * before it (0 for the usual shared object, whose first segment is its headers). 0 if unknown.
+ */
+static uint64_t first_load_offset(Dwfl_Module *mod, uint64_t start)
+{
+	Dwarf_Addr bias = 0;
+	GElf_Phdr ph;
+	size_t i, n;
+	Elf *elf = dwfl_module_getelf(mod, &bias);
+
+	if (!elf || elf_getphdrnum(elf, &n))
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		/* the mapping starts at the page of the segment's start */
+		if (start > ph.p_vaddr + bias || ph.p_vaddr + bias - start > ph.p_offset)
+			return 0;
+		return ph.p_offset - (ph.p_vaddr + bias - start);
+	}
+	return 0;
+}
+
 int unwinder_symbolize(struct unwinder *u, pid_t pid, uint64_t addr, struct unwind_sym *out)
 {
 	struct uproc *p = uproc_find(u, pid);
 	const unsigned char *bits;
-	Dwarf_Addr start = 0, vaddr;
+	Dwarf_Addr start = 0, end = 0, vaddr;
 	uint64_t fstart, fend;
 	Dwfl_Module *mod;
 	GElf_Off off = 0;
@@ -590,21 +614,27 @@ int unwinder_symbolize(struct unwinder *u, pid_t pid, uint64_t addr, struct unwi
 	mod = dwfl_addrmodule(p->dwfl, addr);
 	if (!mod)
 		return 0;
-	out->module = dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL);
+	out->module = dwfl_module_info(mod, NULL, &start, &end, NULL, NULL, NULL, NULL);
+	out->mod_start = start;
+	out->mod_end = end;
+	out->mod_offset = first_load_offset(mod, start);
 	out->name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
 	if (out->name) {
 		/* C++ as its source spells it; a name that is not C++, or too long, stays as is */
 		if (demangle_cxx(out->name, out->demangled, sizeof(out->demangled)) == 0)
 			out->name = out->demangled;
 		out->offset = off;
+		out->func_addr = addr - off;
 	} else if (eh_frame_hdr_lookup(mod, addr, &fstart, &fend) == 0 && fstart >= start &&
 		   (!fend || addr < fend)) {
 		/* no symbol (a static function of a stripped object): the function's start from
 		 * its CFI, so that its addresses count as one function */
 		out->offset = fstart - start;
+		out->func_addr = fstart;
 		out->func_from_cfi = true;
 	} else {
 		out->offset = addr - start;
+		out->func_addr = addr;
 	}
 	len = dwfl_module_build_id(mod, &bits, &vaddr);
 	for (i = 0; len > 0 && i < len && i < 20; i++)

@@ -68,6 +68,10 @@ struct unwind_sym {
 	bool func_from_cfi;
 	const char *module; /* the object's path as mapped, or NULL (no module covers it) */
 	char build_id[41];  /* hex GNU build id of the object, "" when unknown (first 20 bytes) */
+	/* the process address of the function's entry (of the address itself without symbol or
+	 * CFI), and the object's range [mod_start, mod_end) with the file offset at mod_start */
+	uint64_t func_addr;
+	uint64_t mod_start, mod_end, mod_offset;
 	char demangled[DEMANGLE_MAX]; /* where name points when it was demangled */
 };
 

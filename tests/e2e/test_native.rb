@@ -28,6 +28,19 @@ class E2E
     want_id = build_id_of(libz.file)
     check(want_id.nil? || prof.mappings[libz.mapping] == "#{libz.file} #{want_id}",
           "libz's mapping is #{prof.mappings[libz.mapping].inspect}, its build id #{want_id}")
+    # every native Location has its function's address, inside its object's Mapping, where the
+    # process maps it (what a server symbolizes with the build id)
+    outside = prof.locations.values.select(&native).reject do |l|
+      start, limit, = prof.ranges[l.mapping]
+      l.address >= start && l.address < limit && start > 0
+    end
+    check(outside.empty?, "native locations without an address in their mapping: " +
+          outside.first(3).map { |l| "#{l.name} 0x#{l.address.to_s(16)} #{prof.ranges[l.mapping].inspect}" }.join(", "))
+    # libz's deflate is where this process mapped its symbol
+    deflate = good.first[1].find { |l| l.name == "deflate" && l.file =~ /libz\.so/ }
+    want = symbol_address(r.facts["pid"], deflate.file, "deflate")
+    check(want.nil? || deflate.address == want,
+          "deflate's location is at 0x#{deflate.address.to_s(16)}, the process has it at 0x#{want&.to_s(16)}")
     # the baseline: perf's frame-pointer call graphs of the same process, where perf is installed
     perf = perf_frames_per_sample(r.facts["pid"])
     check(perf.nil? || depth > perf, "#{depth.round(1)} native frames per sample, perf -g finds #{perf}")
@@ -89,6 +102,17 @@ class E2E
   # A native frame: its mapping is its object (pprof -raw prints the build id after the path).
   def native?(prof, loc)
     loc.file.start_with?("/") && prof.mappings[loc.mapping] =~ /\A#{Regexp.escape(loc.file)}( \h{40})?\z/
+  end
+
+  # A dynamic symbol's address in process pid: its value (readelf) plus where the process mapped
+  # the file's offset 0 (/proc/PID/maps); nil without readelf.
+  def symbol_address(pid, path, name)
+    return nil unless system("command -v readelf >/dev/null 2>&1")
+    out, = Open3.capture2("readelf", "-W", "--dyn-syms", File.join(@rt.root || "/", path), err: File::NULL)
+    value = out.lines.map(&:split).find { |f| f[7] == name && f[3] == "FUNC" }&.dig(1)
+    base = File.readlines("/proc/#{pid}/maps").map(&:split)
+               .find { |f| f[5] == path && f[2].to_i(16).zero? }&.first&.split("-")&.first
+    value && base && Integer(value, 16) + Integer(base, 16)
   end
 
   # The GNU build id of a file as the test's Ruby sees it (readelf), nil without readelf.

@@ -325,3 +325,28 @@ Test(unwind, forget_keeps_the_others)
 	reap(b);
 	unwinder__free(u);
 }
+
+/* A frame's symbol says where its function starts and where its object is mapped (what a pprof
+ * Location and Mapping carry for a server to symbolize). */
+Test(unwind, function_entry_and_object_range)
+{
+	struct unwinder *u = unwinder__new(0);
+	struct unwind_result res;
+	uint64_t pcs[UNWIND_MAX_FRAMES];
+	uint64_t entry = (uint64_t)(uintptr_t)unwind_test_level2;
+	struct unwind_sym sym;
+
+	cr_assert_eq(unwind_test_level1(COPY_MAX), 3);
+	struct unwind_input in = input_of(0);
+
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	cr_assert_eq(unwinder_symbolize(u, getpid(), pcs[1] - 1, &sym), 0);
+	cr_assert_str_eq(sym.name, "unwind_test_level2");
+	cr_assert_eq(sym.func_addr, entry, "entry %#lx, want %#lx", (unsigned long)sym.func_addr,
+		     (unsigned long)entry);
+	cr_assert_neq(pcs[1] - 1, entry, "a call site inside the function, not its entry");
+	cr_assert(sym.mod_start <= entry && entry < sym.mod_end);
+	/* a PIE's first segment is its headers, at file offset 0 */
+	cr_assert_eq(sym.mod_offset, 0);
+	unwinder__free(u);
+}
