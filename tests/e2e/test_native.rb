@@ -86,6 +86,47 @@ class E2E
       "#{details.join(", ")}"
   end
 
+  # A C++ library (built here with g++) called through Fiddle: its member function's frames carry
+  # the name its source spells, demangled.
+  CXX_BURN = <<~CXX
+    namespace ns {
+    class Class {
+    public:
+      static unsigned long method(int n);
+    };
+    __attribute__((noinline)) unsigned long Class::method(int n) {
+      volatile unsigned long x = 0;
+      for (long i = 0; i < (long)n * 1000000; i++) x = x + i;
+      return x;
+    }
+    }
+    extern "C" unsigned long rp_burn(int n) { return ns::Class::method(n) + 1; }
+  CXX
+
+  def test_native_cxx
+    raise Skip, "g++ is missing" unless system("command -v g++ >/dev/null 2>&1")
+    src = File.join(@rt.workdir, "cxx_burn.cc")
+    lib = File.join(@rt.workdir, "libcxx_burn.so")
+    File.write(src, CXX_BURN)
+    _, err, st = Open3.capture3("g++", "-shared", "-fPIC", "-O1", "-o", lib, src)
+    check(st.success?, "g++ failed: #{err}")
+    r = profile_script("cxx_work.rb", lib, duration: 5, flags: ["--stacks", "mixed"])
+    prof = r.prof
+    in_cxx = r.samples.select do |s|
+      frames = prof.frames(s)
+      i = frames.index { |l| l.name == "ns::Class::method(int)" && l.file.end_with?("libcxx_burn.so") }
+      i && frames[(i + 1)..].any? { |l| method?(l, "burn_loop") }
+    end
+    n = in_cxx.sum(&:count)
+    mangled = r.samples.count { |s| prof.frames(s).any? { |l| l.name.start_with?("_Z") } }
+    leaves = r.samples.max_by(&:count)
+    check(n >= 0.5 * r.total,
+          "only #{n}/#{r.total} samples in ns::Class::method(int) under burn_loop; most frequent:\n  " +
+          prof.frames(leaves).first(6).map { |l| "#{fmt(l, prof)} (#{prof.mappings[l.mapping]})" }.join("\n  "))
+    check(mangled.zero?, "#{mangled} samples with a mangled name")
+    "#{n}/#{r.total} samples in ns::Class::method(int)"
+  end
+
   # [[sample, frames, index of the Zlib::Deflate.deflate frame]], and their count: at least half
   # of the run's samples.
   def deflate_samples(r)
