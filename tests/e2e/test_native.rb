@@ -57,15 +57,36 @@ class E2E
     workers = f["workers"]
     mapped = File.readlines("/proc/#{workers[0]}/maps").filter_map { |l| l.split[5] }
                  .select { |p| p.start_with?("/") }.uniq
-    path, stdout, = rubyprofd(*workers.flat_map { |p| ["--pid", p.to_s] }, "--duration", "8",
-                              "--stacks", "mixed")
+    # the workers exit before the run ends (which ends it): the objects go with the last of them
+    args = workers.flat_map { |p| ["--pid", p.to_s] }
+    run = Thread.new { rubyprofd(*args, "--duration", "60", "--stacks", "mixed") }
+    daemon = native_wait("rubyprofd to start") do
+      Dir["/proc/[0-9]*/cmdline"].find do |f|
+        argv = File.binread(f)
+        argv.split("\0")[0] == RUBYPROFD && argv.include?(args.join("\0"))
+      rescue SystemCallError
+        nil
+      end&.split("/")&.at(2)
+    end
+    # unwinding has begun once the daemon mapped the extension (only its own ELF cache does);
+    # then a few seconds of samples of every worker
+    native_wait("rubyprofd to map zlib.so") { File.read("/proc/#{daemon}/maps").include?("/zlib.so") }
+    sleep 6
+    workers.each { |p| Process.kill("KILL", p) }
+    path, stdout, = run.value
     prof = PprofRaw.read(path)
     line = stdout[/^native objects: .*$/]
     check(line, "no native objects line in the summary:\n#{stdout}")
-    parsed, shared = line.match(/(\d+) parsed, (\d+) times shared/).captures.map(&:to_i)
-    # without sharing, each worker parses libruby, libz and zlib.so at least: 8 times each
-    check(parsed.between?(3, mapped.size),
-          "#{parsed} objects parsed for #{nworkers} workers mapping #{mapped.size} files: #{line}")
+    parsed, shared, freed = line.match(/(\d+) parsed, (\d+) times shared, \d+ at most at once, (\d+) freed/)
+                                .captures.map(&:to_i)
+    check(freed == parsed, "#{freed} of #{parsed} objects freed after every worker exited: #{line}")
+    # each object once: at most the objects of the profile's native frames, and the few the
+    # unwinder passes through without keeping a frame (ruby, ld.so below rb_vm_exec); without
+    # sharing, each worker parses libruby, libz and zlib.so at least: 8 times each
+    objects = prof.mappings.values.filter_map { |m| m.split.first if m.start_with?("/") }.uniq
+    check(parsed.between?(3, [objects.size + 3, mapped.size].min),
+          "#{parsed} objects parsed for #{nworkers} workers, whose frames are in #{objects.size} " \
+          "objects (#{objects.map { |o| File.basename(o) }.join(", ")}), of #{mapped.size} mapped: #{line}")
     check(shared >= (nworkers - 1) * 3, "only #{shared} shared uses for #{nworkers} workers: #{line}")
     details = workers.map do |pid|
       in_deflate = prof.samples_of(pid).filter_map do |s|
@@ -125,6 +146,16 @@ class E2E
           prof.frames(leaves).first(6).map { |l| "#{fmt(l, prof)} (#{prof.mappings[l.mapping]})" }.join("\n  "))
     check(mangled.zero?, "#{mangled} samples with a mangled name")
     "#{n}/#{r.total} samples in ns::Class::method(int)"
+  end
+
+  # The block's value once truthy, polled until a generous deadline.
+  def native_wait(what, timeout = 60)
+    deadline = Time.now + timeout
+    until (v = yield)
+      fail!("#{what}: not after #{timeout} s") if Time.now > deadline
+      sleep 0.2
+    end
+    v
   end
 
   # [[sample, frames, index of the Zlib::Deflate.deflate frame]], and their count: at least half
