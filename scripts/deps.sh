@@ -18,6 +18,7 @@ pkgs=(
 	musl-tools							# tests: the fake Ruby run by musl libc (Alpine's TLS layout)
 	protobuf-compiler						# test_ingest decodes the collectors' protobuf bodies with protoc
 	libdw-dev							# build: native stacks unwound with CFI by libdwfl (daemon/unwind.c)
+	g++								# build: -lstdc++ for C++ demangling (daemon/demangle.c); tests: test_native_cxx's library
 )
 # `scripts/deps.sh bench` (make bench) also installs the peers that the bench measures.
 if [ "${1:-}" = bench ]; then
