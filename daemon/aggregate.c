@@ -301,6 +301,7 @@ uint32_t agg_frame_id(struct agg_proc *p, enum agg_frame_kind kind, const char *
 	f->start_line = start_line;
 	f->line = line;
 	f->build_id = NULL;
+	memset(&f->at, 0, sizeof(f->at));
 	if (hmap_put(&ft->frame_index, k1, k2, id)) {
 		errno = ENOMEM;
 		return 0;
@@ -321,6 +322,14 @@ uint32_t agg_native_frame_id(struct agg_proc *p, const char *name, const char *f
 	if (bid != (uint32_t)-1)
 		p->ft.frames[id].build_id = p->ft.strs[bid];
 	return id;
+}
+
+void agg_native_frame_at(struct agg_proc *p, uint32_t id, const struct agg_native_addr *at)
+{
+	struct agg_frame *f = id && id < p->ft.nframes ? &p->ft.frames[id] : NULL;
+
+	if (f && f->kind == AGG_FRAME_NATIVE && !f->at.addr)
+		f->at = *at;
 }
 
 const struct agg_frame *agg_frame_get(const struct agg_proc *p, uint32_t id)
@@ -571,11 +580,14 @@ static uint64_t frame_location(struct export_ctx *x, const struct agg_proc *proc
 	fn = pprof_function(x->p, f->name, "", f->file, f->start_line);
 	if (!fn)
 		return 0;
-	/* a native frame's mapping is its object (interned: one per file) */
+	/* a native frame's mapping is its object where the process mapped it (interned: one per
+	 * object and address, which forked workers share), its address the function's entry */
 	if (f->kind == AGG_FRAME_NATIVE && f->file[0])
-		locs[id] = pprof_location(
-			x->p, pprof_mapping(x->p, 0, 0, 0, f->file, f->build_id ? f->build_id : ""),
-			0, fn, f->line);
+		locs[id] = pprof_location(x->p,
+					  pprof_mapping(x->p, f->at.map_start, f->at.map_limit,
+							f->at.map_offset, f->file,
+							f->build_id ? f->build_id : ""),
+					  f->at.addr, fn, f->line);
 	else
 		locs[id] = pprof_location(x->p, x->maps[f->kind], 0, fn, f->line);
 	return locs[id];

@@ -32,6 +32,16 @@ enum agg_frame_kind {
 	AGG_FRAME_NATIVE = 4, /* a native function (--stacks mixed); file: its object */
 };
 
+/*
+ * Where a native frame is in its process, for a server to symbolize what the host could not: the
+ * function's entry address, and the object's mapping (its pprof Mapping: memory range, and the
+ * file offset mapped at its start).
+ */
+struct agg_native_addr {
+	uint64_t addr;
+	uint64_t map_start, map_limit, map_offset;
+};
+
 struct agg_frame {
 	enum agg_frame_kind kind;
 	const char *name;
@@ -39,6 +49,7 @@ struct agg_frame {
 	int64_t start_line;
 	int64_t line;
 	const char *build_id; /* AGG_FRAME_NATIVE: its object's GNU build id (hex), else NULL */
+	struct agg_native_addr at; /* AGG_FRAME_NATIVE: where it is (all 0: unknown) */
 };
 
 /* Labels of a process's samples and series. Strings are copied. */
@@ -100,6 +111,8 @@ uint32_t agg_frame_id(struct agg_proc *p, enum agg_frame_kind kind, const char *
  * its pprof Mapping carries. As agg_frame_id. */
 uint32_t agg_native_frame_id(struct agg_proc *p, const char *name, const char *file,
 			     const char *build_id);
+/* Sets where native frame `id` is, if it was not set yet (a function has one entry). */
+void agg_native_frame_at(struct agg_proc *p, uint32_t id, const struct agg_native_addr *at);
 const struct agg_frame *agg_frame_get(const struct agg_proc *p, uint32_t id);
 
 /* Adds values to a stack of p. 0, -ENOSPC (the interval's table is full: counted), -ENOMEM. */

@@ -696,6 +696,11 @@ static uint32_t native_frame(struct collector *c, struct target *t, uint64_t add
 	id = agg_native_frame_id(t->proc, sym.name ? sym.name : name, sym.module, sym.build_id);
 	if (!id)
 		return 0;
+	agg_native_frame_at(t->proc, id,
+			    &(struct agg_native_addr){.addr = sym.func_addr,
+						      .map_start = sym.mod_start,
+						      .map_limit = sym.mod_end,
+						      .map_offset = sym.mod_offset});
 	if (t->frames.len >= MAX_FRAME_CACHE) {
 		hmap_clear(&t->frames);
 		c->stats.cache_resets++;

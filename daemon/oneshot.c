@@ -289,6 +289,13 @@ static void summary(struct run *r, double secs, const char *path)
 		       " Ruby stacks without their copy\n",
 		       bpf[RP_STAT_USTACKS], bpf[RP_STAT_USTACK_LOST], bpf[RP_STAT_USTACK_SHORT],
 		       c.native.unw.unwinds, c.native.truncated, c.native.unpaired);
+	/* the ELF objects the processes shared (elfcache.h): parsed once each, however many
+	 * processes map them */
+	if (c.native_on)
+		printf("native objects: %" PRIu64 " parsed, %" PRIu64 " times shared, %" PRIu64
+		       " at most at once, %" PRIu64 " freed, %" PRIu64 " not shared (cache full)\n",
+		       c.native.unw.elf.misses, c.native.unw.elf.hits, c.native.unw.elf.peak,
+		       c.native.unw.elf.freed, c.native.unw.elf.full);
 	if (path)
 		printf("profile: %s  (view: go tool pprof -top %s)\n", path, path);
 	if (path && r->cfg->format)

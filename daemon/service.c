@@ -497,6 +497,23 @@ static void render(void *ctx, struct mbuf *b)
 		counter(b, "rubyprofd_native_dwfl_evicted_total",
 			"Per-process unwinding states dropped at their bound.",
 			c.native.unw.evicted);
+		counter(b, "rubyprofd_native_elf_parsed_total",
+			"ELF objects parsed for unwinding (each once while a process uses it).",
+			c.native.unw.elf.misses);
+		counter(b, "rubyprofd_native_elf_shared_total",
+			"Times a process's module used an ELF object parsed already.",
+			c.native.unw.elf.hits);
+		counter(b, "rubyprofd_native_elf_freed_total",
+			"ELF objects freed: the last process using them went.",
+			c.native.unw.elf.freed);
+		counter(b, "rubyprofd_native_elf_not_shared_total",
+			"ELF files parsed per process: the shared cache was at its bound.",
+			c.native.unw.elf.full);
+		gauge(b, "rubyprofd_native_elf_objects", "ELF objects held for unwinding now.",
+		      (double)c.native.unw.elf.objects);
+		gauge(b, "rubyprofd_native_elf_bytes",
+		      "Bytes of the ELF files held for unwinding (mapped, not all resident).",
+		      (double)c.native.unw.elf.bytes);
 	}
 	if (c.wall_on) {
 		counter(b, "rubyprofd_wall_runs_total",

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "coldpart.h"
+#include "elfcache.h"
 #include "procmem.h"
 #include "procs.h"
 #include "unwind.h"
@@ -32,10 +33,18 @@ static int64_t monotonic_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* One process's Dwfl and the sample being unwound in it (the thread callbacks' argument). */
+/*
+ * One process's Dwfl and the sample being unwound in it (the thread callbacks' argument, and
+ * every module's userdata: allocated on its own, so that it never moves while its Dwfl lives).
+ */
 struct uproc {
+	struct unwinder *u;
 	pid_t pid;
 	Dwfl *dwfl;
+	/* the shared objects its modules use, one reference each, held until the process goes
+	 * (a rebuilt Dwfl finds them again without parsing) */
+	struct elfcache_obj **objs;
+	size_t nobjs, objs_cap;
 	uint64_t used;	  /* unwinder tick of its last use: the least recent goes at the bound */
 	int64_t built_ns; /* CLOCK_MONOTONIC when its Dwfl was made */
 	const struct unwind_input *in;
@@ -45,7 +54,8 @@ struct uproc {
 };
 
 struct unwinder {
-	struct uproc *procs;
+	struct uproc **procs;
+	struct elfcache *elf;
 	size_t max, n;
 	uint64_t tick;
 	struct unwinder_stats stats;
@@ -88,6 +98,49 @@ static int open_same(const char *path, const struct proc_map *m, bool any_dev)
 	return -1;
 }
 
+/* Whether p holds o already (a module reported again after a refresh). */
+static bool uproc_holds(const struct uproc *p, const struct elfcache_obj *o)
+{
+	size_t i;
+
+	for (i = 0; i < p->nobjs; i++) {
+		if (p->objs[i] == o)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * find_elf's answer for an opened file: the shared object's Elf in *elfp (and -1: libdwfl then
+ * owns a reference of the Elf, and no fd), else the fd for libdwfl to parse on its own (the cache
+ * is full or out of memory), else -1.
+ */
+static int share_elf(struct uproc *p, int fd, Elf **elfp)
+{
+	struct elfcache_obj *o = elfcache_get(p->u->elf, fd), **no;
+	size_t cap;
+
+	if (!o)
+		return errno == ENOSPC ? fd : -1;
+	if (uproc_holds(p, o)) {
+		elfcache_put(p->u->elf, o); /* one reference per process is enough */
+	} else {
+		if (p->nobjs == p->objs_cap) {
+			cap = p->objs_cap ? 2 * p->objs_cap : 16;
+			no = realloc(p->objs, cap * sizeof(*no));
+			if (!no) {
+				elfcache_put(p->u->elf, o);
+				return -1;
+			}
+			p->objs = no;
+			p->objs_cap = cap;
+		}
+		p->objs[p->nobjs++] = o;
+	}
+	*elfp = elfcache_obj_elf(o);
+	return -1;
+}
+
 /*
  * The modules' files as the process sees them: through /proc/PID/root, so that a process in a
  * container gets its own libraries; then the path itself (maps name files as seen from the
@@ -100,7 +153,7 @@ static int open_same(const char *path, const struct proc_map *m, bool any_dev)
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 		    char **file_name, Elf **elfp)
 {
-	const struct uproc *p = *userdata;
+	struct uproc *p = *userdata;
 	struct proc_map m;
 	const struct proc_map *mp;
 	char path[4096];
@@ -125,7 +178,7 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwar
 	if (fd < 0)
 		return -1;
 	*file_name = strdup(path);
-	return fd;
+	return share_elf(p, fd, elfp);
 }
 
 static const Dwfl_Callbacks dwfl_callbacks = {
@@ -213,6 +266,20 @@ static void uproc_drop(struct uproc *p)
 	p->dwfl = NULL;
 }
 
+/* The process's Dwfl, then its references to the shared objects (freed when the last goes). */
+static void uproc_free(struct uproc *p)
+{
+	size_t i;
+
+	if (!p)
+		return;
+	uproc_drop(p);
+	for (i = 0; i < p->nobjs; i++)
+		elfcache_put(p->u->elf, p->objs[i]);
+	free(p->objs);
+	free(p);
+}
+
 /* Reports the process's mappings (read from /proc/PID/maps: no ptrace) and attaches our thread
  * callbacks. 0 or -errno. */
 static int uproc_build(struct uproc *p)
@@ -245,8 +312,8 @@ static struct uproc *uproc_find(struct unwinder *u, pid_t pid)
 	size_t i;
 
 	for (i = 0; i < u->n; i++) {
-		if (u->procs[i].pid == pid)
-			return &u->procs[i];
+		if (u->procs[i]->pid == pid)
+			return u->procs[i];
 	}
 	return NULL;
 }
@@ -259,19 +326,22 @@ static int uproc_get(struct unwinder *u, pid_t pid, struct uproc **out)
 	int err;
 
 	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		p->u = u;
+		p->pid = pid;
 		if (u->n < u->max) {
-			p = &u->procs[u->n++];
+			u->procs[u->n++] = p;
 		} else {
 			for (i = 1; i < u->n; i++) {
-				if (u->procs[i].used < u->procs[lru].used)
+				if (u->procs[i]->used < u->procs[lru]->used)
 					lru = i;
 			}
-			p = &u->procs[lru];
-			uproc_drop(p);
+			uproc_free(u->procs[lru]);
+			u->procs[lru] = p;
 			u->stats.evicted++;
 		}
-		memset(p, 0, sizeof(*p));
-		p->pid = pid;
 	}
 	p->used = ++u->tick;
 	if (!p->dwfl) {
@@ -291,7 +361,10 @@ struct unwinder *unwinder__new(size_t max_procs)
 		return NULL;
 	u->max = max_procs ? max_procs : UNWIND_MAX_PROCS_DEFAULT;
 	u->procs = calloc(u->max, sizeof(*u->procs));
-	if (!u->procs) {
+	u->elf = elfcache__new(ELFCACHE_MAX_DEFAULT);
+	if (!u->procs || !u->elf) {
+		elfcache__free(u->elf);
+		free(u->procs);
 		free(u);
 		errno = ENOMEM;
 		return NULL;
@@ -308,19 +381,22 @@ void unwinder__free(struct unwinder *u)
 	if (!u)
 		return;
 	for (i = 0; i < u->n; i++)
-		uproc_drop(&u->procs[i]);
+		uproc_free(u->procs[i]);
 	free(u->procs);
+	elfcache__free(u->elf);
 	free(u);
 }
 
 void unwinder_forget(struct unwinder *u, pid_t pid)
 {
-	struct uproc *p = uproc_find(u, pid);
+	size_t i;
 
-	if (!p)
+	for (i = 0; i < u->n && u->procs[i]->pid != pid; i++)
+		;
+	if (i == u->n)
 		return;
-	uproc_drop(p);
-	*p = u->procs[--u->n];
+	uproc_free(u->procs[i]);
+	u->procs[i] = u->procs[--u->n];
 }
 
 /* ---- unwinding ----------------------------------------------------------------------------- */
@@ -517,11 +593,35 @@ int unwinder_unwind(struct unwinder *u, const struct unwind_input *in, uint64_t 
 	return 0;
 }
 
+/*
+ * The file offset mapped at the module's start: its first PT_LOAD's, less the part of its page
+ * before it (0 for the usual shared object, whose first segment is its headers). 0 if unknown.
+ */
+static uint64_t first_load_offset(Dwfl_Module *mod, uint64_t start)
+{
+	Dwarf_Addr bias = 0;
+	GElf_Phdr ph;
+	size_t i, n;
+	Elf *elf = dwfl_module_getelf(mod, &bias);
+
+	if (!elf || elf_getphdrnum(elf, &n))
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		/* the mapping starts at the page of the segment's start */
+		if (start > ph.p_vaddr + bias || ph.p_vaddr + bias - start > ph.p_offset)
+			return 0;
+		return ph.p_offset - (ph.p_vaddr + bias - start);
+	}
+	return 0;
+}
+
 int unwinder_symbolize(struct unwinder *u, pid_t pid, uint64_t addr, struct unwind_sym *out)
 {
 	struct uproc *p = uproc_find(u, pid);
 	const unsigned char *bits;
-	Dwarf_Addr start = 0, vaddr;
+	Dwarf_Addr start = 0, end = 0, vaddr;
 	uint64_t fstart, fend;
 	Dwfl_Module *mod;
 	GElf_Off off = 0;
@@ -535,18 +635,27 @@ int unwinder_symbolize(struct unwinder *u, pid_t pid, uint64_t addr, struct unwi
 	mod = dwfl_addrmodule(p->dwfl, addr);
 	if (!mod)
 		return 0;
-	out->module = dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL);
+	out->module = dwfl_module_info(mod, NULL, &start, &end, NULL, NULL, NULL, NULL);
+	out->mod_start = start;
+	out->mod_end = end;
+	out->mod_offset = first_load_offset(mod, start);
 	out->name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
 	if (out->name) {
+		/* C++ as its source spells it; a name that is not C++, or too long, stays as is */
+		if (demangle_cxx(out->name, out->demangled, sizeof(out->demangled)) == 0)
+			out->name = out->demangled;
 		out->offset = off;
+		out->func_addr = addr - off;
 	} else if (eh_frame_hdr_lookup(mod, addr, &fstart, &fend) == 0 && fstart >= start &&
 		   (!fend || addr < fend)) {
 		/* no symbol (a static function of a stripped object): the function's start from
 		 * its CFI, so that its addresses count as one function */
 		out->offset = fstart - start;
+		out->func_addr = fstart;
 		out->func_from_cfi = true;
 	} else {
 		out->offset = addr - start;
+		out->func_addr = addr;
 	}
 	len = dwfl_module_build_id(mod, &bits, &vaddr);
 	for (i = 0; len > 0 && i < len && i < 20; i++)
@@ -557,4 +666,5 @@ int unwinder_symbolize(struct unwinder *u, pid_t pid, uint64_t addr, struct unwi
 void unwinder_stats(const struct unwinder *u, struct unwinder_stats *out)
 {
 	*out = u->stats;
+	elfcache_stats(u->elf, &out->elf);
 }

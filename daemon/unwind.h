@@ -9,7 +9,10 @@
  * DEBUGINFOD_URLS is removed from the environment when the first unwinder is made.
  *
  * One Dwfl per process, kept in a bounded cache (least recently used goes first, counted) and
- * dropped when the process exits (unwinder_forget) or its mappings changed under it.
+ * dropped when the process exits (unwinder_forget) or its mappings changed under it. The ELF
+ * objects its modules use are shared by every process (elfcache.h): a forked worker's libruby
+ * is parsed once, by whichever process needed it first, and freed when the last process using
+ * it goes.
  */
 #ifndef RP_UNWIND_H
 #define RP_UNWIND_H
@@ -18,6 +21,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "demangle.h"
+#include "elfcache.h"
 
 /* Processes whose Dwfl is kept at once, by default. */
 #define UNWIND_MAX_PROCS_DEFAULT 64
@@ -55,13 +61,18 @@ struct unwind_result {
 };
 
 struct unwind_sym {
-	const char *name; /* symbol, or NULL when no symbol covers the address */
+	const char *name; /* symbol (C++ demangled), or NULL when no symbol covers the address */
 	/* from the symbol's start; without a symbol, of the address (or, func_from_cfi, of the
 	 * start of its function as its CFI entry says) from the module's start */
 	uint64_t offset;
 	bool func_from_cfi;
 	const char *module; /* the object's path as mapped, or NULL (no module covers it) */
 	char build_id[41];  /* hex GNU build id of the object, "" when unknown (first 20 bytes) */
+	/* the process address of the function's entry (of the address itself without symbol or
+	 * CFI), and the object's range [mod_start, mod_end) with the file offset at mod_start */
+	uint64_t func_addr;
+	uint64_t mod_start, mod_end, mod_offset;
+	char demangled[DEMANGLE_MAX]; /* where name points when it was demangled */
 };
 
 struct unwinder_stats {
@@ -72,9 +83,11 @@ struct unwinder_stats {
 	uint64_t evicted;   /* Dwfl dropped at the cache bound */
 	uint64_t refreshed; /* Dwfl rebuilt: the leaf address was in no module (a new mapping;
 			     * at most once a second per process) */
+	struct elfcache_stats elf; /* the objects shared by the processes (elfcache.h) */
 };
 
-/* max_procs: processes kept at once (0: UNWIND_MAX_PROCS_DEFAULT). NULL with errno set. */
+/* max_procs: processes kept at once (0: UNWIND_MAX_PROCS_DEFAULT); their ELF objects are shared
+ * (ELFCACHE_MAX_DEFAULT at once). NULL with errno set. */
 struct unwinder *unwinder__new(size_t max_procs);
 void unwinder__free(struct unwinder *u);
 /* The process exited (or exec'd): its Dwfl goes now. */
@@ -89,7 +102,8 @@ int unwinder_unwind(struct unwinder *u, const struct unwind_input *in, uint64_t 
 		    struct unwind_result *res);
 
 /* Symbol of an address of pid (a frame's pc, minus 1 for a return address). The strings live
- * until the process's Dwfl goes (unwinder_forget, eviction). 0, -ENOENT (no Dwfl for pid). */
+ * until the process's Dwfl goes (unwinder_forget, eviction), or as long as *out for a demangled
+ * name. 0, -ENOENT (no Dwfl for pid). */
 int unwinder_symbolize(struct unwinder *u, pid_t pid, uint64_t addr, struct unwind_sym *out);
 
 void unwinder_stats(const struct unwinder *u, struct unwinder_stats *out);

@@ -20,6 +20,7 @@ pkgs=(
 	libdw-dev							# build: native stacks unwound with CFI by libdwfl (daemon/unwind.c)
 	puma								# tests: test_puma profiles a real Puma server in wall-clock mode
 	ruby-nokogiri							# tests: test_native's nokogiri script (libxml2 under Nokogiri's C methods)
+	g++								# build: -lstdc++ for C++ demangling (daemon/demangle.c); tests: test_native_cxx's library
 )
 # `scripts/deps.sh bench` (make bench) also installs the peers that the bench measures.
 if [ "${1:-}" = bench ]; then

@@ -4,10 +4,12 @@ require "open3"
 require "time"
 
 module PprofRaw
-  Location = Struct.new(:id, :mapping, :name, :file, :line, :start_line)
+  Location = Struct.new(:id, :mapping, :name, :file, :line, :start_line, :address)
   Sample = Struct.new(:count, :nanos, :locations, :labels)
-  # time: when the profile starts (a Time), duration: its length in seconds (a String)
-  Profile = Struct.new(:samples, :locations, :mappings, :period, :duration, :period_type, :sample_types, :time) do
+  # time: when the profile starts (a Time), duration: its length in seconds (a String);
+  # ranges: mapping id -> [memory start, limit, file offset]
+  Profile = Struct.new(:samples, :locations, :mappings, :period, :duration, :period_type, :sample_types,
+                       :time, :ranges) do
     # Frames of a sample, leaf first.
     def frames(sample)
       sample.locations.map { |id| locations.fetch(id) }
@@ -29,7 +31,7 @@ module PprofRaw
   end
 
   def self.parse(text)
-    prof = Profile.new([], {}, {}, nil, nil)
+    prof = Profile.new([], {}, {}, nil, nil, nil, nil, {})
     section = nil
     text.each_line do |line|
       line = line.chomp
@@ -52,11 +54,15 @@ module PprofRaw
           end
         when :locations
           # ids are padded to 6 columns: from 100000 on, a line starts with its id
-          if line =~ /^\s*(\d+): 0x\h+ M=(\d+) (.*) (\S*):(-?\d+) s=(-?\d+)/
-            prof.locations[Integer($1)] = Location.new(Integer($1), Integer($2), $3, $4, Integer($5), Integer($6))
+          if line =~ /^\s*(\d+): 0x(\h+) M=(\d+) (.*) (\S*):(-?\d+) s=(-?\d+)/
+            prof.locations[Integer($1)] = Location.new(Integer($1), Integer($3), $4, $5, Integer($6), Integer($7),
+                                                       Integer($2, 16))
           end
         when :mappings
-          prof.mappings[Integer($1)] = $2 if line =~ /^(\d+): \S+ (\S+(?: \S+)*?)\s+\[/
+          if line =~ /^(\d+): (\S+) (\S+(?: \S+)*?)\s+\[/
+            prof.mappings[Integer($1)] = $3
+            prof.ranges[Integer($1)] = $2.split("/").map { |x| Integer(x, 16) }
+          end
         end
       end
     end

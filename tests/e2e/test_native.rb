@@ -28,11 +28,134 @@ class E2E
     want_id = build_id_of(libz.file)
     check(want_id.nil? || prof.mappings[libz.mapping] == "#{libz.file} #{want_id}",
           "libz's mapping is #{prof.mappings[libz.mapping].inspect}, its build id #{want_id}")
+    # every native Location has its function's address, inside its object's Mapping, where the
+    # process maps it (what a server symbolizes with the build id)
+    outside = prof.locations.values.select(&native).reject do |l|
+      start, limit, = prof.ranges[l.mapping]
+      l.address >= start && l.address < limit && start > 0
+    end
+    check(outside.empty?, "native locations without an address in their mapping: " +
+          outside.first(3).map { |l| "#{l.name} 0x#{l.address.to_s(16)} #{prof.ranges[l.mapping].inspect}" }.join(", "))
+    # libz's deflate is where this process mapped its symbol
+    deflate = good.first[1].find { |l| l.name == "deflate" && l.file =~ /libz\.so/ }
+    want = symbol_address(r.facts["pid"], deflate.file, "deflate")
+    check(want.nil? || deflate.address == want,
+          "deflate's location is at 0x#{deflate.address.to_s(16)}, the process has it at 0x#{want&.to_s(16)}")
     # the baseline: perf's frame-pointer call graphs of the same process, where perf is installed
     perf = perf_frames_per_sample(r.facts["pid"])
     check(perf.nil? || depth > perf, "#{depth.round(1)} native frames per sample, perf -g finds #{perf}")
     "#{n}/#{got} samples in deflate with libz frames, #{depth.round(1)} native frames each, " \
       "#{ruby_only} stacks without native frames" + (perf ? "; perf -g: #{perf.round(1)} frames per sample" : "")
+  end
+
+  # Forked workers of one master (Puma, Unicorn clustered) map the same libruby, libz and
+  # zlib.so: each object is parsed once for all of them (the summary counts it), and every
+  # worker's samples in deflate still show libz's frames above it.
+  def test_native_workers
+    nworkers = 8
+    f = start("zlib_workers.rb", nworkers.to_s)
+    workers = f["workers"]
+    mapped = File.readlines("/proc/#{workers[0]}/maps").filter_map { |l| l.split[5] }
+                 .select { |p| p.start_with?("/") }.uniq
+    # the workers exit before the run ends (which ends it): the objects go with the last of them
+    args = workers.flat_map { |p| ["--pid", p.to_s] }
+    run = Thread.new { rubyprofd(*args, "--duration", "60", "--stacks", "mixed") }
+    daemon = native_wait("rubyprofd to start") do
+      Dir["/proc/[0-9]*/cmdline"].find do |f|
+        argv = File.binread(f)
+        argv.split("\0")[0] == RUBYPROFD && argv.include?(args.join("\0"))
+      rescue SystemCallError
+        nil
+      end&.split("/")&.at(2)
+    end
+    # unwinding has begun once the daemon mapped the extension (only its own ELF cache does);
+    # then a few seconds of samples of every worker
+    native_wait("rubyprofd to map zlib.so") { File.read("/proc/#{daemon}/maps").include?("/zlib.so") }
+    sleep 6
+    workers.each { |p| Process.kill("KILL", p) }
+    path, stdout, = run.value
+    prof = PprofRaw.read(path)
+    line = stdout[/^native objects: .*$/]
+    check(line, "no native objects line in the summary:\n#{stdout}")
+    parsed, shared, freed = line.match(/(\d+) parsed, (\d+) times shared, \d+ at most at once, (\d+) freed/)
+                                .captures.map(&:to_i)
+    check(freed == parsed, "#{freed} of #{parsed} objects freed after every worker exited: #{line}")
+    # each object once: at most the objects of the profile's native frames, and the few the
+    # unwinder passes through without keeping a frame (ruby, ld.so below rb_vm_exec); without
+    # sharing, each worker parses libruby, libz and zlib.so at least: 8 times each
+    objects = prof.mappings.values.filter_map { |m| m.split.first if m.start_with?("/") }.uniq
+    check(parsed.between?(3, [objects.size + 3, mapped.size].min),
+          "#{parsed} objects parsed for #{nworkers} workers, whose frames are in #{objects.size} " \
+          "objects (#{objects.map { |o| File.basename(o) }.join(", ")}), of #{mapped.size} mapped: #{line}")
+    check(shared >= (nworkers - 1) * 3, "only #{shared} shared uses for #{nworkers} workers: #{line}")
+    details = workers.map do |pid|
+      in_deflate = prof.samples_of(pid).filter_map do |s|
+        frames = prof.frames(s)
+        idx = frames.index { |l| method?(l, "deflate") && prof.cfunc?(l) }
+        [s, frames, idx] if idx
+      end
+      got = in_deflate.sum { |s, _, _| s.count }
+      good = in_deflate.select do |_, frames, idx|
+        frames[0...idx].any? { |l| l.name == "deflate" && l.file =~ /libz\.so/ } &&
+          method?(frames[idx + 1], "worker_loop")
+      end.sum { |s, _, _| s.count }
+      check(got >= 10, "worker #{pid}: only #{got} samples in Zlib::Deflate.deflate")
+      check(good >= 0.8 * got, "worker #{pid}: #{good}/#{got} samples in deflate show libz's deflate")
+      "#{good}/#{got}"
+    end
+    "#{line.delete_prefix("native objects: ")}; per worker, samples in deflate with libz frames: " \
+      "#{details.join(", ")}"
+  end
+
+  # A C++ library (built here with g++) called through Fiddle: its member function's frames carry
+  # the name its source spells, demangled.
+  CXX_BURN = <<~CXX
+    namespace ns {
+    class Class {
+    public:
+      static unsigned long method(int n);
+    };
+    __attribute__((noinline)) unsigned long Class::method(int n) {
+      volatile unsigned long x = 0;
+      for (long i = 0; i < (long)n * 1000000; i++) x = x + i;
+      return x;
+    }
+    }
+    extern "C" unsigned long rp_burn(int n) { return ns::Class::method(n) + 1; }
+  CXX
+
+  def test_native_cxx
+    raise Skip, "g++ is missing" unless system("command -v g++ >/dev/null 2>&1")
+    src = File.join(@rt.workdir, "cxx_burn.cc")
+    lib = File.join(@rt.workdir, "libcxx_burn.so")
+    File.write(src, CXX_BURN)
+    _, err, st = Open3.capture3("g++", "-shared", "-fPIC", "-O1", "-o", lib, src)
+    check(st.success?, "g++ failed: #{err}")
+    r = profile_script("cxx_work.rb", lib, duration: 5, flags: ["--stacks", "mixed"])
+    prof = r.prof
+    in_cxx = r.samples.select do |s|
+      frames = prof.frames(s)
+      i = frames.index { |l| l.name == "ns::Class::method(int)" && l.file.end_with?("libcxx_burn.so") }
+      i && frames[(i + 1)..].any? { |l| method?(l, "burn_loop") }
+    end
+    n = in_cxx.sum(&:count)
+    mangled = r.samples.count { |s| prof.frames(s).any? { |l| l.name.start_with?("_Z") } }
+    leaves = r.samples.max_by(&:count)
+    check(n >= 0.5 * r.total,
+          "only #{n}/#{r.total} samples in ns::Class::method(int) under burn_loop; most frequent:\n  " +
+          prof.frames(leaves).first(6).map { |l| "#{fmt(l, prof)} (#{prof.mappings[l.mapping]})" }.join("\n  "))
+    check(mangled.zero?, "#{mangled} samples with a mangled name")
+    "#{n}/#{r.total} samples in ns::Class::method(int)"
+  end
+
+  # The block's value once truthy, polled until a generous deadline.
+  def native_wait(what, timeout = 60)
+    deadline = Time.now + timeout
+    until (v = yield)
+      fail!("#{what}: not after #{timeout} s") if Time.now > deadline
+      sleep 0.2
+    end
+    v
   end
 
   # [[sample, frames, index of the Zlib::Deflate.deflate frame]], and their count: at least half
@@ -51,6 +174,17 @@ class E2E
   # A native frame: its mapping is its object (pprof -raw prints the build id after the path).
   def native?(prof, loc)
     loc.file.start_with?("/") && prof.mappings[loc.mapping] =~ /\A#{Regexp.escape(loc.file)}( \h{40})?\z/
+  end
+
+  # A dynamic symbol's address in process pid: its value (readelf) plus where the process mapped
+  # the file's offset 0 (/proc/PID/maps); nil without readelf.
+  def symbol_address(pid, path, name)
+    return nil unless system("command -v readelf >/dev/null 2>&1")
+    out, = Open3.capture2("readelf", "-W", "--dyn-syms", File.join(@rt.root || "/", path), err: File::NULL)
+    value = out.lines.map(&:split).find { |f| f[7] == name && f[3] == "FUNC" }&.dig(1)
+    base = File.readlines("/proc/#{pid}/maps").map(&:split)
+               .find { |f| f[5] == path && f[2].to_i(16).zero? }&.first&.split("-")&.first
+    value && base && Integer(value, 16) + Integer(base, 16)
   end
 
   # The GNU build id of a file as the test's Ruby sees it (readelf), nil without readelf.

@@ -6,6 +6,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <string.h>
 #include <unistd.h>
@@ -278,5 +279,126 @@ Test(unwind, marks_the_cold_part_of_a_function)
 	cr_assert_eq(marks[2], 1,
 		     "frame 2, in unwind_test_split.cold, is inside unwind_test_split");
 	cr_assert_eq(marked, 1);
+	unwinder__free(u);
+}
+
+/* A child forked from this process, stopped in pause() until killed: its mappings are ours. */
+static pid_t paused_child(void)
+{
+	pid_t child = fork();
+
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	return child;
+}
+
+static void reap(pid_t child)
+{
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+}
+
+Test(unwind, forked_processes_share_their_objects)
+{
+	struct unwinder *u = unwinder__new(0);
+	pid_t a = paused_child(), b = paused_child();
+	struct unwinder_stats st, st1;
+	struct unwind_result res;
+	uint64_t pcs[UNWIND_MAX_FRAMES];
+	struct unwind_sym sym;
+
+	cr_assert_eq(unwind_test_level1(COPY_MAX), 3);
+	struct unwind_input in = input_of(0);
+
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	unwinder_stats(u, &st1);
+	cr_assert_geq(st1.elf.misses, 1, "this test binary at least was parsed");
+	cr_assert_eq(st1.elf.hits, 0);
+	cr_assert_eq(st1.elf.objects, st1.elf.misses);
+	cr_assert_gt(st1.elf.bytes, 0);
+	/* the children map the same files: nothing more is parsed, each object is shared */
+	in.pid = in.tid = a;
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	in.pid = in.tid = b;
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	cr_assert_eq(unwinder_symbolize(u, b, pcs[1] - 1, &sym), 0);
+	cr_assert_str_eq(sym.name, "unwind_test_level2");
+	unwinder_stats(u, &st);
+	cr_assert_eq(st.elf.misses, st1.elf.misses, "%lu files parsed again",
+		     (unsigned long)(st.elf.misses - st1.elf.misses));
+	cr_assert_eq(st.elf.hits, 2 * st1.elf.misses);
+	/* freed with the last process that uses them, not before */
+	unwinder_forget(u, getpid());
+	unwinder_forget(u, a);
+	unwinder_stats(u, &st);
+	cr_assert_eq(st.elf.freed, 0);
+	cr_assert_eq(st.elf.objects, st1.elf.misses);
+	unwinder_forget(u, b);
+	unwinder_stats(u, &st);
+	cr_assert_eq(st.elf.freed, st1.elf.misses);
+	cr_assert_eq(st.elf.objects, 0);
+	cr_assert_eq(st.elf.bytes, 0);
+	reap(a);
+	reap(b);
+	unwinder__free(u);
+}
+
+/* A process forgotten while others are kept: the others' unwinding state does not move under
+ * their Dwfl (whose callbacks hold it). */
+Test(unwind, forget_keeps_the_others)
+{
+	struct unwinder *u = unwinder__new(0);
+	pid_t a = paused_child(), b = paused_child();
+	struct unwind_result res;
+	uint64_t pcs[UNWIND_MAX_FRAMES];
+	pid_t order[3] = {getpid(), a, b};
+	size_t i;
+
+	cr_assert_eq(unwind_test_level1(COPY_MAX), 3);
+	struct unwind_input in = input_of(0);
+
+	for (i = 0; i < 3; i++) {
+		in.pid = in.tid = order[i];
+		cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	}
+	unwinder_forget(u, getpid());
+	/* b's state took the forgotten one's place; a new process takes b's old one */
+	in.pid = in.tid = getpid();
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	in.pid = in.tid = b;
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	cr_assert_eq(res.end, UNWIND_END_OUTERMOST, "b's unwind ended %d after %zu frames", res.end,
+		     res.n);
+	cr_assert_eq(find_frame(u, pcs, res.n, "unwind_test_level1"), 2);
+	reap(a);
+	reap(b);
+	unwinder__free(u);
+}
+
+/* A frame's symbol says where its function starts and where its object is mapped (what a pprof
+ * Location and Mapping carry for a server to symbolize). */
+Test(unwind, function_entry_and_object_range)
+{
+	struct unwinder *u = unwinder__new(0);
+	struct unwind_result res;
+	uint64_t pcs[UNWIND_MAX_FRAMES];
+	uint64_t entry = (uint64_t)(uintptr_t)unwind_test_level2;
+	struct unwind_sym sym;
+
+	cr_assert_eq(unwind_test_level1(COPY_MAX), 3);
+	struct unwind_input in = input_of(0);
+
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	cr_assert_eq(unwinder_symbolize(u, getpid(), pcs[1] - 1, &sym), 0);
+	cr_assert_str_eq(sym.name, "unwind_test_level2");
+	cr_assert_eq(sym.func_addr, entry, "entry %#lx, want %#lx", (unsigned long)sym.func_addr,
+		     (unsigned long)entry);
+	cr_assert_neq(pcs[1] - 1, entry, "a call site inside the function, not its entry");
+	cr_assert(sym.mod_start <= entry && entry < sym.mod_end);
+	/* a PIE's first segment is its headers, at file offset 0 */
+	cr_assert_eq(sym.mod_offset, 0);
 	unwinder__free(u);
 }

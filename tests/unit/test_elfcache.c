@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The shared ELF objects on real files: this test binary, a copy of it (another inode, the same
+ * build id), and libc; opened twice, shared once, freed with the last reference.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "elfcache.h"
+
+static int open_self(void)
+{
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+
+	cr_assert_geq(fd, 0);
+	return fd;
+}
+
+/* A copy of this binary in a new file: another inode, the same bytes and build id. */
+static int open_copy(char *path, size_t size)
+{
+	char buf[65536];
+	ssize_t n;
+	int in = open_self(), out;
+
+	snprintf(path, size, "/tmp/rp-elfcache-XXXXXX");
+	out = mkstemp(path);
+	cr_assert_geq(out, 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		cr_assert_eq(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+	out = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(out, 0);
+	return out;
+}
+
+Test(elfcache, same_file_and_same_build_id_are_shared)
+{
+	struct elfcache *c = elfcache__new(0);
+	struct elfcache_obj *a, *b, *copy;
+	struct elfcache_stats st;
+	struct stat self;
+	char path[64];
+	Elf *e;
+
+	cr_assert_not_null(c);
+	a = elfcache_get(c, open_self());
+	cr_assert_not_null(a, "%s", strerror(errno));
+	cr_assert_eq(strlen(elfcache_obj_build_id(a)), 40, "build id '%s'",
+		     elfcache_obj_build_id(a));
+	b = elfcache_get(c, open_self());
+	cr_assert_eq(a, b, "the same file is one object");
+	copy = elfcache_get(c, open_copy(path, sizeof(path)));
+	unlink(path);
+	cr_assert_eq(a, copy, "a copy with the same build id is the same object");
+	elfcache_stats(c, &st);
+	cr_assert_eq(st.misses, 1);
+	cr_assert_eq(st.hits, 2);
+	cr_assert_eq(st.objects, 1);
+	cr_assert_eq(stat("/proc/self/exe", &self), 0);
+	cr_assert_eq(st.bytes, (uint64_t)self.st_size);
+
+	/* a holder's reference outlives the cache's */
+	e = elfcache_obj_elf(a);
+	cr_assert_eq(elf_kind(e), ELF_K_ELF);
+	elfcache_put(c, a);
+	elfcache_put(c, b);
+	elfcache_stats(c, &st);
+	cr_assert_eq(st.freed, 0, "one reference is left");
+	elfcache_put(c, copy);
+	elfcache_stats(c, &st);
+	cr_assert_eq(st.freed, 1);
+	cr_assert_eq(st.objects, 0);
+	cr_assert_eq(st.bytes, 0);
+	cr_assert_not_null(elf_getident(e, NULL), "the holder's Elf is still readable");
+	cr_assert_eq(elf_end(e), 0);
+	elfcache__free(c);
+}
+
+Test(elfcache, bound_and_non_elf)
+{
+	struct elfcache *c = elfcache__new(1);
+	struct elfcache_obj *a;
+	struct elfcache_stats st;
+	int fd;
+
+	a = elfcache_get(c, open_self());
+	cr_assert_not_null(a);
+	/* full: another file is left to the caller, open, and counted */
+	fd = open("/bin/sh", O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_null(elfcache_get(c, fd));
+	cr_assert_eq(errno, ENOSPC);
+	cr_assert_eq(fcntl(fd, F_GETFD), FD_CLOEXEC, "the fd is still open");
+	close(fd);
+	elfcache_stats(c, &st);
+	cr_assert_eq(st.full, 1);
+	cr_assert_eq(st.peak, 1);
+	/* the same file as the one held is still shared at the bound */
+	cr_assert_eq(elfcache_get(c, open_self()), a);
+	elfcache_put(c, a);
+	elfcache_put(c, a);
+	/* not ELF: refused, fd closed */
+	fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	cr_assert_null(elfcache_get(c, fd));
+	cr_assert_eq(errno, ENOEXEC);
+	cr_assert_eq(fcntl(fd, F_GETFD), -1);
+	elfcache__free(c);
+}
