@@ -21,6 +21,10 @@ struct sampler_opts {
 	size_t ringbuf_bytes;	   /* power of two, multiple of the page size */
 	bool stacks_mixed;	   /* also copy user registers and stacks (RP_REC_USTACK) */
 	unsigned int ustack_bytes; /* mixed: bytes of stack above sp, RP_USTACK_MIN..MAX */
+	bool kernel_stacks;	   /* mixed: the kernel stack of each sample too (RP_REC_KSTACK) */
+	unsigned int native_procs; /* mixed: RP_NATIVE_*: processes that are no Ruby sampled too */
+	const uint32_t *native_pids; /* RP_NATIVE_LISTED: those (at most RP_MAX_NATIVE_PIDS) */
+	size_t nnative_pids;
 };
 
 /* One complete sample; frames leaf first. `first` is the header of its first chunk. */
@@ -41,6 +45,8 @@ struct sampler_handlers {
 	void (*on_proc)(void *ctx, const struct rp_proc_event *ev); /* may be NULL */
 	/* size: the record's bytes (its copy's length is checked against it); may be NULL */
 	void (*on_ustack)(void *ctx, const struct rp_ustack *u, size_t size);
+	/* a sample's kernel stack (its size checked); may be NULL */
+	void (*on_kstack)(void *ctx, const struct rp_kstack *k);
 	void *ctx;
 };
 
