@@ -172,7 +172,8 @@ struct kallsyms *kallsyms__new(const char *path)
 		err = -EIO;
 		goto cleanup;
 	}
-	qsort(k->syms, k->n, sizeof(*k->syms), cmp_sym);
+	if (k->n)
+		qsort(k->syms, k->n, sizeof(*k->syms), cmp_sym);
 	k->stats.syms = k->n;
 cleanup:
 	free(line);

@@ -757,10 +757,19 @@ static void reload(struct service *sv, int64_t now)
 			 "with a restart");
 	ncfg->clock_wall = old->clock_wall;
 	/* the BPF program is loaded with them */
-	if (ncfg->stacks_mixed != old->stacks_mixed || ncfg->ustack_bytes != old->ustack_bytes)
-		log_warn("reload: stacks and ustack_bytes change only with a restart");
+	if (ncfg->stacks_mixed != old->stacks_mixed || ncfg->ustack_bytes != old->ustack_bytes ||
+	    ncfg->kernel_stacks != old->kernel_stacks || ncfg->native_procs != old->native_procs ||
+	    ncfg->nnative_pids != old->nnative_pids ||
+	    memcmp(ncfg->native_pids, old->native_pids,
+		   old->nnative_pids * sizeof(*old->native_pids)))
+		log_warn("reload: stacks, ustack_bytes, kernel_stacks and native_processes change "
+			 "only with a restart");
 	ncfg->stacks_mixed = old->stacks_mixed;
 	ncfg->ustack_bytes = old->ustack_bytes;
+	ncfg->kernel_stacks = old->kernel_stacks;
+	ncfg->native_procs = old->native_procs;
+	ncfg->nnative_pids = old->nnative_pids;
+	memcpy(ncfg->native_pids, old->native_pids, sizeof(old->native_pids));
 	snprintf(ncfg->spool_dir, sizeof(ncfg->spool_dir), "%s", old->spool_dir);
 	snprintf(ncfg->metrics_address, sizeof(ncfg->metrics_address), "%s", old->metrics_address);
 	ncfg->max_frames = old->max_frames;
@@ -831,6 +840,10 @@ static int setup(struct service *sv)
 		.max_frames = sv->cfg->max_frames,
 		.stacks_mixed = sv->cfg->stacks_mixed,
 		.ustack_bytes = sv->cfg->ustack_bytes,
+		.kernel_stacks = sv->cfg->kernel_stacks,
+		.native_procs = sv->cfg->native_procs,
+		.native_pids = sv->cfg->native_pids,
+		.nnative_pids = sv->cfg->nnative_pids,
 		.clock_wall = sv->cfg->clock_wall,
 		.pids = sv->cfg->pids,
 		.npids = sv->cfg->npids,
