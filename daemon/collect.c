@@ -159,9 +159,17 @@ static struct target *find(const struct collector *c, pid_t pid)
 							    : NULL;
 }
 
-const struct ruby_target *collector_find(const struct collector *c, pid_t pid)
+/* A kept Ruby (not a process kept for its native samples alone, which has no symbolizer). */
+static struct target *find_ruby(const struct collector *c, pid_t pid)
 {
 	struct target *t = find(c, pid);
+
+	return t && !t->alone ? t : NULL;
+}
+
+const struct ruby_target *collector_find(const struct collector *c, pid_t pid)
+{
+	struct target *t = find_ruby(c, pid);
 
 	return t ? &t->t : NULL;
 }
@@ -257,7 +265,7 @@ int collector_add(struct collector *c, const struct ruby_target *rt, const char 
 
 int collector_update(struct collector *c, const struct ruby_target *rt)
 {
-	struct target *t = find(c, rt->pid);
+	struct target *t = find_ruby(c, rt->pid);
 
 	if (!t)
 		return -ENOENT;
@@ -273,7 +281,7 @@ int collector_update(struct collector *c, const struct ruby_target *rt)
 
 int collector_fork(struct collector *c, pid_t child, pid_t parent, struct ruby_target *out)
 {
-	struct target *pt = find(c, parent);
+	struct target *pt = find_ruby(c, parent);
 	struct ruby_target rt;
 
 	if (!pt)
@@ -1147,7 +1155,7 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 	int ret;
 
 	c->stats.stacks++;
-	t = find(c, (pid_t)st->first->hdr.pid);
+	t = find_ruby(c, (pid_t)st->first->hdr.pid);
 	if (!t) {
 		c->stats.unknown_pid++;
 		return;
