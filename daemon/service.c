@@ -498,6 +498,31 @@ static void render(void *ctx, struct mbuf *b)
 			"Per-process unwinding states dropped at their bound.",
 			c.native.unw.evicted);
 	}
+	if (c.native_on && sv->cfg->kernel_stacks) {
+		counter(b, "rubyprofd_kernel_stacks_total",
+			"Kernel stacks put under native frames (kernel_stacks).",
+			c.collector.kernel_stacks);
+		counter(b, "rubyprofd_kernel_stacks_lost_total",
+			"Kernel stacks lost: the ring buffer was full, or their sample was.",
+			bpf[RP_STAT_KSTACK_LOST] + c.collector.kernel_unpaired);
+		counter(b, "rubyprofd_kernel_frames_unnamed_total",
+			"Kernel frames without a name (no CAP_SYSLOG, or no symbol).",
+			c.collector.kernel_unsymbolized);
+	}
+	if (c.native_on && sv->cfg->native_procs != RP_NATIVE_RUBY) {
+		counter(b, "rubyprofd_other_samples_total",
+			"Native samples of processes that are no Ruby (native_processes).",
+			c.collector.alone);
+		counter(b, "rubyprofd_other_samples_failed_total",
+			"Of those: not unwound (the process was gone, or its modules unreadable).",
+			c.collector.alone_failed);
+		counter(b, "rubyprofd_other_samples_dropped_total",
+			"Of those: dropped at the bound of such processes kept at once.",
+			c.collector.alone_dropped);
+		counter(b, "rubyprofd_other_processes_total",
+			"Processes that are no Ruby kept for their native samples.",
+			c.collector.alone_procs);
+	}
 	if (c.wall_on) {
 		counter(b, "rubyprofd_wall_runs_total",
 			"Wall-clock iterator runs that walked a process's thread list.",
