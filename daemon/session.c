@@ -235,7 +235,8 @@ static int enable_native_extras(struct session *s, const struct session_opts *op
 			return err;
 		else if (err)
 			log_warn("kernel stacks: cannot read /proc/kallsyms: %s (a systemd unit's "
-				 "ProtectKernelTunables=yes hides it); kernel frames are kept unnamed",
+				 "ProtectKernelTunables=yes hides it); kernel frames are kept "
+				 "unnamed",
 				 strerror(-err));
 	}
 	if (opts->native_procs != RP_NATIVE_RUBY)
