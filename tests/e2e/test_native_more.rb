@@ -3,9 +3,11 @@
 # stacks of processes that are no Ruby (--native-processes).
 require "open3"
 require "tmpdir"
+require "etc"
+require "fileutils"
 
 class E2E
-  host_only :test_native_processes
+  host_only :test_native_processes, :test_native_kernel_syslog
 
   KERNEL_FILE = "[kernel.kallsyms]"
 
@@ -106,5 +108,42 @@ class E2E
     n = prof.samples_of(a).size + prof.samples_of(b).size
     check(n.zero?, "#{n} samples of programs that are no Ruby without --native-processes")
     "listed: #{la} samples (the other: #{lb}); all: #{aa} and #{ab}; without: none"
+  end
+
+  # Kernel frames need CAP_SYSLOG for their names (kernel.kptr_restrict, or perf_event_paranoid
+  # above 1, hides /proc/kallsyms's addresses from others): run as nobody with the required
+  # capabilities, without it the daemon names the capability and keeps the frames unnamed,
+  # counted; with it they have names.
+  def test_native_kernel_syslog
+    facts = start("pipe_syscalls.rb")
+    dir = Dir.mktmpdir("rubyprof-syslog-")
+    File.chmod(01777, dir)
+    run = lambda do |caps|
+      out = File.join(dir, "k-#{rand(1 << 30)}.pb.gz")
+      stdout, stderr, st = Open3.capture3(*as_user(Etc.getpwnam("nobody").uid, caps, RUBYPROFD, "--oneshot",
+                                                   "--pid", facts["pid"].to_s, "--duration", "3", "--stacks",
+                                                   "mixed", "--kernel-stacks", "-o", out))
+      check(st.success?, "with #{caps.join(", ")}: exit #{st.inspect}\n#{stderr}")
+      [stdout, stderr, PprofRaw.read(out)]
+    end
+    stdout, stderr, prof = run.(PRIVS_REQUIRED)
+    unnamed = stdout[/^kernel: .*?(\d+) unnamed/, 1].to_i
+    if File.read("/proc/sys/kernel/kptr_restrict").to_i.positive? ||
+       File.read("/proc/sys/kernel/perf_event_paranoid").to_i > 1
+      check(stderr =~ /lacks CAP_SYSLOG/, "without CAP_SYSLOG, the warning does not name it:\n#{stderr}")
+      check(unnamed.positive?, "without CAP_SYSLOG: #{stdout[/^kernel:.*/].inspect}")
+      check(prof.samples.any? { |s| prof.frames(s).any? { |l| l.name == "[unknown kernel function]" } },
+            "no [unknown kernel function] frame without CAP_SYSLOG")
+    else
+      raise Skip, "this kernel shows /proc/kallsyms's addresses to every user"
+    end
+    stdout, stderr, prof = run.(PRIVS_REQUIRED + ["syslog"])
+    check(stderr !~ /CAP_SYSLOG/, "with CAP_SYSLOG, still a warning:\n#{stderr}")
+    named = prof.samples.count { |s| prof.frames(s).any? { |l| l.name == "vfs_read" } }
+    check(named.positive? && stdout[/^kernel: .*?(\d+) unnamed/, 1] == "0",
+          "with CAP_SYSLOG: #{named} samples in vfs_read; #{stdout[/^kernel:.*/].inspect}")
+    "without CAP_SYSLOG: #{unnamed} unnamed frames and the warning; with it: #{named} samples in vfs_read"
+  ensure
+    FileUtils.rm_rf(dir) if dir
   end
 end
