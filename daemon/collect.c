@@ -990,26 +990,34 @@ static void find_gone(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
 		g->pids[g->n++] = t->t.pid;
 }
 
+void collector_sweep_alone(struct collector *c)
+{
+	struct gone g = {0};
+	size_t i;
+
+	if (!c->nalone)
+		return;
+	g.max = c->nalone;
+	g.pids = calloc(g.max, sizeof(*g.pids));
+	if (!g.pids)
+		return;
+	hmap_foreach(&c->by_pid, find_gone, &g);
+	for (i = 0; i < g.n; i++)
+		collector_remove(c, g.pids[i]);
+	free(g.pids);
+}
+
 /* A process that is no Ruby, kept from its first sample on. NULL: at the bound (counted). */
 static struct target *alone_target(struct collector *c, pid_t pid)
 {
 	char service[128] = "";
 	struct agg_proc_info info = {.pid = pid, .nspid = pid, .service = service};
-	struct gone g = {0};
 	struct target *t;
-	size_t i;
 	int err;
 
 	/* their exits are not reported (only a Ruby's are): the bound makes room for the gone */
 	if (c->nalone >= c->alone_max) {
-		g.max = c->nalone;
-		g.pids = calloc(g.max, sizeof(*g.pids));
-		if (g.pids) {
-			hmap_foreach(&c->by_pid, find_gone, &g);
-			for (i = 0; i < g.n; i++)
-				collector_remove(c, g.pids[i]);
-			free(g.pids);
-		}
+		collector_sweep_alone(c);
 		if (c->nalone >= c->alone_max) {
 			c->stats.alone_dropped++;
 			return NULL;

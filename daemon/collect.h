@@ -101,6 +101,9 @@ int collector_enable_alone(struct collector *c, size_t max_procs, collector_iden
 			   void *ctx);
 /* A process ran exec: a kept non-Ruby process of that pid is a new program. */
 void collector_forget_alone(struct collector *c, pid_t pid);
+/* Forgets the kept non-Ruby processes that exited (their exits are not reported, only a Ruby's):
+ * their samples stay in the aggregate until the interval ends. */
+void collector_sweep_alone(struct collector *c);
 
 /* The native side's counters; false when mixed stacks are off. */
 bool collector_native_stats(const struct collector *c, struct native_stats *out);

@@ -441,6 +441,8 @@ void session_scan(struct session *s, int64_t now)
 	/* samples of a process found gone must be symbolized before it is forgotten */
 	consume(s, now);
 	tracker_scan(s->tracker, now);
+	/* processes kept for their native samples alone: freed once they are gone */
+	collector_sweep_alone(s->coll);
 }
 
 bool session_has_lifecycle(const struct session *s)

@@ -183,6 +183,10 @@ Test(alone, a_lone_stack_is_a_whole_sample_with_its_kernel_frames)
 	collector_forget_alone(c, getpid());
 	collector_on_ustack(c, rec, rec_size);
 	cr_assert_eq(identified, 2);
+	/* alive: kept by a sweep */
+	collector_sweep_alone(c);
+	collector_on_ustack(c, rec, rec_size);
+	cr_assert_eq(identified, 2);
 	collector__free(c);
 	agg__free(a);
 }
