@@ -16,7 +16,9 @@
 # BENCH_ONLY=bpf runs only the BPF rows (the cost of another process's sample and the BPF time per
 # sample by stack depth, beside the floor and floor + shipping, with the daemon's CPU per sample):
 # about two minutes, for comparing BPF-side changes. BENCH_ONLY=idle runs only the service's idle
-# rows (no Ruby, one Ruby; a minute each).
+# rows (no Ruby, one Ruby; a minute each). BENCH_ONLY=mixed runs only the mixed-stacks rows
+# (--stacks mixed beside --stacks ruby, alternated, by depth and with a zlib workload; a few
+# minutes).
 require "json"
 require "fileutils"
 require "zlib"
@@ -68,6 +70,10 @@ WALL_PARK_DEPTH = 30         # bench/target.rb PARK_DEPTH
 WALL_STEADY_S = 5 * SCALE    # the daemon's and the iterator's CPU: a window with sampling on
 WALL_TOGGLE_S = 8 * SCALE    # the slowdown: sampling switched off and on every TOGGLE_PHASE s
 BPF_PROG_TYPE_TRACING = 26
+# BENCH_ONLY=mixed: Ruby frames of the mixed rows' workloads ("deep" spins in Ruby, "zlib" in libz).
+MIXED_CASES = [["deep", 10], ["deep", 100], ["deep", 1000], ["zlib", 10], ["zlib", 100]].freeze
+MIXED_PAIRS = 3
+MIXED_PHASE = 3.0 * SCALE
 # BENCH_ONLY=idle runs only the service's idle rows (two minutes; no bpfbench needed).
 IDLE_HZ = 19
 IDLE_S = 60 * SCALE
@@ -85,7 +91,7 @@ HEADER = File.read(File.join(SRC, "include", "rubyprof.h"))
 def header_const(name)
   Integer(HEADER[/^#define #{name}\s+(\d+)/, 1] || raise("#{name} not in include/rubyprof.h"))
 end
-RP_STAT = %w[SAMPLES RUBY_SAMPLES RUBY_STACKS FRAMES RB_DROPPED PROC_EVENTS].to_h { |n| [n, header_const("RP_STAT_#{n}")] }
+RP_STAT = %w[SAMPLES RUBY_SAMPLES RUBY_STACKS FRAMES RB_DROPPED PROC_EVENTS USTACKS USTACK_LOST NATIVE_ALONE].to_h { |n| [n, header_const("RP_STAT_#{n}")] }
 RP_WSTAT = %w[RUNS THREADS CUT RUN_NS REUSED CACHE_MISS CURSOR].to_h { |n| [n, header_const("RP_WSTAT_#{n}")] }
 RP_EC_TLS_STATIC = header_const("RP_EC_TLS_STATIC")
 BPF_PROG_TYPE_PERF_EVENT = 7
@@ -360,7 +366,11 @@ class Bench
     old_stats = File.read("/proc/sys/kernel/bpf_stats_enabled").strip
     File.write("/proc/sys/kernel/bpf_stats_enabled", "1")
     begin
-      if ONLY != "harm" && ONLY != "idle" && ONLY != "wall"
+      if ONLY == "mixed"
+        measure_c0
+        measure_mixed
+        measure_other_processes
+      elsif ONLY != "harm" && ONLY != "idle" && ONLY != "wall"
         measure_interrupt unless ONLY_BPF
         measure_c0
         measure_depths
@@ -372,7 +382,7 @@ class Bench
       end
       measure_wall if ONLY == "wall"
       measure_idle unless ONLY && ONLY != "idle"
-      measure_harm unless ONLY_BPF || ONLY == "idle" || ONLY == "wall"
+      measure_harm unless ONLY_BPF || ONLY == "idle" || ONLY == "wall" || ONLY == "mixed"
     ensure
       File.write("/proc/sys/kernel/bpf_stats_enabled", old_stats)
     end
@@ -532,6 +542,102 @@ class Bench
       log format("  rubyprofd %s µs, floor %s µs, floor + shipping %s µs, %.1f frames/stack; daemon %s µs CPU per sample",
                  fmt.call(ours), fmt.call(floor), fmt.call(floor_rb), ours.first[:frames_per_stack],
                  ours.map { |o| o[:daemon_ns] ? format('%.1f', o[:daemon_ns] / 1e3) : "n/a" }.join("/"))
+    end
+  end
+
+  # -- 3b. mixed stacks: --stacks mixed beside --stacks ruby --------------------------------------
+
+  # BPF time and daemon CPU per sample of the same two Rubies, profiled in Ruby mode and in mixed
+  # mode alternately (MIXED_PAIRS times each), so that the ratio of the two is of one run.
+  def measure_mixed
+    @r[:mixed] = {}
+    MIXED_CASES.each do |kind, depth|
+      key = "#{kind}-#{depth}"
+      log "mixed stacks, #{kind} at #{depth} Ruby frames: --stacks ruby and --stacks mixed alternated, #{MIXED_PAIRS} times at #{DEPTH_HZ} Hz"
+      spinners = [0, @wcpu].map { |c| ruby(kind, depth.to_s, cpus: c, nice: 10) }
+      spinners.each { |s| s.wait_for(/READY/) }
+      pids = spinners.map(&:pid)
+      runs = { "ruby" => [], "mixed" => [] }
+      MIXED_PAIRS.times do
+        %w[ruby mixed].each do |mode|
+          rp = Rubyprofd.new(["-F", DEPTH_HZ.to_s, "--stacks", mode, *pids.flat_map { |p| ["--pid", p.to_s] }],
+                             output: File.join(OUT, "mixed-#{key}-#{mode}.pb.gz"), register: pids, cpus: "0")
+          sleep 0.3
+          a = rp.snapshot
+          cpu0 = cpu_ns(rp.pid)
+          sleep MIXED_PHASE
+          cpu1 = cpu_ns(rp.pid)
+          b = rp.snapshot
+          rp.stop
+          d = delta(a, b)
+          c = ->(k) { b[:counters].fetch(RP_STAT.fetch(k), 0) - a[:counters].fetch(RP_STAT.fetch(k), 0) }
+          runs[mode] << d.merge(per_sample_ns: per_ruby_sample(d, @r[:c0][:ours_ns]),
+                                daemon_ns: d[:ruby_samples].zero? ? nil : (cpu1 - cpu0) / d[:ruby_samples].to_f,
+                                ustacks: c["USTACKS"], ustack_lost: c["USTACK_LOST"],
+                                native_line: rp.text[/^native: .*/])
+        end
+      end
+      spinners.each { |s| s.stop(:KILL) }
+      ratio = ->(k) { runs["mixed"].zip(runs["ruby"]).filter_map { |m, r| m[k] && r[k] && m[k] / r[k] } }
+      @r[:mixed][key] = { kind: kind, depth: depth, runs: runs, bpf_ratios: ratio.(:per_sample_ns),
+                          daemon_ratios: ratio.(:daemon_ns) }
+      fmt = ->(xs, k) { xs.map { |x| x[k] ? format('%.1f', x[k] / 1e3) : "n/a" }.join("/") }
+      log format("  BPF µs per sample: ruby %s, mixed %s; daemon µs CPU per sample: ruby %s, mixed %s",
+                 fmt.(runs["ruby"], :per_sample_ns), fmt.(runs["mixed"], :per_sample_ns),
+                 fmt.(runs["ruby"], :daemon_ns), fmt.(runs["mixed"], :daemon_ns))
+    end
+  end
+
+  # --native-processes all: the cost of a sample of a process that is no Ruby (two C-level
+  # spinners: Rubies not registered, sampled as native processes), BPF and daemon.
+  def measure_other_processes
+    log "mixed stacks of other processes: BPF and daemon cost per sample with --native-processes all"
+    spinners = [0, @wcpu].map { |c| ruby("deep", "10", cpus: c, nice: 10) }
+    spinners.each { |s| s.wait_for(/READY/) }
+    sleeper = Child.new(%w[sleep 3600])
+    runs = MIXED_PAIRS.times.map do
+      rp = Rubyprofd.new(["-F", DEPTH_HZ.to_s, "--stacks", "mixed", "--native-processes", "all",
+                          "--pid", sleeper.pid.to_s], output: File.join(OUT, "other.pb.gz"), cpus: "0")
+      sleep 0.3
+      a = rp.snapshot
+      cpu0 = cpu_ns(rp.pid)
+      sleep MIXED_PHASE
+      cpu1 = cpu_ns(rp.pid)
+      b = rp.snapshot
+      rp.stop
+      d = delta(a, b)
+      n = b[:counters].fetch(RP_STAT.fetch("NATIVE_ALONE"), 0) - a[:counters].fetch(RP_STAT.fetch("NATIVE_ALONE"), 0)
+      { bpf_ns: d[:run_time_ns] / [d[:run_cnt], 1].max.to_f, samples: d[:run_cnt], alone: n,
+        daemon_ns: n.zero? ? nil : (cpu1 - cpu0) / n.to_f, line: rp.text[/^other processes: .*/] }
+    end
+    sleeper.stop(:KILL)
+    spinners.each { |s| s.stop(:KILL) }
+    @r[:other] = runs
+    log format("  BPF %s µs per sample (Ruby mode, another process: %.1f µs); daemon %s µs CPU per native sample",
+               runs.map { |r| format('%.1f', r[:bpf_ns] / 1e3) }.join("/"), @r[:c0][:ours_ns] / 1e3,
+               runs.map { |r| r[:daemon_ns] ? format('%.0f', r[:daemon_ns] / 1e3) : "n/a" }.join("/"))
+  end
+
+  def other_row
+    runs = @r[:other]
+    ["Mixed stacks of every process (--native-processes all)", format("%d Hz, 2 busy processes, --oneshot", DEPTH_HZ),
+     "BPF #{spread(runs.map { |r| r[:bpf_ns] / 1e3 }, '%.1f')} µs per sample (all samples); daemon " \
+       "#{spread(runs.filter_map { |r| r[:daemon_ns] && r[:daemon_ns] / 1e3 }, '%.0f')} µs CPU per native sample",
+     "Ruby mode: #{format('%.1f', @r[:c0][:ours_ns] / 1e3)} µs per sample of another process; " \
+       "#{runs.sum { |r| r[:alone] }} native samples; the daemon's figure includes a Dwfl per new process", "—", ""]
+  end
+
+  def mixed_rows
+    MIXED_CASES.map do |kind, depth|
+      m = @r[:mixed]["#{kind}-#{depth}"]
+      r, x = m[:runs]["ruby"], m[:runs]["mixed"]
+      us_of = ->(xs, k) { spread(xs.filter_map { |o| o[k] && o[k] / 1e3 }, "%.1f") }
+      lost = x.sum { |o| o[:ustack_lost] }
+      ["Mixed stacks, #{kind == "zlib" ? "in zlib's deflate" : "spinning in Ruby"}, #{depth} Ruby frames",
+       format("%d Hz, 2 Rubies, --oneshot, ruby and mixed alternated", DEPTH_HZ),
+       "BPF #{us_of.(x, :per_sample_ns)} µs (ruby #{us_of.(r, :per_sample_ns)} µs, ×#{spread(m[:bpf_ratios], '%.1f')}); " \
+         "daemon #{us_of.(x, :daemon_ns)} µs (ruby #{us_of.(r, :daemon_ns)} µs, ×#{spread(m[:daemon_ratios], '%.1f')})",
+       "per sample; #{lost} copies lost; #{x.last[:native_line] || 'no summary'}", "—", ""]
     end
   end
 
@@ -1110,6 +1216,11 @@ class Bench
     return table_of([harm_row]) if ONLY == "harm"
     return table_of(idle_rows) if ONLY == "idle"
     return table_of(wall_rows) if ONLY == "wall"
+    if ONLY == "mixed"
+      c0 = @r[:c0]
+      return table_of([["BPF time per sample of another process", "#{DEPTH_HZ} Hz", "#{format('%.0f', c0[:ours_ns])} ns",
+                        "Ruby mode; mixed mode runs the same instructions for them", "—", ""], *mixed_rows, other_row])
+    end
 
     rows = []
     irq = @r[:irq]

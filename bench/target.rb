@@ -14,6 +14,9 @@
 #   target.rb deep N
 #       Recurses until the thread has N control frames (as rubyprofd counts them: caller_locations
 #       + 1), prints "READY", then spins there.
+#   target.rb zlib N
+#       As deep N, then compresses with Zlib::Deflate.deflate there, over and over: most samples
+#       in libz, the native frames of a C extension above N Ruby frames.
 #   target.rb stamp T0_NS PREFIX SECONDS
 #       T0_NS is CLOCK_MONOTONIC just before this process was exec'd. Spends each millisecond
 #       since T0 in its own method PREFIX_<ms>ms, so the first such method in a profile tells
@@ -122,6 +125,18 @@ def down(n)
   end
 end
 
+def down_zlib(n)
+  if n.positive?
+    down_zlib(n - 1)
+  else
+    require "zlib"
+    r = Random.new(42)
+    data = Array.new(20_000) { r.rand(1 << 16).to_s(36) }.join(" ")
+    puts "READY"
+    Zlib::Deflate.deflate(data, Zlib::BEST_COMPRESSION) while true
+  end
+end
+
 def stamp(t0, prefix, seconds)
   puts "BOOT #{now_ns - t0}"
   stop = t0 + (seconds * 1e9).to_i
@@ -145,6 +160,7 @@ when "workload"
   workload(ARGV.fetch(1), ARGV.include?("quiet"),
            ARGV.include?("threads") ? Integer(ARGV.fetch(ARGV.index("threads") + 1)) : 1)
 when "deep" then down(Integer(ARGV.fetch(1)) - 2)
+when "zlib" then down_zlib(Integer(ARGV.fetch(1)) - 2)
 when "stamp" then stamp(Integer(ARGV.fetch(1)), ARGV.fetch(2), Float(ARGV.fetch(3)))
-else abort "usage: target.rb workload methods|blocks [quiet] [threads N] | deep N | stamp T0_NS PREFIX SECONDS"
+else abort "usage: target.rb workload methods|blocks [quiet] [threads N] | deep N | zlib N | stamp T0_NS PREFIX SECONDS"
 end

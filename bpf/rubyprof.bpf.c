@@ -48,6 +48,61 @@ static __always_inline __u64 process_start_time(struct task_struct *task)
 /* Pages of the copy, the page sp is in included (RP_USTACK_DEFAULT / RP_USTACK_PAGE + 1). */
 const volatile __u32 ustack_pages = RP_USTACK_DEFAULT / RP_USTACK_PAGE + 1;
 
+/* --kernel-stacks (mixed only): each sample's kernel stack too, as RP_REC_KSTACK. */
+const volatile __u32 kernel_stacks = 0;
+
+/*
+ * --native-processes (mixed only): RP_NATIVE_*. Read only after a sample missed `procs`, and a
+ * load-time constant: with RP_NATIVE_RUBY the verifier drops the branch, and a Ruby sample's
+ * path is the one it was.
+ */
+const volatile __u32 native_procs = RP_NATIVE_RUBY;
+
+/* RP_NATIVE_LISTED: the tgids whose native stacks are sampled (filled by the daemon). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RP_MAX_NATIVE_PIDS);
+	__type(key, __u32);
+	__type(value, __u8);
+} native_pids SEC(".maps");
+
+/*
+ * The sample's kernel stack (bpf_get_stack, kernel frames: the interrupted kernel code of a tick
+ * that found the thread in a system call or a page fault), as RP_REC_KSTACK; nothing for a tick
+ * in user mode. Written straight into the ring-buffer record.
+ */
+static __always_inline void rp_sample_kstack(void *ctx, __u32 tgid, __u32 tid, __u32 seq, __u64 now)
+{
+	struct rp_kstack *k;
+	long n;
+
+	k = bpf_ringbuf_reserve(&samples, sizeof(*k), 0);
+	if (!k) {
+		stat_add(RP_STAT_KSTACK_LOST, 1);
+		return;
+	}
+	n = bpf_get_stack(ctx, k->ips, sizeof(k->ips), 0);
+	if (n <= 0) {
+		bpf_ringbuf_discard(k, BPF_RB_NO_WAKEUP);
+		return;
+	}
+	k->hdr.version = RP_REC_VERSION;
+	k->hdr.kind = RP_REC_KSTACK;
+	k->hdr.state = RP_TSTATE_ON_CPU;
+	k->hdr.wunit = RP_WEIGHT_COUNT;
+	k->hdr.size = sizeof(*k);
+	k->hdr.weight = 0;
+	k->hdr.time_ns = now;
+	k->hdr.pid = tgid;
+	k->hdr.tid = tid;
+	k->cpu = bpf_get_smp_processor_id();
+	k->seq = seq;
+	k->n = (__u32)n / sizeof(__u64);
+	k->flags = 0;
+	stat_add(RP_STAT_KSTACKS, 1);
+	bpf_ringbuf_submit(k, rb_flags());
+}
+
 /*
  * The sampled thread's user registers and stack, as RP_REC_USTACK. The registers are those the
  * thread's entry into the kernel saved (task_pt_regs): the interrupted user code's even when the
@@ -56,7 +111,7 @@ const volatile __u32 ustack_pages = RP_USTACK_DEFAULT / RP_USTACK_PAGE + 1;
  * up, and stops at the first page that cannot be read (the top of the stack): what exists is sent.
  */
 static __always_inline void rp_sample_ustack(struct task_struct *task, __u32 tgid, __u32 tid,
-					     __u32 seq, __u64 now)
+					     __u32 seq, __u64 now, __u32 flags)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	struct rp_ustack *u;
@@ -73,7 +128,8 @@ static __always_inline void rp_sample_ustack(struct task_struct *task, __u32 tgi
 	u->hdr.state = RP_TSTATE_ON_CPU;
 	u->hdr.wunit = RP_WEIGHT_COUNT;
 	u->hdr.size = RP_USTACK_HDR_SIZE + ustack_pages * RP_USTACK_PAGE;
-	u->hdr.weight = 0; /* the Ruby stack of the sample carries its weight */
+	/* the Ruby stack of the sample carries its weight; a sample without one, this record */
+	u->hdr.weight = flags & RP_USTACK_ALONE ? 1 : 0;
 	u->hdr.time_ns = now;
 	u->hdr.pid = tgid;
 	u->hdr.tid = tid;
@@ -89,7 +145,8 @@ static __always_inline void rp_sample_ustack(struct task_struct *task, __u32 tgi
 	u->bp = BPF_CORE_READ(regs, regs[29]);
 #endif
 	u->len = 0;
-	u->flags = 0;
+	u->flags = flags;
+	bpf_get_current_comm(u->comm, sizeof(u->comm));
 	base = u->sp & ~(__u64)(RP_USTACK_PAGE - 1);
 #pragma unroll
 	for (i = 0; i < RP_USTACK_PAGES_MAX; i++) {
@@ -107,6 +164,26 @@ static __always_inline void rp_sample_ustack(struct task_struct *task, __u32 tgi
 	bpf_ringbuf_submit(u, rb_flags());
 }
 
+/*
+ * --native-processes: a sample of a process that is no profiled Ruby, listed or not as asked: its
+ * kernel stack and user stack alone (no Ruby stack follows). Kernel threads have no user stack.
+ */
+static __always_inline void rp_sample_alone(struct bpf_perf_event_data *ctx, __u32 tgid, __u32 tid,
+					    __u64 now)
+{
+	struct task_struct *task;
+
+	if (native_procs == RP_NATIVE_LISTED && !bpf_map_lookup_elem(&native_pids, &tgid))
+		return;
+	task = bpf_get_current_task_btf();
+	if (!task->mm)
+		return;
+	stat_add(RP_STAT_NATIVE_ALONE, 1);
+	if (kernel_stacks)
+		rp_sample_kstack(ctx, tgid, tid, 0, now);
+	rp_sample_ustack(task, tgid, tid, 0, now, RP_USTACK_ALONE);
+}
+
 SEC("perf_event")
 int rp_on_sample(struct bpf_perf_event_data *ctx)
 {
@@ -120,8 +197,11 @@ int rp_on_sample(struct bpf_perf_event_data *ctx)
 	if (tgid == 0)
 		goto out;
 	proc = bpf_map_lookup_elem(&procs, &tgid);
-	if (!proc)
+	if (!proc) {
+		if (native_procs != RP_NATIVE_RUBY)
+			rp_sample_alone(ctx, tgid, (__u32)id, t0);
 		goto out;
+	}
 	task = bpf_get_current_task_btf();
 	/* The entry was made for an earlier process with this pid (its exit was not seen yet):
 	 * never walk another process's memory with it. */
@@ -150,8 +230,11 @@ int rp_on_sample(struct bpf_perf_event_data *ctx)
 	bpf_get_current_comm(s->sample.comm, sizeof(s->sample.comm));
 	/* before the Ruby stack, with the seq rp_sample_ruby gives it: the daemon keeps the copy
 	 * until that stack is complete */
-	if (stacks_mixed)
-		rp_sample_ustack(task, tgid, (__u32)id, s->seq, t0);
+	if (stacks_mixed) {
+		if (kernel_stacks)
+			rp_sample_kstack(ctx, tgid, (__u32)id, s->seq, t0);
+		rp_sample_ustack(task, tgid, (__u32)id, s->seq, t0, 0);
+	}
 	rp_sample_ruby(s, proc, task_thread_pointer(task));
 out:
 	stat_add(RP_STAT_RUN_NS, bpf_ktime_get_ns() - t0);

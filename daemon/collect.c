@@ -11,6 +11,7 @@
 #include "collect.h"
 #include "wall.h"
 #include "hmap.h"
+#include "kallsyms.h"
 #include "native.h"
 #include "symbolize.h"
 
@@ -18,6 +19,10 @@
 #define MAX_FRAME_CACHE	  (1u << 18)
 /* Native frames of one sample (--stacks mixed), above its Ruby leaf. */
 #define MAX_NATIVE_FRAMES 128
+/* --native-processes: processes that are no Ruby kept at once, by default. */
+#define MAX_ALONE_DEFAULT 1024
+/* The object name of kernel frames, as perf names it ([kernel.kallsyms]). */
+#define KERNEL_FILE	  "[kernel.kallsyms]"
 
 struct target {
 	struct ruby_target t;
@@ -28,7 +33,16 @@ struct target {
 	uint32_t cuts;	     /* agg_cuts() when `frames` was started */
 	uint64_t sym_gen;    /* symbolizer_generation() when `frames` was started */
 	int pidfd;	     /* the process itself (not its pid): -1 when it could not be opened */
+	bool alone;	     /* a process that is no Ruby (--native-processes): no sym, no rth */
+	bool ignored;	     /* alone, and its service said to leave it alone */
 	struct hmap frames;  /* (addr, pc or caller frame id) -> agg frame id */
+};
+
+/* A CPU's last kernel stack (--kernel-stacks), until the sample it belongs to arrives. */
+struct kpending {
+	bool valid;
+	uint32_t seq, pid, tid, n;
+	uint64_t ips[RP_KSTACK_MAX];
 };
 
 /*
@@ -62,7 +76,15 @@ struct collector {
 	struct cpu_ids *cpus; /* by CPU, grown to the highest seen */
 	size_t ncpus;
 	struct collector_stats stats;
-	struct native *native; /* --stacks mixed; NULL otherwise */
+	struct native *native;	/* --stacks mixed; NULL otherwise */
+	bool kernel_on;		/* --kernel-stacks */
+	struct kallsyms *ksyms; /* its names; NULL when /proc/kallsyms could not be read */
+	struct kpending *kcpus; /* by CPU, grown to the highest seen */
+	size_t nkcpus;
+	bool alone_on; /* --native-processes */
+	size_t alone_max, nalone;
+	collector_identify_fn identify;
+	void *identify_ctx;
 };
 
 struct collector *collector__new(struct agg *agg, int64_t period_ns)
@@ -124,6 +146,8 @@ void collector__free(struct collector *c)
 	free(c->buf);
 	free(c->kind);
 	native__free(c->native);
+	kallsyms__free(c->ksyms);
+	free(c->kcpus);
 	free(c);
 }
 
@@ -135,9 +159,17 @@ static struct target *find(const struct collector *c, pid_t pid)
 							    : NULL;
 }
 
-const struct ruby_target *collector_find(const struct collector *c, pid_t pid)
+/* A kept Ruby (not a process kept for its native samples alone, which has no symbolizer). */
+static struct target *find_ruby(const struct collector *c, pid_t pid)
 {
 	struct target *t = find(c, pid);
+
+	return t && !t->alone ? t : NULL;
+}
+
+const struct ruby_target *collector_find(const struct collector *c, pid_t pid)
+{
+	struct target *t = find_ruby(c, pid);
 
 	return t ? &t->t : NULL;
 }
@@ -184,8 +216,11 @@ void collector_remove(struct collector *c, pid_t pid)
 		native_forget(c->native, pid);
 	hmap_del(&c->by_pid, (uint64_t)pid, 0, NULL);
 	sym_stats_add(&c->stats.sym, t->sym);
+	if (t->alone)
+		c->nalone--;
+	else
+		c->live--;
 	target_free(t);
-	c->live--;
 }
 
 int collector_add(struct collector *c, const struct ruby_target *rt, const char *service)
@@ -230,7 +265,7 @@ int collector_add(struct collector *c, const struct ruby_target *rt, const char 
 
 int collector_update(struct collector *c, const struct ruby_target *rt)
 {
-	struct target *t = find(c, rt->pid);
+	struct target *t = find_ruby(c, rt->pid);
 
 	if (!t)
 		return -ENOENT;
@@ -246,7 +281,7 @@ int collector_update(struct collector *c, const struct ruby_target *rt)
 
 int collector_fork(struct collector *c, pid_t child, pid_t parent, struct ruby_target *out)
 {
-	struct target *pt = find(c, parent);
+	struct target *pt = find_ruby(c, parent);
 	struct ruby_target rt;
 
 	if (!pt)
@@ -806,22 +841,6 @@ int collector_enable_native(struct collector *c, size_t max_procs)
 	return c->native ? 0 : -errno;
 }
 
-void collector_on_ustack(void *ctx, const struct rp_ustack *u, size_t size)
-{
-	struct collector *c = ctx;
-
-	if (c->native)
-		native_keep(c->native, u, size);
-}
-
-bool collector_native_stats(const struct collector *c, struct native_stats *out)
-{
-	if (!c->native)
-		return false;
-	native_stats(c->native, out);
-	return true;
-}
-
 /* A sample that could not be added, counted by why. */
 static void count_dropped(struct collector *c, int err)
 {
@@ -831,6 +850,293 @@ static void count_dropped(struct collector *c, int err)
 		c->stats.dropped_nomem++;
 	else
 		c->stats.dropped_error++;
+}
+
+/* ---- kernel frames (--kernel-stacks) ------------------------------------------------------ */
+
+int collector_enable_kernel(struct collector *c, const char *kallsyms_path)
+{
+	if (c->kernel_on)
+		return 0;
+	c->kernel_on = true;
+	/* without names the frames are still added, unnamed (and counted) */
+	c->ksyms = kallsyms__new(kallsyms_path);
+	if (!c->ksyms)
+		return -errno;
+	return kallsyms_hidden(c->ksyms) ? -EACCES : 0;
+}
+
+static struct kpending *kcpu(struct collector *c, uint32_t cpu)
+{
+	struct kpending *nk;
+
+	if (cpu >= NATIVE_MAX_CPUS)
+		return NULL;
+	if (cpu >= c->nkcpus) {
+		nk = realloc(c->kcpus, ((size_t)cpu + 1) * sizeof(*nk));
+		if (!nk)
+			return NULL;
+		memset(nk + c->nkcpus, 0, ((size_t)cpu + 1 - c->nkcpus) * sizeof(*nk));
+		c->kcpus = nk;
+		c->nkcpus = (size_t)cpu + 1;
+	}
+	return &c->kcpus[cpu];
+}
+
+void collector_on_kstack(void *ctx, const struct rp_kstack *k)
+{
+	struct collector *c = ctx;
+	struct kpending *p;
+
+	if (!c->kernel_on || k->n > RP_KSTACK_MAX)
+		return;
+	p = kcpu(c, k->cpu);
+	if (!p)
+		return;
+	/* the one before never met its sample (its user stack was lost) */
+	if (p->valid)
+		c->stats.kernel_unpaired++;
+	p->valid = true;
+	p->seq = k->seq;
+	p->pid = k->hdr.pid;
+	p->tid = k->hdr.tid;
+	p->n = k->n;
+	memcpy(p->ips, k->ips, k->n * sizeof(*k->ips));
+}
+
+/* A kernel frame: its kallsyms name in KERNEL_FILE; an unnamed one is counted each time. */
+static uint32_t kernel_frame(struct collector *c, struct target *t, uint64_t addr)
+{
+	const char *name;
+	uint64_t val;
+	uint32_t id;
+
+	/* kernel addresses are never user addresses: no other key has them */
+	if (hmap_get(&t->frames, addr, 1ULL << 59, &val))
+		return (uint32_t)val;
+	name = c->ksyms ? kallsyms_lookup(c->ksyms, addr, NULL) : NULL;
+	if (!name) {
+		c->stats.kernel_unsymbolized++;
+		return agg_native_frame_id(t->proc, "[unknown kernel function]", KERNEL_FILE, NULL);
+	}
+	id = agg_native_frame_id(t->proc, name, KERNEL_FILE, NULL);
+	if (!id)
+		return 0;
+	if (t->frames.len >= MAX_FRAME_CACHE) {
+		hmap_clear(&t->frames);
+		c->stats.cache_resets++;
+	}
+	hmap_put(&t->frames, addr, 1ULL << 59, id);
+	return id;
+}
+
+/*
+ * The kernel frames of sample (cpu, seq) of thread tid, if its CPU's last kernel stack is that
+ * sample's, on top of c->buf[0, n) (leaf first: they are the leaves of the native frames, the
+ * system call's entry under the user code that made it). Unnamed frames in a row count as one.
+ * Returns the new length.
+ */
+static size_t add_kernel(struct collector *c, struct target *t, uint32_t cpu, uint32_t seq,
+			 uint32_t tid, size_t n)
+{
+	struct kpending *p = cpu < c->nkcpus ? &c->kcpus[cpu] : NULL;
+	uint32_t ids[RP_KSTACK_MAX], id;
+	size_t i, k = 0;
+
+	if (!p || !p->valid)
+		return n;
+	p->valid = false;
+	if (p->seq != seq || p->pid != (uint32_t)t->t.pid || p->tid != tid) {
+		c->stats.kernel_unpaired++;
+		return n;
+	}
+	for (i = 0; i < p->n; i++) {
+		/* a return address is looked up at its call */
+		id = kernel_frame(c, t, i ? p->ips[i] - 1 : p->ips[i]);
+		if (k && id && id == ids[k - 1] &&
+		    strcmp(agg_frame_get(t->proc, id)->name, "[unknown kernel function]") == 0)
+			continue;
+		ids[k++] = id;
+	}
+	if (reserve(c, n + k))
+		return n;
+	memmove(c->buf + k, c->buf, n * sizeof(*c->buf));
+	memcpy(c->buf, ids, k * sizeof(*ids));
+	c->stats.kernel_stacks++;
+	c->stats.kernel_frames += k;
+	return n + k;
+}
+
+/* ---- processes that are no Ruby (--native-processes) --------------------------------------- */
+
+int collector_enable_alone(struct collector *c, size_t max_procs, collector_identify_fn identify,
+			   void *ctx)
+{
+	if (!c->native)
+		return -EINVAL;
+	c->alone_on = true;
+	c->alone_max = max_procs ? max_procs : MAX_ALONE_DEFAULT;
+	c->identify = identify;
+	c->identify_ctx = ctx;
+	return 0;
+}
+
+struct gone {
+	pid_t *pids;
+	size_t n, max;
+};
+
+static void find_gone(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
+{
+	const struct target *t = (const struct target *)(uintptr_t)val;
+	struct gone *g = ctx;
+
+	if (t->alone && g->n < g->max && !still_alive(t))
+		g->pids[g->n++] = t->t.pid;
+}
+
+void collector_sweep_alone(struct collector *c)
+{
+	struct gone g = {0};
+	size_t i;
+
+	if (!c->nalone)
+		return;
+	g.max = c->nalone;
+	g.pids = calloc(g.max, sizeof(*g.pids));
+	if (!g.pids)
+		return;
+	hmap_foreach(&c->by_pid, find_gone, &g);
+	for (i = 0; i < g.n; i++)
+		collector_remove(c, g.pids[i]);
+	free(g.pids);
+}
+
+/* A process that is no Ruby, kept from its first sample on. NULL: at the bound (counted). */
+static struct target *alone_target(struct collector *c, pid_t pid)
+{
+	char service[128] = "";
+	struct agg_proc_info info = {.pid = pid, .nspid = pid, .service = service};
+	struct target *t;
+	int err;
+
+	/* their exits are not reported (only a Ruby's are): the bound makes room for the gone */
+	if (c->nalone >= c->alone_max) {
+		collector_sweep_alone(c);
+		if (c->nalone >= c->alone_max) {
+			c->stats.alone_dropped++;
+			return NULL;
+		}
+	}
+	err = c->identify ? c->identify(c->identify_ctx, pid, service, sizeof(service)) : 0;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->alone = true;
+	t->ignored = err == -ECANCELED;
+	t->t.pid = pid;
+	t->t.nspid = pid;
+	t->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (t->pidfd < 0)
+		c->stats.no_pidfd++;
+	t->proc = agg_proc__new(c->agg, &info);
+	if (!t->proc || hmap_put(&c->by_pid, (uint64_t)pid, 0, (uintptr_t)t)) {
+		if (t->proc)
+			agg_proc_exit(c->agg, t->proc);
+		target_free(t);
+		return NULL;
+	}
+	c->nalone++;
+	c->stats.alone_procs++;
+	return t;
+}
+
+void collector_forget_alone(struct collector *c, pid_t pid)
+{
+	struct target *t = find(c, pid);
+
+	if (t && t->alone)
+		collector_remove(c, pid);
+}
+
+/* A sample of a process that is no Ruby: its native stack, unwound to its root, is the sample. */
+static void add_alone(struct collector *c, const struct rp_ustack *u, size_t size)
+{
+	pid_t pid = (pid_t)u->hdr.pid;
+	char comm[sizeof(u->comm) + 1];
+	uint64_t pcs[MAX_NATIVE_FRAMES];
+	struct agg_thread th = {0};
+	struct unwind_result res;
+	int64_t values[2];
+	struct target *t;
+	size_t i, n;
+	int ret;
+
+	c->stats.alone++;
+	t = find(c, pid);
+	/* a pid seen again after its process ended: another process */
+	if (t && t->alone && !still_alive(t)) {
+		collector_remove(c, pid);
+		t = NULL;
+	}
+	if (!t)
+		t = alone_target(c, pid);
+	/* a Ruby whose procs entry is not (or no longer) set: its samples come with Ruby stacks */
+	if (!t || !t->alone || t->ignored) {
+		if (t)
+			c->stats.alone_failed++;
+		return;
+	}
+	check_generation(c, t);
+	if (native_keep(c->native, u, size) ||
+	    native_unwind(c->native, pid, u->cpu, u->seq, 0, NULL, pcs, MAX_NATIVE_FRAMES, &res) ||
+	    reserve(c, res.n + 1)) {
+		c->stats.alone_failed++;
+		return;
+	}
+	n = put_native(c, t, pcs, 0, res.n, c->buf, 0);
+	if (res.end == UNWIND_END_STOPPED || res.end == UNWIND_END_MAX)
+		c->buf[n++] = mark(t, "[native stack truncated]");
+	if (c->kernel_on)
+		n = add_kernel(c, t, u->cpu, u->seq, u->hdr.tid, n);
+	for (i = 0; i < n; i++) {
+		if (!c->buf[i]) {
+			c->stats.agg_dropped++;
+			return;
+		}
+	}
+	memcpy(comm, u->comm, sizeof(u->comm));
+	comm[sizeof(u->comm)] = '\0';
+	values[0] = 1;
+	values[1] = c->period_ns;
+	th.tid = (pid_t)u->hdr.tid;
+	th.name = comm;
+	th.state = wall_state_name(u->hdr.state);
+	ret = agg_add_thread(c->agg, t->proc, &th, c->buf, n, values);
+	if (ret)
+		count_dropped(c, ret);
+}
+
+void collector_on_ustack(void *ctx, const struct rp_ustack *u, size_t size)
+{
+	struct collector *c = ctx;
+
+	if (!c->native)
+		return;
+	if (u->flags & RP_USTACK_ALONE) {
+		if (c->alone_on)
+			add_alone(c, u, size);
+		return;
+	}
+	native_keep(c->native, u, size);
+}
+
+bool collector_native_stats(const struct collector *c, struct native_stats *out)
+{
+	if (!c->native)
+		return false;
+	native_stats(c->native, out);
+	return true;
 }
 
 /*
@@ -862,7 +1168,7 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 	int ret;
 
 	c->stats.stacks++;
-	t = find(c, (pid_t)st->first->hdr.pid);
+	t = find_ruby(c, (pid_t)st->first->hdr.pid);
 	if (!t) {
 		c->stats.unknown_pid++;
 		return;
@@ -910,6 +1216,8 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 	}
 	if (c->native)
 		n = add_native(c, t, st, n, lead, nruby);
+	if (c->kernel_on)
+		n = add_kernel(c, t, st->first->cpu, st->first->seq, st->first->hdr.tid, n);
 	/* a frame that could not be interned (its table is full until the interval ends) */
 	for (i = 0; i < n; i++) {
 		if (!c->buf[i]) {

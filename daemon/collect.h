@@ -34,7 +34,16 @@ struct collector_stats {
 	uint64_t
 		cache_resets; /* frame caches dropped at their bound (refilled from the symbolizer) */
 	uint64_t no_pidfd;    /* processes kept without a pidfd (reads not checked for pid reuse) */
-	uint64_t frames_reused; /* frames of delta stacks given the ids of the CPU's last stack */
+	uint64_t frames_reused;	  /* frames of delta stacks given the ids of the CPU's last stack */
+	uint64_t kernel_stacks;	  /* --kernel-stacks: kernel stacks put under native frames */
+	uint64_t kernel_unpaired; /* kernel stacks whose sample did not follow (lost) */
+	uint64_t kernel_frames;	  /* kernel frames added */
+	uint64_t kernel_unsymbolized; /* kernel frames without a name (no CAP_SYSLOG, a module
+				       * loaded later, or no symbol below the address) */
+	uint64_t alone;		      /* --native-processes: native samples of non-Ruby processes */
+	uint64_t alone_dropped;	      /* of those: dropped at the bound of such processes kept */
+	uint64_t alone_failed;	      /* of those: not unwound (process gone, no modules) */
+	uint64_t alone_procs;	      /* non-Ruby processes kept, ever */
 	struct symbolizer_stats sym;  /* the symbolizers', summed over every process ever kept */
 	struct rthread_stats rthread; /* the Ruby thread caches', every process */
 };
@@ -72,6 +81,30 @@ struct native_stats;
 int collector_enable_native(struct collector *c, size_t max_procs);
 /* sampler_handlers.on_ustack: keeps a sample's user stack until its Ruby stack. ctx: collector. */
 void collector_on_ustack(void *ctx, const struct rp_ustack *u, size_t size);
+/* sampler_handlers.on_kstack: keeps a sample's kernel stack until its user stack. ctx: collector. */
+void collector_on_kstack(void *ctx, const struct rp_kstack *k);
+/*
+ * --kernel-stacks: kernel frames under each sample's native frames, named from /proc/kallsyms
+ * (path NULL; a fixture in tests). 0; -EACCES when the file hides its addresses (kptr_restrict:
+ * the reader lacks CAP_SYSLOG; kernel frames are then added unnamed); another -errno.
+ */
+int collector_enable_kernel(struct collector *c, const char *kallsyms_path);
+
+/* Decides the service of a process that is no Ruby: 0, or -ECANCELED to leave it alone. */
+typedef int (*collector_identify_fn)(void *ctx, pid_t pid, char *service, size_t len);
+/*
+ * --native-processes: RP_USTACK_ALONE records (samples of processes that are no Ruby) are
+ * unwound as whole stacks, each process kept (at most max_procs at once, 0: a default) under
+ * the service `identify` gives. 0 or -errno. Needs collector_enable_native first.
+ */
+int collector_enable_alone(struct collector *c, size_t max_procs, collector_identify_fn identify,
+			   void *ctx);
+/* A process ran exec: a kept non-Ruby process of that pid is a new program. */
+void collector_forget_alone(struct collector *c, pid_t pid);
+/* Forgets the kept non-Ruby processes that exited (their exits are not reported, only a Ruby's):
+ * their samples stay in the aggregate until the interval ends. */
+void collector_sweep_alone(struct collector *c);
+
 /* The native side's counters; false when mixed stacks are off. */
 bool collector_native_stats(const struct collector *c, struct native_stats *out);
 

@@ -61,6 +61,8 @@ enum key_id {
 	KEY_UPLOAD_REJECTED_MAX_AGE,
 	KEY_FORMAT,
 	KEY_CLOCK,
+	KEY_KERNEL_STACKS,
+	KEY_NATIVE_PROCESSES,
 	NKEYS,
 };
 
@@ -115,6 +117,8 @@ static const struct key_def keys[NKEYS] = {
 					 K_FILE | K_SERVICE},
 	[KEY_FORMAT] = {"format", "--format", K_ONESHOT},
 	[KEY_CLOCK] = {"clock", "--clock", K_FILE},
+	[KEY_KERNEL_STACKS] = {"kernel_stacks", "--kernel-stacks", K_FILE},
+	[KEY_NATIVE_PROCESSES] = {"native_processes", "--native-processes", K_FILE},
 };
 
 /* getopt values: a key's id above every char, and the flags that are no key. */
@@ -135,6 +139,8 @@ static const struct option options[] = {
 	{"stacks", required_argument, NULL, OPT_KEY + KEY_STACKS},
 	{"ustack-bytes", required_argument, NULL, OPT_KEY + KEY_USTACK_BYTES},
 	{"clock", required_argument, NULL, OPT_KEY + KEY_CLOCK},
+	{"kernel-stacks", optional_argument, NULL, OPT_KEY + KEY_KERNEL_STACKS},
+	{"native-processes", required_argument, NULL, OPT_KEY + KEY_NATIVE_PROCESSES},
 	{"top", required_argument, NULL, OPT_KEY + KEY_TOP},
 	{"format", required_argument, NULL, OPT_KEY + KEY_FORMAT},
 	{"interval", required_argument, NULL, OPT_KEY + KEY_INTERVAL},
@@ -203,6 +209,13 @@ void config_usage(FILE *out)
 		"with CFI\n"
 		"      --ustack-bytes SIZE  mixed: user stack copied per sample, 8K to 32K "
 		"(default 16K)\n"
+		"      --kernel-stacks[=yes|no]  mixed: kernel frames under the native ones "
+		"(default no;\n"
+		"                        their names need CAP_SYSLOG)\n"
+		"      --native-processes ruby|all|PID,...  mixed: native stacks of processes "
+		"that\n"
+		"                        are no Ruby too: none (ruby, default), all, or those "
+		"listed\n"
 		"      --hostname NAME   host name in profiles and file names (default: the "
 		"system's)\n"
 		"      --log-level L     error, warn, info or debug (default: info; --oneshot: "
@@ -735,6 +748,45 @@ static int set_upload_header(struct parse_ctx *ctx, const char *val)
 	return 0;
 }
 
+/* native_processes: "ruby", "all", or a comma-separated list of process ids. 0 or -errno. */
+static int set_native_processes(struct config *cfg, const char *val, char *err, size_t errlen)
+{
+	char buf[64];
+	const char *p = val;
+	unsigned long v;
+	size_t len;
+
+	cfg->nnative_pids = 0;
+	if (strcmp(val, "ruby") == 0 || strcmp(val, "all") == 0) {
+		cfg->native_procs = strcmp(val, "all") == 0 ? RP_NATIVE_ALL : RP_NATIVE_RUBY;
+		return 0;
+	}
+	for (;;) {
+		len = strcspn(p, ",");
+		if (!len || len >= sizeof(buf)) {
+			snprintf(err, errlen,
+				 "'%s' is not ruby, all or a list of process ids (1,2,3)", val);
+			return -EINVAL;
+		}
+		memcpy(buf, p, len);
+		buf[len] = '\0';
+		if (parse_uint(buf, 1, INT_MAX, &v)) {
+			snprintf(err, errlen, "'%s' in '%s' is not a process id", buf, val);
+			return -EINVAL;
+		}
+		if (cfg->nnative_pids == CONFIG_MAX_PIDS) {
+			snprintf(err, errlen, "more than %d process ids", CONFIG_MAX_PIDS);
+			return -E2BIG;
+		}
+		cfg->native_pids[cfg->nnative_pids++] = (uint32_t)v;
+		if (!p[len])
+			break;
+		p += len + 1;
+	}
+	cfg->native_procs = RP_NATIVE_LISTED;
+	return 0;
+}
+
 /*
  * Checks val and stores it; on error, ctx->err says what is wrong (the caller names the place).
  * where: "FILE:LINE" or the flag, kept with a rule.
@@ -791,6 +843,15 @@ static int key_set(struct parse_ctx *ctx, enum key_id id, const char *val, const
 		cfg->ustack_bytes = (unsigned int)bytes;
 		return 0;
 	}
+	case KEY_KERNEL_STACKS:
+		if (strcmp(val, "yes") && strcmp(val, "no")) {
+			snprintf(err, errlen, "'%s' is not yes or no", val);
+			return -EINVAL;
+		}
+		cfg->kernel_stacks = strcmp(val, "yes") == 0;
+		return 0;
+	case KEY_NATIVE_PROCESSES:
+		return set_native_processes(cfg, val, err, errlen);
 	case KEY_CLOCK:
 		if (strcmp(val, "cpu") && strcmp(val, "wall")) {
 			snprintf(err, errlen, "'%s' is not cpu or wall", val);
@@ -1312,7 +1373,8 @@ static enum config_result apply_flags(struct parse_ctx *ctx, int argc, char **ar
 				keys[id].flag);
 			return CONFIG_EXIT_BAD;
 		}
-		if (key_set(ctx, (enum key_id)id, optarg, keys[id].flag)) {
+		/* --kernel-stacks alone says yes */
+		if (key_set(ctx, (enum key_id)id, optarg ? optarg : "yes", keys[id].flag)) {
 			fprintf(stderr, "rubyprofd: %s: %s\n", keys[id].flag, ctx->err);
 			return CONFIG_EXIT_BAD;
 		}
@@ -1381,6 +1443,13 @@ enum config_result config_parse_with_default(struct config *cfg, int argc, char 
 	}
 	if (cfg->command && cfg->npids) {
 		fprintf(stderr, "rubyprofd: give either --pid or a COMMAND, not both\n");
+		return CONFIG_EXIT_BAD;
+	}
+	/* both add to the native half of a sample, which Ruby-only stacks do not have */
+	if (!cfg->stacks_mixed && (cfg->kernel_stacks || cfg->native_procs != RP_NATIVE_RUBY)) {
+		fprintf(stderr, "rubyprofd: %s: only with stacks = mixed (--stacks mixed)\n",
+			cfg->kernel_stacks ? "kernel_stacks (--kernel-stacks)"
+					   : "native_processes (--native-processes)");
 		return CONFIG_EXIT_BAD;
 	}
 	if (cfg->oneshot) {

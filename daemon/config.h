@@ -55,6 +55,10 @@ struct config {
 	bool stacks_mixed;	   /* --stacks mixed: native frames too (docs/native-stacks.md) */
 	unsigned int ustack_bytes; /* mixed: user stack bytes copied per sample */
 	bool clock_wall;	   /* --clock wall: every Ruby thread, with its state (wall.h) */
+	bool kernel_stacks;	   /* mixed: kernel frames too (needs CAP_SYSLOG for their names) */
+	unsigned int native_procs; /* mixed: RP_NATIVE_*: processes that are no Ruby sampled too */
+	uint32_t native_pids[CONFIG_MAX_PIDS]; /* RP_NATIVE_LISTED: those */
+	size_t nnative_pids;
 	pid_t pids[CONFIG_MAX_PIDS];
 	size_t npids;
 	const char *output;   /* NULL: rubyprofd-HOST-TIME.pb.gz in the current directory */

@@ -296,6 +296,16 @@ static void summary(struct run *r, double secs, const char *path)
 		       " at most at once, %" PRIu64 " freed, %" PRIu64 " not shared (cache full)\n",
 		       c.native.unw.elf.misses, c.native.unw.elf.hits, c.native.unw.elf.peak,
 		       c.native.unw.elf.freed, c.native.unw.elf.full);
+	if (c.native_on && r->cfg->kernel_stacks)
+		printf("kernel: %" PRIu64 " stacks (%" PRIu64 " lost, %" PRIu64
+		       " unpaired), %" PRIu64 " frames, %" PRIu64 " unnamed\n",
+		       bpf[RP_STAT_KSTACKS], bpf[RP_STAT_KSTACK_LOST], c.collector.kernel_unpaired,
+		       c.collector.kernel_frames, c.collector.kernel_unsymbolized);
+	if (c.native_on && r->cfg->native_procs != RP_NATIVE_RUBY)
+		printf("other processes: %" PRIu64 " samples of %" PRIu64 " processes, %" PRIu64
+		       " not unwound, %" PRIu64 " dropped at the bound, %" PRIu64 " Dwfl evicted\n",
+		       c.collector.alone, c.collector.alone_procs, c.collector.alone_failed,
+		       c.collector.alone_dropped, c.native.unw.evicted);
 	if (path)
 		printf("profile: %s  (view: go tool pprof -top %s)\n", path, path);
 	if (path && r->cfg->format)
@@ -332,6 +342,10 @@ int oneshot_run(const struct config *cfg)
 		.max_frames = cfg->max_frames,
 		.stacks_mixed = cfg->stacks_mixed,
 		.ustack_bytes = cfg->ustack_bytes,
+		.kernel_stacks = cfg->kernel_stacks,
+		.native_procs = cfg->native_procs,
+		.native_pids = cfg->native_pids,
+		.nnative_pids = cfg->nnative_pids,
 		.clock_wall = cfg->clock_wall,
 		.pids = cfg->pids,
 		.npids = cfg->npids,

@@ -250,6 +250,15 @@ static int dispatch(struct sampler *s, void *data, size_t size)
 		if (s->h.on_ustack)
 			s->h.on_ustack(s->h.ctx, data, rec->size);
 		return 0;
+	case RP_REC_KSTACK:
+		if (rec->size < sizeof(struct rp_kstack) ||
+		    ((const struct rp_kstack *)data)->n > RP_KSTACK_MAX) {
+			s->bad_records++;
+			return 0;
+		}
+		if (s->h.on_kstack)
+			s->h.on_kstack(s->h.ctx, data);
+		return 0;
 	default:
 		/* a kind of a newer program: skipped by its size */
 		s->bad_records++;
@@ -309,6 +318,8 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	LIBBPF_OPTS(bpf_object_open_opts, oopts);
 	struct sampler *s;
 	int err, ncpus;
+	uint8_t one = 1;
+	size_t i;
 
 	libbpf_set_print(libbpf_print);
 	ncpus = libbpf_num_possible_cpus();
@@ -354,6 +365,13 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 		/* the bytes above sp, and the page sp is in */
 		s->skel->rodata->ustack_pages =
 			(opts->ustack_bytes + RP_USTACK_PAGE - 1) / RP_USTACK_PAGE + 1;
+		s->skel->rodata->kernel_stacks = opts->kernel_stacks;
+		if (opts->native_procs > RP_NATIVE_LISTED ||
+		    opts->nnative_pids > RP_MAX_NATIVE_PIDS) {
+			err = -EINVAL;
+			goto cleanup;
+		}
+		s->skel->rodata->native_procs = opts->native_procs;
 	}
 	err = bpf_map__set_max_entries(s->skel->maps.samples, opts->ringbuf_bytes);
 	if (err)
@@ -368,6 +386,15 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	}
 	free(s->verifier_log);
 	s->verifier_log = NULL;
+	for (i = 0; opts->stacks_mixed && i < opts->nnative_pids; i++) {
+		if (bpf_map__update_elem(s->skel->maps.native_pids, &opts->native_pids[i],
+					 sizeof(uint32_t), &one, sizeof(one), BPF_ANY)) {
+			err = -errno;
+			log_error("cannot list pid %u for native stacks: %s", opts->native_pids[i],
+				  strerror(-err));
+			goto cleanup;
+		}
+	}
 
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), on_record, s, NULL);
 	if (!s->rb) {

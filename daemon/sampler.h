@@ -24,6 +24,10 @@ struct sampler_opts {
 	/* --clock wall: samples are `running` wall samples, only of processes flagged
 	 * RP_PROCF_WALL_RUNNING (the others' are dropped and counted, RP_STAT_WALL_MUTED) */
 	bool clock_wall;
+	bool kernel_stacks;	   /* mixed: the kernel stack of each sample too (RP_REC_KSTACK) */
+	unsigned int native_procs; /* mixed: RP_NATIVE_*: processes that are no Ruby sampled too */
+	const uint32_t *native_pids; /* RP_NATIVE_LISTED: those (at most RP_MAX_NATIVE_PIDS) */
+	size_t nnative_pids;
 };
 
 /* One complete sample; frames leaf first. `first` is the header of its first chunk. */
@@ -44,6 +48,8 @@ struct sampler_handlers {
 	void (*on_proc)(void *ctx, const struct rp_proc_event *ev); /* may be NULL */
 	/* size: the record's bytes (its copy's length is checked against it); may be NULL */
 	void (*on_ustack)(void *ctx, const struct rp_ustack *u, size_t size);
+	/* a sample's kernel stack (its size checked); may be NULL */
+	void (*on_kstack)(void *ctx, const struct rp_kstack *k);
 	void *ctx;
 };
 

@@ -515,6 +515,31 @@ static void render(void *ctx, struct mbuf *b)
 		      "Bytes of the ELF files held for unwinding (mapped, not all resident).",
 		      (double)c.native.unw.elf.bytes);
 	}
+	if (c.native_on && sv->cfg->kernel_stacks) {
+		counter(b, "rubyprofd_kernel_stacks_total",
+			"Kernel stacks put under native frames (kernel_stacks).",
+			c.collector.kernel_stacks);
+		counter(b, "rubyprofd_kernel_stacks_lost_total",
+			"Kernel stacks lost: the ring buffer was full, or their sample was.",
+			bpf[RP_STAT_KSTACK_LOST] + c.collector.kernel_unpaired);
+		counter(b, "rubyprofd_kernel_frames_unnamed_total",
+			"Kernel frames without a name (no CAP_SYSLOG, or no symbol).",
+			c.collector.kernel_unsymbolized);
+	}
+	if (c.native_on && sv->cfg->native_procs != RP_NATIVE_RUBY) {
+		counter(b, "rubyprofd_other_samples_total",
+			"Native samples of processes that are no Ruby (native_processes).",
+			c.collector.alone);
+		counter(b, "rubyprofd_other_samples_failed_total",
+			"Of those: not unwound (the process was gone, or its modules unreadable).",
+			c.collector.alone_failed);
+		counter(b, "rubyprofd_other_samples_dropped_total",
+			"Of those: dropped at the bound of such processes kept at once.",
+			c.collector.alone_dropped);
+		counter(b, "rubyprofd_other_processes_total",
+			"Processes that are no Ruby kept for their native samples.",
+			c.collector.alone_procs);
+	}
 	if (c.wall_on) {
 		counter(b, "rubyprofd_wall_runs_total",
 			"Wall-clock iterator runs that walked a process's thread list.",
@@ -786,10 +811,19 @@ static void reload(struct service *sv, int64_t now)
 			 "with a restart");
 	ncfg->clock_wall = old->clock_wall;
 	/* the BPF program is loaded with them */
-	if (ncfg->stacks_mixed != old->stacks_mixed || ncfg->ustack_bytes != old->ustack_bytes)
-		log_warn("reload: stacks and ustack_bytes change only with a restart");
+	if (ncfg->stacks_mixed != old->stacks_mixed || ncfg->ustack_bytes != old->ustack_bytes ||
+	    ncfg->kernel_stacks != old->kernel_stacks || ncfg->native_procs != old->native_procs ||
+	    ncfg->nnative_pids != old->nnative_pids ||
+	    memcmp(ncfg->native_pids, old->native_pids,
+		   old->nnative_pids * sizeof(*old->native_pids)))
+		log_warn("reload: stacks, ustack_bytes, kernel_stacks and native_processes change "
+			 "only with a restart");
 	ncfg->stacks_mixed = old->stacks_mixed;
 	ncfg->ustack_bytes = old->ustack_bytes;
+	ncfg->kernel_stacks = old->kernel_stacks;
+	ncfg->native_procs = old->native_procs;
+	ncfg->nnative_pids = old->nnative_pids;
+	memcpy(ncfg->native_pids, old->native_pids, sizeof(old->native_pids));
 	snprintf(ncfg->spool_dir, sizeof(ncfg->spool_dir), "%s", old->spool_dir);
 	snprintf(ncfg->metrics_address, sizeof(ncfg->metrics_address), "%s", old->metrics_address);
 	ncfg->max_frames = old->max_frames;
@@ -860,6 +894,10 @@ static int setup(struct service *sv)
 		.max_frames = sv->cfg->max_frames,
 		.stacks_mixed = sv->cfg->stacks_mixed,
 		.ustack_bytes = sv->cfg->ustack_bytes,
+		.kernel_stacks = sv->cfg->kernel_stacks,
+		.native_procs = sv->cfg->native_procs,
+		.native_pids = sv->cfg->native_pids,
+		.nnative_pids = sv->cfg->nnative_pids,
 		.clock_wall = sv->cfg->clock_wall,
 		.pids = sv->cfg->pids,
 		.npids = sv->cfg->npids,

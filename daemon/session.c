@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "appname.h"
 #include "log.h"
 #include "session.h"
 
@@ -185,6 +186,9 @@ static void on_proc_event(void *ctx, const struct rp_proc_event *ev)
 {
 	struct session *s = ctx;
 
+	/* a process that is no Ruby, kept for its native samples, runs another program now */
+	if (ev->event == RP_PROC_EXEC)
+		collector_forget_alone(s->coll, (pid_t)ev->hdr.pid);
 	tracker_on_event(s->tracker, ev, s->now);
 }
 
@@ -202,6 +206,55 @@ static void on_ustack(void *ctx, const struct rp_ustack *u, size_t size)
 	collector_on_ustack(s->coll, u, size);
 }
 
+static void on_kstack(void *ctx, const struct rp_kstack *k)
+{
+	struct session *s = ctx;
+
+	collector_on_kstack(s->coll, k);
+}
+
+/*
+ * collector_identify_fn of a process that is no Ruby: the service's own naming (its rules, unit,
+ * container), or without one (--oneshot) appname's: its unit, container, or program name.
+ */
+static int identify_alone(void *ctx, pid_t pid, char *service, size_t len)
+{
+	struct session *s = ctx;
+	struct ruby_target t = {.pid = pid, .nspid = pid};
+	struct app_identity id;
+
+	if (s->opts.identify)
+		return s->opts.identify(s->opts.identify_ctx, &t, service, len);
+	if (appname_identify(pid, NULL, &id) == 0)
+		snprintf(service, len, "%s", id.service);
+	return 0;
+}
+
+/* --kernel-stacks and --native-processes: what the collector needs for them. 0 or -errno. */
+static int enable_native_extras(struct session *s, const struct session_opts *opts)
+{
+	int err;
+
+	if (opts->kernel_stacks) {
+		err = collector_enable_kernel(s->coll, NULL);
+		if (err == -EACCES)
+			log_warn("kernel stacks: /proc/kallsyms shows every address as 0 "
+				 "(kernel.kptr_restrict): rubyprofd lacks CAP_SYSLOG; kernel "
+				 "frames are "
+				 "kept unnamed, as \"[unknown kernel function]\"");
+		else if (err == -ENOMEM)
+			return err;
+		else if (err)
+			log_warn("kernel stacks: cannot read /proc/kallsyms: %s (a systemd unit's "
+				 "ProtectKernelTunables=yes hides it); kernel frames are kept "
+				 "unnamed",
+				 strerror(-err));
+	}
+	if (opts->native_procs != RP_NATIVE_RUBY)
+		return collector_enable_alone(s->coll, 0, identify_alone, s);
+	return 0;
+}
+
 struct session *session__new(const struct session_opts *opts)
 {
 	struct sampler_opts sopts = {
@@ -211,6 +264,10 @@ struct session *session__new(const struct session_opts *opts)
 		.stacks_mixed = opts->stacks_mixed,
 		.ustack_bytes = opts->ustack_bytes,
 		.clock_wall = opts->clock_wall,
+		.kernel_stacks = opts->stacks_mixed && opts->kernel_stacks,
+		.native_procs = opts->stacks_mixed ? opts->native_procs : RP_NATIVE_RUBY,
+		.native_pids = opts->native_pids,
+		.nnative_pids = opts->nnative_pids,
 	};
 	struct tracker_opts topts = {.pids = opts->pids, .npids = opts->npids};
 	struct tracker_ops tops = {
@@ -223,6 +280,7 @@ struct session *session__new(const struct session_opts *opts)
 		.on_stack = on_stack,
 		.on_proc = on_proc_event,
 		.on_ustack = opts->stacks_mixed ? on_ustack : NULL,
+		.on_kstack = opts->stacks_mixed && opts->kernel_stacks ? on_kstack : NULL,
 	};
 	struct session *s;
 	int err = -ENOMEM;
@@ -231,13 +289,15 @@ struct session *session__new(const struct session_opts *opts)
 	if (!s)
 		return NULL;
 	s->opts = *opts;
-	s->opts.pids = NULL; /* the tracker keeps its own copy */
+	s->opts.pids = NULL;	    /* the tracker keeps its own copy */
+	s->opts.native_pids = NULL; /* the BPF map has them */
 	s->frequency = opts->frequency;
 	tops.ctx = s;
 	h.ctx = s;
 	s->agg = agg__new(2, MAX_STACKS);
 	s->coll = s->agg ? collector__new(s->agg, period_ns(opts->frequency)) : NULL;
-	if (s->coll && opts->stacks_mixed && collector_enable_native(s->coll, 0)) {
+	if (s->coll && opts->stacks_mixed &&
+	    (collector_enable_native(s->coll, 0) || enable_native_extras(s, opts))) {
 		log_error("out of memory");
 		goto fail;
 	}
@@ -371,8 +431,9 @@ int64_t session_next_due(const struct session *s)
 {
 	int64_t due = tracker_next_due(s->tracker), read;
 
-	/* without a profiled process no sample can arrive: nothing to read on a timer */
-	if (collector_count(s->coll)) {
+	/* without a profiled process no sample can arrive: nothing to read on a timer (but
+	 * --native-processes samples other processes too) */
+	if (collector_count(s->coll) || s->opts.native_procs != RP_NATIVE_RUBY) {
 		read = s->last_read + session_read_every(s);
 		if (read < due)
 			due = read;
@@ -387,6 +448,8 @@ void session_scan(struct session *s, int64_t now)
 	/* samples of a process found gone must be symbolized before it is forgotten */
 	consume(s, now);
 	tracker_scan(s->tracker, now);
+	/* processes kept for their native samples alone: freed once they are gone */
+	collector_sweep_alone(s->coll);
 }
 
 bool session_has_lifecycle(const struct session *s)

@@ -27,9 +27,13 @@ typedef int (*session_identify_fn)(void *ctx, const struct ruby_target *t, char 
 struct session_opts {
 	unsigned int frequency;
 	unsigned int max_frames;
-	bool stacks_mixed;	   /* native frames too (RP_REC_USTACK, daemon/native.h) */
-	unsigned int ustack_bytes; /* mixed: bytes of user stack copied per sample */
-	const pid_t *pids;	   /* only these (none: every Ruby) */
+	bool stacks_mixed;	     /* native frames too (RP_REC_USTACK, daemon/native.h) */
+	unsigned int ustack_bytes;   /* mixed: bytes of user stack copied per sample */
+	bool kernel_stacks;	     /* mixed: kernel frames too (RP_REC_KSTACK, kallsyms.h) */
+	unsigned int native_procs;   /* mixed: RP_NATIVE_*: processes that are no Ruby too */
+	const uint32_t *native_pids; /* RP_NATIVE_LISTED: those */
+	size_t nnative_pids;
+	const pid_t *pids; /* only these (none: every Ruby) */
 	size_t npids;
 	bool clock_wall;	      /* --clock wall (wall.h): refused where it cannot load */
 	session_identify_fn identify; /* NULL: no service names */

@@ -92,6 +92,7 @@ struct rp_frame {
 #define RP_REC_STACK  1 /* struct rp_sample: one chunk of a sampled Ruby stack */
 #define RP_REC_PROC   2 /* struct rp_proc_event: exec, fork or exit of a process */
 #define RP_REC_USTACK 3 /* struct rp_ustack: user registers and stack copy (--stacks mixed) */
+#define RP_REC_KSTACK 4 /* struct rp_kstack: kernel stack of a sample (--kernel-stacks) */
 
 /* rp_rec.wunit: what `weight` counts */
 #define RP_WEIGHT_COUNT 0 /* samples */
@@ -214,19 +215,48 @@ struct rp_proc_event {
 
 /* rp_ustack.flags */
 #define RP_USTACK_SHORT 0x1 /* a page could not be read: the copy ends before the size */
+/* A sample of a process that is not a profiled Ruby (--native-processes): no Ruby stack follows,
+ * the record is the whole sample and carries its weight. */
+#define RP_USTACK_ALONE 0x2
 
 struct rp_ustack {
 	struct rp_rec hdr;
 	__u32 cpu;
 	__u32 seq; /* the RP_REC_STACK sample (rp_sample.seq) of this CPU it belongs to */
 	__u64 ip, sp, bp;
-	__u32 len;   /* bytes of data copied, from sp rounded down to its page */
-	__u32 flags; /* RP_USTACK_* */
+	__u32 len;     /* bytes of data copied, from sp rounded down to its page */
+	__u32 flags;   /* RP_USTACK_* */
+	char comm[16]; /* the thread's name at the sample (RP_USTACK_ALONE: no Ruby stack has it) */
 	/* zero-length: the record is reserved at its full size in the ring buffer */
 	__u8 data[0];
 };
 
-#define RP_USTACK_HDR_SIZE 72
+#define RP_USTACK_HDR_SIZE 88
+
+/*
+ * RP_REC_KSTACK (--kernel-stacks only): the kernel stack of a sample whose tick found the thread
+ * in the kernel (a system call, a page fault, an interrupt), as bpf_get_stack gives it: ips[0]
+ * the interrupted address, then return addresses, leaf first. Sent before the sample's
+ * RP_REC_USTACK, with its (cpu, seq). A tick in user mode sends none.
+ */
+#define RP_KSTACK_MAX 64 /* kernel frames kept per sample (deeper: the root end is cut) */
+
+struct rp_kstack {
+	struct rp_rec hdr;
+	__u32 cpu;
+	__u32 seq;
+	__u32 n;     /* frames in ips */
+	__u32 flags; /* 0 */
+	__u64 ips[RP_KSTACK_MAX];
+};
+
+#define RP_KSTACK_HDR_SIZE 48
+
+/* --native-processes: which processes that are no profiled Ruby get native samples */
+#define RP_NATIVE_RUBY	   0 /* none (the default) */
+#define RP_NATIVE_ALL	   1 /* every user process */
+#define RP_NATIVE_LISTED   2 /* the tgids of the native_pids map */
+#define RP_MAX_NATIVE_PIDS 1024
 
 /* ---- per-process configuration (procs map, keyed by tgid) --------------------------------- */
 
@@ -393,7 +423,10 @@ struct rp_wall_out {
 #define RP_STAT_USTACK_LOST  18 /* mixed mode: user stack records lost (ring buffer full) */
 #define RP_STAT_USTACK_SHORT 19 /* mixed mode: copies that ended at an unreadable page */
 #define RP_STAT_WALL_MUTED   20 /* wall mode: samples of a process without RP_PROCF_WALL_RUNNING */
-#define RP_STAT_MAX	     21
+#define RP_STAT_KSTACKS	     21 /* --kernel-stacks: kernel stacks sent */
+#define RP_STAT_KSTACK_LOST  22 /* --kernel-stacks: kernel stack records lost (ring buffer full) */
+#define RP_STAT_NATIVE_ALONE 23 /* --native-processes: samples of processes that are no Ruby */
+#define RP_STAT_MAX	     24
 
 /* ---- task iterator output (fsbase of each thread of one process) -------------------------- */
 
@@ -417,6 +450,7 @@ _Static_assert(sizeof(struct rp_wall_thread) == 96, "rp_wall_thread layout");
 _Static_assert(sizeof(struct rp_wall_out) == 16, "rp_wall_out layout");
 _Static_assert(sizeof(struct rp_proc_event) == 72, "rp_proc_event layout");
 _Static_assert(sizeof(struct rp_ustack) == RP_USTACK_HDR_SIZE, "rp_ustack layout");
+_Static_assert(__builtin_offsetof(struct rp_kstack, ips) == RP_KSTACK_HDR_SIZE, "rp_kstack layout");
 _Static_assert(__builtin_offsetof(struct rp_sample, frames) == RP_SAMPLE_HDR_SIZE,
 	       "rp_sample header");
 _Static_assert(sizeof(struct rp_sample) == RP_SAMPLE_HDR_SIZE, "rp_sample header");

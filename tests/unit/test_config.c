@@ -1121,6 +1121,53 @@ Test(conffile, native_stacks_mode)
 		 "suffix K)");
 }
 
+/* --kernel-stacks and --native-processes (docs/native-stacks.md): off by default, from the flag
+ * or the key, and only with mixed stacks. */
+Test(conffile, kernel_stacks_and_native_processes)
+{
+	char *dflt[] = {"rubyprofd", "--oneshot", "--stacks", "mixed", NULL};
+	char *flags[] = {"rubyprofd",	    "--oneshot",	  "--stacks", "mixed",
+			 "--kernel-stacks", "--native-processes", "all",      NULL};
+	char *listed[] = {"rubyprofd",		"--oneshot",	      "--stacks", "mixed",
+			  "--kernel-stacks=no", "--native-processes", "12,345",	  NULL};
+	char *p = write_conf("kern.conf", "stacks = mixed\nkernel_stacks = yes\n"
+					  "native_processes = 7\n");
+	char *file[] = {"rubyprofd", "--config", p, NULL};
+	char *ruby[] = {"rubyprofd", "--oneshot", "--kernel-stacks", NULL};
+	char *ruby2[] = {"rubyprofd", "--oneshot", "--native-processes", "all", NULL};
+
+	parse_ok(&cfg, dflt, "/nonexistent/default.conf");
+	cr_assert(!cfg.kernel_stacks);
+	cr_assert_eq(cfg.native_procs, RP_NATIVE_RUBY);
+	parse_ok(&cfg, flags, "/nonexistent/default.conf");
+	cr_assert(cfg.kernel_stacks);
+	cr_assert_eq(cfg.native_procs, RP_NATIVE_ALL);
+	parse_ok(&cfg, listed, "/nonexistent/default.conf");
+	cr_assert(!cfg.kernel_stacks);
+	cr_assert_eq(cfg.native_procs, RP_NATIVE_LISTED);
+	cr_assert_eq(cfg.nnative_pids, 2);
+	cr_assert_eq(cfg.native_pids[0], 12);
+	cr_assert_eq(cfg.native_pids[1], 345);
+	parse_ok(&cfg, file, "/nonexistent/default.conf");
+	cr_assert(cfg.kernel_stacks);
+	cr_assert_eq(cfg.native_procs, RP_NATIVE_LISTED);
+	cr_assert_eq(cfg.nnative_pids, 1);
+	cr_assert_eq(cfg.native_pids[0], 7);
+	free(p);
+	parse_bad(ruby, "/nonexistent/default.conf",
+		  "rubyprofd: kernel_stacks (--kernel-stacks): only with stacks = mixed (--stacks "
+		  "mixed)\n");
+	parse_bad(ruby2, "/nonexistent/default.conf",
+		  "rubyprofd: native_processes (--native-processes): only with stacks = mixed "
+		  "(--stacks mixed)\n");
+	file_bad("stacks = mixed\nkernel_stacks = maybe\n",
+		 "2: kernel_stacks: 'maybe' is not yes or no");
+	file_bad("stacks = mixed\nnative_processes = 1,,2\n",
+		 "2: native_processes: '1,,2' is not ruby, all or a list of process ids (1,2,3)");
+	file_bad("stacks = mixed\nnative_processes = 1,x\n",
+		 "2: native_processes: 'x' in '1,x' is not a process id");
+}
+
 /* --clock: cpu by default, wall from the flag or the file (the flag wins), anything else refused
  * with the key named. */
 Test(conffile, clock)
