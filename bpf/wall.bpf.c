@@ -57,7 +57,7 @@ struct wall_scratch {
 	__u64 head;   /* address of the list head */
 	__u64 owner;  /* GVL owner */
 	__u32 limit;
-	__u32 pad;
+	__u32 on_cpu; /* this visit's task was on a CPU (kept here across the walk, see wall_note) */
 	struct rp_wall_thread now; /* this visit's view of the thread (reuse) */
 };
 
@@ -317,17 +317,16 @@ static __always_inline void wall_emit_same(struct rp_scratch *s, const struct rp
 }
 
 /* After a walk: the thread's entry says what was seen and whether the reader got it whole. */
-static __always_inline void wall_note(struct rp_wall_key *k, struct rp_wall_thread *e,
-				      struct wall_scratch *w, __u32 seq, __u32 on_cpu)
+static __always_inline void wall_note(struct rp_wall_key *k, struct wall_scratch *w)
 {
 	__u32 zero = 0;
 	struct rp_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	struct rp_wall_thread *e = bpf_map_lookup_elem(&wall_threads, k);
 
-	w->now.seq = seq;
 	w->now.run = wall_params.run;
 	w->now.reuse = 0;
 	/* rp_sample_ec makes this sample the base exactly when it was sent whole */
-	w->now.valid = s && s->base_valid && s->base_seq == seq && !on_cpu;
+	w->now.valid = s && s->base_valid && s->base_seq == w->now.seq && !w->on_cpu;
 	if (e) {
 		*e = w->now;
 		return;
@@ -341,7 +340,7 @@ static long wall_thread(__u32 i, void *ctx)
 {
 	const struct rp_wall_offsets *o = &wall_params.off;
 	struct task_struct *t = NULL;
-	__u32 zero = 0, tgid = wall_params.tgid, tid = 0, kstate = 0, on_cpu = 0, state, seq;
+	__u32 zero = 0, tgid = wall_params.tgid, tid = 0, kstate = 0, on_cpu = 0, state;
 	struct rp_wall_key key = {.tgid = wall_params.tgid};
 	struct rp_wall_thread *e;
 	struct wall_scratch *w;
@@ -456,9 +455,13 @@ static long wall_thread(__u32 i, void *ctx)
 	w->now.cfp = w->ec[(proc->off.ec_cfp / 8) & 7];
 	wstat_add(RP_WSTAT_THREADS, 1);
 	wall_out.walked++;
-	seq = s->sample.seq;
+	/* What wall_note needs after the walk is kept in the map, not in registers: the walk's
+	 * callback is verified once per distinct caller state, and each value live across it (the
+	 * entry or its absence, on_cpu) would multiply those states past the verifier's limit. */
+	w->now.seq = s->sample.seq;
+	w->on_cpu = on_cpu;
 	rp_sample_ec(s, proc, ec, 0, ctx);
-	wall_note(&key, e, w, seq, on_cpu);
+	wall_note(&key, w);
 	return 0;
 }
 

@@ -31,7 +31,7 @@ module PprofRaw
   end
 
   def self.parse(text)
-    prof = Profile.new([], {}, {}, nil, nil, nil, nil, {})
+    prof = Profile.new([], {}, {}, nil, nil, nil, nil, nil, {})
     section = nil
     text.each_line do |line|
       line = line.chomp
