@@ -551,13 +551,30 @@ static void render(void *ctx, struct mbuf *b)
 			"a CPU).",
 			c.wall.bpf[RP_WSTAT_ON_CPU]);
 		counter(b, "rubyprofd_wall_credit_cut_total",
-			"Off-CPU time cut at its bound (two periods) for a thread found on a CPU "
+			"Off-CPU time cut at its bound (16 periods) for a thread found on a CPU "
 			"at every tick it was owed a sample.",
 			c.wall.bpf[RP_WSTAT_CREDIT_CUT]);
 		counter(b, "rubyprofd_wall_perf_muted_total",
 			"Perf samples dropped in wall mode: their process's running threads are "
 			"walked by the iterator (Ruby 2.7) or not sampled.",
 			c.sampler.bpf[RP_STAT_WALL_MUTED]);
+		counter(b, "rubyprofd_wall_stacks_reused_total",
+			"Wall-clock samples of a thread that had not run since its last walk, "
+			"given "
+			"that walk's stack instead of a new one.",
+			c.wall.reused);
+		counter(b, "rubyprofd_wall_stack_copies_evicted_total",
+			"Threads' last stacks evicted at the bound of copies kept (the thread is "
+			"walked again).",
+			c.wall.copies_evicted);
+		counter(b, "rubyprofd_wall_threads_not_remembered_total",
+			"Thread visits not remembered for reuse: the BPF table of threads was "
+			"full.",
+			c.wall.bpf[RP_WSTAT_CACHE_FULL]);
+		counter(b, "rubyprofd_wall_cursor_runs_total",
+			"Iterator runs that continued a process's thread list where the last one "
+			"stopped (more threads than one run takes).",
+			c.wall.bpf[RP_WSTAT_CURSOR]);
 		counter(b, "rubyprofd_wall_iterator_seconds_total",
 			"Time spent in the wall-clock iterator program.",
 			(double)c.wall.bpf[RP_WSTAT_RUN_NS] / 1e9);
@@ -569,6 +586,8 @@ static void render(void *ctx, struct mbuf *b)
 			 c.wall.bpf[RP_WSTAT_BAD_NODE]);
 		labelled(b, "rubyprofd_wall_losses_total", "cause", "read_failed",
 			 c.wall.bpf[RP_WSTAT_READ_FAILED]);
+		labelled(b, "rubyprofd_wall_losses_total", "cause", "reused_stack_missing",
+			 c.wall.reuse_missed);
 		labelled(b, "rubyprofd_wall_losses_total", "cause", "run_failed",
 			 c.wall.runs_failed);
 		labelled(b, "rubyprofd_wall_losses_total", "cause", "refused_version",
