@@ -617,17 +617,6 @@ static const struct cg_line *cgroup_rule_line(const struct cg_line *v, size_t n)
 	return n ? &v[0] : NULL;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static bool is_user_manager(const char *c, size_t len)
 {
 	return len > 13 && memcmp(c, "user@", 5) == 0 && has_suffix(c, len, ".service") &&
@@ -688,10 +677,14 @@ static bool unit_of_path(struct span path, char *unit, size_t usize, char *name,
 	/* the name: without ".service", systemd's \xNN escapes decoded */
 	base = llen - 8;
 	for (i = 0; i < base && o + 1 < nsize; i++) {
-		if (last[i] == '\\' && i + 3 < base && last[i + 1] == 'x' &&
-		    hexval(last[i + 2]) >= 0 && hexval(last[i + 3]) >= 0 &&
-		    (hexval(last[i + 2]) || hexval(last[i + 3]))) {
-			name[o++] = (char)(hexval(last[i + 2]) * 16 + hexval(last[i + 3]));
+		int hi = -1, lo = -1;
+
+		if (last[i] == '\\' && i + 3 < base && last[i + 1] == 'x') {
+			hi = buf_hexval((unsigned char)last[i + 2]);
+			lo = buf_hexval((unsigned char)last[i + 3]);
+		}
+		if (hi >= 0 && lo >= 0 && (hi || lo)) {
+			name[o++] = (char)(hi * 16 + lo);
 			i += 3;
 		} else {
 			name[o++] = last[i];

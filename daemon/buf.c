@@ -139,3 +139,14 @@ void buf_pb_bytes(struct buf *b, unsigned int field, const void *data, size_t n)
 	buf_pb_varint(b, n);
 	buf_put(b, data, n);
 }
+
+int buf_hexval(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

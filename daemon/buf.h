@@ -38,6 +38,9 @@ void buf_insert(struct buf *b, size_t at, const void *data, size_t n);
  */
 void buf_put_cut(struct buf *b, const char *s, size_t n, size_t max);
 
+/* The value of one hexadecimal digit (either case), -1 for any other character. */
+int buf_hexval(unsigned char c);
+
 /* Protobuf's wire format: a base-128 varint, a field's tag, a length-delimited field. */
 enum { BUF_PB_VARINT = 0, BUF_PB_LEN = 2 };
 void buf_pb_varint(struct buf *b, uint64_t v);

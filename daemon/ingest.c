@@ -128,17 +128,6 @@ static size_t utf8_put(char *o, uint32_t cp)
 	return 4;
 }
 
-static int hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Four hex digits at j->pos (after "\u"). */
 static int jr_hex4(struct jr *j, uint32_t *out)
 {
@@ -148,7 +137,7 @@ static int jr_hex4(struct jr *j, uint32_t *out)
 	if (j->len - j->pos < 4)
 		return jr_fail(j, "\\u escape cut short");
 	for (i = 0; i < 4; i++) {
-		h = hexval(j->p[j->pos + i]);
+		h = buf_hexval(j->p[j->pos + i]);
 		if (h < 0)
 			return jr_fail(j, "\\u escape with a non-hex digit");
 		v = v << 4 | (uint32_t)h;
@@ -1318,8 +1307,8 @@ static void grpc_message(const char *v, size_t n, char *out, size_t outlen)
 
 	for (i = 0; i < n && o + 1 < outlen; i++) {
 		c = v[i];
-		if (c == '%' && i + 2 < n && (h1 = hexval((unsigned char)v[i + 1])) >= 0 &&
-		    (h2 = hexval((unsigned char)v[i + 2])) >= 0) {
+		if (c == '%' && i + 2 < n && (h1 = buf_hexval((unsigned char)v[i + 1])) >= 0 &&
+		    (h2 = buf_hexval((unsigned char)v[i + 2])) >= 0) {
 			c = (char)(h1 << 4 | h2);
 			i += 2;
 		}

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "kallsyms.h"
 
 /*
@@ -36,17 +37,6 @@ void kallsyms__free(struct kallsyms *k)
 	free(k);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* "ADDRESS TYPE NAME[\t[MODULE]]": 0 and the fields, or -EINVAL. name is cut at its end. */
 static int parse_line(char *line, uint64_t *addr, char *type, char **name)
 {
@@ -54,7 +44,7 @@ static int parse_line(char *line, uint64_t *addr, char *type, char **name)
 	char *p = line, *end;
 	int d, digits = 0;
 
-	while ((d = hexval(*p)) >= 0 && digits < 16) {
+	while ((d = buf_hexval((unsigned char)*p)) >= 0 && digits < 16) {
 		a = a << 4 | (uint64_t)d;
 		p++;
 		digits++;
