@@ -138,9 +138,11 @@ class E2E
       n = at_sleep.sum(&:count)
       check(n >= 0.3 * mine.sum(&:count), "#{name}: #{n} of #{mine.sum(&:count)} samples under Kernel#sleep's exact stack:\n  #{show(f["frames"])}")
       states = at_sleep.group_by { |s| s.labels["thread_state"] }.transform_values { |v| v.sum(&:count) }
-      # about half each; a quarter leaves room for a loaded VM's late wake-ups and ticks
+      # about half each; a quarter leaves room for a loaded VM's late wake-ups and ticks. A thread
+      # that got the GVL back but waits for a CPU (preempted by other load) is rightly "running"
+      # still inside Kernel#sleep: CI saw 10 of 135 while building roots beside the test.
       check(states.fetch("sleeping", 0) >= 0.25 * n && states.fetch("gvl_wait", 0) >= 0.25 * n &&
-            states.fetch("sleeping", 0) + states.fetch("gvl_wait", 0) >= 0.95 * n,
+            states.fetch("sleeping", 0) + states.fetch("gvl_wait", 0) >= 0.85 * n,
             "#{name} under Kernel#sleep: #{states.inspect}, expected about half sleeping, half gvl_wait")
       "#{name} under sleep #{states.inspect}"
     end.join(", ")
