@@ -302,18 +302,41 @@ static __always_inline __u64 wall_lap_runs(const struct rp_wall_thread *e)
 	return lag ? lag : 1;
 }
 
-/* Sends "the same stack as sample e->seq" with this visit's header (no frames). */
-static __always_inline void wall_emit_same(struct rp_scratch *s, const struct rp_wall_thread *e)
+/*
+ * Sends the thread's pending visits as one record, "the same stack as sample e->seq", with their
+ * state, weight and count (no frames); the scratch header is rewritten (the caller fills it for
+ * its own record afterwards).
+ */
+static __always_inline void wall_send_pending(struct rp_scratch *s, struct rp_wall_thread *e,
+					      __u64 th)
 {
+	s->sample.hdr.version = RP_REC_VERSION;
+	s->sample.hdr.kind = RP_REC_STACK;
+	s->sample.hdr.state = (__u8)e->pend_state;
+	s->sample.hdr.wunit = RP_WEIGHT_NS;
+	s->sample.hdr.size = RP_SAMPLE_HDR_SIZE;
+	s->sample.hdr.weight = e->pend_weight;
+	s->sample.hdr.time_ns = bpf_ktime_get_ns();
+	s->sample.hdr.pid = wall_params.tgid;
+	s->sample.hdr.tid = e->tid;
+	s->sample.cpu = wall_cpu;
+	s->sample.seq = s->seq++;
+	s->sample.chunk = 0;
+	s->sample.gc_mode = 0;
+	s->sample.ruby_thread = th;
+	s->sample.syscall = e->pend_syscall;
 	s->sample.flags = RP_SAMPLE_SAME | RP_SAMPLE_LAST;
 	s->sample.nframes = 0;
 	s->sample.first = 0;
 	s->sample.nslots = 0;
 	s->sample.base_seq = e->seq;
-	s->sample.truncated = 0;
-	s->sample.hdr.size = RP_SAMPLE_HDR_SIZE;
+	s->sample.visits = e->pend_visits;
 	if (bpf_ringbuf_output(&samples, &s->sample, RP_SAMPLE_HDR_SIZE, rb_flags()))
 		stat_add(RP_STAT_RB_DROPPED, 1);
+	else
+		wstat_add(RP_WSTAT_PEND_SENT, 1);
+	e->pend_visits = 0;
+	e->pend_weight = 0;
 }
 
 /* After a walk: the thread's entry says what was seen and whether the reader got it whole. */
@@ -325,6 +348,8 @@ static __always_inline void wall_note(struct rp_wall_key *k, struct wall_scratch
 
 	w->now.run = wall_params.run;
 	w->now.reuse = 0;
+	w->now.pend_visits = 0; /* sent before the walk */
+	w->now.pend_weight = 0;
 	/* rp_sample_ec makes this sample the base exactly when it was sent whole */
 	w->now.valid = s && s->base_valid && s->base_seq == w->now.seq && !w->on_cpu;
 	if (e) {
@@ -348,7 +373,8 @@ static long wall_thread(__u32 i, void *ctx)
 	struct rp_proc *proc;
 	__u64 th, ec, nt, switches = 0;
 	__u64 weight = wall_params.period_ns;
-	bool has_task = false;
+	bool has_task = false, reuse;
+	__u32 syscall;
 	long sysnr = -1;
 
 	w = bpf_map_lookup_elem(&wall_scratch, &zero);
@@ -376,9 +402,17 @@ static long wall_thread(__u32 i, void *ctx)
 		wstat_add(RP_WSTAT_BAD_NODE, 1);
 		return 1;
 	}
+	key.th = th;
+	e = bpf_map_lookup_elem(&wall_threads, &key);
 	if (o->th_nt) {
+		/* 3.2+: the tid is in the native thread, read again only when th->nt changed (one
+		 * copy less per visit). Should an ended thread's th and nt both come back at the
+		 * same addresses for a new thread, the old tid finds no task: that visit goes
+		 * without one (walked, no kernel state) and the next reads the new tid. */
 		nt = th_u64(w, o->th_nt);
-		if (nt && RP_READ_USER(ctx, &tid, sizeof(tid), (const void *)(nt + o->nt_tid)))
+		if (nt && e && e->tid && e->hdr[4] == nt)
+			tid = e->tid;
+		else if (nt && RP_READ_USER(ctx, &tid, sizeof(tid), (const void *)(nt + o->nt_tid)))
 			tid = 0;
 	} else if (o->th_tid) {
 		tid = th_u32(w, o->th_tid);
@@ -416,16 +450,37 @@ static long wall_thread(__u32 i, void *ctx)
 	wall_fingerprint(w, ec);
 	w->now.tid = tid;
 	w->now.switches = switches;
-	key.th = th;
-	e = bpf_map_lookup_elem(&wall_threads, &key);
 	if (!e)
 		wstat_add(RP_WSTAT_CACHE_MISS, 1);
+	syscall = sysnr >= 0 && state == RP_TSTATE_BLOCKED_IO ? (__u32)sysnr + 1 : 0;
+	weight *= wall_lap_runs(e);
+	if (e) {
+		reuse = wall_unchanged(e, w, has_task, on_cpu);
+		/* pending visits of another state, or of the stack about to be walked again */
+		if (e->pend_visits &&
+		    (!reuse || e->pend_state != state || e->pend_syscall != syscall))
+			wall_send_pending(s, e, th);
+		if (reuse) {
+			/* no EC read: the live task's unchanged switch count proves this node is
+			 * the thread walked before, and that nothing of it ran since */
+			e->pend_visits++;
+			e->pend_weight += weight;
+			e->pend_state = state;
+			e->pend_syscall = syscall;
+			e->run = wall_params.run;
+			e->reuse++;
+			wstat_add(RP_WSTAT_REUSED, 1);
+			wstat_add(RP_WSTAT_THREADS, 1);
+			wall_out.walked++;
+			return 0;
+		}
+	}
 
 	s->sample.hdr.version = RP_REC_VERSION;
 	s->sample.hdr.kind = RP_REC_STACK;
 	s->sample.hdr.state = state;
 	s->sample.hdr.wunit = RP_WEIGHT_NS;
-	s->sample.hdr.weight = weight * wall_lap_runs(e);
+	s->sample.hdr.weight = weight;
 	s->sample.hdr.time_ns = bpf_ktime_get_ns();
 	s->sample.hdr.pid = tgid;
 	s->sample.hdr.tid = tid;
@@ -434,18 +489,7 @@ static long wall_thread(__u32 i, void *ctx)
 	s->sample.chunk = 0;
 	s->sample.gc_mode = 0;
 	s->sample.ruby_thread = th;
-	s->sample.syscall = sysnr >= 0 && state == RP_TSTATE_BLOCKED_IO ? (__u32)sysnr + 1 : 0;
-	if (e && wall_unchanged(e, w, has_task, on_cpu)) {
-		/* no EC read: the live task's unchanged switch count proves this node is the
-		 * thread walked before, and that nothing of it ran since */
-		wall_emit_same(s, e);
-		e->run = wall_params.run;
-		e->reuse++;
-		wstat_add(RP_WSTAT_REUSED, 1);
-		wstat_add(RP_WSTAT_THREADS, 1);
-		wall_out.walked++;
-		return 0;
-	}
+	s->sample.syscall = syscall;
 	/* a thread being created or freed under us ends the walk */
 	if (RP_READ_USER(ctx, w->ec, sizeof(w->ec), (const void *)ec) ||
 	    w->ec[(proc->off.ec_thread_ptr / 8) & 7] != th) {
@@ -496,9 +540,16 @@ int rp_wall(struct bpf_iter__task *ctx)
 #elif defined(__TARGET_ARCH_arm64)
 	tp = task->thread.uw.tp_value;
 #endif
-	if (find_ec(proc, tp, &ec, &rc) || !ec ||
-	    read_u64(&rc, &th, ec + proc->off.ec_thread_ptr) || !th ||
-	    read_u64(&rc, &anchor, th + wall_params.off.th_anchor) || !anchor) {
+	wall_out.next = 0;
+	wall_out.walked = 0;
+	wall_out.wrapped = 1;
+	wall_out.anchor = 0;
+	/* the anchor of an earlier run, or found from the main thread's EC (three reads) */
+	anchor = wall_params.anchor;
+	if (!anchor &&
+	    (find_ec(proc, tp, &ec, &rc) || !ec ||
+	     read_u64(&rc, &th, ec + proc->off.ec_thread_ptr) || !th ||
+	     read_u64(&rc, &anchor, th + wall_params.off.th_anchor) || !anchor)) {
 		wstat_add(RP_WSTAT_READ_FAILED, 1);
 		goto out;
 	}
@@ -506,14 +557,12 @@ int rp_wall(struct bpf_iter__task *ctx)
 	w->owner = 0;
 	w->node = 0;
 	w->limit = wall_params.max_threads;
-	wall_out.next = 0;
-	wall_out.walked = 0;
-	wall_out.wrapped = 1;
 	if (read_u64(&rc, &w->owner, anchor + wall_params.off.owner) ||
 	    read_u64(&rc, &w->node, w->head)) {
 		wstat_add(RP_WSTAT_READ_FAILED, 1);
 		goto out;
 	}
+	wall_out.anchor = anchor;
 	/* More threads than one run visits: continue where the last run stopped. A node freed
 	 * since fails the EC check and ends the run; the next one starts at the head again. */
 	if (wall_params.cursor && wall_params.cursor != w->head) {

@@ -255,10 +255,13 @@ static void summary(struct run *r, double secs, const char *path)
 		       c.wall.bpf[RP_WSTAT_CREDIT_CUT], bpf[RP_STAT_WALL_MUTED],
 		       c.wall.bpf[RP_WSTAT_CUT], RP_MAX_WALL_THREADS, c.wall.bpf[RP_WSTAT_BAD_NODE],
 		       c.wall.bpf[RP_WSTAT_READ_FAILED], c.wall.ticks_late, c.wall.runs_failed);
-		printf("wall reuse: %" PRIu64 " stacks reused (%" PRIu64 " not found, %" PRIu64
-		       " copies evicted), %" PRIu64 " threads first seen or walked again, %" PRIu64
+		printf("wall reuse: %" PRIu64 " stacks reused in %" PRIu64 " records (%" PRIu64
+		       " taken at the end or a thread's end; %" PRIu64 " not found, %" PRIu64
+		       " lost with their copy, %" PRIu64 " copies evicted), %" PRIu64
+		       " threads first seen or walked again, %" PRIu64
 		       " not remembered (table full), %" PRIu64 " runs from a cursor\n",
-		       c.wall.reused, c.wall.reuse_missed, c.wall.copies_evicted,
+		       c.wall.reused, c.wall.bpf[RP_WSTAT_PEND_SENT], c.wall.pending_swept,
+		       c.wall.reuse_missed, c.wall.pending_lost, c.wall.copies_evicted,
 		       c.wall.bpf[RP_WSTAT_CACHE_MISS], c.wall.bpf[RP_WSTAT_CACHE_FULL],
 		       c.wall.bpf[RP_WSTAT_CURSOR]);
 	}

@@ -686,6 +686,11 @@ void sampler_set_extra_hook(struct sampler *s, sampler_extra_hook fn, void *ctx)
 	s->extra_ctx = ctx;
 }
 
+void sampler_on_stack(struct sampler *s, const struct sampler_stack *st)
+{
+	s->h.on_stack(s->h.ctx, st);
+}
+
 int sampler_shared_maps(const struct sampler *s, struct sampler_maps *out)
 {
 	if (!s->skel)

@@ -40,6 +40,8 @@ struct sampler_stack {
 	/* frames[nframes - nshared, nframes) are those of this CPU's stack of sample
 	 * first->base_seq, the last complete one delivered before (a delta shares its root end) */
 	size_t nshared;
+	/* samples/count it stands for: 1, or a wall record's reused visits (0 reads as 1) */
+	uint32_t samples;
 };
 
 /* What the dispatcher calls for each kind of record. */
@@ -125,5 +127,8 @@ int sampler_shared_maps(const struct sampler *s, struct sampler_maps *out);
  */
 typedef void (*sampler_extra_hook)(void *ctx, struct sampler_stack *st);
 void sampler_set_extra_hook(struct sampler *s, sampler_extra_hook fn, void *ctx);
+/* Hands a stack made outside the ring buffer (a wall thread's pending visits, sent by the
+ * daemon when its entry goes) to the on_stack handler, as if it had been read. */
+void sampler_on_stack(struct sampler *s, const struct sampler_stack *st);
 
 #endif

@@ -563,6 +563,14 @@ static void render(void *ctx, struct mbuf *b)
 			"given "
 			"that walk's stack instead of a new one.",
 			c.wall.reused);
+		counter(b, "rubyprofd_wall_reuse_records_total",
+			"Records that carried reused visits (a parked thread's visits are summed in "
+			"BPF and sent together).",
+			c.wall.bpf[RP_WSTAT_PEND_SENT]);
+		counter(b, "rubyprofd_wall_reuse_flushed_total",
+			"Reused visits the daemon took from the BPF table itself: before each "
+			"profile is cut, and those of ended threads.",
+			c.wall.pending_swept);
 		counter(b, "rubyprofd_wall_stack_copies_evicted_total",
 			"Threads' last stacks evicted at the bound of copies kept (the thread is "
 			"walked again).",
@@ -588,6 +596,8 @@ static void render(void *ctx, struct mbuf *b)
 			 c.wall.bpf[RP_WSTAT_READ_FAILED]);
 		labelled(b, "rubyprofd_wall_losses_total", "cause", "reused_stack_missing",
 			 c.wall.reuse_missed);
+		labelled(b, "rubyprofd_wall_losses_total", "cause", "pending_lost",
+			 c.wall.pending_lost);
 		labelled(b, "rubyprofd_wall_losses_total", "cause", "run_failed",
 			 c.wall.runs_failed);
 		labelled(b, "rubyprofd_wall_losses_total", "cause", "refused_version",

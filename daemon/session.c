@@ -397,6 +397,9 @@ int session_drain(struct session *s, int64_t now)
 		if (n < SAMPLER_CONSUME_MAX)
 			break;
 	}
+	/* then the visits of parked threads that BPF summed and holds (wall clock) */
+	if (s->wall)
+		wall_flush(s->wall);
 	return 0;
 }
 
@@ -417,6 +420,8 @@ int session_finish(struct session *s, int64_t now)
 		if (n < SAMPLER_CONSUME_MAX)
 			break;
 	}
+	if (s->wall)
+		wall_flush(s->wall);
 	return err;
 }
 

@@ -35,6 +35,7 @@ struct wall_proc {
 	uint32_t runs;	   /* runs made */
 	uint32_t lap;	   /* runs the last complete lap of the list took (1: all in one) */
 	uint32_t lap_runs; /* runs of the lap under way */
+	uint64_t anchor;   /* the list's anchor the last run found (0: find it again) */
 };
 
 /* The daemon's side of stack reuse (daemon/wallcopy.c): as many copies as the BPF map has entries;
@@ -53,6 +54,8 @@ struct wall {
 	bool reuse;
 	uint64_t ticks;
 	struct wallcopy *copies; /* each Ruby thread's last walked stack */
+	struct sampler *smp;	 /* where the pending visits of ended threads go (send_pending) */
+	uint32_t extra_cpu;	 /* the sampler's slot of wall records */
 };
 
 /* docs/wall-clock.md §1.2 - §1.4 (x86_64). 3.2 is computed only (not validated live). */
@@ -241,6 +244,8 @@ struct wall *wall__new(struct sampler *smp, unsigned int frequency, char *why, s
 		goto cleanup;
 	}
 	wall_set_frequency(w, frequency);
+	w->smp = smp;
+	w->extra_cpu = m.extra_cpu;
 	sampler_set_extra_hook(smp, wall_on_stack, w);
 	return w;
 
@@ -277,12 +282,63 @@ static struct wall_proc *find_proc(const struct wall *w, pid_t pid)
 
 /* ---- reuse: the daemon's copies of the last walked stacks -------------------------------- */
 
-/* Forgets the BPF side's entry of a thread: its next visit walks it again. */
+/* Forgets the BPF side's entry of a thread: its next visit walks it again. Visits it had
+ * pending are lost with it (counted): their stack's copy is what went. */
 static void entry_drop(struct wall *w, pid_t pid, uint64_t th)
 {
 	struct rp_wall_key k = {.th = th, .tgid = (__u32)pid};
+	struct rp_wall_thread e;
 
+	if (bpf_map__lookup_elem(w->skel->maps.wall_threads, &k, sizeof(k), &e, sizeof(e), 0) ==
+	    0)
+		w->c.pending_lost += e.pend_visits;
 	bpf_map__delete_elem(w->skel->maps.wall_threads, &k, sizeof(k), 0);
+}
+
+/*
+ * A thread's pending visits, handed to the collector as the iterator would have sent them, with
+ * the daemon's copy of the stack they reused: when its entry goes (the thread or its process
+ * ended; before the collector forgets the process: wall_remove comes first), and before a
+ * profile is cut (wall_flush). False when the copy is not that stack (its record is still in
+ * the ring buffer, or the copy went): the caller keeps them, or counts them lost.
+ */
+static bool send_pending(struct wall *w, const struct rp_wall_key *k,
+			 const struct rp_wall_thread *e)
+{
+	const struct wallcopy_entry *c;
+	struct rp_sample hdr = {0};
+	struct sampler_stack st = {0};
+	struct wall_proc *p;
+
+	p = find_proc(w, (pid_t)k->tgid);
+	c = wallcopy_get(w->copies, (pid_t)k->tgid, k->th, e->seq, p ? p->runs : e->run);
+	if (!c)
+		return false;
+	hdr.hdr.version = RP_REC_VERSION;
+	hdr.hdr.kind = RP_REC_STACK;
+	hdr.hdr.state = (__u8)e->pend_state;
+	hdr.hdr.wunit = RP_WEIGHT_NS;
+	hdr.hdr.size = RP_SAMPLE_HDR_SIZE;
+	hdr.hdr.weight = e->pend_weight;
+	hdr.hdr.pid = k->tgid;
+	hdr.hdr.tid = e->tid;
+	hdr.cpu = w->extra_cpu;
+	hdr.seq = e->seq; /* the stack of that sample: a later delta based on it is right */
+	hdr.flags = c->flags | RP_SAMPLE_LAST;
+	hdr.truncated = c->truncated;
+	hdr.syscall = e->pend_syscall;
+	hdr.ruby_thread = k->th;
+	memcpy(hdr.comm, c->comm, sizeof(hdr.comm));
+	st.first = &hdr;
+	st.frames = c->frames;
+	st.nframes = c->n;
+	st.flags = c->flags;
+	st.truncated = c->truncated;
+	st.samples = e->pend_visits;
+	w->c.reused += e->pend_visits;
+	w->c.pending_swept += e->pend_visits;
+	sampler_on_stack(w->smp, &st);
+	return true;
 }
 
 #define WALL_STACK_FLAGS (RP_SAMPLE_TRUNCATED | RP_SAMPLE_GC | RP_SAMPLE_JIT_LEAF)
@@ -304,7 +360,7 @@ void wall_on_stack(void *ctx, struct sampler_stack *st)
 			return;
 		if (wallcopy_keep(w->copies, pid, st->first->ruby_thread, st->first->seq, run,
 				  st->frames, st->nframes, st->flags & WALL_STACK_FLAGS,
-				  st->truncated, &gone) == 0 &&
+				  st->truncated, st->first->comm, &gone) == 0 &&
 		    gone.pid)
 			entry_drop(w, gone.pid, gone.th);
 		return;
@@ -313,14 +369,17 @@ void wall_on_stack(void *ctx, struct sampler_stack *st)
 	if (!c) {
 		/* its stack's record was lost, or the copy evicted: no frames this time (counted,
 		 * shown as a failed read), and the next visit walks it */
-		w->c.reuse_missed++;
+		w->c.reuse_missed += st->first->visits;
 		entry_drop(w, pid, st->first->ruby_thread);
+		st->samples = st->first->visits;
 		st->flags = (st->flags & ~RP_SAMPLE_SAME) | RP_SAMPLE_READ_FAIL;
 		st->nframes = 0;
 		st->nshared = 0;
+		st->truncated = 0;
 		return;
 	}
-	w->c.reused++;
+	w->c.reused += st->first->visits;
+	st->samples = st->first->visits;
 	st->frames = c->frames;
 	st->nframes = c->n;
 	st->nshared = 0;
@@ -374,8 +433,11 @@ static void sweep(struct wall *w, pid_t gone)
 			visited++;
 			k = next;
 			if (bpf_map__lookup_elem(m, &k, sizeof(k), &e, sizeof(e), 0) == 0 &&
-			    is_stale(w, gone, (pid_t)k.tgid, e.run))
+			    is_stale(w, gone, (pid_t)k.tgid, e.run)) {
+				if (e.pend_visits && !send_pending(w, &k, &e))
+					w->c.pending_lost += e.pend_visits;
 				del[n++] = k;
+			}
 			more = bpf_map__get_next_key(m, &k, &next, sizeof(k)) == 0;
 		}
 		for (i = 0; i < n; i++) {
@@ -463,19 +525,22 @@ int64_t wall_next_due(const struct wall *w)
 /* One run of p's iterator: the program walks the thread list on the main task. */
 static int run_one(struct wall *w, struct wall_proc *p)
 {
+	struct rp_wall_params *prm = &w->skel->bss->wall_params;
 	char buf[WALL_READ_BYTES];
 	ssize_t n;
 	int fd;
 
-	w->skel->bss->wall_params.tgid = (__u32)p->pid;
-	w->skel->bss->wall_params.max_threads = RP_MAX_WALL_THREADS;
-	w->skel->bss->wall_params.period_ns = (__u64)w->period_ns;
-	w->skel->bss->wall_params.off = p->off;
-	w->skel->bss->wall_params.cursor = p->cursor;
-	w->skel->bss->wall_params.run = ++p->runs;
-	w->skel->bss->wall_params.lap = p->lap ? p->lap : 1;
-	w->skel->bss->wall_params.reuse = w->reuse;
+	prm->tgid = (__u32)p->pid;
+	prm->max_threads = RP_MAX_WALL_THREADS;
+	prm->period_ns = (__u64)w->period_ns;
+	prm->off = p->off;
+	prm->cursor = p->cursor;
+	prm->run = ++p->runs;
+	prm->lap = p->lap ? p->lap : 1;
+	prm->reuse = w->reuse;
+	prm->anchor = p->anchor;
 	w->skel->bss->wall_out.next = 0;
+	w->skel->bss->wall_out.anchor = 0;
 	fd = bpf_iter_create(bpf_link__fd(p->link));
 	if (fd < 0)
 		return -errno;
@@ -483,6 +548,7 @@ static int run_one(struct wall *w, struct wall_proc *p)
 		n = read(fd, buf, sizeof(buf));
 	} while (n > 0 || (n < 0 && errno == EINTR));
 	close(fd);
+	p->anchor = w->skel->bss->wall_out.anchor;
 	/* The cursor: where the next run starts, and how many runs a lap of the list takes
 	 * (each thread's weight is the runs since its last visit, bounded by the lap). */
 	p->lap_runs++;
@@ -518,6 +584,28 @@ int wall_tick(struct wall *w, int64_t now_ns)
 		}
 	}
 	return err;
+}
+
+void wall_flush(struct wall *w)
+{
+	struct bpf_map *m = w->skel->maps.wall_threads;
+	struct rp_wall_key k;
+	struct rp_wall_thread e;
+	size_t visited = 0;
+	bool more;
+
+	/* Entries are only written inside the daemon's own read() of the iterator: nothing
+	 * changes them meanwhile. Updating a value keeps the key's place in the walk. */
+	more = bpf_map__get_next_key(m, NULL, &k, sizeof(k)) == 0;
+	while (more && visited++ < RP_WALL_CACHE_ENTRIES) {
+		if (bpf_map__lookup_elem(m, &k, sizeof(k), &e, sizeof(e), 0) == 0 &&
+		    e.pend_visits && send_pending(w, &k, &e)) {
+			e.pend_visits = 0;
+			e.pend_weight = 0;
+			bpf_map__update_elem(m, &k, sizeof(k), &e, sizeof(e), BPF_EXIST);
+		}
+		more = bpf_map__get_next_key(m, &k, &k, sizeof(k)) == 0;
+	}
 }
 
 void wall_counters(const struct wall *w, struct wall_counters *out)

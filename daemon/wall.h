@@ -36,6 +36,8 @@ struct wall_counters {
 	uint64_t copies_failed;	 /* stack copies not made (no memory) */
 	uint64_t copies_swept;	 /* copies of ended threads or processes dropped */
 	uint64_t entries_swept; /* BPF wall_threads entries of ended threads or processes dropped */
+	uint64_t pending_swept; /* reused visits the daemon took from the map (flush, sweep) */
+	uint64_t pending_lost;	/* reused visits lost with their stack's copy (evicted or missing) */
 };
 
 /*
@@ -59,6 +61,12 @@ int64_t wall_next_due(const struct wall *w);
  * failure is counted in runs_failed; the other processes still ran). */
 int wall_tick(struct wall *w, int64_t now_ns);
 void wall_set_frequency(struct wall *w, unsigned int frequency);
+/*
+ * Hands every thread's pending visits to the collector now (a parked thread's reused visits are
+ * summed in BPF and sent later, as one record): before a profile is cut, once the ring buffer
+ * has been read, so that their time is in it. Also those of threads that ended since.
+ */
+void wall_flush(struct wall *w);
 
 void wall_counters(const struct wall *w, struct wall_counters *out);
 

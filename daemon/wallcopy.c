@@ -94,7 +94,7 @@ static struct wallcopy_entry *slot_for(struct wallcopy *c, pid_t pid, uint64_t t
 
 int wallcopy_keep(struct wallcopy *c, pid_t pid, uint64_t th, uint32_t seq, uint32_t run,
 		  const struct rp_frame *frames, size_t n, uint32_t flags, uint32_t truncated,
-		  struct wallcopy_entry *evicted)
+		  const char *comm, struct wallcopy_entry *evicted)
 {
 	struct rp_frame *f = NULL;
 	struct wallcopy_entry *e;
@@ -122,6 +122,10 @@ int wallcopy_keep(struct wallcopy *c, pid_t pid, uint64_t th, uint32_t seq, uint
 	e->run = run;
 	e->flags = flags;
 	e->truncated = truncated;
+	if (comm)
+		memcpy(e->comm, comm, sizeof(e->comm));
+	else
+		memset(e->comm, 0, sizeof(e->comm));
 	return 0;
 }
 

@@ -26,6 +26,7 @@ struct wallcopy_entry {
 	uint32_t truncated;
 	size_t n;
 	struct rp_frame *frames; /* leaf first; NULL when n is 0 */
+	char comm[16];		 /* the thread's name at that sample */
 };
 
 struct wallcopy_counters {
@@ -40,13 +41,13 @@ struct wallcopy *wallcopy__new(size_t max);
 void wallcopy__free(struct wallcopy *c);
 
 /*
- * Keeps frames[0, n) as (pid, th)'s stack of sample seq, replacing its last one. When the table
- * is full another thread's copy goes: *evicted (if not NULL) gets it (pid 0 when none went).
- * 0 or -ENOMEM (counted).
+ * Keeps frames[0, n) as (pid, th)'s stack of sample seq, replacing its last one, with the
+ * thread's name then (16 bytes, or NULL). When the table is full another thread's copy goes:
+ * *evicted (if not NULL) gets it (pid 0 when none went). 0 or -ENOMEM (counted).
  */
 int wallcopy_keep(struct wallcopy *c, pid_t pid, uint64_t th, uint32_t seq, uint32_t run,
 		  const struct rp_frame *frames, size_t n, uint32_t flags, uint32_t truncated,
-		  struct wallcopy_entry *evicted);
+		  const char *comm, struct wallcopy_entry *evicted);
 
 /* (pid, th)'s copy if it is that of sample seq (its run becomes `run`); NULL otherwise. */
 const struct wallcopy_entry *wallcopy_get(struct wallcopy *c, pid_t pid, uint64_t th, uint32_t seq,

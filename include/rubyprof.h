@@ -155,7 +155,10 @@ struct rp_sample {
 	__u32 flags;	 /* RP_SAMPLE_* */
 	__u16 chunk;	 /* index of this chunk */
 	__u16 nframes;	 /* frames (slots) in this record, <= RP_CHUNK_FRAMES */
-	__u32 truncated; /* control frames left unwalked at the root end (last chunk) */
+	union {
+		__u32 truncated; /* control frames left unwalked at the root end (last chunk) */
+		__u32 visits;	 /* RP_SAMPLE_SAME: the wall visits this record stands for (>= 1) */
+	};
 	__u32 gc_mode;	 /* RP_SAMPLE_GC: objspace mode (1 marking, 2 sweeping, 3 compacting) */
 	__u32 first;	 /* slot of frames[0] */
 	__u32 nslots;	 /* slots of the whole stack */
@@ -359,7 +362,15 @@ struct rp_wall_thread {
 	__u32 run;   /* rp_wall_params.run of the last visit */
 	__u32 reuse; /* visits since the stack was last walked */
 	__u32 valid; /* the reader has that stack whole */
-	__u32 pad;
+	/*
+	 * Reused visits not sent yet: they are summed here and sent as one RP_SAMPLE_SAME record
+	 * (its `visits`) when the state changes or before the thread is walked again; the daemon
+	 * takes the rest from the map before it cuts a profile, or when the entry goes.
+	 */
+	__u32 pend_visits;
+	__u64 pend_weight;  /* their summed weight (ns) */
+	__u32 pend_state;   /* their RP_TSTATE_* */
+	__u32 pend_syscall; /* their rp_sample.syscall */
 };
 
 /* The iterator's target, in its .bss, set by the daemon before each run. */
@@ -374,6 +385,10 @@ struct rp_wall_params {
 	__u32 lap;   /* runs the last full lap of the list took (1: all threads every run) */
 	__u32 reuse; /* 0: walk every thread (the bench's "before"), 1: reuse unchanged stacks */
 	__u32 pad;
+	/* The list's anchor (the main ractor, or the VM on 2.7) from an earlier run of this
+	 * process (rp_wall_out.anchor), 0: found from the main thread's EC. It lives as long as
+	 * the process, and a forked child has it at the same address. */
+	__u64 anchor;
 };
 
 /* What a run leaves for the daemon, in the iterator's .bss. */
@@ -381,6 +396,7 @@ struct rp_wall_out {
 	__u64 next;    /* node the next run starts at: 0 when this run reached the list's end */
 	__u32 walked;  /* threads this run visited */
 	__u32 wrapped; /* 1: this run started at the head */
+	__u64 anchor;  /* the list's anchor this run used (0: none found) */
 };
 
 /* Wall-mode statistics (the wall program's own array, index = RP_WSTAT_*) */
@@ -398,7 +414,8 @@ struct rp_wall_out {
 #define RP_WSTAT_CACHE_MISS  11 /* threads with no wall_threads entry (first visit, or evicted) */
 #define RP_WSTAT_CACHE_FULL  12 /* threads not remembered: wall_threads was full */
 #define RP_WSTAT_CURSOR	     13 /* runs that started at a cursor, not the head (> max_threads) */
-#define RP_WSTAT_MAX	     14
+#define RP_WSTAT_PEND_SENT   14 /* RP_SAMPLE_SAME records sent, each for one or more reused visits */
+#define RP_WSTAT_MAX	     15
 
 /* ---- statistics (per-CPU array, index = RP_STAT_*) ---------------------------------------- */
 
@@ -444,10 +461,10 @@ _Static_assert(sizeof(struct rp_proc) == 88, "rp_proc layout");
 _Static_assert(sizeof(struct rp_thread_tp) == 24, "rp_thread_tp layout");
 _Static_assert(sizeof(struct rp_rec) == 32, "rp_rec layout");
 _Static_assert(sizeof(struct rp_wall_offsets) == 24, "rp_wall_offsets layout");
-_Static_assert(sizeof(struct rp_wall_params) == 64, "rp_wall_params layout");
+_Static_assert(sizeof(struct rp_wall_params) == 72, "rp_wall_params layout");
 _Static_assert(sizeof(struct rp_wall_key) == 16, "rp_wall_key layout");
-_Static_assert(sizeof(struct rp_wall_thread) == 96, "rp_wall_thread layout");
-_Static_assert(sizeof(struct rp_wall_out) == 16, "rp_wall_out layout");
+_Static_assert(sizeof(struct rp_wall_thread) == 112, "rp_wall_thread layout");
+_Static_assert(sizeof(struct rp_wall_out) == 24, "rp_wall_out layout");
 _Static_assert(sizeof(struct rp_proc_event) == 72, "rp_proc_event layout");
 _Static_assert(sizeof(struct rp_ustack) == RP_USTACK_HDR_SIZE, "rp_ustack layout");
 _Static_assert(__builtin_offsetof(struct rp_kstack, ips) == RP_KSTACK_HDR_SIZE, "rp_kstack layout");

@@ -147,6 +147,46 @@ class E2E
     report.join(", ") + (reused ? ", #{reused} reused" : "")
   end
 
+  # A parked thread's reused visits wait in BPF and are sent together later: those of threads
+  # that end while parked (one after the other, 0.8 s each) are all in the profile, under the
+  # sleep's exact stack; without the daemon taking them from the map they would be about one
+  # sample per thread (its first, walked visit).
+  def test_wall_brief_threads
+    wall_supported!
+    r = profile_script("wall_brief.rb", duration: WALL_SECONDS,
+                                        flags: ["--clock", "wall", "--frequency", WALL_HZ.to_s])
+    ticks = wall_ticks(r.stdout)
+    want = r.facts["threads"].fetch("rp-brief")
+    mine = r.samples.select { |s| s.labels["ruby_thread_name"] == "rp-brief" }
+    n = mine.sum(&:count)
+    threads = mine.map { |s| s.labels["ruby_thread"] }.uniq.size
+    exact = mine.select { |s| wall_blocked_stack?(r.prof, r.prof.frames(s), want["frames"], "sleep") }.sum(&:count)
+    sleeping = mine.select { |s| s.labels["thread_state"] == "sleeping" }.sum(&:count)
+    # one rp-brief at a time, parked all its life but for its start and end
+    check(n >= 0.8 * ticks && n <= 1.1 * ticks, "rp-brief: #{n} samples of #{threads} threads in #{ticks} ticks")
+    check(exact >= 0.95 * n && sleeping >= 0.95 * n, "rp-brief: #{exact} exact, #{sleeping} sleeping of #{n}")
+    taken = r.stdout[/\((\d+) taken at the end or a thread's end/, 1]
+    "rp-brief: #{n} samples of #{threads} threads in #{ticks} ticks, #{exact} exact; #{taken} visits taken by the daemon"
+  end
+
+  # The same for a process that ends while its thread is parked: its pending visits are sent
+  # before the process is forgotten.
+  def test_wall_brief_process
+    wall_supported!
+    facts = start("wall_brief.rb", "exit")
+    pid = facts["pid"]
+    path, stdout, = rubyprofd("--pid", pid.to_s, "--duration", "6", "--clock", "wall", "--frequency", WALL_HZ.to_s)
+    ticks = wall_ticks(stdout)
+    want = facts["threads"].fetch("rp-parked")
+    prof = PprofRaw.read(path)
+    mine = prof.samples_of(pid).select { |s| s.labels["ruby_thread_name"] == "rp-parked" }
+    n = mine.sum(&:count)
+    exact = mine.select { |s| wall_blocked_stack?(prof, prof.frames(s), want["frames"], "sleep") }.sum(&:count)
+    check(n >= 0.9 * ticks && n <= 1.1 * ticks, "rp-parked: #{n} samples in #{ticks} ticks")
+    check(exact >= 0.95 * n, "rp-parked: #{exact} exact of #{n}")
+    "rp-parked: #{n} samples in #{ticks} ticks, #{exact} exact, #{ticks} ticks before the process ended"
+  end
+
   private
 
   # The iterator's runs (its ticks), from the oneshot summary's wall: line.

@@ -25,10 +25,14 @@ Test(wallcopy, gives_back_the_stack_of_its_sample_only)
 
 	cr_assert(c);
 	frames_of(f, 30, 1);
-	cr_assert_eq(wallcopy_keep(c, 100, 0xa000, 7, 1, f, 30, RP_SAMPLE_GC, 0, NULL), 0);
+	cr_assert_eq(wallcopy_keep(c, 100, 0xa000, 7, 1, f, 30, RP_SAMPLE_GC, 0,
+				   "worker 7\0\0\0\0\0\0\0\0", NULL),
+		     0);
 	e = wallcopy_get(c, 100, 0xa000, 7, 2);
 	cr_assert(e);
 	cr_assert_eq(e->n, 30);
+	/* the thread's name then: the pending visits the daemon sends carry it */
+	cr_assert_str_eq(e->comm, "worker 7");
 	cr_assert_eq(e->flags, RP_SAMPLE_GC);
 	cr_assert_eq(e->run, 2);
 	cr_assert_arr_eq(e->frames, f, sizeof(f));
@@ -38,14 +42,15 @@ Test(wallcopy, gives_back_the_stack_of_its_sample_only)
 	cr_assert_null(wallcopy_get(c, 101, 0xa000, 7, 2));
 	/* a newer walk replaces the stack */
 	frames_of(g, 3, 2);
-	cr_assert_eq(wallcopy_keep(c, 100, 0xa000, 9, 3, g, 3, 0, 0, NULL), 0);
+	cr_assert_eq(wallcopy_keep(c, 100, 0xa000, 9, 3, g, 3, 0, 0, NULL, NULL), 0);
 	cr_assert_null(wallcopy_get(c, 100, 0xa000, 7, 3));
 	e = wallcopy_get(c, 100, 0xa000, 9, 3);
 	cr_assert(e);
 	cr_assert_eq(e->n, 3);
 	cr_assert_arr_eq(e->frames, g, sizeof(g));
+	cr_assert_str_eq(e->comm, "");
 	/* an empty stack is a stack */
-	cr_assert_eq(wallcopy_keep(c, 100, 0xb000, 10, 3, NULL, 0, 0, 0, NULL), 0);
+	cr_assert_eq(wallcopy_keep(c, 100, 0xb000, 10, 3, NULL, 0, 0, 0, NULL, NULL), 0);
 	e = wallcopy_get(c, 100, 0xb000, 10, 3);
 	cr_assert(e);
 	cr_assert_eq(e->n, 0);
@@ -62,17 +67,17 @@ Test(wallcopy, the_bound_evicts_in_turn_and_names_the_thread)
 
 	frames_of(f, 2, 3);
 	for (th = 1; th <= 3; th++) {
-		cr_assert_eq(wallcopy_keep(c, 5, th, (uint32_t)th, 1, f, 2, 0, 0, &gone), 0);
+		cr_assert_eq(wallcopy_keep(c, 5, th, (uint32_t)th, 1, f, 2, 0, 0, NULL, &gone), 0);
 		cr_assert_eq(gone.pid, 0, "nothing evicted below the bound");
 	}
-	cr_assert_eq(wallcopy_keep(c, 5, 4, 4, 1, f, 2, 0, 0, &gone), 0);
+	cr_assert_eq(wallcopy_keep(c, 5, 4, 4, 1, f, 2, 0, 0, NULL, &gone), 0);
 	cr_assert_eq(gone.pid, 5);
 	cr_assert_eq(gone.th, 1);
 	cr_assert_null(wallcopy_get(c, 5, 1, 1, 1));
 	cr_assert(wallcopy_get(c, 5, 4, 4, 1));
 	cr_assert(wallcopy_get(c, 5, 2, 2, 1));
 	/* a thread already kept is replaced in place, evicting nobody */
-	cr_assert_eq(wallcopy_keep(c, 5, 2, 12, 1, f, 2, 0, 0, &gone), 0);
+	cr_assert_eq(wallcopy_keep(c, 5, 2, 12, 1, f, 2, 0, 0, NULL, &gone), 0);
 	cr_assert_eq(gone.pid, 0);
 	wallcopy_counters(c, &cc);
 	cr_assert_eq(cc.evicted, 1);
@@ -93,18 +98,18 @@ Test(wallcopy, drops_a_process_and_stale_threads)
 	struct rp_frame f[4];
 
 	frames_of(f, 4, 4);
-	cr_assert_eq(wallcopy_keep(c, 7, 1, 1, 10, f, 4, 0, 0, NULL), 0);
-	cr_assert_eq(wallcopy_keep(c, 7, 2, 2, 10, f, 4, 0, 0, NULL), 0);
-	cr_assert_eq(wallcopy_keep(c, 8, 1, 3, 1, f, 4, 0, 0, NULL), 0); /* stale */
-	cr_assert_eq(wallcopy_keep(c, 8, 2, 4, 1, f, 4, 0, 0, NULL), 0);
+	cr_assert_eq(wallcopy_keep(c, 7, 1, 1, 10, f, 4, 0, 0, NULL, NULL), 0);
+	cr_assert_eq(wallcopy_keep(c, 7, 2, 2, 10, f, 4, 0, 0, NULL, NULL), 0);
+	cr_assert_eq(wallcopy_keep(c, 8, 1, 3, 1, f, 4, 0, 0, NULL, NULL), 0); /* stale */
+	cr_assert_eq(wallcopy_keep(c, 8, 2, 4, 1, f, 4, 0, 0, NULL, NULL), 0);
 	cr_assert(wallcopy_get(c, 8, 2, 4, 9)); /* used at run 9: not stale */
 	cr_assert_eq(wallcopy_drop_if(c, drop_pid_or_old, NULL), 3);
 	cr_assert_null(wallcopy_get(c, 7, 1, 1, 10));
 	cr_assert_null(wallcopy_get(c, 8, 1, 3, 10));
 	cr_assert(wallcopy_get(c, 8, 2, 4, 10));
 	/* the slots emptied are used again, below the bound: no eviction */
-	cr_assert_eq(wallcopy_keep(c, 9, 1, 5, 1, f, 4, 0, 0, NULL), 0);
-	cr_assert_eq(wallcopy_keep(c, 9, 2, 6, 1, f, 4, 0, 0, NULL), 0);
+	cr_assert_eq(wallcopy_keep(c, 9, 1, 5, 1, f, 4, 0, 0, NULL, NULL), 0);
+	cr_assert_eq(wallcopy_keep(c, 9, 2, 6, 1, f, 4, 0, 0, NULL, NULL), 0);
 	wallcopy_counters(c, &cc);
 	cr_assert_eq(cc.dropped, 3);
 	cr_assert_eq(cc.evicted, 0);
