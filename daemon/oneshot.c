@@ -36,6 +36,8 @@ volatile sig_atomic_t oneshot_stop;
 #define SCAN_NO_EVENTS_NS 500000000LL
 /* Without a pidfd for the command (an old kernel), its exit is looked for this often. */
 #define CHILD_POLL_NS	  100000000LL
+/* --pid: whether the processes are all gone is asked this often */
+#define GONE_CHECK_NS	  100000000LL
 
 struct run {
 	const struct config *cfg;
@@ -354,7 +356,7 @@ int oneshot_run(const struct config *cfg)
 		.npids = cfg->npids,
 	};
 	struct run r = {.cfg = cfg, .child = -1, .child_pidfd = -1};
-	int64_t deadline = 0, next_scan, now, scan_every;
+	int64_t deadline = 0, next_scan, next_gone = 0, now, scan_every;
 	sigset_t stops, waitmask;
 	bool masked = false;
 	char missing[128], outbuf[512], fallback[PATH_MAX + 64];
@@ -418,8 +420,13 @@ int oneshot_run(const struct config *cfg)
 			r.child_status = status;
 			break;
 		}
-		if (cfg->npids && session_all_gone(r.session))
-			break;
+		/* at most every GONE_CHECK_NS: a wake-up per wall-clock tick need not also ask the
+		 * kernel about every pid */
+		if (cfg->npids && now >= next_gone) {
+			if (session_all_gone(r.session))
+				break;
+			next_gone = now + GONE_CHECK_NS;
+		}
 		if (now >= next_scan) {
 			session_scan(r.session, now);
 			next_scan = now_ns(CLOCK_MONOTONIC) + scan_every;
