@@ -546,10 +546,9 @@ int rp_wall(struct bpf_iter__task *ctx)
 	wall_out.anchor = 0;
 	/* the anchor of an earlier run, or found from the main thread's EC (three reads) */
 	anchor = wall_params.anchor;
-	if (!anchor &&
-	    (find_ec(proc, tp, &ec, &rc) || !ec ||
-	     read_u64(&rc, &th, ec + proc->off.ec_thread_ptr) || !th ||
-	     read_u64(&rc, &anchor, th + wall_params.off.th_anchor) || !anchor)) {
+	if (!anchor && (find_ec(proc, tp, &ec, &rc) || !ec ||
+			read_u64(&rc, &th, ec + proc->off.ec_thread_ptr) || !th ||
+			read_u64(&rc, &anchor, th + wall_params.off.th_anchor) || !anchor)) {
 		wstat_add(RP_WSTAT_READ_FAILED, 1);
 		goto out;
 	}

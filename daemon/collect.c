@@ -1227,8 +1227,8 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 	}
 	/* a wall-clock sample is one sample (or a thread's reused visits) of `weight` nanoseconds */
 	values[0] = st->first->hdr.wunit != RP_WEIGHT_NS ? (int64_t)st->first->hdr.weight
-		    : st->samples			      ? (int64_t)st->samples
-							      : 1;
+		    : st->samples			 ? (int64_t)st->samples
+							 : 1;
 	values[1] = st->first->hdr.wunit == RP_WEIGHT_NS
 			    ? (int64_t)st->first->hdr.weight
 			    : (int64_t)st->first->hdr.weight * c->period_ns;

@@ -564,7 +564,8 @@ static void render(void *ctx, struct mbuf *b)
 			"that walk's stack instead of a new one.",
 			c.wall.reused);
 		counter(b, "rubyprofd_wall_reuse_records_total",
-			"Records that carried reused visits (a parked thread's visits are summed in "
+			"Records that carried reused visits (a parked thread's visits are summed "
+			"in "
 			"BPF and sent together).",
 			c.wall.bpf[RP_WSTAT_PEND_SENT]);
 		counter(b, "rubyprofd_wall_reuse_flushed_total",

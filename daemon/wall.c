@@ -289,8 +289,7 @@ static void entry_drop(struct wall *w, pid_t pid, uint64_t th)
 	struct rp_wall_key k = {.th = th, .tgid = (__u32)pid};
 	struct rp_wall_thread e;
 
-	if (bpf_map__lookup_elem(w->skel->maps.wall_threads, &k, sizeof(k), &e, sizeof(e), 0) ==
-	    0)
+	if (bpf_map__lookup_elem(w->skel->maps.wall_threads, &k, sizeof(k), &e, sizeof(e), 0) == 0)
 		w->c.pending_lost += e.pend_visits;
 	bpf_map__delete_elem(w->skel->maps.wall_threads, &k, sizeof(k), 0);
 }

@@ -151,20 +151,20 @@ struct rp_rec {
 struct rp_sample {
 	struct rp_rec hdr;
 	__u32 cpu;
-	__u32 seq;	 /* per-CPU sample counter */
-	__u32 flags;	 /* RP_SAMPLE_* */
-	__u16 chunk;	 /* index of this chunk */
-	__u16 nframes;	 /* frames (slots) in this record, <= RP_CHUNK_FRAMES */
+	__u32 seq;     /* per-CPU sample counter */
+	__u32 flags;   /* RP_SAMPLE_* */
+	__u16 chunk;   /* index of this chunk */
+	__u16 nframes; /* frames (slots) in this record, <= RP_CHUNK_FRAMES */
 	union {
 		__u32 truncated; /* control frames left unwalked at the root end (last chunk) */
 		__u32 visits;	 /* RP_SAMPLE_SAME: the wall visits this record stands for (>= 1) */
 	};
-	__u32 gc_mode;	 /* RP_SAMPLE_GC: objspace mode (1 marking, 2 sweeping, 3 compacting) */
-	__u32 first;	 /* slot of frames[0] */
-	__u32 nslots;	 /* slots of the whole stack */
-	__u32 base_seq;	 /* RP_SAMPLE_DELTA: the sample whose slots [0, first) this one shares */
-	__u32 syscall;	 /* wall samples: the task's syscall number + 1 (0: none, or not known) */
-	char comm[16];	 /* thread name at sample time */
+	__u32 gc_mode;	/* RP_SAMPLE_GC: objspace mode (1 marking, 2 sweeping, 3 compacting) */
+	__u32 first;	/* slot of frames[0] */
+	__u32 nslots;	/* slots of the whole stack */
+	__u32 base_seq; /* RP_SAMPLE_DELTA: the sample whose slots [0, first) this one shares */
+	__u32 syscall;	/* wall samples: the task's syscall number + 1 (0: none, or not known) */
+	char comm[16];	/* thread name at sample time */
 	/*
 	 * The sampled EC's thread_ptr (rb_thread_t *): which Ruby thread ran, told apart even where
 	 * Ruby threads share a native thread (M:N, 3.3+). 0 when no valid EC was read.

@@ -26,34 +26,13 @@ static size_t rec_size;
 /* The record of a sample taken here: registers, and the stack from sp's page up. */
 static __attribute__((noinline)) void native_test_sample(uint32_t cpu, uint32_t seq)
 {
-	uint64_t ip, sp, bp, base, end = 0;
-	struct proc_maps m = {0};
-	size_t i, len;
+	uint64_t ip, sp, bp;
 
 	__asm__ volatile("lea 0(%%rip), %0\n\t"
 			 "mov %%rsp, %1\n\t"
 			 "mov %%rbp, %2"
 			 : "=r"(ip), "=r"(sp), "=r"(bp));
-	cr_assert_eq(procs_read_maps(getpid(), &m), 0);
-	for (i = 0; i < m.n; i++) {
-		if (sp >= m.v[i].start && sp < m.v[i].end)
-			end = m.v[i].end;
-	}
-	procs_maps_free(&m);
-	base = sp & ~(uint64_t)(RP_USTACK_PAGE - 1);
-	len = end - base < PAGES * RP_USTACK_PAGE ? end - base : PAGES * RP_USTACK_PAGE;
-	rec->hdr.version = RP_REC_VERSION;
-	rec->hdr.kind = RP_REC_USTACK;
-	rec->hdr.size = (uint32_t)rec_size;
-	rec->hdr.pid = (uint32_t)getpid();
-	rec->hdr.tid = (uint32_t)gettid();
-	rec->cpu = cpu;
-	rec->seq = seq;
-	rec->ip = ip;
-	rec->sp = sp;
-	rec->bp = bp;
-	rec->len = (uint32_t)len;
-	stackcopy(rec->data, (uintptr_t)base, len);
+	cr_assert_eq(stackcopy_record(rec, rec_size, PAGES, ip, sp, bp, cpu, seq), 0);
 }
 
 static __attribute__((noinline)) void native_test_caller(uint32_t cpu, uint32_t seq)
