@@ -58,6 +58,9 @@ struct wall_scratch {
 	__u64 owner;  /* GVL owner */
 	__u32 limit;
 	__u32 on_cpu; /* this visit's task was on a CPU (kept here across the walk, see wall_note) */
+	__u64 list[3];	 /* the list head's next and prev, the thread count (low half) */
+	__u32 list_same; /* the list is as at the last run (wall_quiet) */
+	__u32 pad;
 	struct rp_wall_thread now; /* this visit's view of the thread (reuse) */
 };
 
@@ -255,6 +258,7 @@ static __always_inline void wall_fingerprint(struct wall_scratch *w, __u64 ec)
 	const struct rp_wall_offsets *o = &wall_params.off;
 
 	w->now.ec = ec;
+	w->now.next = th_u64(w, 0);
 	w->now.cfp = 0; /* known only after the EC is read (for a walk) */
 	w->now.hdr[0] = w->th[o->th_status & 0x1ff];
 	w->now.hdr[1] = th_u64(w, o->th_brb);
@@ -360,6 +364,49 @@ static __always_inline void wall_note(struct rp_wall_key *k, struct wall_scratch
 		wstat_add(RP_WSTAT_CACHE_FULL, 1);
 }
 
+/*
+ * Whether th's header need not be copied this visit (a parked thread): no thread was added to or
+ * removed from the list since the last run (its head and count are the same), the thread has a
+ * reusable entry with its successor, and its task, found by the entry's tid, has not been
+ * switched in since and sleeps in the same state. Nothing of the thread ran, so the header fields
+ * it writes are the entry's; another thread writes its status only to wake it, and a woken task
+ * is runnable (another __state) before it runs. Then w->th gets those fields back, as the copy
+ * would have given them, and the visit goes on as any other (wall_unchanged decides reuse).
+ */
+static __always_inline bool wall_quiet(struct wall_scratch *w, const struct rp_wall_thread *e,
+				       __u32 tgid)
+{
+	const struct rp_wall_offsets *o = &wall_params.off;
+	struct task_struct *t;
+	bool quiet;
+
+	if (!w->list_same || !wall_params.reuse || !e || !e->valid || !e->tid || !e->next ||
+	    !(o->th_tid || o->th_nt) || !bpf_task_from_pid || !bpf_task_release)
+		return false;
+	t = bpf_task_from_pid((s32)e->tid);
+	if (!t)
+		return false;
+	quiet = t->tgid == tgid && !t->on_cpu && t->nvcsw + t->nivcsw == e->switches &&
+		t->__state == e->kstate;
+	bpf_task_release(t);
+	if (!quiet)
+		return false;
+	*(__u64 *)(w->th + 0) = e->next;
+	*(__u64 *)(w->th + (o->th_ec & 0x1f8)) = e->ec;
+	w->th[o->th_status & 0x1ff] = (__u8)e->hdr[0];
+	*(__u64 *)(w->th + (o->th_brb & 0x1f8)) = e->hdr[1];
+	*(__u64 *)(w->th + (o->th_ubf & 0x1f8)) = e->hdr[2];
+	*(__u64 *)(w->th + (o->th_lm & 0x1f8)) = e->hdr[3];
+	if (o->th_nt)
+		*(__u64 *)(w->th + (o->th_nt & 0x1f8)) = e->hdr[4];
+	if (o->th_wr)
+		*(__u32 *)(w->th + (o->th_wr & 0x1fc)) = (__u32)e->hdr[5];
+	if (o->th_tid)
+		*(__u32 *)(w->th + (o->th_tid & 0x1fc)) = e->tid;
+	wstat_add(RP_WSTAT_QUIET, 1);
+	return true;
+}
+
 /* One Ruby thread: its header, state, task, and stack (or "the same stack as last time"). */
 static long wall_thread(__u32 i, void *ctx)
 {
@@ -385,6 +432,13 @@ static long wall_thread(__u32 i, void *ctx)
 	th = w->node;
 	if (!th || th == w->head) {
 		wall_out.next = 0; /* the end of the list: the next run starts at the head */
+		/* a whole list, from the head: every thread's entry has its successor as of this
+		 * run's head and count (with a cursor, or ended early, no next run goes quiet) */
+		if (wall_out.wrapped) {
+			wall_out.list[0] = w->list[0];
+			wall_out.list[1] = w->list[1];
+			wall_out.list[2] = w->list[2];
+		}
 		return 1;
 	}
 	if (i >= w->limit) {
@@ -392,7 +446,9 @@ static long wall_thread(__u32 i, void *ctx)
 		wall_out.next = th; /* the next run continues here */
 		return 1;
 	}
-	if (RP_READ_USER(ctx, w->th, WALL_TH_BYTES, (const void *)th)) {
+	key.th = th;
+	e = bpf_map_lookup_elem(&wall_threads, &key);
+	if (!wall_quiet(w, e, tgid) && RP_READ_USER(ctx, w->th, WALL_TH_BYTES, (const void *)th)) {
 		wstat_add(RP_WSTAT_READ_FAILED, 1);
 		return 1;
 	}
@@ -402,8 +458,6 @@ static long wall_thread(__u32 i, void *ctx)
 		wstat_add(RP_WSTAT_BAD_NODE, 1);
 		return 1;
 	}
-	key.th = th;
-	e = bpf_map_lookup_elem(&wall_threads, &key);
 	if (o->th_nt) {
 		/* 3.2+: the tid is in the native thread, read again only when th->nt changed (one
 		 * copy less per visit). Should an ended thread's th and nt both come back at the
@@ -450,6 +504,7 @@ static long wall_thread(__u32 i, void *ctx)
 	wall_fingerprint(w, ec);
 	w->now.tid = tid;
 	w->now.switches = switches;
+	w->now.kstate = kstate;
 	if (!e)
 		wstat_add(RP_WSTAT_CACHE_MISS, 1);
 	syscall = sysnr >= 0 && state == RP_TSTATE_BLOCKED_IO ? (__u32)sysnr + 1 : 0;
@@ -467,6 +522,8 @@ static long wall_thread(__u32 i, void *ctx)
 			e->pend_weight += weight;
 			e->pend_state = state;
 			e->pend_syscall = syscall;
+			e->next = w->now.next;
+			e->kstate = kstate;
 			e->run = wall_params.run;
 			e->reuse++;
 			wstat_add(RP_WSTAT_REUSED, 1);
@@ -544,6 +601,7 @@ int rp_wall(struct bpf_iter__task *ctx)
 	wall_out.walked = 0;
 	wall_out.wrapped = 1;
 	wall_out.anchor = 0;
+	wall_out.list[0] = 0;
 	/* the anchor of an earlier run, or found from the main thread's EC (three reads) */
 	anchor = wall_params.anchor;
 	if (!anchor && (find_ec(proc, tp, &ec, &rc) || !ec ||
@@ -557,10 +615,16 @@ int rp_wall(struct bpf_iter__task *ctx)
 	w->node = 0;
 	w->limit = wall_params.max_threads;
 	if (read_u64(&rc, &w->owner, anchor + wall_params.off.owner) ||
-	    read_u64(&rc, &w->node, w->head)) {
+	    RP_READ_USER(&rc, w->list, sizeof(w->list), (const void *)w->head)) {
 		wstat_add(RP_WSTAT_READ_FAILED, 1);
 		goto out;
 	}
+	/* the head's next and prev, and the count after them (3.x threads.cnt; its neighbour
+	 * blocking_cnt changes with every blocking call: left out) */
+	w->list[2] &= 0xffffffffULL;
+	w->node = w->list[0];
+	w->list_same = w->list[0] && w->list[0] == wall_params.list[0] &&
+		       w->list[1] == wall_params.list[1] && w->list[2] == wall_params.list[2];
 	wall_out.anchor = anchor;
 	/* More threads than one run visits: continue where the last run stopped. A node freed
 	 * since fails the EC check and ends the run; the next one starts at the head again. */

@@ -257,15 +257,16 @@ static void summary(struct run *r, double secs, const char *path)
 		       c.wall.bpf[RP_WSTAT_CREDIT_CUT], bpf[RP_STAT_WALL_MUTED],
 		       c.wall.bpf[RP_WSTAT_CUT], RP_MAX_WALL_THREADS, c.wall.bpf[RP_WSTAT_BAD_NODE],
 		       c.wall.bpf[RP_WSTAT_READ_FAILED], c.wall.ticks_late, c.wall.runs_failed);
-		printf("wall reuse: %" PRIu64 " stacks reused in %" PRIu64 " records (%" PRIu64
+		printf("wall reuse: %" PRIu64 " stacks reused in %" PRIu64 " records, %" PRIu64
+		       " visits without a header copy (%" PRIu64
 		       " taken at the end or a thread's end; %" PRIu64 " not found, %" PRIu64
 		       " lost with their copy, %" PRIu64 " copies evicted), %" PRIu64
 		       " threads first seen or walked again, %" PRIu64
 		       " not remembered (table full), %" PRIu64 " runs from a cursor\n",
-		       c.wall.reused, c.wall.bpf[RP_WSTAT_PEND_SENT], c.wall.pending_swept,
-		       c.wall.reuse_missed, c.wall.pending_lost, c.wall.copies_evicted,
-		       c.wall.bpf[RP_WSTAT_CACHE_MISS], c.wall.bpf[RP_WSTAT_CACHE_FULL],
-		       c.wall.bpf[RP_WSTAT_CURSOR]);
+		       c.wall.reused, c.wall.bpf[RP_WSTAT_PEND_SENT], c.wall.bpf[RP_WSTAT_QUIET],
+		       c.wall.pending_swept, c.wall.reuse_missed, c.wall.pending_lost,
+		       c.wall.copies_evicted, c.wall.bpf[RP_WSTAT_CACHE_MISS],
+		       c.wall.bpf[RP_WSTAT_CACHE_FULL], c.wall.bpf[RP_WSTAT_CURSOR]);
 	}
 	printf("samples: %" PRIu64 " on all CPUs, %" PRIu64 " Ruby, %" PRIu64
 	       " with a Ruby stack, %" PRIu64 " without a Ruby context, %" PRIu64 " in GC, %" PRIu64

@@ -568,6 +568,10 @@ static void render(void *ctx, struct mbuf *b)
 			"in "
 			"BPF and sent together).",
 			c.wall.bpf[RP_WSTAT_PEND_SENT]);
+		counter(b, "rubyprofd_wall_quiet_visits_total",
+			"Visits of a parked thread made without copying its header (its task did "
+			"not run, the thread list did not change).",
+			c.wall.bpf[RP_WSTAT_QUIET]);
 		counter(b, "rubyprofd_wall_reuse_flushed_total",
 			"Reused visits the daemon took from the BPF table itself: before each "
 			"profile is cut, and those of ended threads.",

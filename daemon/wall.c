@@ -36,6 +36,7 @@ struct wall_proc {
 	uint32_t lap;	   /* runs the last complete lap of the list took (1: all in one) */
 	uint32_t lap_runs; /* runs of the lap under way */
 	uint64_t anchor;   /* the list's anchor the last run found (0: find it again) */
+	uint64_t list[3];  /* the list's head and count the last run saw (rp_wall_params.list) */
 };
 
 /* The daemon's side of stack reuse (daemon/wallcopy.c): as many copies as the BPF map has entries;
@@ -538,6 +539,7 @@ static int run_one(struct wall *w, struct wall_proc *p)
 	prm->lap = p->lap ? p->lap : 1;
 	prm->reuse = w->reuse;
 	prm->anchor = p->anchor;
+	memcpy(prm->list, p->list, sizeof(prm->list));
 	w->skel->bss->wall_out.next = 0;
 	w->skel->bss->wall_out.anchor = 0;
 	fd = bpf_iter_create(bpf_link__fd(p->link));
@@ -548,6 +550,7 @@ static int run_one(struct wall *w, struct wall_proc *p)
 	} while (n > 0 || (n < 0 && errno == EINTR));
 	close(fd);
 	p->anchor = w->skel->bss->wall_out.anchor;
+	memcpy(p->list, w->skel->bss->wall_out.list, sizeof(p->list));
 	/* The cursor: where the next run starts, and how many runs a lap of the list takes
 	 * (each thread's weight is the runs since its last visit, bounded by the lap). */
 	p->lap_runs++;

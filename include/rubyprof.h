@@ -371,6 +371,11 @@ struct rp_wall_thread {
 	__u64 pend_weight;  /* their summed weight (ns) */
 	__u32 pend_state;   /* their RP_TSTATE_* */
 	__u32 pend_syscall; /* their rp_sample.syscall */
+	/* For a visit without the header copy (bpf/wall.bpf.c, wall_quiet): the thread's list
+	 * successor and its task's __state at the last visit. */
+	__u64 next;
+	__u32 kstate;
+	__u32 pad2;
 };
 
 /* The iterator's target, in its .bss, set by the daemon before each run. */
@@ -389,6 +394,10 @@ struct rp_wall_params {
 	 * process (rp_wall_out.anchor), 0: found from the main thread's EC. It lives as long as
 	 * the process, and a forked child has it at the same address. */
 	__u64 anchor;
+	/* The list's head (next, prev) and thread count at the last run (rp_wall_out.list): while
+	 * they are the same no thread was added or removed, and a parked thread's successor is the
+	 * one its entry keeps. All 0: not known. */
+	__u64 list[3];
 };
 
 /* What a run leaves for the daemon, in the iterator's .bss. */
@@ -397,6 +406,7 @@ struct rp_wall_out {
 	__u32 walked;  /* threads this run visited */
 	__u32 wrapped; /* 1: this run started at the head */
 	__u64 anchor;  /* the list's anchor this run used (0: none found) */
+	__u64 list[3]; /* the list's head and count this run saw (0: not read) */
 };
 
 /* Wall-mode statistics (the wall program's own array, index = RP_WSTAT_*) */
@@ -415,7 +425,8 @@ struct rp_wall_out {
 #define RP_WSTAT_CACHE_FULL  12 /* threads not remembered: wall_threads was full */
 #define RP_WSTAT_CURSOR	     13 /* runs that started at a cursor, not the head (> max_threads) */
 #define RP_WSTAT_PEND_SENT   14 /* RP_SAMPLE_SAME records sent, each for one or more reused visits */
-#define RP_WSTAT_MAX	     15
+#define RP_WSTAT_QUIET	     15 /* visits of a parked thread made without copying its header */
+#define RP_WSTAT_MAX	     16
 
 /* ---- statistics (per-CPU array, index = RP_STAT_*) ---------------------------------------- */
 
@@ -461,10 +472,10 @@ _Static_assert(sizeof(struct rp_proc) == 88, "rp_proc layout");
 _Static_assert(sizeof(struct rp_thread_tp) == 24, "rp_thread_tp layout");
 _Static_assert(sizeof(struct rp_rec) == 32, "rp_rec layout");
 _Static_assert(sizeof(struct rp_wall_offsets) == 24, "rp_wall_offsets layout");
-_Static_assert(sizeof(struct rp_wall_params) == 72, "rp_wall_params layout");
+_Static_assert(sizeof(struct rp_wall_params) == 96, "rp_wall_params layout");
 _Static_assert(sizeof(struct rp_wall_key) == 16, "rp_wall_key layout");
-_Static_assert(sizeof(struct rp_wall_thread) == 112, "rp_wall_thread layout");
-_Static_assert(sizeof(struct rp_wall_out) == 24, "rp_wall_out layout");
+_Static_assert(sizeof(struct rp_wall_thread) == 128, "rp_wall_thread layout");
+_Static_assert(sizeof(struct rp_wall_out) == 48, "rp_wall_out layout");
 _Static_assert(sizeof(struct rp_proc_event) == 72, "rp_proc_event layout");
 _Static_assert(sizeof(struct rp_ustack) == RP_USTACK_HDR_SIZE, "rp_ustack layout");
 _Static_assert(__builtin_offsetof(struct rp_kstack, ips) == RP_KSTACK_HDR_SIZE, "rp_kstack layout");

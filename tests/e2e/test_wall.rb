@@ -169,19 +169,56 @@ class E2E
     "rp-brief: #{n} samples of #{threads} threads in #{ticks} ticks, #{exact} exact; #{taken} visits taken by the daemon"
   end
 
+  # Parked threads are visited without copying their headers while the thread list stays as it
+  # was: a thread that ends between two parked ones (only the list's count changes) must not be
+  # sampled after its end, and one added later must be found from then on. Where the two events
+  # fall in the profile comes from their wall-clock times and the end of the run (the ticks
+  # counted back from it); a ghost of rp-b would have every tick, a missed rp-d none.
+  def test_wall_list_changes
+    wall_supported!
+    duration = 6
+    facts = start("wall_brief.rb", "list")
+    path, stdout, = rubyprofd("--pid", facts["pid"].to_s, "--duration", duration.to_s, "--clock", "wall",
+                              "--frequency", WALL_HZ.to_s)
+    t_end = Time.now.to_f
+    prof = PprofRaw.read(path)
+    ticks = wall_ticks(stdout)
+    times_path = @rt.root ? File.join(@rt.root, facts["times"]) : facts["times"]
+    times = File.readlines(times_path).to_h { |l| k, v = l.split; [k, Float(v)] }
+    t_start = t_end - ticks.to_f / WALL_HZ
+    want_b = ((times.fetch("b_end") - t_start) * WALL_HZ).clamp(0, ticks)
+    want_d = ((t_end - times.fetch("d_start")) * WALL_HZ).clamp(0, ticks)
+    check(want_b >= 5 && want_d >= 5, "rubyprofd sampled too late to see the changes: #{ticks} ticks from #{t_start}, #{times.inspect}")
+    n = %w[rp-a rp-b rp-c rp-d].to_h do |name|
+      mine = prof.samples_of(facts["pid"]).select { |s| s.labels["ruby_thread_name"] == name }
+      want = facts["threads"][name]
+      bad = want ? mine.reject { |s| wall_blocked_stack?(prof, prof.frames(s), want["frames"], "sleep") }.sum(&:count) : 0
+      check(bad <= 0.05 * [mine.sum(&:count), 1].max, "#{name}: #{bad} samples off the sleep's stack")
+      [name, mine.sum(&:count)]
+    end
+    check(n["rp-a"] >= 0.95 * ticks && n["rp-c"] >= 0.95 * ticks, "parked all along: #{n.inspect} in #{ticks} ticks")
+    # the run's end is a few tenths of a second after its last tick: a margin of 8 ticks
+    check((n["rp-b"] - want_b).abs <= 8, "rp-b ended after about #{want_b.round} ticks: #{n.inspect} in #{ticks}")
+    check((n["rp-d"] - want_d).abs <= 8, "rp-d added about #{want_d.round} ticks before the end: #{n.inspect} in #{ticks}")
+    quiet = stdout[/, (\d+) visits without a header copy/, 1]
+    "#{n.map { |k, v| "#{k} #{v}" }.join(", ")} of #{ticks} ticks (rp-b about #{want_b.round}, rp-d #{want_d.round}); " \
+      "#{quiet} visits without a header copy"
+  end
+
   # The same for a process that ends while its thread is parked: its pending visits are sent
   # before the process is forgotten.
   def test_wall_brief_process
     wall_supported!
     facts = start("wall_brief.rb", "exit")
     pid = facts["pid"]
-    path, stdout, = rubyprofd("--pid", pid.to_s, "--duration", "6", "--clock", "wall", "--frequency", WALL_HZ.to_s)
+    path, stdout, = rubyprofd("--pid", pid.to_s, "--duration", "8", "--clock", "wall", "--frequency", WALL_HZ.to_s)
     ticks = wall_ticks(stdout)
     want = facts["threads"].fetch("rp-parked")
     prof = PprofRaw.read(path)
     mine = prof.samples_of(pid).select { |s| s.labels["ruby_thread_name"] == "rp-parked" }
     n = mine.sum(&:count)
     exact = mine.select { |s| wall_blocked_stack?(prof, prof.frames(s), want["frames"], "sleep") }.sum(&:count)
+    check(ticks >= 10, "rubyprofd sampled only #{ticks} ticks before the process ended")
     check(n >= 0.9 * ticks && n <= 1.1 * ticks, "rp-parked: #{n} samples in #{ticks} ticks")
     check(exact >= 0.95 * n, "rp-parked: #{exact} exact of #{n}")
     "rp-parked: #{n} samples in #{ticks} ticks, #{exact} exact, #{ticks} ticks before the process ended"

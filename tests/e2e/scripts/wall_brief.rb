@@ -4,12 +4,16 @@
 # summed in BPF and sent later, so this is where they could go missing: every tick of its life
 # must be in the profile all the same. With "exit" as the second argument the process instead
 # ends after EXIT_AFTER seconds while rp-parked still sleeps (the visits of a process that ends).
-# Each thread records its backtrace at the sleep. Usage: ruby wall_brief.rb OUT [exit]
+# With "list", parked threads see the thread list change around them (one in the middle ends,
+# one is added). Each thread records its backtrace at the sleep. Usage: ruby wall_brief.rb OUT
+# [exit|list]
 require_relative "common"
 OUT = ARGV.fetch(0)
 MODE = ARGV.fetch(1, "threads")
 BRIEF = 0.8
-EXIT_AFTER = 3.5
+EXIT_AFTER = 5.0
+LIST_B_END = 4.5
+LIST_D_START = 5.0
 
 FACTS = {}
 LOCK = Mutex.new
@@ -20,6 +24,25 @@ end
 
 def park(name, seconds)
   note(name, caller_locations(0)); sleep seconds # PARK
+end
+
+if MODE == "list"
+  # The thread list changes under parked threads: rp-b, between rp-a and rp-c, ends LIST_B_END s
+  # after the facts (only the list's count tells), rp-d is added LIST_D_START s after them; the
+  # wall-clock times of both go to OUT.times, for the test to place them in the profile.
+  mk = ->(name, secs) { Thread.new { Thread.current.name = name; park(name, secs) } }
+  times = OUT + ".times"
+  a = mk.("rp-a", 3600)
+  b = mk.("rp-b", LIST_B_END)
+  c = mk.("rp-c", 3600)
+  sleep 0.05 until LOCK.synchronize { FACTS.size == 3 }
+  write_facts(OUT, "threads" => LOCK.synchronize { FACTS.dup }, "times" => times)
+  b.join
+  File.write(times, "b_end #{Time.now.to_f}\n")
+  sleep LIST_D_START - LIST_B_END
+  mk.("rp-d", 3600)
+  File.write(times, "d_start #{Time.now.to_f}\n", mode: "a")
+  [a, c].each(&:join)
 end
 
 if MODE == "exit"
