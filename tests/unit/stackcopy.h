@@ -26,6 +26,13 @@ stackcopy(void *dst, uintptr_t src, size_t len)
 		d[i] = s[i];
 }
 
+/* This function's registers as a sample would find them: where it is, its sp and its bp. */
+#define STACKCOPY_REGS(ip, sp, bp)                                                                 \
+	__asm__ volatile("lea 0(%%rip), %0\n\t"                                                   \
+			 "mov %%rsp, %1\n\t"                                                      \
+			 "mov %%rbp, %2"                                                          \
+			 : "=r"(ip), "=r"(sp), "=r"(bp))
+
 /*
  * Fills rec (rec_size bytes, room for `pages` pages of data) as the BPF program would for a
  * sample of this thread at ip, sp, bp: the header, and the stack from sp's page up to at most

@@ -28,10 +28,7 @@ static __attribute__((noinline)) void native_test_sample(uint32_t cpu, uint32_t 
 {
 	uint64_t ip, sp, bp;
 
-	__asm__ volatile("lea 0(%%rip), %0\n\t"
-			 "mov %%rsp, %1\n\t"
-			 "mov %%rbp, %2"
-			 : "=r"(ip), "=r"(sp), "=r"(bp));
+	STACKCOPY_REGS(ip, sp, bp);
 	cr_assert_eq(stackcopy_record(rec, rec_size, PAGES, ip, sp, bp, cpu, seq), 0);
 }
 
