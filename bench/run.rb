@@ -70,6 +70,7 @@ WALL_PARK_DEPTH = 30         # bench/target.rb PARK_DEPTH
 WALL_STEADY_S = 5 * SCALE    # the daemon's and the iterator's CPU: a window with sampling on
 WALL_TOGGLE_S = 8 * SCALE    # the slowdown: sampling switched off and on every TOGGLE_PHASE s
 BPF_PROG_TYPE_TRACING = 26
+BPF_PROG_TYPE_SYSCALL = 31
 # BENCH_ONLY=mixed: Ruby frames of the mixed rows' workloads ("deep" spins in Ruby, "zlib" in libz).
 MIXED_CASES = [["deep", 10], ["deep", 100], ["deep", 1000], ["zlib", 10], ["zlib", 100]].freeze
 MIXED_PAIRS = 3
@@ -985,7 +986,7 @@ class Bench
       w.wait_for(/READY/)
       runs = {}
       WALL_HZS.each do |hz|
-        [[:wall, "1"], [:wall_noreuse, "0"], [:cpu, nil]].each do |mode, reuse|
+        [[:wall, "1"], [:wall_iter, "1"], [:wall_noreuse, "0"], [:cpu, nil]].each do |mode, reuse|
           log "wall bench: #{n} thread#{n == 1 ? '' : 's'}, #{mode} at #{hz} Hz"
           runs["#{mode}@#{hz}"] = wall_run(w, mode, reuse, hz)
         end
@@ -1001,7 +1002,10 @@ class Bench
     argv = ["taskset", "-c", "0", RUBYPROFD, "--oneshot", "-v", "--duration", "3600", "-o",
             File.join(OUT, "wall.pb.gz"), "-F", hz.to_s, "--pid", w.pid.to_s]
     argv += ["--clock", "wall"] unless mode == :cpu
-    rp = Child.new(argv, env: reuse ? { "RP_WALL_REUSE" => reuse } : {})
+    env = reuse ? { "RP_WALL_REUSE" => reuse } : {}
+    # the 6.1 way of running it (an iterator created and read per run), beside the syscall program
+    env["RP_WALL_ITER"] = "1" if mode == :wall_iter
+    rp = Child.new(argv, env: env)
     rp.wait_for(/pid #{w.pid}: Ruby /)
     if mode == :cpu
       begin
@@ -1060,8 +1064,8 @@ class Bench
   def wall_iter_stats(pid)
     Dir.glob("/proc/#{pid}/fdinfo/*").each do |f|
       info = File.read(f)
-      next unless info =~ /^prog_type:\s+#{BPF_PROG_TYPE_TRACING}$/ && info =~ /^prog_id:\s+(\d+)/
-      next unless bpftool_json("prog", "show", "id", Regexp.last_match(1))["name"] == "rp_wall"
+      next unless info =~ /^prog_type:\s+(#{BPF_PROG_TYPE_TRACING}|#{BPF_PROG_TYPE_SYSCALL})$/ && info =~ /^prog_id:\s+(\d+)/
+      next unless %w[rp_wall rp_wall_run].include?(bpftool_json("prog", "show", "id", Regexp.last_match(2))["name"])
 
       return { run_time_ns: Integer(info[/^run_time_ns:\s+(\d+)/, 1] || 0), run_cnt: Integer(info[/^run_cnt:\s+(\d+)/, 1] || 0) }
     rescue StandardError
@@ -1092,12 +1096,13 @@ class Bench
   end
 
   def wall_rows
-    names = { wall: "wall, reuse", wall_noreuse: "wall, no reuse", cpu: "CPU mode" }
+    names = { wall: "wall, reuse", wall_iter: "wall, reuse, run by a task iterator (6.1)",
+              wall_noreuse: "wall, no reuse", cpu: "CPU mode" }
     rows = []
     @r[:wall].each do |n, res|
       WALL_HZS.each do |hz|
         cpu = res[:configs]["cpu@#{hz}"]
-        %i[wall wall_noreuse cpu].each do |mode|
+        %i[wall wall_iter wall_noreuse cpu].each do |mode|
           c = res[:configs]["#{mode}@#{hz}"]
           beside = format("daemon %.3f %% of a core", c[:daemon_pct])
           if mode != :cpu

@@ -371,26 +371,31 @@ static __always_inline void wall_note(struct rp_wall_key *k, struct wall_scratch
  * switched in since and sleeps in the same state. Nothing of the thread ran, so the header fields
  * it writes are the entry's; another thread writes its status only to wake it, and a woken task
  * is runnable (another __state) before it runs. Then w->th gets those fields back, as the copy
- * would have given them, and the visit goes on as any other (wall_unchanged decides reuse).
+ * would have given them, and the visit goes on as any other: its stack is reused (wall_unchanged
+ * holds; a visit due to be walked again, at RP_WALL_REUSE_MAX, is not quiet), so its name and
+ * syscall, which only a walked sample carries or which the task cannot have changed, are not read
+ * again. Returns the task, referenced, for the visit to use (NULL: not quiet).
  */
-static __always_inline bool wall_quiet(struct wall_scratch *w, const struct rp_wall_thread *e,
-				       __u32 tgid)
+static __always_inline struct task_struct *wall_quiet(struct wall_scratch *w,
+						      const struct rp_wall_thread *e, __u32 tgid)
 {
 	const struct rp_wall_offsets *o = &wall_params.off;
 	struct task_struct *t;
 	bool quiet;
 
 	if (!w->list_same || !wall_params.reuse || !e || !e->valid || !e->tid || !e->next ||
-	    !(o->th_tid || o->th_nt) || !bpf_task_from_pid || !bpf_task_release)
-		return false;
+	    e->reuse + 1 >= RP_WALL_REUSE_MAX || !(o->th_tid || o->th_nt) || !bpf_task_from_pid ||
+	    !bpf_task_release)
+		return NULL;
 	t = bpf_task_from_pid((s32)e->tid);
 	if (!t)
-		return false;
+		return NULL;
 	quiet = t->tgid == tgid && !t->on_cpu && t->nvcsw + t->nivcsw == e->switches &&
 		t->__state == e->kstate;
-	bpf_task_release(t);
-	if (!quiet)
-		return false;
+	if (!quiet) {
+		bpf_task_release(t);
+		return NULL;
+	}
 	*(__u64 *)(w->th + 0) = e->next;
 	*(__u64 *)(w->th + (o->th_ec & 0x1f8)) = e->ec;
 	w->th[o->th_status & 0x1ff] = (__u8)e->hdr[0];
@@ -404,7 +409,7 @@ static __always_inline bool wall_quiet(struct wall_scratch *w, const struct rp_w
 	if (o->th_tid)
 		*(__u32 *)(w->th + (o->th_tid & 0x1fc)) = e->tid;
 	wstat_add(RP_WSTAT_QUIET, 1);
-	return true;
+	return t;
 }
 
 /* One Ruby thread: its header, state, task, and stack (or "the same stack as last time"). */
@@ -420,7 +425,7 @@ static long wall_thread(__u32 i, void *ctx)
 	struct rp_proc *proc;
 	__u64 th, ec, nt, switches = 0;
 	__u64 weight = wall_params.period_ns;
-	bool has_task = false, reuse;
+	bool has_task = false, quiet = false, reuse;
 	__u32 syscall;
 	long sysnr = -1;
 
@@ -448,17 +453,27 @@ static long wall_thread(__u32 i, void *ctx)
 	}
 	key.th = th;
 	e = bpf_map_lookup_elem(&wall_threads, &key);
-	if (!wall_quiet(w, e, tgid) && RP_READ_USER(ctx, w->th, WALL_TH_BYTES, (const void *)th)) {
+	t = wall_quiet(w, e, tgid);
+	if (t) {
+		/* the entry's header, tid and syscall: the task did not run since */
+		quiet = true;
+		tid = e->tid;
+		sysnr = (long)e->pend_syscall - 1;
+	} else if (RP_READ_USER(ctx, w->th, WALL_TH_BYTES, (const void *)th)) {
 		wstat_add(RP_WSTAT_READ_FAILED, 1);
 		return 1;
 	}
 	w->node = th_u64(w, 0); /* the list node is the thread's first field */
 	ec = th_u64(w, o->th_ec);
 	if (!ec) {
+		if (t)
+			bpf_task_release(t);
 		wstat_add(RP_WSTAT_BAD_NODE, 1);
 		return 1;
 	}
-	if (o->th_nt) {
+	if (quiet) {
+		/* tid and task found above */
+	} else if (o->th_nt) {
 		/* 3.2+: the tid is in the native thread, read again only when th->nt changed (one
 		 * copy less per visit). Should an ended thread's th and nt both come back at the
 		 * same addresses for a new thread, the old tid finds no task: that visit goes
@@ -475,7 +490,7 @@ static long wall_thread(__u32 i, void *ctx)
 	__builtin_memset(s->sample.comm, 0, sizeof(s->sample.comm));
 	/* The tid is the process's own (its pid namespace): the task is used only if it is in
 	 * this process, i.e. the namespaces agree (the host's, as a rule). */
-	if (tid && bpf_task_from_pid && bpf_task_release)
+	if (!t && tid && bpf_task_from_pid && bpf_task_release)
 		t = bpf_task_from_pid(tid);
 	if (t) {
 		/* first: time the perf samples count is not counted here */
@@ -486,10 +501,14 @@ static long wall_thread(__u32 i, void *ctx)
 			kstate = t->__state;
 			on_cpu = t->on_cpu;
 			switches = t->nvcsw + t->nivcsw;
-			bpf_probe_read_kernel_str(s->sample.comm, sizeof(s->sample.comm), t->comm);
-			/* the syscall it sleeps in (-1: none, in user space); stale while on a CPU */
-			if (!on_cpu)
-				sysnr = task_syscall(t);
+			/* the name, for a walked sample; the syscall it sleeps in (-1: none, in
+			 * user space; stale while on a CPU) */
+			if (!quiet) {
+				bpf_probe_read_kernel_str(s->sample.comm, sizeof(s->sample.comm),
+							  t->comm);
+				if (!on_cpu)
+					sysnr = task_syscall(t);
+			}
 		}
 		bpf_task_release(t);
 	}
@@ -560,37 +579,37 @@ static long wall_thread(__u32 i, void *ctx)
 	 * callback is verified once per distinct caller state, and each value live across it (the
 	 * entry or its absence, on_cpu) would multiply those states past the verifier's limit. */
 	w->now.seq = s->sample.seq;
+	w->now.pend_state = state; /* what a quiet visit takes as its syscall (wall_quiet) */
+	w->now.pend_syscall = syscall;
 	w->on_cpu = on_cpu;
 	rp_sample_ec(s, proc, ec, 0, ctx);
 	wall_note(&key, w);
 	return 0;
 }
 
-SEC("iter.s/task")
-int rp_wall(struct bpf_iter__task *ctx)
+/* One run: the thread list of process wall_params.tgid, walked on its main task. */
+static __always_inline void wall_run(struct task_struct *task)
 {
-	struct task_struct *task = ctx->task;
 	__u64 t0 = bpf_ktime_get_ns(), ec = 0, th = 0, anchor = 0, tp;
 	__u32 zero = 0, tgid = wall_params.tgid;
 	struct rp_wall_rctx rc;
 	struct wall_scratch *w;
 	struct rp_proc *proc;
 
-	/* The list is walked once per run, from the main thread (the pid filter's first task). */
-	if (!task || task->pid != tgid || task->tgid != tgid)
-		return 0;
+	if (task->pid != tgid || task->tgid != tgid)
+		return;
 	proc = bpf_map_lookup_elem(&procs, &tgid);
 	if (!proc) {
 		wstat_add(RP_WSTAT_NO_PROC, 1);
-		return 0;
+		return;
 	}
 	if (proc->start_time && proc->start_time != task->group_leader->start_time) {
 		stat_add(RP_STAT_STALE_PID, 1);
-		return 0;
+		return;
 	}
 	w = bpf_map_lookup_elem(&wall_scratch, &zero);
 	if (!w)
-		return 0;
+		return;
 	rc.task = task;
 #if defined(__TARGET_ARCH_x86)
 	tp = task->thread.fsbase;
@@ -637,5 +656,41 @@ int rp_wall(struct bpf_iter__task *ctx)
 	bpf_loop(RP_MAX_WALL_THREADS + 1, wall_thread, &rc, 0);
 out:
 	wstat_add(RP_WSTAT_RUN_NS, bpf_ktime_get_ns() - t0);
+}
+
+/*
+ * How the daemon runs it on 6.2+: a sleepable syscall program (BPF_PROG_RUN), one system call per
+ * run, that finds the process's main task itself. An iterator run is three (BPF_ITER_CREATE, a
+ * read, a close) with a file and its seq_file buffer made and freed each time, ≈ 45 µs a run in
+ * this VM (docs/wall-clock.md, "Cost").
+ */
+SEC("syscall")
+int rp_wall_run(void *ctx)
+{
+	struct task_struct *task;
+
+	if (!bpf_task_from_pid || !bpf_task_release)
+		return 0;
+	task = bpf_task_from_pid((s32)wall_params.tgid);
+	if (!task) {
+		wstat_add(RP_WSTAT_NO_TASK, 1);
+		return 0;
+	}
+	wall_run(task);
+	bpf_task_release(task);
+	return 0;
+}
+
+/*
+ * On 6.1 (no bpf_task_from_pid): a task iterator filtered to the main task (link_info.task.tid),
+ * created and read once per run.
+ */
+SEC("iter.s/task")
+int rp_wall(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+
+	if (task)
+		wall_run(task);
 	return 0;
 }

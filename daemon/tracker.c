@@ -2,9 +2,11 @@
 /* tracker.c - process life cycle: which pids are Ruby, exec, fork, exit, pid reuse. */
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hmap.h"
@@ -48,6 +50,7 @@ struct entry {
 struct tracker {
 	struct tracker_opts opts;
 	pid_t *pids; /* copy of opts.pids */
+	int *pidfds; /* each named process's pidfd (-1: none, asked with kill) */
 	struct tracker_ops ops;
 	struct hmap by_pid; /* pid -> struct entry * */
 	int64_t next_due;
@@ -77,6 +80,11 @@ struct tracker *tracker__new(const struct tracker_opts *opts, const struct track
 		}
 		memcpy(tr->pids, opts->pids, opts->npids * sizeof(*tr->pids));
 		tr->opts.pids = tr->pids;
+		/* a pidfd tells that its process exited even while it is an unreaped zombie,
+		 * which kill(pid, 0) still finds; it cannot name a later process of that pid */
+		tr->pidfds = calloc(opts->npids, sizeof(*tr->pidfds));
+		for (size_t i = 0; tr->pidfds && i < opts->npids; i++)
+			tr->pidfds[i] = (int)syscall(SYS_pidfd_open, opts->pids[i], 0);
 	}
 	return tr;
 }
@@ -99,6 +107,11 @@ void tracker__free(struct tracker *tr)
 		return;
 	hmap_foreach(&tr->by_pid, free_entry, NULL);
 	hmap_clear(&tr->by_pid);
+	for (size_t i = 0; tr->pidfds && i < tr->opts.npids; i++) {
+		if (tr->pidfds[i] >= 0)
+			close(tr->pidfds[i]);
+	}
+	free(tr->pidfds);
 	free(tr->pids);
 	free(tr);
 }
@@ -468,10 +481,18 @@ bool tracker_all_gone(const struct tracker *tr)
 {
 	size_t i;
 
+	struct pollfd pfd;
+
 	if (tr->opts.npids) {
 		for (i = 0; i < tr->opts.npids; i++) {
-			if (kill(tr->opts.pids[i], 0) == 0 || errno != ESRCH)
+			if (tr->pidfds && tr->pidfds[i] >= 0) {
+				/* readable once the process exited (a zombie included) */
+				pfd = (struct pollfd){.fd = tr->pidfds[i], .events = POLLIN};
+				if (poll(&pfd, 1, 0) == 0)
+					return false;
+			} else if (kill(tr->opts.pids[i], 0) == 0 || errno != ESRCH) {
 				return false;
+			}
 		}
 		return true;
 	}

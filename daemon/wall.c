@@ -51,7 +51,8 @@ struct wall {
 	size_t nprocs;
 	int64_t period_ns, next_ns;
 	struct wall_counters c;
-	bool find_tasks; /* the kernel has bpf_task_from_pid (6.2+): the iterator finds tasks */
+	bool find_tasks;  /* the kernel has bpf_task_from_pid (6.2+): the iterator finds tasks */
+	bool syscall_run; /* runs are BPF_PROG_RUN of rp_wall_run, not iterator links (6.2+) */
 	bool reuse;
 	uint64_t ticks;
 	struct wallcopy *copies; /* each Ruby thread's last walked stack */
@@ -177,9 +178,63 @@ int wall_kernel_at_least(const char *release, int major, int minor)
 	return ma > major || (ma == major && mi >= minor);
 }
 
+/* Opens and loads the wall object, its maps shared with the sampler's. 0 or -errno (why says). */
+static int load_object(struct wall *w, const struct sampler_maps *m, char *why, size_t whylen)
+{
+	int err;
+
+	wall_bpf__destroy(w->skel);
+	w->skel = wall_bpf__open();
+	if (!w->skel) {
+		err = -errno;
+		snprintf(why, whylen, "cannot open the wall-clock BPF object: %s", strerror(-err));
+		return err;
+	}
+	w->skel->rodata->max_frames = m->max_frames;
+	w->skel->rodata->slot_blocks = m->slot_blocks;
+	w->skel->rodata->rb_wakeup_bytes = m->rb_wakeup_bytes;
+	w->skel->rodata->wall_cpu = m->extra_cpu;
+	/* One run at a time (the daemon's thread), sleepable hence movable between CPUs while
+	 * it waits for a page: one scratch space, not one per CPU. */
+	err = bpf_map__set_type(w->skel->maps.scratch, BPF_MAP_TYPE_ARRAY);
+	if (!err)
+		err = bpf_map__set_max_entries(w->skel->maps.slots,
+					       m->slot_blocks * (m->extra_cpu + 1));
+	if (!err)
+		err = bpf_map__reuse_fd(w->skel->maps.procs, m->procs);
+	if (!err)
+		err = bpf_map__reuse_fd(w->skel->maps.samples, m->samples);
+	if (!err)
+		err = bpf_map__reuse_fd(w->skel->maps.stats, m->stats);
+	/* the one way of running it that this kernel has (the other is not verified) */
+	if (!err)
+		err = bpf_program__set_autoload(w->skel->progs.rp_wall_run, w->syscall_run);
+	if (!err)
+		err = bpf_program__set_autoload(w->skel->progs.rp_wall, !w->syscall_run);
+	if (err) {
+		snprintf(why, whylen, "cannot set up the wall-clock maps: %s", strerror(-err));
+		return err;
+	}
+	err = wall_bpf__load(w->skel);
+	if (err) {
+		if (w->syscall_run)
+			snprintf(why, whylen,
+				 "cannot load the wall-clock syscall program (needs kernel "
+				 "%d.%d+): %s",
+				 WALL_TASK_MAJOR, WALL_TASK_MINOR, strerror(-err));
+		else
+			snprintf(
+				why, whylen,
+				"cannot load the sleepable task iterator (needs kernel %d.%d+): %s",
+				WALL_MIN_MAJOR, WALL_MIN_MINOR, strerror(-err));
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
 struct wall *wall__new(struct sampler *smp, unsigned int frequency, char *why, size_t whylen)
 {
-	const char *reuse_env;
+	const char *reuse_env, *iter_env;
 	struct sampler_maps m;
 	struct utsname u;
 	struct wall *w;
@@ -210,40 +265,22 @@ struct wall *wall__new(struct sampler *smp, unsigned int frequency, char *why, s
 	/* RP_WALL_REUSE=0: walk every thread every tick (the bench's "before"; a diagnosis) */
 	reuse_env = getenv("RP_WALL_REUSE");
 	w->reuse = !reuse_env || strcmp(reuse_env, "0") != 0;
-	w->skel = w->procs && w->copies ? wall_bpf__open() : NULL;
-	if (!w->skel) {
-		err = -errno;
-		snprintf(why, whylen, "cannot open the wall-clock BPF object: %s", strerror(-err));
+	/* RP_WALL_ITER=1: run the 6.1 way (an iterator per process) on a newer kernel too (tests) */
+	iter_env = getenv("RP_WALL_ITER");
+	w->syscall_run = w->find_tasks && !(iter_env && strcmp(iter_env, "1") == 0);
+	if (!w->procs || !w->copies) {
+		err = -ENOMEM;
+		snprintf(why, whylen, "out of memory");
 		goto cleanup;
 	}
-	w->skel->rodata->max_frames = m.max_frames;
-	w->skel->rodata->slot_blocks = m.slot_blocks;
-	w->skel->rodata->rb_wakeup_bytes = m.rb_wakeup_bytes;
-	w->skel->rodata->wall_cpu = m.extra_cpu;
-	/* One run at a time (the daemon's thread), sleepable hence movable between CPUs while
-	 * it waits for a page: one scratch space, not one per CPU. */
-	err = bpf_map__set_type(w->skel->maps.scratch, BPF_MAP_TYPE_ARRAY);
-	if (!err)
-		err = bpf_map__set_max_entries(w->skel->maps.slots,
-					       m.slot_blocks * (m.extra_cpu + 1));
-	if (!err)
-		err = bpf_map__reuse_fd(w->skel->maps.procs, m.procs);
-	if (!err)
-		err = bpf_map__reuse_fd(w->skel->maps.samples, m.samples);
-	if (!err)
-		err = bpf_map__reuse_fd(w->skel->maps.stats, m.stats);
-	if (err) {
-		snprintf(why, whylen, "cannot set up the wall-clock maps: %s", strerror(-err));
-		goto cleanup;
+	err = load_object(w, &m, why, whylen);
+	if (err && w->syscall_run) {
+		/* a kernel whose syscall programs lack a helper the run needs: the iterator */
+		w->syscall_run = false;
+		err = load_object(w, &m, why, whylen);
 	}
-	err = wall_bpf__load(w->skel);
-	if (err) {
-		snprintf(why, whylen,
-			 "cannot load the sleepable task iterator (needs kernel %d.%d+): %s",
-			 WALL_MIN_MAJOR, WALL_MIN_MINOR, strerror(-err));
-		err = -ENOTSUP;
+	if (err)
 		goto cleanup;
-	}
 	wall_set_frequency(w, frequency);
 	w->smp = smp;
 	w->extra_cpu = m.extra_cpu;
@@ -477,13 +514,16 @@ int wall_add(struct wall *w, const struct ruby_target *t)
 		}
 		p = &w->procs[w->nprocs];
 		memset(p, 0, sizeof(*p));
-		memset(&linfo, 0, sizeof(linfo));
-		linfo.task.pid = (__u32)t->pid;
-		opts.link_info = &linfo;
-		opts.link_info_len = sizeof(linfo);
-		p->link = bpf_program__attach_iter(w->skel->progs.rp_wall, &opts);
-		if (!p->link)
-			return -errno;
+		if (!w->syscall_run) {
+			/* its main task only: the program walks the list from there */
+			memset(&linfo, 0, sizeof(linfo));
+			linfo.task.tid = (__u32)t->pid;
+			opts.link_info = &linfo;
+			opts.link_info_len = sizeof(linfo);
+			p->link = bpf_program__attach_iter(w->skel->progs.rp_wall, &opts);
+			if (!p->link)
+				return -errno;
+		}
 		p->pid = t->pid;
 		w->nprocs++;
 	}
@@ -522,9 +562,11 @@ int64_t wall_next_due(const struct wall *w)
 	return w->next_ns;
 }
 
-/* One run of p's iterator: the program walks the thread list on the main task. */
+/* One run for p: the program walks the thread list on the main task (BPF_PROG_RUN, or on 6.1
+ * the iterator's file read to its end). */
 static int run_one(struct wall *w, struct wall_proc *p)
 {
+	LIBBPF_OPTS(bpf_test_run_opts, run);
 	struct rp_wall_params *prm = &w->skel->bss->wall_params;
 	char buf[WALL_READ_BYTES];
 	ssize_t n;
@@ -542,13 +584,19 @@ static int run_one(struct wall *w, struct wall_proc *p)
 	memcpy(prm->list, p->list, sizeof(prm->list));
 	w->skel->bss->wall_out.next = 0;
 	w->skel->bss->wall_out.anchor = 0;
-	fd = bpf_iter_create(bpf_link__fd(p->link));
-	if (fd < 0)
-		return -errno;
-	do {
-		n = read(fd, buf, sizeof(buf));
-	} while (n > 0 || (n < 0 && errno == EINTR));
-	close(fd);
+	if (w->syscall_run) {
+		n = bpf_prog_test_run_opts(bpf_program__fd(w->skel->progs.rp_wall_run), &run);
+		if (n)
+			n = -1;
+	} else {
+		fd = bpf_iter_create(bpf_link__fd(p->link));
+		if (fd < 0)
+			return -errno;
+		do {
+			n = read(fd, buf, sizeof(buf));
+		} while (n > 0 || (n < 0 && errno == EINTR));
+		close(fd);
+	}
 	p->anchor = w->skel->bss->wall_out.anchor;
 	memcpy(p->list, w->skel->bss->wall_out.list, sizeof(p->list));
 	/* The cursor: where the next run starts, and how many runs a lap of the list takes
@@ -617,6 +665,7 @@ void wall_counters(const struct wall *w, struct wall_counters *out)
 	__u64 v;
 
 	*out = w->c;
+	out->by_syscall = w->syscall_run;
 	wallcopy_counters(w->copies, &cc);
 	out->copies_evicted = cc.evicted;
 	out->copies_failed = cc.failed;

@@ -38,6 +38,7 @@ struct wall_counters {
 	uint64_t entries_swept; /* BPF wall_threads entries of ended threads or processes dropped */
 	uint64_t pending_swept; /* reused visits the daemon took from the map (flush, sweep) */
 	uint64_t pending_lost; /* reused visits lost with their stack's copy (evicted or missing) */
+	bool by_syscall; /* runs are BPF_PROG_RUN of a syscall program (6.2+), not iterators */
 };
 
 /*

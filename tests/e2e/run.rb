@@ -128,9 +128,9 @@ class E2E
   end
 
   # Runs rubyprofd --oneshot; returns [profile path, stdout, stderr, status].
-  def rubyprofd(*args, expect_success: true)
+  def rubyprofd(*args, expect_success: true, daemon_env: {})
     out = File.join(@rt.workdir, "profile-#{rand(1 << 30)}.pb.gz")
-    stdout, stderr, st = Open3.capture3(RUBYPROFD, "--oneshot", "-o", out, *args)
+    stdout, stderr, st = Open3.capture3(daemon_env, RUBYPROFD, "--oneshot", "-o", out, *args)
     if expect_success && !st.success?
       fail!("rubyprofd exited #{st.exitstatus}:\n#{stderr}#{stdout}")
     end
@@ -139,10 +139,12 @@ class E2E
 
   # Starts a script, profiles it with --pid for `duration` seconds, and reads the profile back.
   Run = Struct.new(:facts, :prof, :samples, :total, :stdout)
-  def profile_script(script, *args, duration: 5, flags: [], env: {}, ruby_opts: [], timeout: 30)
+  def profile_script(script, *args, duration: 5, flags: [], env: {}, ruby_opts: [], timeout: 30,
+                     daemon_env: {})
     facts = start(script, *args, env: env, ruby_opts: ruby_opts, timeout: timeout)
     yield facts if block_given?
-    path, stdout, = rubyprofd("--pid", facts["pid"].to_s, "--duration", duration.to_s, *flags)
+    path, stdout, = rubyprofd("--pid", facts["pid"].to_s, "--duration", duration.to_s, *flags,
+                              daemon_env: daemon_env)
     prof = PprofRaw.read(path)
     samples = prof.samples_of(facts["pid"])
     total = samples.sum(&:count)

@@ -16,6 +16,12 @@ class E2E
 
   def test_wall_states = check_wall_states({}, mn: false)
 
+  # The 6.1 way of running the wall program (a task iterator created and read per run, filtered
+  # to the main task), forced on a newer kernel: the same states and stacks.
+  def test_wall_states_iterator
+    check_wall_states({}, mn: false, daemon_env: { "RP_WALL_ITER" => "1" }, how: "task iterator")
+  end
+
   def test_wall_states_mn
     raise Skip, "M:N threads exist from Ruby 3.3 (this is #{@rt.version})" if Gem::Version.new(@rt.version) < Gem::Version.new("3.3")
     check_wall_states({ "RUBY_MN_THREADS" => "1" }, mn: true)
@@ -248,6 +254,12 @@ class E2E
       frames[1].line == line && frames[2].name == "block (2 levels) in <main>" && frames[2].line == 12
   end
 
+  # 6.2 has bpf_task_from_pid: the runs are BPF_PROG_RUN of a syscall program.
+  def wall_by_syscall?
+    major, minor = File.read("/proc/sys/kernel/osrelease").split(".").map(&:to_i)
+    major > 6 || (major == 6 && minor >= 2)
+  end
+
   def wall_supported!
     major, minor = File.read("/proc/sys/kernel/osrelease").split(".").map(&:to_i)
     raise Skip, "wall-clock mode needs kernel 6.1 (this is #{major}.#{minor})" if major < 6 || (major == 6 && minor < 1)
@@ -272,10 +284,12 @@ class E2E
       frames[0].file == want[1]["path"] && wall_exact?(frames.drop(1), want.drop(2))
   end
 
-  def check_wall_states(env, mn:)
+  def check_wall_states(env, mn:, daemon_env: {}, how: nil)
     wall_supported!
-    r = profile_script("wall_states.rb", duration: WALL_SECONDS, env: env,
+    r = profile_script("wall_states.rb", duration: WALL_SECONDS, env: env, daemon_env: daemon_env,
                                          flags: ["--clock", "wall", "--frequency", WALL_HZ.to_s])
+    how ||= wall_by_syscall? ? "syscall program" : "task iterator"
+    check(r.stdout =~ /^wall: \d+ thread samples in \d+ runs \(#{how},/, "runs not made by the #{how}:\n#{r.stdout}")
     facts, prof, samples = r.facts, r.prof, r.samples
     check(prof.sample_types == %w[samples/count wall/nanoseconds],
           "sample types #{prof.sample_types.inspect}")
