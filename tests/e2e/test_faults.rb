@@ -13,6 +13,7 @@ require_relative "scripts/fault_work"
 class E2E
   host_only :test_fault_corrupt_vm, :test_fault_replaced_elf, :test_fault_ring_overrun,
             :test_fault_daemon_stopped, :test_fault_spool_full, :test_fault_many_threads,
+            :test_fault_many_threads_wall,
             :test_fault_many_maps, :test_fault_root_gone
 
   FAULT_ITERS = 200_000
@@ -392,6 +393,36 @@ class E2E
     check(n == ruby, "#{ruby} Ruby samples, #{n} in the profile, none counted as lost")
     check_unharmed(pid, log, expected_checksum(FAULT_ITERS, workers))
     "#{facts["threads"]} Ruby threads (#{tasks} native): #{named}/#{n} samples in fault_mix; losses #{l.select { |_, v| v > 0 }}"
+  end
+
+  # (g) The same in wall-clock mode: a run visits at most 1024 threads (RP_MAX_WALL_THREADS), the
+  # next continues where it stopped (the cursor) and each visit weighs the runs since that
+  # thread's last one, so the cost of a run is bounded and every thread still gets its wall time.
+  def test_fault_many_threads_wall
+    wall_supported!
+    sleepers = 2000
+    workers = 2
+    pid, log, facts = fault_target(workers: workers, sleepers: sleepers, timeout: 120)
+    path, stdout, stderr, = oneshot_within(90, "-v", "--pid", pid.to_s, "--duration", "4",
+                                           "--clock", "wall", "--frequency", "19")
+    wall = stdout[/^wall: .*/] or fail!("no wall: line\n#{stdout}")
+    cut = wall[/(\d+) lists cut at 1024 threads/, 1].to_i
+    cursor = stdout[/(\d+) runs from a cursor/, 1].to_i
+    check(cut.positive? && cursor.positive?, "no run cut at 1024 threads or started at a cursor: #{wall}")
+    secs = stdout[/profiled for ([\d.]+) s/, 1].to_f
+    prof = PprofRaw.read(path)
+    per = Hash.new(0)
+    prof.samples_of(pid).each { |s| per[s.labels["ruby_thread"]] += s.nanos }
+    check(per.size > sleepers, "#{per.size} threads sampled, of #{sleepers + workers + 1}\n#{stderr}")
+    near = per.values.count { |ns| (ns / 1e9 - secs).abs <= 0.3 * secs }
+    check(near >= 0.9 * per.size, "only #{near} of #{per.size} threads have about #{secs} s of wall time " \
+                                  "(#{per.values.map { |ns| (ns / 1e9).round(1) }.tally.sort.first(8)})")
+    l = losses(stdout)
+    check(l["dropped"].zero?, "losses with many threads: #{l}")
+    check_unharmed(pid, log, expected_checksum(FAULT_ITERS, workers))
+    q = per.values.sort.map { |ns| (ns / 1e9).round(2) }
+    "#{per.size} threads over #{secs} s: #{near} within 30 % of it (min #{q.first}, median #{q[q.size / 2]}, " \
+      "max #{q.last} s); #{cut} runs cut at 1024, #{cursor} from a cursor"
   end
 
   # (g) A Ruby with 600 files mapped (mmap) besides its libraries: found, profiled, named.
