@@ -986,7 +986,7 @@ class Bench
       w.wait_for(/READY/)
       runs = {}
       WALL_HZS.each do |hz|
-        [[:wall, "1"], [:wall_iter, "1"], [:wall_noreuse, "0"], [:cpu, nil]].each do |mode, reuse|
+        [[:wall, "1"], [:wall_noskip, "1"], [:wall_iter, "1"], [:wall_noreuse, "0"], [:cpu, nil]].each do |mode, reuse|
           log "wall bench: #{n} thread#{n == 1 ? '' : 's'}, #{mode} at #{hz} Hz"
           runs["#{mode}@#{hz}"] = wall_run(w, mode, reuse, hz)
         end
@@ -1005,6 +1005,8 @@ class Bench
     env = reuse ? { "RP_WALL_REUSE" => reuse } : {}
     # the 6.1 way of running it (an iterator created and read per run), beside the syscall program
     env["RP_WALL_ITER"] = "1" if mode == :wall_iter
+    # every tick runs, even while nothing of the process was switched (the switch hooks off)
+    env["RP_WALL_SKIP"] = "0" if mode == :wall_noskip
     rp = Child.new(argv, env: env)
     rp.wait_for(/pid #{w.pid}: Ruby /)
     if mode == :cpu
@@ -1028,6 +1030,10 @@ class Bench
     steady = { daemon_pct: 100.0 * (b[:cpu_ns] - a[:cpu_ns]) / 1e9 / secs, seconds: secs }
     if mode != :cpu
       threads = ws.call("THREADS")
+      hook_n = b[:hook][:run_cnt] - a[:hook][:run_cnt]
+      hook_ns = b[:hook][:run_time_ns] - a[:hook][:run_time_ns]
+      steady.merge!(hook_switches_per_s: hook_n / secs, hook_ns_per_switch: hook_n.zero? ? nil : hook_ns / hook_n.to_f,
+                    hook_pct: 100.0 * hook_ns / 1e9 / secs)
       steady.merge!(thread_samples: threads, runs: ws.call("RUNS"), reused: ws.call("REUSED"),
                     iter_pct: 100.0 * ws.call("RUN_NS") / 1e9 / secs,
                     iter_ns_per_thread: threads.zero? ? nil : ws.call("RUN_NS") / threads.to_f,
@@ -1074,8 +1080,22 @@ class Bench
     { run_time_ns: 0, run_cnt: 0 }
   end
 
+  # bpf_stats of the switch hook (rp_wall_switch): it runs in whatever task switches, on any CPU.
+  def wall_hook_stats(pid)
+    Dir.glob("/proc/#{pid}/fdinfo/*").each do |f|
+      info = File.read(f)
+      next unless info =~ /^prog_type:\s+#{BPF_PROG_TYPE_TRACING}$/ && info =~ /^prog_id:\s+(\d+)/
+      next unless bpftool_json("prog", "show", "id", Regexp.last_match(1))["name"] == "rp_wall_switch"
+
+      return { run_time_ns: Integer(info[/^run_time_ns:\s+(\d+)/, 1] || 0), run_cnt: Integer(info[/^run_cnt:\s+(\d+)/, 1] || 0) }
+    rescue StandardError
+      next
+    end
+    { run_time_ns: 0, run_cnt: 0 }
+  end
+
   def wall_snapshot(pid)
-    { t: mono, cpu_ns: cpu_ns(pid), wstats: wall_stats(pid), iter: wall_iter_stats(pid) }
+    { t: mono, cpu_ns: cpu_ns(pid), wstats: wall_stats(pid), iter: wall_iter_stats(pid), hook: wall_hook_stats(pid) }
   end
 
   # Phases with the daemon stopped (SIGSTOP) and running, TOGGLE_PHASE s each, as toggle() gives.
@@ -1096,13 +1116,14 @@ class Bench
   end
 
   def wall_rows
-    names = { wall: "wall, reuse", wall_iter: "wall, reuse, run by a task iterator (6.1)",
+    names = { wall: "wall, reuse, still ticks skipped", wall_noskip: "wall, reuse, every tick run",
+              wall_iter: "wall, reuse, run by a task iterator (6.1)",
               wall_noreuse: "wall, no reuse", cpu: "CPU mode" }
     rows = []
     @r[:wall].each do |n, res|
       WALL_HZS.each do |hz|
         cpu = res[:configs]["cpu@#{hz}"]
-        %i[wall wall_iter wall_noreuse cpu].each do |mode|
+        %i[wall wall_noskip wall_iter wall_noreuse cpu].each do |mode|
           c = res[:configs]["#{mode}@#{hz}"]
           beside = format("daemon %.3f %% of a core", c[:daemon_pct])
           if mode != :cpu
@@ -1112,6 +1133,11 @@ class Bench
                              c[:stats_ns_per_thread] ? format("%.2f", c[:stats_ns_per_thread] / 1e3) : "n/a",
                              c[:daemon_ns_per_thread] ? format("%.2f", c[:daemon_ns_per_thread] / 1e3) : "n/a",
                              c[:thread_samples], c[:reused])
+            beside += format("; %d runs in %.0f s", c[:runs], c[:seconds]) if c[:runs]
+            if c[:hook_ns_per_switch]
+              beside += format("; switch hook %.0f ns × %.0f switches/s of the host = %.4f %% of a core",
+                               c[:hook_ns_per_switch], c[:hook_switches_per_s], c[:hook_pct])
+            end
           end
           if mode != :cpu && c[:stat] && cpu[:stat]
             beside += format("; slowdown − CPU mode's: %+.2f points", c[:stat][:mean] - cpu[:stat][:mean])

@@ -181,6 +181,9 @@ struct wall_credit {
 	__u64 runtime; /* its se.sum_exec_runtime then */
 	__u64 seen;    /* bpf_ktime_get_ns() then */
 	__u64 credit;  /* off-CPU time not yet sampled, scaled to the tick's period (ns) */
+	__u32 run;     /* wall_params.run of that tick */
+	__u16 slot1;   /* its process's wall_gen slot + 1, for rp_wall_switch (0: none) */
+	__u16 ran;     /* it was on a CPU then */
 };
 
 struct {
@@ -189,6 +192,44 @@ struct {
 	__type(key, int);
 	__type(value, struct wall_credit);
 } wall_credit SEC(".maps");
+
+/*
+ * Per process (its slot), a count of switches in and out of the tasks the runs have seen, and of
+ * threads they create: while it stands still nothing of the process ran or stopped, and the
+ * daemon skips its tick (docs/wall-clock.md, "Skipped ticks"). Read by the daemon through the
+ * mapped .bss, no system call.
+ */
+__u64 wall_gen[RP_WALL_MAX_PROCS];
+
+static __always_inline void wall_bump(struct task_struct *t)
+{
+	struct wall_credit *c = bpf_task_storage_get(&wall_credit, t, NULL, 0);
+	__u32 i;
+
+	if (!c || !c->slot1)
+		return;
+	i = c->slot1 - 1;
+	if (i < RP_WALL_MAX_PROCS)
+		__sync_fetch_and_add(&wall_gen[i], 1);
+}
+
+/* Every context switch of the host: a task without task storage (any but a sampled Ruby
+ * thread's) costs one pointer test. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(rp_wall_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	wall_bump(prev);
+	wall_bump(next);
+	return 0;
+}
+
+/* A sampled Ruby thread made a thread (a task): the next tick runs. */
+SEC("tp_btf/task_newtask")
+int BPF_PROG(rp_wall_newtask, struct task_struct *task, __u64 clone_flags)
+{
+	wall_bump(bpf_get_current_task_btf());
+	return 0;
+}
 
 /* Credit kept at most, in periods: a thread found on a CPU at every tick it is owed some. */
 #define WALL_CREDIT_MAX 16
@@ -221,6 +262,13 @@ static __always_inline __u64 wall_weight(const struct rp_proc *proc, struct task
 		wstat_add(RP_WSTAT_READ_FAILED, 1);
 		return running ? 0 : period;
 	}
+	/* ticks skipped since the last run, which saw it: it neither ran nor stopped meanwhile */
+	if (wall_params.skipped && c->th == th && c->seen && c->run + 1 == wall_params.run) {
+		el = (__u64)wall_params.skipped * period;
+		c->seen += el;
+		if (c->ran)
+			c->runtime = c->runtime + el < rt ? c->runtime + el : rt;
+	}
 	if (c->th != th || !c->seen || rt < c->runtime || now <= c->seen) {
 		/* first seen (or another Ruby thread on this task): what it does now decides */
 		c->credit = running ? 0 : period;
@@ -235,6 +283,9 @@ static __always_inline __u64 wall_weight(const struct rp_proc *proc, struct task
 	c->th = th;
 	c->runtime = rt;
 	c->seen = now;
+	c->run = wall_params.run;
+	c->ran = running;
+	c->slot1 = (__u16)(wall_params.slot + 1);
 	if (c->credit > WALL_CREDIT_MAX * period) {
 		wstat_add(RP_WSTAT_CREDIT_CUT, 1);
 		c->credit = WALL_CREDIT_MAX * period;
@@ -516,8 +567,10 @@ static long wall_thread(__u32 i, void *ctx)
 		wstat_add(RP_WSTAT_ON_CPU, 1);
 		return 0;
 	}
-	if (!has_task)
+	if (!has_task) {
 		tid = 0;
+		wall_out.untasked++;
+	}
 	state = wall_state(w, th, kstate, on_cpu, has_task);
 
 	wall_fingerprint(w, ec);
@@ -587,6 +640,26 @@ static long wall_thread(__u32 i, void *ctx)
 	return 0;
 }
 
+/*
+ * The ticks skipped since the last run (docs/wall-clock.md, "Skipped ticks"), given to every
+ * thread that run saw off a CPU with a whole stack, before this run's visits and whether the
+ * thread is still there: it stayed so all along (no switch), with that stack and state, and a
+ * thread that ended since did so after them. They join its pending visits.
+ */
+static long wall_skipped(struct bpf_map *map, struct rp_wall_key *k, struct rp_wall_thread *e,
+			 void *ctx)
+{
+	__u32 n = wall_params.skipped - wall_params.skipped_taken;
+
+	if (k->tgid != wall_params.tgid || !e->valid || e->run + 1 != wall_params.run ||
+	    wall_params.skipped <= wall_params.skipped_taken)
+		return 0;
+	e->pend_visits += n;
+	e->pend_weight += (__u64)n * wall_params.period_ns;
+	wstat_add(RP_WSTAT_SKIPPED, n);
+	return 0;
+}
+
 /* One run: the thread list of process wall_params.tgid, walked on its main task. */
 static __always_inline void wall_run(struct task_struct *task)
 {
@@ -618,6 +691,7 @@ static __always_inline void wall_run(struct task_struct *task)
 #endif
 	wall_out.next = 0;
 	wall_out.walked = 0;
+	wall_out.untasked = 0;
 	wall_out.wrapped = 1;
 	wall_out.anchor = 0;
 	wall_out.list[0] = 0;
@@ -653,6 +727,8 @@ static __always_inline void wall_run(struct task_struct *task)
 		wstat_add(RP_WSTAT_CURSOR, 1);
 	}
 	wstat_add(RP_WSTAT_RUNS, 1);
+	if (wall_params.skipped > wall_params.skipped_taken)
+		bpf_for_each_map_elem(&wall_threads, wall_skipped, NULL, 0);
 	bpf_loop(RP_MAX_WALL_THREADS + 1, wall_thread, &rc, 0);
 out:
 	wstat_add(RP_WSTAT_RUN_NS, bpf_ktime_get_ns() - t0);

@@ -247,14 +247,16 @@ static void summary(struct run *r, double secs, const char *path)
 	if (c.wall_on) {
 		wall_report(stdout, session_agg(r->session));
 		printf("wall: %" PRIu64 " thread samples in %" PRIu64 " runs (%s, %" PRIu64
-		       " ms in BPF), %" PRIu64
+		       " ms in BPF; %" PRIu64 " ticks skipped, %" PRIu64
+		       " visits of them added), %" PRIu64
 		       " thread samples left to the perf samples (time on a CPU; %" PRIu64
 		       " credits cut; %" PRIu64 " perf samples of processes without), %" PRIu64
 		       " lists cut at %d threads, %" PRIu64 " bad nodes, %" PRIu64
 		       " failed reads, %" PRIu64 " late ticks, %" PRIu64 " failed runs\n",
 		       c.wall.bpf[RP_WSTAT_THREADS], c.wall.bpf[RP_WSTAT_RUNS],
 		       c.wall.by_syscall ? "syscall program" : "task iterator",
-		       c.wall.bpf[RP_WSTAT_RUN_NS] / 1000000, c.wall.bpf[RP_WSTAT_ON_CPU],
+		       c.wall.bpf[RP_WSTAT_RUN_NS] / 1000000, c.wall.ticks_skipped,
+		       c.wall.bpf[RP_WSTAT_SKIPPED], c.wall.bpf[RP_WSTAT_ON_CPU],
 		       c.wall.bpf[RP_WSTAT_CREDIT_CUT], bpf[RP_STAT_WALL_MUTED],
 		       c.wall.bpf[RP_WSTAT_CUT], RP_MAX_WALL_THREADS, c.wall.bpf[RP_WSTAT_BAD_NODE],
 		       c.wall.bpf[RP_WSTAT_READ_FAILED], c.wall.ticks_late, c.wall.runs_failed);

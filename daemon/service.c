@@ -544,6 +544,13 @@ static void render(void *ctx, struct mbuf *b)
 		counter(b, "rubyprofd_wall_runs_total",
 			"Wall-clock iterator runs that walked a process's thread list.",
 			c.wall.bpf[RP_WSTAT_RUNS]);
+		counter(b, "rubyprofd_wall_ticks_skipped_total",
+			"Wall-clock ticks of a process not run: none of its threads was switched "
+			"in or out since its last run (their visits are added at the next).",
+			c.wall.ticks_skipped);
+		counter(b, "rubyprofd_wall_skipped_visits_total",
+			"Thread visits of skipped ticks added by the next run.",
+			c.wall.bpf[RP_WSTAT_SKIPPED]);
 		counter(b, "rubyprofd_wall_threads_sampled_total",
 			"Ruby threads sampled (wall clock).", c.wall.bpf[RP_WSTAT_THREADS]);
 		counter(b, "rubyprofd_wall_threads_on_cpu_total",

@@ -37,7 +37,15 @@ struct wall_proc {
 	uint32_t lap_runs; /* runs of the lap under way */
 	uint64_t anchor;   /* the list's anchor the last run found (0: find it again) */
 	uint64_t list[3];  /* the list's head and count the last run saw (rp_wall_params.list) */
+	/* skipped ticks (docs/wall-clock.md, "Skipped ticks") */
+	uint64_t gen;	  /* its wall_gen before the last run */
+	uint32_t skipped; /* ticks skipped since the last run */
+	uint32_t taken;	  /* of those, the ticks whose visits wall_flush sent */
+	bool skippable;	  /* the last run saw every thread, each with a task of its own */
 };
+
+/* A run at least every this many ticks, however still the process is. */
+#define WALL_SKIP_MAX 15
 
 /* The daemon's side of stack reuse (daemon/wallcopy.c): as many copies as the BPF map has entries;
  * a sweep of both every WALL_SWEEP_TICKS ticks drops threads not seen for WALL_STALE_RUNS laps. */
@@ -53,6 +61,8 @@ struct wall {
 	struct wall_counters c;
 	bool find_tasks;  /* the kernel has bpf_task_from_pid (6.2+): the iterator finds tasks */
 	bool syscall_run; /* runs are BPF_PROG_RUN of rp_wall_run, not iterator links (6.2+) */
+	bool skip;	  /* ticks of a still process are skipped (the switch hooks are attached) */
+	struct bpf_link *hooks[2]; /* rp_wall_switch, rp_wall_newtask */
 	bool reuse;
 	uint64_t ticks;
 	struct wallcopy *copies; /* each Ruby thread's last walked stack */
@@ -211,6 +221,10 @@ static int load_object(struct wall *w, const struct sampler_maps *m, char *why, 
 		err = bpf_program__set_autoload(w->skel->progs.rp_wall_run, w->syscall_run);
 	if (!err)
 		err = bpf_program__set_autoload(w->skel->progs.rp_wall, !w->syscall_run);
+	if (!err)
+		err = bpf_program__set_autoload(w->skel->progs.rp_wall_switch, w->skip);
+	if (!err)
+		err = bpf_program__set_autoload(w->skel->progs.rp_wall_newtask, w->skip);
 	if (err) {
 		snprintf(why, whylen, "cannot set up the wall-clock maps: %s", strerror(-err));
 		return err;
@@ -234,7 +248,7 @@ static int load_object(struct wall *w, const struct sampler_maps *m, char *why, 
 
 struct wall *wall__new(struct sampler *smp, unsigned int frequency, char *why, size_t whylen)
 {
-	const char *reuse_env, *iter_env;
+	const char *reuse_env, *iter_env, *skip_env;
 	struct sampler_maps m;
 	struct utsname u;
 	struct wall *w;
@@ -273,7 +287,15 @@ struct wall *wall__new(struct sampler *smp, unsigned int frequency, char *why, s
 		snprintf(why, whylen, "out of memory");
 		goto cleanup;
 	}
+	/* RP_WALL_SKIP=0: run every tick even while nothing of a process ran (the bench's "before") */
+	skip_env = getenv("RP_WALL_SKIP");
+	w->skip = w->syscall_run && w->reuse && !(skip_env && strcmp(skip_env, "0") == 0);
 	err = load_object(w, &m, why, whylen);
+	if (err && w->skip) {
+		/* a kernel that refuses the switch hooks: every tick runs */
+		w->skip = false;
+		err = load_object(w, &m, why, whylen);
+	}
 	if (err && w->syscall_run) {
 		/* a kernel whose syscall programs lack a helper the run needs: the iterator */
 		w->syscall_run = false;
@@ -281,6 +303,16 @@ struct wall *wall__new(struct sampler *smp, unsigned int frequency, char *why, s
 	}
 	if (err)
 		goto cleanup;
+	if (w->skip) {
+		w->hooks[0] = bpf_program__attach(w->skel->progs.rp_wall_switch);
+		w->hooks[1] =
+			w->hooks[0] ? bpf_program__attach(w->skel->progs.rp_wall_newtask) : NULL;
+		if (!w->hooks[1]) {
+			bpf_link__destroy(w->hooks[0]);
+			w->hooks[0] = NULL;
+			w->skip = false;
+		}
+	}
 	wall_set_frequency(w, frequency);
 	w->smp = smp;
 	w->extra_cpu = m.extra_cpu;
@@ -299,6 +331,8 @@ void wall__free(struct wall *w)
 
 	if (!w)
 		return;
+	bpf_link__destroy(w->hooks[0]);
+	bpf_link__destroy(w->hooks[1]);
 	for (i = 0; i < w->nprocs; i++)
 		bpf_link__destroy(w->procs[i].link);
 	free(w->procs);
@@ -339,6 +373,16 @@ static void entry_drop(struct wall *w, pid_t pid, uint64_t th)
  * profile is cut (wall_flush). False when the copy is not that stack (its record is still in
  * the ring buffer, or the copy went): the caller keeps them, or counts them lost.
  */
+/*
+ * The visits of the ticks skipped since p's last run that thread e is owed and its next run has
+ * not counted yet: e was seen off a CPU with a whole stack at that run, and stayed so.
+ */
+static uint32_t skipped_visits(const struct wall_proc *p, const struct rp_wall_thread *e)
+{
+	return p && p->skipped > p->taken && e->valid && e->run == p->runs ? p->skipped - p->taken
+									   : 0;
+}
+
 static bool send_pending(struct wall *w, const struct rp_wall_key *k,
 			 const struct rp_wall_thread *e)
 {
@@ -346,8 +390,12 @@ static bool send_pending(struct wall *w, const struct rp_wall_key *k,
 	struct rp_sample hdr = {0};
 	struct sampler_stack st = {0};
 	struct wall_proc *p;
+	uint32_t extra;
 
 	p = find_proc(w, (pid_t)k->tgid);
+	extra = skipped_visits(p, e);
+	if (!e->pend_visits && !extra)
+		return true;
 	c = wallcopy_get(w->copies, (pid_t)k->tgid, k->th, e->seq, p ? p->runs : e->run);
 	if (!c)
 		return false;
@@ -356,7 +404,7 @@ static bool send_pending(struct wall *w, const struct rp_wall_key *k,
 	hdr.hdr.state = (__u8)e->pend_state;
 	hdr.hdr.wunit = RP_WEIGHT_NS;
 	hdr.hdr.size = RP_SAMPLE_HDR_SIZE;
-	hdr.hdr.weight = e->pend_weight;
+	hdr.hdr.weight = e->pend_weight + (uint64_t)extra * (uint64_t)w->period_ns;
 	hdr.hdr.pid = k->tgid;
 	hdr.hdr.tid = e->tid;
 	hdr.cpu = w->extra_cpu;
@@ -371,9 +419,9 @@ static bool send_pending(struct wall *w, const struct rp_wall_key *k,
 	st.nframes = c->n;
 	st.flags = c->flags;
 	st.truncated = c->truncated;
-	st.samples = e->pend_visits;
-	w->c.reused += e->pend_visits;
-	w->c.pending_swept += e->pend_visits;
+	st.samples = e->pend_visits + extra;
+	w->c.reused += e->pend_visits + extra;
+	w->c.pending_swept += e->pend_visits + extra;
 	sampler_on_stack(w->smp, &st);
 	return true;
 }
@@ -471,8 +519,10 @@ static void sweep(struct wall *w, pid_t gone)
 			k = next;
 			if (bpf_map__lookup_elem(m, &k, sizeof(k), &e, sizeof(e), 0) == 0 &&
 			    is_stale(w, gone, (pid_t)k.tgid, e.run)) {
-				if (e.pend_visits && !send_pending(w, &k, &e))
-					w->c.pending_lost += e.pend_visits;
+				if (!send_pending(w, &k, &e))
+					w->c.pending_lost +=
+						e.pend_visits +
+						skipped_visits(find_proc(w, (pid_t)k.tgid), &e);
 				del[n++] = k;
 			}
 			more = bpf_map__get_next_key(m, &k, &next, sizeof(k)) == 0;
@@ -540,6 +590,8 @@ void wall_remove(struct wall *w, pid_t pid)
 	bpf_link__destroy(p->link);
 	sweep(w, pid);
 	*p = w->procs[--w->nprocs];
+	p->skippable =
+		false; /* the one moved into its place has another slot: its next tick runs */
 }
 
 bool wall_running_from_perf(const struct wall *w, pid_t pid)
@@ -566,6 +618,7 @@ int64_t wall_next_due(const struct wall *w)
  * the iterator's file read to its end). */
 static int run_one(struct wall *w, struct wall_proc *p)
 {
+	uint32_t slot = (uint32_t)(p - w->procs);
 	LIBBPF_OPTS(bpf_test_run_opts, run);
 	struct rp_wall_params *prm = &w->skel->bss->wall_params;
 	char buf[WALL_READ_BYTES];
@@ -582,8 +635,15 @@ static int run_one(struct wall *w, struct wall_proc *p)
 	prm->reuse = w->reuse;
 	prm->anchor = p->anchor;
 	memcpy(prm->list, p->list, sizeof(prm->list));
+	prm->slot = slot;
+	prm->skipped = p->skipped;
+	prm->skipped_taken = p->taken;
+	/* switches from now on make the next tick run */
+	p->gen = __atomic_load_n(&w->skel->bss->wall_gen[slot], __ATOMIC_ACQUIRE);
 	w->skel->bss->wall_out.next = 0;
 	w->skel->bss->wall_out.anchor = 0;
+	w->skel->bss->wall_out.walked = 0;
+	w->skel->bss->wall_out.untasked = 0;
 	if (w->syscall_run) {
 		n = bpf_prog_test_run_opts(bpf_program__fd(w->skel->progs.rp_wall_run), &run);
 		if (n)
@@ -607,7 +667,24 @@ static int run_one(struct wall *w, struct wall_proc *p)
 		p->lap = p->lap_runs;
 		p->lap_runs = 0;
 	}
+	p->skipped = 0;
+	p->taken = 0;
+	/* Still ticks may be skipped after a run that saw the whole list in one go, every thread
+	 * with a task of its own (an M:N thread moves without its task being switched), its
+	 * running ones left to the perf samples (a version with thread ids: not 2.7). */
+	p->skippable = n >= 0 && w->skip && !p->cursor && p->lap <= 1 && p->anchor &&
+		       w->skel->bss->wall_out.walked && !w->skel->bss->wall_out.untasked &&
+		       (p->off.th_tid || p->off.th_nt);
 	return n < 0 ? -errno : 0;
+}
+
+/* Whether p's tick can be skipped: nothing of it was switched in or out since its last run. */
+static bool still(struct wall *w, const struct wall_proc *p)
+{
+	uint32_t slot = (uint32_t)(p - w->procs);
+
+	return p->skippable && p->skipped < WALL_SKIP_MAX &&
+	       __atomic_load_n(&w->skel->bss->wall_gen[slot], __ATOMIC_ACQUIRE) == p->gen;
 }
 
 int wall_tick(struct wall *w, int64_t now_ns)
@@ -628,6 +705,11 @@ int wall_tick(struct wall *w, int64_t now_ns)
 	if (++w->ticks % WALL_SWEEP_TICKS == 0)
 		sweep(w, 0);
 	for (i = 0; i < w->nprocs; i++) {
+		if (still(w, &w->procs[i])) {
+			w->procs[i].skipped++;
+			w->c.ticks_skipped++;
+			continue;
+		}
 		if (run_one(w, &w->procs[i])) {
 			w->c.runs_failed++;
 			err = err ? err : -EIO;
@@ -641,7 +723,7 @@ void wall_flush(struct wall *w)
 	struct bpf_map *m = w->skel->maps.wall_threads;
 	struct rp_wall_key k;
 	struct rp_wall_thread e;
-	size_t visited = 0;
+	size_t i, visited = 0;
 	bool more;
 
 	/* Entries are only written inside the daemon's own read() of the iterator: nothing
@@ -653,9 +735,15 @@ void wall_flush(struct wall *w)
 			e.pend_visits = 0;
 			e.pend_weight = 0;
 			bpf_map__update_elem(m, &k, sizeof(k), &e, sizeof(e), BPF_EXIST);
+		} else if (!e.pend_visits) {
+			/* only skipped ticks' visits (or none): sent from the daemon's count */
+			send_pending(w, &k, &e);
 		}
 		more = bpf_map__get_next_key(m, &k, &k, sizeof(k)) == 0;
 	}
+	/* the next run adds only the ticks skipped after now */
+	for (i = 0; i < w->nprocs; i++)
+		w->procs[i].taken = w->procs[i].skipped;
 }
 
 void wall_counters(const struct wall *w, struct wall_counters *out)
@@ -666,6 +754,7 @@ void wall_counters(const struct wall *w, struct wall_counters *out)
 
 	*out = w->c;
 	out->by_syscall = w->syscall_run;
+	out->skip = w->skip;
 	wallcopy_counters(w->copies, &cc);
 	out->copies_evicted = cc.evicted;
 	out->copies_failed = cc.failed;

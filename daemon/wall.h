@@ -21,7 +21,7 @@
 struct wall;
 
 /* Processes sampled at once; more are refused (counted). */
-#define WALL_MAX_PROCS 1024
+#define WALL_MAX_PROCS RP_WALL_MAX_PROCS
 
 struct wall_counters {
 	uint64_t bpf[RP_WSTAT_MAX];
@@ -39,6 +39,8 @@ struct wall_counters {
 	uint64_t pending_swept; /* reused visits the daemon took from the map (flush, sweep) */
 	uint64_t pending_lost; /* reused visits lost with their stack's copy (evicted or missing) */
 	bool by_syscall; /* runs are BPF_PROG_RUN of a syscall program (6.2+), not iterators */
+	bool skip;	 /* still processes' ticks are skipped (the switch hooks are on) */
+	uint64_t ticks_skipped; /* ticks of a process skipped: nothing of it switched since */
 };
 
 /*

@@ -389,7 +389,10 @@ struct rp_wall_params {
 	__u32 run;   /* this process's run number (1, 2, ...) */
 	__u32 lap;   /* runs the last full lap of the list took (1: all threads every run) */
 	__u32 reuse; /* 0: walk every thread (the bench's "before"), 1: reuse unchanged stacks */
-	__u32 pad;
+	/* Ticks the daemon skipped since this process's last run, none of its threads having been
+	 * switched in or out since (rp_wall_switch): each thread off a CPU at that run was so, with
+	 * that stack and state, all along (docs/wall-clock.md, "Skipped ticks"). */
+	__u32 skipped;
 	/* The list's anchor (the main ractor, or the VM on 2.7) from an earlier run of this
 	 * process (rp_wall_out.anchor), 0: found from the main thread's EC. It lives as long as
 	 * the process, and a forked child has it at the same address. */
@@ -398,15 +401,22 @@ struct rp_wall_params {
 	 * they are the same no thread was added or removed, and a parked thread's successor is the
 	 * one its entry keeps. All 0: not known. */
 	__u64 list[3];
+	__u32 slot;	     /* the process's wall_gen slot (< RP_WALL_MAX_PROCS) */
+	__u32 skipped_taken; /* of `skipped`, the ticks whose visits the daemon took (wall_flush) */
 };
+
+/* Processes sampled in wall mode at once (the daemon refuses more, counted). */
+#define RP_WALL_MAX_PROCS 1024
 
 /* What a run leaves for the daemon, in the iterator's .bss. */
 struct rp_wall_out {
-	__u64 next;    /* node the next run starts at: 0 when this run reached the list's end */
-	__u32 walked;  /* threads this run visited */
-	__u32 wrapped; /* 1: this run started at the head */
-	__u64 anchor;  /* the list's anchor this run used (0: none found) */
-	__u64 list[3]; /* the list's head and count this run saw (0: not read) */
+	__u64 next;	/* node the next run starts at: 0 when this run reached the list's end */
+	__u32 walked;	/* threads this run visited */
+	__u32 wrapped;	/* 1: this run started at the head */
+	__u64 anchor;	/* the list's anchor this run used (0: none found) */
+	__u64 list[3];	/* the list's head and count this run saw (0: not read) */
+	__u32 untasked; /* threads visited without a task of their own (M:N, 2.7, a tid not found) */
+	__u32 pad;
 };
 
 /* Wall-mode statistics (the wall program's own array, index = RP_WSTAT_*) */
@@ -427,7 +437,8 @@ struct rp_wall_out {
 #define RP_WSTAT_PEND_SENT   14 /* RP_SAMPLE_SAME records sent, each for one or more reused visits */
 #define RP_WSTAT_QUIET	     15 /* visits of a parked thread made without copying its header */
 #define RP_WSTAT_NO_TASK     16 /* runs for a pid without a task (the process ended) */
-#define RP_WSTAT_MAX	     17
+#define RP_WSTAT_SKIPPED     17 /* visits of skipped ticks added to a thread's pending ones */
+#define RP_WSTAT_MAX	     18
 
 /* ---- statistics (per-CPU array, index = RP_STAT_*) ---------------------------------------- */
 
@@ -473,10 +484,10 @@ _Static_assert(sizeof(struct rp_proc) == 88, "rp_proc layout");
 _Static_assert(sizeof(struct rp_thread_tp) == 24, "rp_thread_tp layout");
 _Static_assert(sizeof(struct rp_rec) == 32, "rp_rec layout");
 _Static_assert(sizeof(struct rp_wall_offsets) == 24, "rp_wall_offsets layout");
-_Static_assert(sizeof(struct rp_wall_params) == 96, "rp_wall_params layout");
+_Static_assert(sizeof(struct rp_wall_params) == 104, "rp_wall_params layout");
 _Static_assert(sizeof(struct rp_wall_key) == 16, "rp_wall_key layout");
 _Static_assert(sizeof(struct rp_wall_thread) == 128, "rp_wall_thread layout");
-_Static_assert(sizeof(struct rp_wall_out) == 48, "rp_wall_out layout");
+_Static_assert(sizeof(struct rp_wall_out) == 56, "rp_wall_out layout");
 _Static_assert(sizeof(struct rp_proc_event) == 72, "rp_proc_event layout");
 _Static_assert(sizeof(struct rp_ustack) == RP_USTACK_HDR_SIZE, "rp_ustack layout");
 _Static_assert(__builtin_offsetof(struct rp_kstack, ips) == RP_KSTACK_HDR_SIZE, "rp_kstack layout");
