@@ -203,9 +203,13 @@ __u64 wall_gen[RP_WALL_MAX_PROCS];
 
 static __always_inline void wall_bump(struct task_struct *t)
 {
-	struct wall_credit *c = bpf_task_storage_get(&wall_credit, t, NULL, 0);
+	struct wall_credit *c;
 	__u32 i;
 
+	/* no task storage at all (nearly every task of the host): not one of ours, no helper */
+	if (!t->bpf_storage)
+		return;
+	c = bpf_task_storage_get(&wall_credit, t, NULL, 0);
 	if (!c || !c->slot1)
 		return;
 	i = c->slot1 - 1;
