@@ -986,7 +986,8 @@ class Bench
       w.wait_for(/READY/)
       runs = {}
       WALL_HZS.each do |hz|
-        [[:wall, "1"], [:wall_noskip, "1"], [:wall_iter, "1"], [:wall_noreuse, "0"], [:cpu, nil]].each do |mode, reuse|
+        [[:wall, "1"], [:wall_nosleep, "1"], [:wall_noskip, "1"], [:wall_iter, "1"], [:wall_noreuse, "0"],
+         [:cpu, nil]].each do |mode, reuse|
           log "wall bench: #{n} thread#{n == 1 ? '' : 's'}, #{mode} at #{hz} Hz"
           runs["#{mode}@#{hz}"] = wall_run(w, mode, reuse, hz)
         end
@@ -1007,6 +1008,8 @@ class Bench
     env["RP_WALL_ITER"] = "1" if mode == :wall_iter
     # every tick runs, even while nothing of the process was switched (the switch hooks off)
     env["RP_WALL_SKIP"] = "0" if mode == :wall_noskip
+    # still ticks skipped, but the daemon wakes at every one all the same
+    env["RP_WALL_SLEEP"] = "0" if mode == :wall_nosleep
     rp = Child.new(argv, env: env)
     rp.wait_for(/pid #{w.pid}: Ruby /)
     if mode == :cpu
@@ -1116,14 +1119,15 @@ class Bench
   end
 
   def wall_rows
-    names = { wall: "wall, reuse, still ticks skipped", wall_noskip: "wall, reuse, every tick run",
+    names = { wall: "wall, reuse, still ticks skipped and slept through",
+              wall_nosleep: "wall, reuse, still ticks skipped (woken at each)", wall_noskip: "wall, reuse, every tick run",
               wall_iter: "wall, reuse, run by a task iterator (6.1)",
               wall_noreuse: "wall, no reuse", cpu: "CPU mode" }
     rows = []
     @r[:wall].each do |n, res|
       WALL_HZS.each do |hz|
         cpu = res[:configs]["cpu@#{hz}"]
-        %i[wall wall_noskip wall_iter wall_noreuse cpu].each do |mode|
+        %i[wall wall_nosleep wall_noskip wall_iter wall_noreuse cpu].each do |mode|
           c = res[:configs]["#{mode}@#{hz}"]
           beside = format("daemon %.3f %% of a core", c[:daemon_pct])
           if mode != :cpu

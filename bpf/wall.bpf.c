@@ -201,6 +201,18 @@ struct {
  */
 __u64 wall_gen[RP_WALL_MAX_PROCS];
 
+/*
+ * Set by the daemon for a still process before it sleeps past the next tick; the first switch
+ * after clears it and wakes the daemon (a record in wall_wake: its slot) so that the next tick
+ * runs. At most one record per slot and arming: RP_WALL_MAX_PROCS fit.
+ */
+__u32 wall_armed[RP_WALL_MAX_PROCS];
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} wall_wake SEC(".maps");
+
 static __always_inline void wall_bump(struct task_struct *t)
 {
 	struct wall_credit *c;
@@ -213,8 +225,14 @@ static __always_inline void wall_bump(struct task_struct *t)
 	if (!c || !c->slot1)
 		return;
 	i = c->slot1 - 1;
-	if (i < RP_WALL_MAX_PROCS)
-		__sync_fetch_and_add(&wall_gen[i], 1);
+	if (i >= RP_WALL_MAX_PROCS)
+		return;
+	__sync_fetch_and_add(&wall_gen[i], 1);
+	if (wall_armed[i]) {
+		wall_armed[i] = 0;
+		if (bpf_ringbuf_output(&wall_wake, &i, sizeof(i), BPF_RB_FORCE_WAKEUP))
+			wstat_add(RP_WSTAT_WAKE_LOST, 1);
+	}
 }
 
 /* Every context switch of the host: a task without task storage (any but a sampled Ruby
@@ -696,6 +714,7 @@ static __always_inline void wall_run(struct task_struct *task)
 	wall_out.next = 0;
 	wall_out.walked = 0;
 	wall_out.untasked = 0;
+	wall_out.listed = 0;
 	wall_out.wrapped = 1;
 	wall_out.anchor = 0;
 	wall_out.list[0] = 0;
@@ -733,6 +752,7 @@ static __always_inline void wall_run(struct task_struct *task)
 	wstat_add(RP_WSTAT_RUNS, 1);
 	if (wall_params.skipped > wall_params.skipped_taken)
 		bpf_for_each_map_elem(&wall_threads, wall_skipped, NULL, 0);
+	wall_out.listed = 1;
 	bpf_loop(RP_MAX_WALL_THREADS + 1, wall_thread, &rc, 0);
 out:
 	wstat_add(RP_WSTAT_RUN_NS, bpf_ktime_get_ns() - t0);

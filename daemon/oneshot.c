@@ -248,7 +248,7 @@ static void summary(struct run *r, double secs, const char *path)
 		wall_report(stdout, session_agg(r->session));
 		printf("wall: %" PRIu64 " thread samples in %" PRIu64 " runs (%s, %" PRIu64
 		       " ms in BPF; %" PRIu64 " ticks skipped, %" PRIu64
-		       " visits of them added), %" PRIu64
+		       " visits of them added, %" PRIu64 " ticks slept through), %" PRIu64
 		       " thread samples left to the perf samples (time on a CPU; %" PRIu64
 		       " credits cut; %" PRIu64 " perf samples of processes without), %" PRIu64
 		       " lists cut at %d threads, %" PRIu64 " bad nodes, %" PRIu64
@@ -256,10 +256,11 @@ static void summary(struct run *r, double secs, const char *path)
 		       c.wall.bpf[RP_WSTAT_THREADS], c.wall.bpf[RP_WSTAT_RUNS],
 		       c.wall.by_syscall ? "syscall program" : "task iterator",
 		       c.wall.bpf[RP_WSTAT_RUN_NS] / 1000000, c.wall.ticks_skipped,
-		       c.wall.bpf[RP_WSTAT_SKIPPED], c.wall.bpf[RP_WSTAT_ON_CPU],
-		       c.wall.bpf[RP_WSTAT_CREDIT_CUT], bpf[RP_STAT_WALL_MUTED],
-		       c.wall.bpf[RP_WSTAT_CUT], RP_MAX_WALL_THREADS, c.wall.bpf[RP_WSTAT_BAD_NODE],
-		       c.wall.bpf[RP_WSTAT_READ_FAILED], c.wall.ticks_late, c.wall.runs_failed);
+		       c.wall.bpf[RP_WSTAT_SKIPPED], c.wall.ticks_slept,
+		       c.wall.bpf[RP_WSTAT_ON_CPU], c.wall.bpf[RP_WSTAT_CREDIT_CUT],
+		       bpf[RP_STAT_WALL_MUTED], c.wall.bpf[RP_WSTAT_CUT], RP_MAX_WALL_THREADS,
+		       c.wall.bpf[RP_WSTAT_BAD_NODE], c.wall.bpf[RP_WSTAT_READ_FAILED],
+		       c.wall.ticks_late, c.wall.runs_failed);
 		printf("wall reuse: %" PRIu64 " stacks reused in %" PRIu64 " records, %" PRIu64
 		       " visits without a header copy (%" PRIu64
 		       " taken at the end or a thread's end; %" PRIu64 " not found, %" PRIu64

@@ -564,6 +564,19 @@ int sampler_fd(const struct sampler *s)
 	return ring_buffer__epoll_fd(s->rb);
 }
 
+static int on_wake(void *ctx, void *data, size_t size)
+{
+	(void)ctx;
+	(void)data;
+	(void)size;
+	return 0;
+}
+
+int sampler_add_wake_ring(struct sampler *s, int map_fd)
+{
+	return ring_buffer__add(s->rb, map_fd, on_wake, NULL);
+}
+
 int sampler_consume(struct sampler *s)
 {
 	int n;

@@ -81,6 +81,9 @@ bool sampler_has_lifecycle(const struct sampler *s);
 
 /* The ring buffer's epoll fd: readable when records wait (see sampler_consume). */
 int sampler_fd(const struct sampler *s);
+/* Adds a ring buffer whose records only wake the caller (wall.c's wall_wake): readable through
+ * sampler_fd, emptied by sampler_consume, its records dropped. 0 or -errno. */
+int sampler_add_wake_ring(struct sampler *s, int map_fd);
 /* Records one sampler_consume() call delivers at most, and the time it spends at most. */
 #define SAMPLER_CONSUME_MAX 4096
 #define SAMPLER_CONSUME_NS  (50 * 1000000LL)

@@ -548,6 +548,14 @@ static void render(void *ctx, struct mbuf *b)
 			"Wall-clock ticks of a process not run: none of its threads was switched "
 			"in or out since its last run (their visits are added at the next).",
 			c.wall.ticks_skipped);
+		counter(b, "rubyprofd_wall_ticks_slept_total",
+			"Wall-clock ticks the daemon did not wake up for: every process was still "
+			"(a switch of one wakes it).",
+			c.wall.ticks_slept);
+		counter(b, "rubyprofd_wall_wakeups_lost_total",
+			"Wake-ups of a daemon sleeping through still ticks that the switch hook "
+			"could not send (its ring full).",
+			c.wall.bpf[RP_WSTAT_WAKE_LOST]);
 		counter(b, "rubyprofd_wall_skipped_visits_total",
 			"Thread visits of skipped ticks added by the next run.",
 			c.wall.bpf[RP_WSTAT_SKIPPED]);

@@ -397,9 +397,12 @@ int session_drain(struct session *s, int64_t now)
 		if (n < SAMPLER_CONSUME_MAX)
 			break;
 	}
-	/* then the visits of parked threads that BPF summed and holds (wall clock) */
-	if (s->wall)
+	/* then the visits of parked threads that BPF summed and holds (wall clock), and those of
+	 * the ticks slept through until now */
+	if (s->wall) {
+		wall_catch_up(s->wall, now);
 		wall_flush(s->wall);
+	}
 	return 0;
 }
 
@@ -420,8 +423,10 @@ int session_finish(struct session *s, int64_t now)
 		if (n < SAMPLER_CONSUME_MAX)
 			break;
 	}
-	if (s->wall)
+	if (s->wall) {
+		wall_catch_up(s->wall, now);
 		wall_flush(s->wall);
+	}
 	return err;
 }
 

@@ -62,6 +62,8 @@ struct wall {
 	bool find_tasks;  /* the kernel has bpf_task_from_pid (6.2+): the iterator finds tasks */
 	bool syscall_run; /* runs are BPF_PROG_RUN of rp_wall_run, not iterator links (6.2+) */
 	bool skip;	  /* ticks of a still process are skipped (the switch hooks are attached) */
+	bool sleep_ok;	  /* and the daemon sleeps through them (wall_wake is read with samples) */
+	int64_t due;	  /* when wall_tick next has work: next_ns, or later while all are still */
 	struct bpf_link *hooks[2]; /* rp_wall_switch, rp_wall_newtask */
 	bool reuse;
 	uint64_t ticks;
@@ -248,7 +250,7 @@ static int load_object(struct wall *w, const struct sampler_maps *m, char *why, 
 
 struct wall *wall__new(struct sampler *smp, unsigned int frequency, char *why, size_t whylen)
 {
-	const char *reuse_env, *iter_env, *skip_env;
+	const char *reuse_env, *iter_env, *skip_env, *sleep_env;
 	struct sampler_maps m;
 	struct utsname u;
 	struct wall *w;
@@ -313,6 +315,10 @@ struct wall *wall__new(struct sampler *smp, unsigned int frequency, char *why, s
 			w->skip = false;
 		}
 	}
+	/* RP_WALL_SLEEP=0: wake at every tick all the same (the bench's comparison) */
+	sleep_env = getenv("RP_WALL_SLEEP");
+	w->sleep_ok = w->skip && !(sleep_env && strcmp(sleep_env, "0") == 0) &&
+		      sampler_add_wake_ring(smp, bpf_map__fd(w->skel->maps.wall_wake)) == 0;
 	wall_set_frequency(w, frequency);
 	w->smp = smp;
 	w->extra_cpu = m.extra_cpu;
@@ -578,6 +584,7 @@ int wall_add(struct wall *w, const struct ruby_target *t)
 		w->nprocs++;
 	}
 	p->off = row->off;
+	w->due = w->next_ns; /* its first run at the next tick */
 	return 0;
 }
 
@@ -607,11 +614,12 @@ void wall_set_frequency(struct wall *w, unsigned int frequency)
 {
 	w->period_ns = 1000000000LL / (frequency ? frequency : 1);
 	w->next_ns = 0;
+	w->due = 0;
 }
 
 int64_t wall_next_due(const struct wall *w)
 {
-	return w->next_ns;
+	return w->due;
 }
 
 /* One run for p: the program walks the thread list on the main task (BPF_PROG_RUN, or on 6.1
@@ -644,6 +652,7 @@ static int run_one(struct wall *w, struct wall_proc *p)
 	w->skel->bss->wall_out.anchor = 0;
 	w->skel->bss->wall_out.walked = 0;
 	w->skel->bss->wall_out.untasked = 0;
+	w->skel->bss->wall_out.listed = 0;
 	if (w->syscall_run) {
 		n = bpf_prog_test_run_opts(bpf_program__fd(w->skel->progs.rp_wall_run), &run);
 		if (n)
@@ -661,6 +670,13 @@ static int run_one(struct wall *w, struct wall_proc *p)
 	memcpy(p->list, w->skel->bss->wall_out.list, sizeof(p->list));
 	/* The cursor: where the next run starts, and how many runs a lap of the list takes
 	 * (each thread's weight is the runs since its last visit, bounded by the lap). */
+	if (!w->skel->bss->wall_out.listed && p->skipped > p->taken) {
+		/* the process is gone (or its list not read): the skipped ticks it is owed stay
+		 * counted as since the last run that read it (wall_remove, wall_flush give them) */
+		p->runs--;
+		p->skippable = false;
+		return n < 0 ? -errno : 0;
+	}
 	p->lap_runs++;
 	p->cursor = w->skel->bss->wall_out.next;
 	if (!p->cursor) {
@@ -687,13 +703,79 @@ static bool still(struct wall *w, const struct wall_proc *p)
 	       __atomic_load_n(&w->skel->bss->wall_gen[slot], __ATOMIC_ACQUIRE) == p->gen;
 }
 
+/*
+ * When the next tick has work. While every process is still (its last run allows skipping, and
+ * nothing of it was switched since), the daemon need not wake for the skipped ticks: each
+ * process's slot is armed, so that its first switch wakes the daemon (a wall_wake record), and
+ * the next wake-up is the first forced run (WALL_SKIP_MAX) unless one comes first. Armed first,
+ * then the counts compared again: a switch in between is seen either way.
+ */
+static void plan(struct wall *w)
+{
+	int64_t k = WALL_SKIP_MAX;
+	size_t i;
+
+	w->due = w->next_ns;
+	if (!w->sleep_ok || !w->nprocs)
+		return;
+	for (i = 0; i < w->nprocs; i++) {
+		if (!w->procs[i].skippable)
+			return;
+		if (WALL_SKIP_MAX - (int64_t)w->procs[i].skipped < k)
+			k = WALL_SKIP_MAX - (int64_t)w->procs[i].skipped;
+	}
+	if (k <= 0)
+		return;
+	for (i = 0; i < w->nprocs; i++)
+		__atomic_store_n(&w->skel->bss->wall_armed[i], 1, __ATOMIC_SEQ_CST);
+	for (i = 0; i < w->nprocs; i++) {
+		if (!still(w, &w->procs[i]))
+			return;
+	}
+	w->due = w->next_ns + k * w->period_ns;
+	w->c.sleeps++;
+}
+
+/*
+ * Ticks slept through on purpose (plan): every one before now was still, since a switch would
+ * have woken the daemon at once; each process gets them as skipped. Before the planned wake-up
+ * (woken by a switch, or for other work) every tick up to now is past: the next one runs, or
+ * is skipped, as usual. Returns whether a tick is due now.
+ */
+static bool slept(struct wall *w, int64_t now_ns)
+{
+	int64_t passed, last = now_ns < w->due ? now_ns : w->due - w->period_ns;
+	size_t i;
+
+	if (w->due <= w->next_ns || last < w->next_ns)
+		return now_ns >= w->next_ns;
+	passed = (last - w->next_ns) / w->period_ns + 1;
+	for (i = 0; i < w->nprocs; i++) {
+		if (w->procs[i].skippable)
+			w->procs[i].skipped += (uint32_t)passed;
+	}
+	w->c.ticks_skipped += (uint64_t)passed * w->nprocs;
+	w->c.ticks_slept += (uint64_t)passed;
+	w->ticks += (uint64_t)passed;
+	w->next_ns += passed * w->period_ns;
+	return now_ns >= w->next_ns;
+}
+
+void wall_catch_up(struct wall *w, int64_t now_ns)
+{
+	slept(w, now_ns);
+}
+
 int wall_tick(struct wall *w, int64_t now_ns)
 {
+	uint64_t ticks = w->ticks;
 	size_t i;
 	int err = 0;
 
-	if (now_ns < w->next_ns)
+	if (!slept(w, now_ns)) {
+		plan(w);
 		return 0;
+	}
 	if (!w->next_ns) {
 		w->next_ns = now_ns;
 	} else if (now_ns - w->next_ns >= w->period_ns) {
@@ -702,7 +784,8 @@ int wall_tick(struct wall *w, int64_t now_ns)
 		w->next_ns = now_ns;
 	}
 	w->next_ns += w->period_ns;
-	if (++w->ticks % WALL_SWEEP_TICKS == 0)
+	w->ticks++;
+	if (ticks / WALL_SWEEP_TICKS != w->ticks / WALL_SWEEP_TICKS)
 		sweep(w, 0);
 	for (i = 0; i < w->nprocs; i++) {
 		if (still(w, &w->procs[i])) {
@@ -715,6 +798,7 @@ int wall_tick(struct wall *w, int64_t now_ns)
 			err = err ? err : -EIO;
 		}
 	}
+	plan(w);
 	return err;
 }
 

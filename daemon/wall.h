@@ -41,6 +41,8 @@ struct wall_counters {
 	bool by_syscall; /* runs are BPF_PROG_RUN of a syscall program (6.2+), not iterators */
 	bool skip;	 /* still processes' ticks are skipped (the switch hooks are on) */
 	uint64_t ticks_skipped; /* ticks of a process skipped: nothing of it switched since */
+	uint64_t ticks_slept;	/* ticks the daemon did not wake for: every process was still */
+	uint64_t sleeps;	/* times it slept past the next tick */
 };
 
 /*
@@ -64,6 +66,9 @@ int64_t wall_next_due(const struct wall *w);
  * failure is counted in runs_failed; the other processes still ran). */
 int wall_tick(struct wall *w, int64_t now_ns);
 void wall_set_frequency(struct wall *w, unsigned int frequency);
+/* Counts the ticks up to now that the daemon slept through (every process still) as skipped:
+ * before a profile is cut (then wall_flush gives their visits). */
+void wall_catch_up(struct wall *w, int64_t now_ns);
 /*
  * Hands every thread's pending visits to the collector now (a parked thread's reused visits are
  * summed in BPF and sent later, as one record): before a profile is cut, once the ring buffer

@@ -416,7 +416,7 @@ struct rp_wall_out {
 	__u64 anchor;	/* the list's anchor this run used (0: none found) */
 	__u64 list[3];	/* the list's head and count this run saw (0: not read) */
 	__u32 untasked; /* threads visited without a task of their own (M:N, 2.7, a tid not found) */
-	__u32 pad;
+	__u32 listed;	/* 1: the run reached the thread list (and gave the skipped ticks) */
 };
 
 /* Wall-mode statistics (the wall program's own array, index = RP_WSTAT_*) */
@@ -438,7 +438,8 @@ struct rp_wall_out {
 #define RP_WSTAT_QUIET	     15 /* visits of a parked thread made without copying its header */
 #define RP_WSTAT_NO_TASK     16 /* runs for a pid without a task (the process ended) */
 #define RP_WSTAT_SKIPPED     17 /* visits of skipped ticks added to a thread's pending ones */
-#define RP_WSTAT_MAX	     18
+#define RP_WSTAT_WAKE_LOST   18 /* wake-ups of a sleeping daemon not sent (wall_wake full) */
+#define RP_WSTAT_MAX	     19
 
 /* ---- statistics (per-CPU array, index = RP_STAT_*) ---------------------------------------- */
 
