@@ -1022,7 +1022,8 @@ class Bench
       deadline = mono + 30e9
       sleep 0.05 until (wall_stats(rp.pid)["RUNS"] || 0).positive? || mono > deadline
     end
-    sleep 0.5
+    # past the start: the first walks of every thread, their symbols, the first stack copies
+    sleep 2.0
     a = wall_snapshot(rp.pid)
     sleep WALL_STEADY_S
     b = wall_snapshot(rp.pid)
