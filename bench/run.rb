@@ -1070,26 +1070,15 @@ class Bench
     end.uniq
   end
 
-  # bpf_stats of the iterator program (rp_wall) the daemon holds.
-  def wall_iter_stats(pid)
+  # bpf_stats of the first program named one of `names` among those the daemon holds (by fd):
+  # the wall run (rp_wall_run, or the iterator rp_wall), or the switch hook (rp_wall_switch: it
+  # runs in whatever task switches, on any CPU).
+  def prog_stats(pid, names)
     Dir.glob("/proc/#{pid}/fdinfo/*").each do |f|
       info = File.read(f)
-      next unless info =~ /^prog_type:\s+(#{BPF_PROG_TYPE_TRACING}|#{BPF_PROG_TYPE_SYSCALL})$/ && info =~ /^prog_id:\s+(\d+)/
-      next unless %w[rp_wall rp_wall_run].include?(bpftool_json("prog", "show", "id", Regexp.last_match(2))["name"])
-
-      return { run_time_ns: Integer(info[/^run_time_ns:\s+(\d+)/, 1] || 0), run_cnt: Integer(info[/^run_cnt:\s+(\d+)/, 1] || 0) }
-    rescue StandardError
-      next
-    end
-    { run_time_ns: 0, run_cnt: 0 }
-  end
-
-  # bpf_stats of the switch hook (rp_wall_switch): it runs in whatever task switches, on any CPU.
-  def wall_hook_stats(pid)
-    Dir.glob("/proc/#{pid}/fdinfo/*").each do |f|
-      info = File.read(f)
-      next unless info =~ /^prog_type:\s+#{BPF_PROG_TYPE_TRACING}$/ && info =~ /^prog_id:\s+(\d+)/
-      next unless bpftool_json("prog", "show", "id", Regexp.last_match(1))["name"] == "rp_wall_switch"
+      id = info[/^prog_id:\s+(\d+)/, 1]
+      next unless id && info =~ /^prog_type:\s+(#{BPF_PROG_TYPE_TRACING}|#{BPF_PROG_TYPE_SYSCALL})$/
+      next unless names.include?(bpftool_json("prog", "show", "id", id)["name"])
 
       return { run_time_ns: Integer(info[/^run_time_ns:\s+(\d+)/, 1] || 0), run_cnt: Integer(info[/^run_cnt:\s+(\d+)/, 1] || 0) }
     rescue StandardError
@@ -1099,7 +1088,8 @@ class Bench
   end
 
   def wall_snapshot(pid)
-    { t: mono, cpu_ns: cpu_ns(pid), wstats: wall_stats(pid), iter: wall_iter_stats(pid), hook: wall_hook_stats(pid) }
+    { t: mono, cpu_ns: cpu_ns(pid), wstats: wall_stats(pid), iter: prog_stats(pid, %w[rp_wall_run rp_wall]),
+      hook: prog_stats(pid, %w[rp_wall_switch]) }
   end
 
   # Phases with the daemon stopped (SIGSTOP) and running, TOGGLE_PHASE s each, as toggle() gives.
