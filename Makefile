@@ -169,7 +169,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(DAEMON_OBJS) | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(DAEMON_OBJS) $(LDLIBS) -lcriterion -o $@
 
-.PHONY: all test test-asan test-build test-unit test-e2e test-package churn deps check format format-check install deb \
+.PHONY: all test test-full test-rest test-asan test-build test-unit test-e2e test-package churn deps check format format-check install deb \
 	clean profile bench readme-flamegraph
 
 test-unit: $(UNIT_BINS) $(FIXTURES)
@@ -195,22 +195,32 @@ churn: deps
 ASAN_BUILD := $(BUILD)/asan
 ASAN_MAKE = $(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) SANITIZE=address,undefined
 
-# Unit tests, the end-to-end tests and the package tests (root; skipped with the reason
-# otherwise), then the unit tests and a part of the end-to-end tests again under the sanitizers
-# (tests/run-all.sh). One summary line.
+# The builds of the tests run as many compilers as there are CPUs.
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+
+# Every feature once (tests/run-all.sh --set quick): the unit, collector, view and fuzz-corpus
+# tests, every end-to-end test on the host's Ruby and a smoke set on each Debian root (root;
+# skipped with the reason otherwise). One summary line.
 test: deps
-	$(Q)$(MAKE) --no-print-directory all $(UNIT_BINS) $(FIXTURES)
-	$(Q)$(ASAN_MAKE) test-build
-	$(Q)tests/run-all.sh $(BUILD) $(ASAN_BUILD)
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) test-build fuzz-build
+	$(Q)tests/run-all.sh --set quick $(BUILD)
+
+# Everything: make test's suites, every end-to-end test on every Debian root, the package test,
+# the fuzz smoke and the sanitizer suites. test-rest is test-full minus what make test ran (CI
+# runs make test, then make test-rest).
+test-full test-rest: deps
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) test-build fuzz-build
+	$(Q)$(ASAN_MAKE) -j$(NPROC) test-build
+	$(Q)tests/run-all.sh --set $(patsubst test-%,%,$@) $(BUILD) $(ASAN_BUILD)
 
 # Everything the tests run, in $(BUILD).
 test-build: all $(UNIT_BINS) $(FIXTURES)
 	@:
 
-# Only the sanitizer part of `make test`.
+# Only the sanitizer part of make test-full.
 test-asan: deps
-	$(Q)$(ASAN_MAKE) test-build
-	$(Q)RP_ASAN_ONLY=1 tests/run-all.sh $(BUILD) $(ASAN_BUILD)
+	$(Q)$(ASAN_MAKE) -j$(NPROC) test-build
+	$(Q)RP_ASAN_ONLY=1 tests/run-all.sh --set full $(BUILD) $(ASAN_BUILD)
 
 # Installs every build and test dependency from Debian packages; quiet when all are present.
 deps:

@@ -1204,6 +1204,12 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 		}
 		n = nruby = (size_t)ret;
 		n = add_leaf_marks(c, t, st, n);
+		/* A thread between its start and its first frame, or past its last: a sample with
+		 * no location at all would be dropped by pprof's readers, so it gets a mark. */
+		if (n == 0) {
+			c->stats.empty_stacks++;
+			c->buf[n++] = mark(t, "[no Ruby frames]");
+		}
 		lead = n - nruby;
 		if (st->flags & RP_SAMPLE_READ_FAIL) {
 			c->stats.failed_reads++;

@@ -24,6 +24,7 @@ struct collector_stats {
 	uint64_t frames_failed; /* frames that could not be symbolized */
 	uint64_t truncated;	/* stacks with a truncation frame */
 	uint64_t no_ec;		/* samples of threads without a Ruby context */
+	uint64_t empty_stacks;	/* samples of a Ruby thread with no frame (starting, ending) */
 	uint64_t failed_reads;	/* samples whose stack could not be read in BPF */
 	uint64_t agg_dropped;	/* samples dropped by a full table (stacks, or the process's
 				 * frames) */

@@ -21,6 +21,7 @@
 
 #include "fileio.h"
 #include "log.h"
+#include "notify.h"
 #include "oneshot.h"
 #include "pprof.h"
 #include "privs.h"
@@ -405,6 +406,12 @@ int oneshot_run(const struct config *cfg)
 		session_set_root(r.session, r.child);
 		r.child_pidfd = (int)syscall(SYS_pidfd_open, r.child, 0);
 	}
+	/* Sampling is attached and the processes there now are known: a script or a unit
+	 * (systemd-run -p Type=notify) waiting on $NOTIFY_SOCKET may start its work now. Nothing
+	 * is sent without the variable; a failed send changes nothing here. */
+	notify_ready();
+	notify_status("profiling %zu Ruby processes at %u Hz", session_active(r.session),
+		      cfg->frequency);
 	if (cfg->duration > 0)
 		deadline = r.start_ns + (int64_t)(cfg->duration * 1e9);
 	scan_every = session_has_lifecycle(r.session) ? SCAN_NS : SCAN_NO_EVENTS_NS;

@@ -21,7 +21,13 @@ pkgs=(
 	puma								# tests: test_puma profiles a real Puma server in wall-clock mode
 	ruby-nokogiri							# tests: test_native's nokogiri script (libxml2 under Nokogiri's C methods)
 	g++								# build: -lstdc++ for C++ demangling (daemon/demangle.c); tests: test_native_cxx's library
+	linux-perf							# tests: test_native compares its native depth with perf's
+	systemd-container						# tests: systemd-nspawn boots a Debian root with systemd as PID 1
 )
+# npm (tests/views opens the speedscope file in speedscope itself, installed with npm): Debian's
+# package, unless a Node.js that brings its own npm is there already (Debian's npm would not
+# install beside it).
+command -v npm >/dev/null || pkgs+=(npm)
 # `scripts/deps.sh bench` (make bench) also installs the peers that the bench measures.
 if [ "${1:-}" = bench ]; then
 	pkgs+=(bpftrace ruby-stackprof)

@@ -1,18 +1,39 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# The whole test suite: unit tests, the stand-in collector's self-test (tests/collector), the
-# end-to-end tests (root; skipped with the reason otherwise), the package test
-# (tests/package/test-deb.sh), a short run of each fuzz target (make fuzz-smoke:
-# FUZZ_SMOKE_SECONDS each), then, given ASAN_BUILD_DIR (a build with SANITIZE=address,undefined),
-# the unit tests and a part of the end-to-end tests again with that build, as the suites
-# asan-unit and asan-e2e. Ends with one line:
-# "tests: N passed, N failed, N skipped".
-#   tests/run-all.sh BUILD_DIR [ASAN_BUILD_DIR]
-# RP_ASAN_ONLY=1 runs only the sanitizer suites (make test-asan).
-# The Debian roots of the e2e version matrix and of the package test (tests/e2e/mkroot.sh) are
-# made in the background from the start, while the unit tests run; the e2e runner and the package
-# test wait for them (mkroot.sh locks each root). From an empty cache they take minutes each.
+# The test suites, in one of three sets, ending with one line "tests: N passed, N failed,
+# N skipped" (a skip is counted, and named by its suite):
+#
+#   tests/run-all.sh --set quick BUILD_DIR                  make test
+#   tests/run-all.sh --set full  BUILD_DIR ASAN_BUILD_DIR   make test-full
+#   tests/run-all.sh --set rest  BUILD_DIR ASAN_BUILD_DIR   make test-rest: full minus quick
+#
+# quick: every feature once. The unit tests, the stand-in collector's self-test
+# (tests/collector), the views in a real browser (tests/views), every fuzz target over its seeds
+# (fuzz-corpus), and the end-to-end tests: all of them on the host's Ruby, the smoke set
+# (E2E.smoke) on each Debian root; several at once (tests/e2e/run.rb).
+# full adds the rest of the matrix (every end-to-end test on every root), the package test
+# (tests/package/test-deb.sh: make deb, lintian, the chroot install), a short run of each fuzz
+# target (FUZZ_SMOKE_SECONDS each), and the unit tests and a part of the end-to-end tests again
+# with the sanitizer build (ASAN_BUILD_DIR, SANITIZE=address,undefined), as the suites asan-unit
+# and asan-e2e. rest is what full runs beyond quick, for CI's second step after `make test`.
+#
+# Environment: RP_ASAN_ONLY=1 runs only the sanitizer suites (make test-asan); RP_E2E_FILTER
+# narrows the end-to-end tests (a regex on "ruby-X.Y.Z/name"); RP_E2E_RUBIES, RP_E2E_JOBS as
+# tests/e2e/run.rb reads them.
+#
+# The Debian roots of the e2e version matrix (tests/e2e/mkroot.sh) are made in the background
+# from the start, while the unit tests run; the e2e runner and the package test wait for them
+# (mkroot.sh locks each root). From an empty cache they take a few minutes each.
 set -u
+set_name=quick
+if [ "${1:-}" = --set ]; then
+	set_name=$2
+	shift 2
+fi
+case "$set_name" in
+quick | full | rest) ;;
+*) echo "run-all.sh: --set quick, full or rest" >&2; exit 2 ;;
+esac
 build=${1:-build}
 asan_build=${2:-}
 cd "$(dirname "$0")/.." || exit 1
@@ -50,14 +71,14 @@ start_roots() {
 	local v vs=() started=()
 	[ "$(id -u)" = 0 ] || return 0
 	IFS=, read -ra vs <<<"${RP_E2E_RUBIES:-host,2.7,3.3,3.4}"
-	vs+=(bookworm)
+	[ "$set_name" = quick ] || vs+=(bookworm)
 	for v in "${vs[@]}"; do
 		v=${v// /}
 		case "$v" in host | "") continue ;; esac
 		tests/e2e/mkroot.sh "$v" >"$roots_dir/$v.out" 2>"$roots_dir/$v.err" &
 		started+=("$v")
 	done
-	echo "== Debian roots (${started[*]}): made in the background, cached ones found at once"
+	[ ${#started[@]} -gt 0 ] && echo "== Debian roots (${started[*]}): made in the background, cached ones found at once"
 }
 
 suites=() rcs=() secs=()
@@ -67,37 +88,54 @@ took() {
 	secs+=($((SECONDS - t0)))
 	t0=$SECONDS
 }
+fuzz_names() {
+	local f
+	for f in tests/fuzz/fuzz_*.c; do
+		f=${f##*/fuzz_}
+		echo "${f%.c}"
+	done
+}
+
 if [ "${RP_ASAN_ONLY:-0}" != 1 ]; then
 	start_roots
 
-	echo "== unit tests"
-	mapfile -t bins < <(unit_bins "$build")
-	tests/run-unit.sh "$build" "${bins[@]}" | tee -a "$log"
-	suites+=(unit) rcs+=("${PIPESTATUS[0]}"); took
+	if [ "$set_name" != rest ]; then
+		echo "== unit tests"
+		mapfile -t bins < <(unit_bins "$build")
+		tests/run-unit.sh "$build" "${bins[@]}" | tee -a "$log"
+		suites+=(unit) rcs+=("${PIPESTATUS[0]}"); took
 
-	echo "== collector stand-in (tests/collector)"
-	/usr/bin/python3 tests/collector/test_collector.py "$build" | tee -a "$log"
-	suites+=(collector) rcs+=("${PIPESTATUS[0]}"); took
+		echo "== collector stand-in (tests/collector)"
+		/usr/bin/python3 tests/collector/test_collector.py "$build" | tee -a "$log"
+		suites+=(collector) rcs+=("${PIPESTATUS[0]}"); took
 
-	echo "== end-to-end tests"
-	ruby tests/e2e/run.rb "$build" ${RP_E2E_FILTER:+"$RP_E2E_FILTER"} | tee -a "$log"
+		# rubyprofd report's views in headless chromium and speedscope
+		echo "== views"
+		python3 tests/views/run.py "$build" | tee -a "$log"
+		suites+=(views) rcs+=("${PIPESTATUS[0]}"); took
+
+		echo "== fuzz targets over their seeds"
+		mapfile -t names < <(fuzz_names)
+		tests/fuzz/run.sh "$build" 0 "${names[@]}" 2>&1 | tee -a "$log"
+		suites+=(fuzz-corpus) rcs+=("${PIPESTATUS[0]}"); took
+	fi
+
+	echo "== end-to-end tests ($set_name)"
+	RP_E2E_SET=$set_name ruby tests/e2e/run.rb "$build" ${RP_E2E_FILTER:+"$RP_E2E_FILTER"} | tee -a "$log"
 	suites+=(e2e) rcs+=("${PIPESTATUS[0]}"); took
 
-	echo "== package tests"
-	tests/package/test-deb.sh "$build" | tee -a "$log"
-	suites+=(package) rcs+=("${PIPESTATUS[0]}"); took
+	if [ "$set_name" != quick ]; then
+		echo "== package tests"
+		tests/package/test-deb.sh "$build" | tee -a "$log"
+		suites+=(package) rcs+=("${PIPESTATUS[0]}"); took
 
-	# rubyprofd report's views in headless chromium and speedscope (skipped without them)
-	echo "== views"
-	python3 tests/views/run.py "$build" | tee -a "$log"
-	suites+=(views) rcs+=("${PIPESTATUS[0]}"); took
-
-	echo "== fuzz smoke"
-	make --no-print-directory BUILD="$build" fuzz-smoke 2>&1 | tee -a "$log"
-	suites+=(fuzz) rcs+=("${PIPESTATUS[0]}"); took
+		echo "== fuzz smoke"
+		make --no-print-directory BUILD="$build" fuzz-smoke 2>&1 | tee -a "$log"
+		suites+=(fuzz) rcs+=("${PIPESTATUS[0]}"); took
+	fi
 fi
 
-if [ -n "$asan_build" ]; then
+if [ "$set_name" != quick ] && [ -n "$asan_build" ]; then
 	# Any report fails: UBSan stops at the first (the build has -fno-sanitize-recover=all, and
 	# halt_on_error), ASan aborts, and LeakSanitizer checks every exit (tests/lsan.supp holds the
 	# leaks of libraries that are not ours). The e2e runner collects the reports (RP_SANITIZED).
@@ -113,7 +151,7 @@ if [ -n "$asan_build" ]; then
 	suites+=(asan-unit) rcs+=("${PIPESTATUS[0]}"); took
 
 	echo "== end-to-end tests (ASan+UBSan)"
-	RP_SUITE=asan-e2e RP_E2E_RUBIES=host RP_CHURN=${RP_ASAN_CHURN:-40} \
+	RP_SUITE=asan-e2e RP_E2E_SET=full RP_E2E_RUBIES=host RP_CHURN=${RP_ASAN_CHURN:-40} \
 		ruby tests/e2e/run.rb "$asan_build" "${RP_ASAN_E2E_FILTER:-$ASAN_E2E}" | tee -a "$log"
 	suites+=(asan-e2e) rcs+=("${PIPESTATUS[0]}"); took
 	echo "== sanitizer suites: $((SECONDS - start)) s"
@@ -126,10 +164,13 @@ sum() {
 	echo "${v:-0}"
 }
 p=0 f=0 s=0
+skipped=
 for i in "${!suites[@]}"; do
 	p=$((p + $(sum "${suites[i]}" 1)))
 	f=$((f + $(sum "${suites[i]}" 2)))
-	s=$((s + $(sum "${suites[i]}" 4)))
+	n=$(sum "${suites[i]}" 4)
+	s=$((s + n))
+	[ "$n" -gt 0 ] && skipped+=" ${suites[i]} $n,"
 	# A suite that failed without counting a failure (it crashed) counts as one.
 	[ "${rcs[i]}" -ne 0 ] && [ "$(sum "${suites[i]}" 2)" = 0 ] && f=$((f + 1))
 done
@@ -138,5 +179,6 @@ for i in "${!suites[@]}"; do
 	line+=" ${suites[i]} ${secs[i]} s,"
 done
 echo "${line%,} (${SECONDS} s in all)"
+[ -n "$skipped" ] && echo "skipped per suite:${skipped%,} (each skip is named above)"
 echo "tests: $p passed, $f failed, $s skipped"
 [ "$f" -eq 0 ]

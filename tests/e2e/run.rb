@@ -4,14 +4,18 @@
 #
 #   ruby tests/e2e/run.rb BUILD_DIR [TEST_NAME_PATTERN]
 #
-# Needs root (BPF). Prints PASS/FAIL/SKIP per test with its duration, the total and the slowest 10
-# tests, and ends with "e2e: N passed, N failed, N skipped".
+# Needs root (BPF). Prints PASS/FAIL/SKIP per test with its duration as each ends (several run
+# at once: RP_E2E_JOBS, at the end of this file), the total and the slowest 10 tests, and ends
+# with "e2e: N passed, N failed, N skipped". RP_E2E_SET chooses the tests (quick: `make test`).
 # RP_SUITE names the suite in that line instead of "e2e" (tests/run-all.sh: "asan-e2e").
 #
-# RP_SANITIZED=1 (a rubyprofd built with SANITIZE=...): every rubyprofd the tests start writes its
-# sanitizer reports into one directory (log_path), and a test during which a report appeared fails
-# with it, whatever the test itself checked of that process's exit status and stderr.
+# RP_SANITIZED=1 (a rubyprofd built with SANITIZE=...): every rubyprofd a test starts writes its
+# sanitizer reports into a directory of that test's (log_path), and a test during which a report
+# appeared fails with it, whatever the test itself checked of that process's exit status and
+# stderr.
+require "etc"
 require "fileutils"
+require "socket"
 require "tmpdir"
 require "timeout"
 require_relative "pprof_raw"
@@ -20,6 +24,8 @@ BUILD = File.expand_path(ARGV.fetch(0, "build"))
 FILTER = ARGV[1] ? Regexp.new(ARGV[1]) : nil
 RUBYPROFD = File.join(BUILD, "rubyprofd")
 SCRIPTS = File.expand_path("scripts", __dir__)
+
+CLK_TCK = Etc.sysconf(Etc::SC_CLK_TCK)
 
 class Skip < StandardError; end
 class Failure < StandardError; end
@@ -34,18 +40,6 @@ SAN_DIR = if ENV["RP_SANITIZED"] == "1"
     end
     at_exit { FileUtils.rm_rf(dir) }
   end
-end
-
-# The sanitizer reports written since the last call (and removed), as one text; nil if none.
-def sanitizer_reports
-  return nil unless SAN_DIR
-
-  files = Dir[File.join(SAN_DIR, "report.*")].sort
-  return nil if files.empty?
-
-  text = files.map { |f| "#{File.basename(f)}:\n#{File.read(f).lines.first(40).join}" }.join("\n")
-  FileUtils.rm_f(files)
-  text
 end
 
 # A Ruby to run the test scripts with: the host's, or one in a debootstrap root (tests/e2e/mkroot.sh).
@@ -93,6 +87,22 @@ class E2E
   HOST_ONLY = []
   def self.host_only(*names) = HOST_ONLY.concat(names)
 
+  # The smoke set: what `make test` runs on each Debian root (the host's Ruby runs every test).
+  # The whole matrix, every test on every root, is the full suite's.
+  SMOKE = []
+  def self.smoke(*names) = SMOKE.concat(names)
+
+  # Tests that run alone, no other test beside them: they load both CPUs on purpose (10 kHz,
+  # thousands of threads or processes) or change what the whole host sees (ns_last_pid).
+  EXCLUSIVE = []
+  def self.exclusive(*names) = EXCLUSIVE.concat(names)
+
+  # Tests of one group run one at a time (beside tests of other groups). :service: a
+  # system-wide service, which profiles every Ruby on the host and names each by its app; two
+  # of them would each see the other's apps under the same names.
+  GROUPS = {}
+  def self.group(name, *names) = names.each { |n| GROUPS[n] = name }
+
   def initialize(runtime)
     @rt = runtime
     @pids = []
@@ -116,40 +126,191 @@ class E2E
       fail!("#{script} not ready after #{timeout} s") if Time.now > deadline
       sleep 0.05
     end
-    Marshal.load(File.binread(out))
+    # where the script waits for its go (wait_for_go in scripts/common.rb)
+    Marshal.load(File.binread(out)).merge("go" => "#{out}.go")
   end
 
+  # Tells a script started by `start` to go on (see wait_for_go).
+  def go(facts) = FileUtils.touch(facts.fetch("go"))
+
+  # Kills what the test started: the process group of each (most are spawned with pgroup: true),
+  # and the process itself where it has no group of its own.
   def stop_all
     @pids.each do |pid|
       Process.kill("KILL", -pid) rescue nil
+      Process.kill("KILL", pid) rescue nil
       Process.waitpid(pid) rescue nil
     end
     @pids.clear
   end
 
-  # Runs rubyprofd --oneshot; returns [profile path, stdout, stderr, status].
-  def rubyprofd(*args, expect_success: true, daemon_env: {})
+  # The CPU seconds a process has used (user + system, every thread, those that ended too: its
+  # /proc/PID/stat), or one thread of it (pid: [PID, TID]); nil once it is gone.
+  def cpu_seconds(pid)
+    stat = pid.is_a?(Array) ? "/proc/#{pid[0]}/task/#{pid[1]}/stat" : "/proc/#{pid}/stat"
+    fields = File.read(stat).split(") ", 2)[1].split
+    (Integer(fields[11]) + Integer(fields[12])).fdiv(CLK_TCK)
+  rescue SystemCallError, NoMethodError
+    nil
+  end
+
+  # The threads of pid by their kernel names (/proc/PID/task/TID/comm, which Ruby sets from
+  # Thread#name): name => [pid, tid], for cpu_seconds.
+  def threads_by_name(pid)
+    Dir["/proc/#{pid}/task/*"].to_h { |t| [(File.read("#{t}/comm").strip rescue ""), [pid, Integer(File.basename(t))]] }
+  end
+
+  # Waits until pid has used `secs` seconds of CPU more than now: the target's own progress, not
+  # the clock's (on a busy machine a second of the clock may be a tenth of one on a CPU).
+  def wait_cpu(pid, secs, timeout: 60)
+    c0 = cpu_seconds(pid) or fail!("pid #{pid} is gone")
+    deadline = Time.now + timeout
+    until (c = cpu_seconds(pid).tap { |x| x or fail!("pid #{pid} is gone") }) - c0 >= secs
+      fail!("pid #{pid} used only #{(c - c0).round(2)} s of CPU in #{timeout} s") if Time.now > deadline
+      sleep 0.02
+    end
+    c - c0
+  end
+
+  # A notify socket (sd_notify(3)) on the host's /tmp: a socket path may be 107 bytes at most,
+  # and a root's workdir is long.
+  def notify_socket
+    path = File.join(Dir.tmpdir, "rp-notify-#{Process.pid}-#{rand(1 << 30)}.sock")
+    sock = Socket.new(:UNIX, :DGRAM)
+    sock.bind(Socket.sockaddr_un(path))
+    [sock, path]
+  end
+
+  # Waits for READY=1 on sock while thread w (a process's waiter) lives; the time it came, or
+  # nil when the process ended first.
+  def wait_ready(sock, w, timeout: 60)
+    deadline = Time.now + timeout
+    while w.alive? && Time.now < deadline
+      next unless IO.select([sock], nil, nil, 0.05)
+
+      msg, = sock.recvfrom(4096)
+      return Time.now if msg.split("\n").include?("READY=1")
+    end
+    nil
+  end
+
+  # The CPU time of some processes (or threads: [pid, tid]) by this test's clock: read every
+  # 10 ms while a profiler runs, so that what they used in the profile's own window (its Time
+  # and Duration) can be told afterwards, however late this process was woken to read it.
+  class CpuTrace
+    def initialize(e2e, watch)
+      @e2e, @watch, @points = e2e, watch, []
+    end
+
+    def sample = @points << [Time.now.to_f, @watch.to_h { |w| [w, @e2e.cpu_seconds(w)] }]
+
+    # Reads until the block says stop (a thread of its own).
+    def run_until
+      Thread.new do
+        until yield
+          sample
+          sleep 0.01
+        end
+        sample
+      end
+    end
+
+    # CPU seconds `w` used from t0 to t1 (floats, seconds since the epoch), interpolated between
+    # the readings around each end; nil if the readings do not cover the window.
+    def used(w, t0, t1)
+      a, b = at(w, t0), at(w, t1)
+      a && b && b - a
+    end
+
+    private
+
+    def at(w, t)
+      pts = @points.select { |_, c| c[w] }
+      after = pts.index { |pt, _| pt >= t } or return nil
+      return pts[0][1][w] if after.zero? && pts[0][0] - t < 0.05 # read within 50 ms of it
+
+      return nil if after.zero?
+
+      (t0, c0), (t1, c1) = pts[after - 1], pts[after]
+      c0[w] + (c1[w] - c0[w]) * (t - t0) / (t1 - t0)
+    end
+  end
+
+  # Runs rubyprofd --oneshot; returns [profile path, stdout, stderr, status, cpu]. The daemon says
+  # READY=1 once it samples and knows the processes there: the block, if any, runs then (a Ruby
+  # started after that is seen from its start). cpu: a CpuTrace of the pids (or [pid, tid]) of
+  # `watch`, read from before READY=1 until rubyprofd ended, for expected_samples.
+  def rubyprofd(*args, expect_success: true, daemon_env: {}, watch: [])
     out = File.join(@rt.workdir, "profile-#{rand(1 << 30)}.pb.gz")
-    stdout, stderr, st = Open3.capture3(daemon_env, RUBYPROFD, "--oneshot", "-o", out, *args)
+    sock, sock_path = notify_socket
+    cpu = CpuTrace.new(self, watch)
+    stdout = stderr = st = nil
+    begin
+      Open3.popen3(daemon_env.merge("NOTIFY_SOCKET" => sock_path), RUBYPROFD, "--oneshot", "-o", out, *args) do |si, so, se, w|
+        si.close
+        readers = [Thread.new { so.read }, Thread.new { se.read }]
+        tracer = cpu.run_until { !w.alive? } unless watch.empty?
+        yield if wait_ready(sock, w) && block_given?
+        stdout, stderr = readers.map(&:value)
+        st = w.value
+        tracer&.join
+      end
+    ensure
+      sock.close
+      File.unlink(sock_path) rescue nil
+    end
     if expect_success && !st.success?
       fail!("rubyprofd exited #{st.exitstatus}:\n#{stderr}#{stdout}")
     end
-    [out, stdout, stderr, st]
+    [out, stdout, stderr, st, cpu]
   end
 
-  # Starts a script, profiles it with --pid for `duration` seconds, and reads the profile back.
-  Run = Struct.new(:facts, :prof, :samples, :total, :stdout)
+  # The samples a process should get at hz in a profile's window, from a CpuTrace: a cpu-clock
+  # event on every CPU fires every 1/hz s and samples whatever runs there, so what ran t seconds
+  # on a CPU gets t * hz. nil if the trace does not cover the window.
+  def expected_samples(trace, w, prof, hz)
+    t0 = prof.time.to_f
+    cpu = trace.used(w, t0, t0 + Float(prof.duration))
+    cpu && cpu * hz
+  end
+
+  # Whether `got` samples are what `expected` (expected_samples) allows, for a target that was on
+  # a CPU a share `busy` of the window (its CPU seconds over the window's; at most 1 for a Ruby,
+  # whose threads take turns). Alone on a CPU, every tick of that CPU samples it: the count is
+  # exact (495 of 495 in 5 s at 99 Hz, idle). Sharing a CPU, it is on the CPU at a tick or not as
+  # the scheduler's slices fall: the count spreads about the expected one, with a variance of
+  # about expected * (1 - busy) (measured here beside two CPU-bound processes: 0.90 to 1.10 of
+  # it at busy 0.4). So: within 4 of those standard deviations (1 in 16,000 outside by chance),
+  # and 2 % of the count at least (the window's ends: Duration is in hundredths). A build that
+  # drops one sample in ten fails it on an idle machine (0.9 * 495 < 483).
+  def samples_ok?(got, expected, busy)
+    spread = 4 * Math.sqrt(expected * [1 - busy, 0.02].max) + 2
+    (got - expected).abs <= spread
+  end
+
+  # watch: more to measure (threads: [pid, tid]), a block of the facts; Run#cpu has them all.
+  Run = Struct.new(:facts, :prof, :samples, :total, :stdout, :expected, :cpu)
   def profile_script(script, *args, duration: 5, flags: [], env: {}, ruby_opts: [], timeout: 30,
-                     daemon_env: {})
+                     daemon_env: {}, watch: nil)
     facts = start(script, *args, env: env, ruby_opts: ruby_opts, timeout: timeout)
     yield facts if block_given?
-    path, stdout, = rubyprofd("--pid", facts["pid"].to_s, "--duration", duration.to_s, *flags,
-                              daemon_env: daemon_env)
+    pid = facts["pid"]
+    path, stdout, _, _, cpu = rubyprofd("--pid", pid.to_s, "--duration", duration.to_s, *flags,
+                                        daemon_env: daemon_env, watch: [pid, *watch&.call(facts)])
     prof = PprofRaw.read(path)
-    samples = prof.samples_of(facts["pid"])
+    samples = prof.samples_of(pid)
     total = samples.sum(&:count)
-    check(total >= 20, "only #{total} samples of pid #{facts["pid"]} in #{duration} s at 99 Hz")
-    Run.new(facts, prof, samples, total, stdout)
+    expected = nil
+    if (i = flags.index("--clock")).nil? || flags[i + 1] == "cpu"
+      hz = (j = flags.index("--frequency")) ? Integer(flags[j + 1]) : 99
+      expected = expected_samples(cpu, pid, prof, hz) or fail!("pid #{pid} ended while it was profiled")
+      busy = expected / hz / Float(prof.duration)
+      File.write(ENV["RP_E2E_RATIOS"], format("%s %s %d %.1f %.3f %.2f\n", @rt.name, script, total, expected, total / expected, busy), mode: "a") if ENV["RP_E2E_RATIOS"]
+      check(samples_ok?(total, expected, busy),
+            format("%d samples of pid %d, which ran %.2f s on a CPU in the profile's %s s at %d Hz: %.0f expected",
+                   total, pid, expected / hz, prof.duration, hz, expected))
+    end
+    Run.new(facts, prof, samples, total, stdout, expected, cpu)
   end
 
   # Whether a frame is method `name`: Ruby 3.4+ labels carry the owner ("Object#name").
@@ -174,100 +335,261 @@ class E2E
 
   def fmt(loc, prof) = "#{loc.name} #{loc.file}:#{loc.line}#{prof.cfunc?(loc) ? " [c]" : ""}"
 
-  def run(filter)
-    results = []
-    tests = self.class.instance_methods(false).grep(/^test_/).sort
-    tests.each do |t|
-      name = "#{@rt.name}/#{t.to_s.delete_prefix("test_")}"
-      next if filter && name !~ filter
-      next if @rt.root && HOST_ONLY.include?(t)
-      t0 = Time.now
-      begin
-        detail = send(t)
-        results << [:pass, name, detail, Time.now - t0]
-      rescue Skip => e
-        results << [:skip, name, e.message, Time.now - t0]
-      rescue Failure => e
-        results << [:fail, name, e.message, Time.now - t0]
-      rescue StandardError => e
-        results << [:fail, name, "#{e.class}: #{e.message}\n#{e.backtrace.first(5).join("\n")}", Time.now - t0]
-      ensure
-        stop_all
-      end
-      # The processes of the test are gone: any report they had is written.
-      if (reports = sanitizer_reports)
-        r = results.pop
-        results << [:fail, name, "sanitizer report (#{r[0]}: #{r[2]})\n#{reports}", r[3]]
-      end
-      r = results.last
-      puts format("%-4s %-40s %5.1fs  %s", r[0].to_s.upcase, r[1], r[3], r[2].to_s.gsub("\n", "\n      "))
-      $stdout.flush
+  # Runs one test method; returns [status, name, detail, seconds]. The processes it started are
+  # stopped whatever happened.
+  def run_one(t)
+    name = "#{@rt.name}/#{t.to_s.delete_prefix("test_")}"
+    t0 = Time.now
+    r = begin
+      [:pass, name, send(t)]
+    rescue Skip => e
+      [:skip, name, e.message]
+    rescue Failure => e
+      [:fail, name, e.message]
+    rescue StandardError => e
+      [:fail, name, "#{e.class}: #{e.message}\n#{e.backtrace.first(5).join("\n")}"]
+    ensure
+      stop_all
     end
-    results
+    r << Time.now - t0
   end
 end
 
 # Tests live in tests/e2e/test_*.rb, each reopening class E2E with test_* methods.
 Dir[File.join(__dir__, "test_*.rb")].sort.each { |f| require f }
 
-# The version matrix: the host's Ruby, and Debian's other Rubies in cached debootstrap roots
-# (tests/e2e/mkroot.sh). RP_E2E_RUBIES selects ("host,2.7,3.3,3.4" by default). The roots are
-# made (or found in the cache) all at once in the background while the host's Ruby runs its
-# tests; each root's Ruby runs its tests once its root is ready. mkroot.sh locks each root, so a
-# root tests/run-all.sh is already making is waited for, not made twice.
-def runtimes(results)
-  wanted = ENV.fetch("RP_E2E_RUBIES", "host,2.7,3.3,3.4").split(",").map(&:strip)
-  t0 = Time.now
-  builds = wanted.to_h do |v|
-    next [v, nil] if v == "host"
+# Which tests run, and how many at once.
+#
+# RP_E2E_SET: "quick" (`make test`): every test on the host's Ruby and the smoke set on each
+# Debian root; "full": every test on every Ruby; "rest": what "full" runs beyond "quick" (the
+# roots' other tests), for `make test-rest` after `make test`.
+# RP_E2E_JOBS: tests run at once (default: the number of CPUs). Each runs in a process of its
+# own, forked from this one; its result is printed whole when it ends. Exclusive tests run
+# alone; tests of one group one at a time (E2E.exclusive, E2E.group).
+# RP_E2E_TIMEOUT: seconds a test may take before it is killed and failed (default 600).
+SET = ENV.fetch("RP_E2E_SET", "full")
+abort "RP_E2E_SET=#{SET}: quick, full or rest" unless %w[quick full rest].include?(SET)
+JOBS = Integer(ENV.fetch("RP_E2E_JOBS", Etc.nprocessors.to_s)).clamp(1, 16)
+TEST_TIMEOUT = Integer(ENV.fetch("RP_E2E_TIMEOUT", "600"))
+# Each test's seconds in the last run (a cache: the longest start first, so that the run ends
+# sooner; without it, the declared order).
+TIMES_FILE = File.join(BUILD, "e2e-times")
 
-    [v, Thread.new { [*Open3.capture3(File.join(__dir__, "mkroot.sh"), v), Time.now - t0] }]
-  end
-  Enumerator.new do |y|
-    builds.each do |v, build|
-      next y << RubyRuntime.new("ruby-#{RUBY_VERSION}") if v == "host"
+def selected?(rt, t)
+  name = "#{rt.name}/#{t.to_s.delete_prefix("test_")}"
+  return false if FILTER && name !~ FILTER
+  return false if rt.root && E2E::HOST_ONLY.include?(t)
 
-      w0 = Time.now
-      out, err, st, took = build.value
-      waited = Time.now - w0
-      if st.exitstatus == 77
-        results << [:skip, "ruby-#{v}", "Debian's archive cannot serve it: #{err.strip}"]
-        puts "SKIP ruby-#{v}: #{err.strip}"
-        next
-      elsif !st.success?
-        results << [:fail, "ruby-#{v}/root", err.strip]
-        puts "FAIL ruby-#{v}/root: #{err.strip}"
-        next
-      end
-      root = out.strip
-      bin = File.read(File.join(root, ".rubybin")).strip
-      full = Open3.capture2("chroot", root, bin, "-e", "print RUBY_VERSION")[0]
-      puts format("root ruby-%s (%s) ready in %.0f s (waited %.0f s for it): %s", v, full, took, waited, root)
-      y << RubyRuntime.new("ruby-#{full}", root: root, bin: bin)
-    end
+  smoke = !rt.root || E2E::SMOKE.include?(t)
+  case SET
+  when "quick" then smoke
+  when "rest" then !smoke
+  else true
   end
 end
 
+# The version matrix: the host's Ruby, and Debian's other Rubies in cached debootstrap roots
+# (tests/e2e/mkroot.sh). RP_E2E_RUBIES selects ("host,2.7,3.3,3.4" by default). The roots are
+# made (or found in the cache) all at once in the background while the host's Ruby runs its
+# tests; each root's tests join the queue once its root is ready. mkroot.sh locks each root, so
+# a root tests/run-all.sh is already making is waited for, not made twice.
+class Matrix
+  def initialize(results)
+    @results = results
+    wanted = ENV.fetch("RP_E2E_RUBIES", "host,2.7,3.3,3.4").split(",").map(&:strip)
+    @t0 = Time.now
+    @host = wanted.include?("host")
+    # a root whose Ruby would run no test is not even asked for
+    @builds = (wanted - ["host"]).select { |v| E2E.tests.any? { |t| selected?(RubyRuntime.new("ruby-#{v}", root: "?"), t) } }
+                                 .to_h { |v| [v, Thread.new { [*Open3.capture3(File.join(__dir__, "mkroot.sh"), v), Time.now - @t0] }] }
+  end
+
+  def pending? = !@builds.empty?
+
+  # The runtimes ready since the last call (the host's first).
+  def ready
+    out = []
+    if @host
+      out << RubyRuntime.new("ruby-#{RUBY_VERSION}")
+      @host = false
+    end
+    @builds.select { |_, th| !th.alive? }.each do |v, th|
+      @builds.delete(v)
+      stdout, err, st, took = th.value
+      if st.exitstatus == 77
+        @results << [:skip, "ruby-#{v}", "Debian's archive cannot serve it: #{err.strip}"]
+        puts "SKIP ruby-#{v}: #{err.strip}"
+        next
+      elsif !st.success?
+        @results << [:fail, "ruby-#{v}/root", err.strip]
+        puts "FAIL ruby-#{v}/root: #{err.strip}"
+        next
+      end
+      root = stdout.strip
+      bin = File.read(File.join(root, ".rubybin")).strip
+      full = Open3.capture2("chroot", root, bin, "-e", "print RUBY_VERSION")[0]
+      puts format("root ruby-%s (%s) ready in %.0f s: %s", v, full, took, root)
+      out << RubyRuntime.new("ruby-#{full}", root: root, bin: bin)
+    end
+    out
+  end
+end
+
+class E2E
+  def self.tests = instance_methods(false).grep(/^test_/).sort
+end
+
+# One test in a process of its own: the child's output goes to a file the parent prints with the
+# result, the result comes back as Marshal through a pipe. Sanitizer reports of the child's
+# processes go to a directory of its own (SAN_DIR/NNN), so they are the test's and no other's.
+class Job
+  attr_reader :rt, :test, :pid, :io, :started
+
+  def initialize(rt, test, seq)
+    @rt, @test, @seq = rt, test, seq
+  end
+
+  def name = "#{@rt.name}/#{@test.to_s.delete_prefix("test_")}"
+  def exclusive? = E2E::EXCLUSIVE.include?(@test)
+  def group = E2E::GROUPS[@test]
+
+  def start
+    @out = File.join(@rt.workdir, "job-#{@seq}.out")
+    @io, w = IO.pipe
+    @started = Time.now
+    @pid = fork do
+      @io.close
+      $stdout.reopen(@out, "w")
+      $stderr.reopen($stdout)
+      $stdout.sync = true
+      Process.setpgrp
+      if SAN_DIR
+        dir = File.join(SAN_DIR, @seq.to_s)
+        Dir.mkdir(dir)
+        File.chmod(01777, dir)
+        %w[ASAN_OPTIONS UBSAN_OPTIONS].each { |var| ENV[var] = ENV[var].sub(%r{log_path=[^:]*}, "log_path=#{dir}/report") }
+      end
+      begin
+        r = E2E.new(@rt).run_one(@test)
+        # The processes of the test are gone: any report they had is written.
+        if SAN_DIR && (reports = sanitizer_reports(File.join(SAN_DIR, @seq.to_s)))
+          r = [:fail, r[1], "sanitizer report (#{r[0]}: #{r[2]})\n#{reports}", r[3]]
+        end
+      rescue Exception => e # rubocop:disable Lint/RescueException -- the child must answer
+        r = [:fail, name, "#{e.class}: #{e.message}", Time.now - @started]
+      ensure
+        w.write(Marshal.dump(r)) rescue nil
+        w.close
+        # not exit: the parent's at_exit handlers (the sanitizer directory's removal) are its own
+        exit!(0)
+      end
+    end
+    w.close
+  end
+
+  # The result, once the child has written it or ended; nil while it runs.
+  def result(timeout_at)
+    data = @io.read_nonblock(1 << 20, exception: false)
+    @buf = (@buf || +"") << data if data.is_a?(String)
+    if data.nil?
+      _, st = Process.waitpid2(@pid)
+      @io.close
+      r = begin
+        Marshal.load(@buf.to_s)
+      rescue ArgumentError, TypeError
+        [:fail, name, "the test's process ended #{st.inspect} without a result", Time.now - @started]
+      end
+      return r
+    end
+    return nil unless Time.now > timeout_at
+
+    Process.kill("KILL", -@pid) rescue nil
+    Process.waitpid(@pid) rescue nil
+    @io.close
+    [:fail, name, "still running after #{TEST_TIMEOUT} s: killed", Time.now - @started]
+  end
+
+  def output
+    text = File.exist?(@out) ? File.read(@out) : ""
+    File.unlink(@out) if File.exist?(@out)
+    text
+  end
+end
+
+def sanitizer_reports(dir)
+  files = Dir[File.join(dir, "report.*")].sort
+  return nil if files.empty?
+
+  text = files.map { |f| "#{File.basename(f)}:\n#{File.read(f).lines.first(40).join}" }.join("\n")
+  FileUtils.rm_f(files)
+  text
+end
+
+def print_result(r, output)
+  puts format("%-4s %-40s %5.1fs  %s", r[0].to_s.upcase, r[1], r[3], r[2].to_s.gsub("\n", "\n      "))
+  puts output.gsub(/^/, "      | ") unless output.empty?
+  $stdout.flush
+end
+
 results = []
+wall0 = Time.now
 if Process.uid != 0
   results << [:skip, "e2e", "needs root (BPF, perf events, process memory)"]
   puts "SKIP e2e: needs root"
 elsif !File.executable?(RUBYPROFD)
   abort "#{RUBYPROFD} is missing: run make first"
 else
-  runtimes(results).each do |rt|
-    results.concat(E2E.new(rt).run(FILTER))
-    rt.cleanup
+  last = (File.readlines(TIMES_FILE).to_h { |l| n, s = l.split("\t"); [n, s.to_f] } rescue {})
+  matrix = Matrix.new(results)
+  queue, running, runtimes, seq = [], [], [], 0
+  loop do
+    matrix.ready.each do |rt|
+      runtimes << rt
+      rt.script("common.rb") # the scripts are copied once, before any test forks
+      E2E.tests.select { |t| selected?(rt, t) }.each { |t| queue << Job.new(rt, t, seq += 1) }
+      # exclusive tests first (each alone, while nothing else runs yet), then the longest
+      queue.sort_by!.with_index { |j, i| [j.exclusive? ? 0 : 1, -(last[j.name] || 0), i] }
+    end
+    # start what may start: an exclusive test only when nothing runs; nothing beside one
+    until queue.empty? || running.size >= JOBS || running.any?(&:exclusive?)
+      job = queue.find do |j|
+        (j.exclusive? ? running.empty? : true) && (j.group.nil? || running.none? { |r| r.group == j.group })
+      end
+      break unless job
+      break if job.exclusive? && !running.empty?
+
+      queue.delete(job)
+      job.start
+      running << job
+    end
+    break if running.empty? && queue.empty? && !matrix.pending?
+
+    ready = IO.select(running.map(&:io), nil, nil, 0.5)
+    running.dup.each do |job|
+      next unless ready&.first&.include?(job.io) || Time.now > job.started + TEST_TIMEOUT
+
+      r = job.result(job.started + TEST_TIMEOUT)
+      next unless r
+
+      running.delete(job)
+      results << r
+      print_result(r, job.output)
+    end
   end
+  runtimes.each(&:cleanup)
+  results.each { |r| last[r[1]] = r[3].round(1) if r[3] }
+  File.write(TIMES_FILE, last.map { |n, secs| "#{n}\t#{secs}\n" }.join) rescue nil
 end
 pass = results.count { |r| r[0] == :pass }
 fail = results.count { |r| r[0] == :fail }
 skip = results.count { |r| r[0] == :skip }
 results.select { |r| r[0] == :skip }.each { |r| puts "skipped: #{r[1]}: #{r[2]}" }
+results.select { |r| r[0] == :fail }.each { |r| puts "failed: #{r[1]}" }
 # Where the suite's time goes (CI has a budget for the whole of `make test`).
 timed = results.select { |r| r[3] }
 unless timed.empty?
-  puts format("%s time: %.0f s in %d tests; slowest 10:", ENV.fetch("RP_SUITE", "e2e"), timed.sum { |r| r[3] }, timed.size)
+  puts format("%s time: %.0f s in %d tests (%.0f s of wall-clock time, %d at once); slowest 10:",
+              ENV.fetch("RP_SUITE", "e2e"), timed.sum { |r| r[3] }, timed.size, Time.now - wall0, JOBS)
   timed.max_by(10) { |r| r[3] }.each { |r| puts format("  %6.1fs  %s", r[3], r[1]) }
 end
 puts "#{ENV.fetch("RP_SUITE", "e2e")}: #{pass} passed, #{fail} failed, #{skip} skipped"

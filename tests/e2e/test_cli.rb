@@ -25,24 +25,21 @@ class E2E
     "#{n} samples, the run ended with the command"
   end
 
-  # Runs rubyprofd system-wide (no --pid) for `duration` seconds; after `delay` seconds, yields.
-  # Returns [profile, stderr, what the block returned].
-  def while_profiling(duration, delay)
-    result = nil
-    runner = Thread.new { result = rubyprofd("--duration", duration.to_s) }
-    sleep delay
-    value = yield
-    runner.join
+  # Runs rubyprofd system-wide (no --pid) for `duration` seconds; once it samples (READY=1),
+  # yields. Returns [profile, stderr, what the block returned].
+  def while_profiling(duration)
+    value = nil
+    result = rubyprofd("--duration", duration.to_s) { value = yield }
     [PprofRaw.read(result[0]), result[2], value]
   end
 
   # A Ruby started after rubyprofd is already running (system-wide mode, no --pid).
   def test_started_later
-    prof, stderr, facts = while_profiling(8, 2) { start("exact_stack.rb") }
+    prof, stderr, facts = while_profiling(6) { start("exact_stack.rb") }
     samples = prof.samples_of(facts["pid"])
     n = samples.sum(&:count)
     hot = samples.select { |s| (f = prof.frames(s).first) && f.line == facts["frames"][0]["lineno"] }.sum(&:count)
-    check(n >= 20, "only #{n} samples of pid #{facts["pid"]}, started 2 s into an 8 s run\n#{stderr}")
+    check(n >= 20, "only #{n} samples of pid #{facts["pid"]}, started after rubyprofd in a 6 s run\n#{stderr}")
     check(hot >= 0.9 * n, "#{hot}/#{n} samples at the hot line")
     "#{n} samples, #{hot} at the hot line"
   end
@@ -50,7 +47,7 @@ class E2E
   # A process that exits while a system-wide run goes on: its samples and names stay.
   def test_exits_mid_profile
     script = @rt.script("short_lived.rb")
-    prof, stderr, pid = while_profiling(6, 1.5) do
+    prof, stderr, pid = while_profiling(5) do
       pid = Process.spawn(*@rt.argv(script, "1.5"))
       Process.wait(pid)
       check($?.success?, "the script failed")

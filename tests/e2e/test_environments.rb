@@ -7,6 +7,7 @@ require "tmpdir"
 
 class E2E
   host_only :test_static_ruby, :test_unknown_minor_version, :test_dlopen_host, :test_debug_file, :test_musl_ruby
+  smoke :test_mn_threads, :test_discovery_paths
 
   # A fixture executable built by make (the FIXTURES list of the Makefile).
   private def fixture(name)

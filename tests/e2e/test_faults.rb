@@ -15,6 +15,7 @@ class E2E
             :test_fault_daemon_stopped, :test_fault_spool_full, :test_fault_many_threads,
             :test_fault_many_threads_wall,
             :test_fault_many_maps, :test_fault_root_gone
+  group :service, :test_fault_spool_full, :test_fault_daemon_stopped
 
   FAULT_ITERS = 200_000
 
@@ -73,15 +74,18 @@ class E2E
     [$1.to_i, $2.to_i]
   end
 
-  # rubyprofd --oneshot with a deadline: a hang is a failure, not a stuck suite.
+  # rubyprofd --oneshot with a deadline: a hang is a failure, not a stuck suite. The block, if
+  # any, runs once it samples (READY=1).
   private def oneshot_within(limit, *args)
     out = File.join(@rt.workdir, "profile-#{rand(1 << 30)}.pb.gz")
     res = nil
     t0 = Time.now
-    Open3.popen3(RUBYPROFD, "--oneshot", "-o", out, *args) do |i, o, e, w|
+    sock, sock_path = notify_socket
+    Open3.popen3({ "NOTIFY_SOCKET" => sock_path }, RUBYPROFD, "--oneshot", "-o", out, *args) do |i, o, e, w|
       i.close
       reader = [Thread.new { o.read }, Thread.new { e.read }]
-      unless w.join(limit)
+      yield if block_given? && wait_ready(sock, w, timeout: limit)
+      unless w.join([limit - (Time.now - t0), 0].max)
         Process.kill("KILL", w.pid) rescue nil
         fail!("rubyprofd #{args.join(" ")} still running after #{limit} s")
       end
@@ -90,6 +94,9 @@ class E2E
     st = res[3]
     check(st.exited? && st.exitstatus == 0, "rubyprofd ended #{st.inspect}:\n#{res[2]}#{res[1]}")
     res
+  ensure
+    sock&.close
+    File.unlink(sock_path) rescue nil if sock_path
   end
 
   # (a) A VM whose memory is scribbled over while it is sampled: the daemon neither hangs nor
@@ -99,13 +106,18 @@ class E2E
     rounds = 12_000
     out = File.join(@rt.workdir, "fake-scribble-#{rand(1 << 30)}")
     log = "#{out}.stdout"
-    # 2.5 s untouched first: rubyprofd finds the VM and caches its true frames (what it read
-    # while scribbled, it would keep), then the garbage comes
-    pid = Process.spawn(fixture("fakeruby-static"), out, "scribble", rounds.to_s, "2500", out: log, pgroup: true)
+    # untouched until rubyprofd has found the VM and sampled it for a while (half a second of
+    # its CPU at 999 Hz), so that it has cached its true frames (what it read while scribbled,
+    # it would keep); then the garbage comes
+    go = "#{out}.go"
+    pid = Process.spawn(fixture("fakeruby-static"), out, "scribble", rounds.to_s, go, out: log, pgroup: true)
     @pids << pid
     Timeout.timeout(30) { sleep 0.05 until File.exist?(out) }
     facts = fake_facts(out)
-    path, stdout, stderr, = oneshot_within(60, "-v", "--pid", pid.to_s, "--duration", "5", "--frequency", "999")
+    path, stdout, stderr, = oneshot_within(60, "-v", "--pid", pid.to_s, "--duration", "5", "--frequency", "999") do
+      wait_cpu(pid, 0.5)
+      FileUtils.touch(go)
+    end
     # the fixture's own checksum: xorshift64, 3 steps per write, 32 writes per round
     rng = 0x9e3779b97f4a7c15
     (rounds * 32 * 3).times do
@@ -390,7 +402,7 @@ class E2E
     # a read that races a GVL hand-over is lost and counted (failed reads), rarely
     check(l["dropped"].zero? && l["failed_reads"] <= n / 10 + 5, "losses with many threads: #{l}")
     ruby = samples_line(stdout)[1]
-    check(n == ruby, "#{ruby} Ruby samples, #{n} in the profile, none counted as lost")
+    check(n == ruby, "#{ruby} Ruby samples, #{n} in the profile, none counted as lost: #{l}\n#{stdout}")
     check_unharmed(pid, log, expected_checksum(FAULT_ITERS, workers))
     "#{facts["threads"]} Ruby threads (#{tasks} native): #{named}/#{n} samples in fault_mix; losses #{l.select { |_, v| v > 0 }}"
   end

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Frames as Ruby shows them (issue 4): every label kind, GC, JIT, and stacks of any depth.
 class E2E
+  smoke :test_labels
+
   # Ruby's own frames that rubyprofd marks: "[JIT code]", "(garbage collection)", ...
   def marks(prof, frames) = frames.take_while { |l| prof.mappings[l.mapping] == "[rubyprofd]" }
 

@@ -50,7 +50,7 @@ class E2E
     spool = File.join(@rt.workdir, "harm-spool")
     FileUtils.mkdir_p(spool)
     rng = Random.new
-    held_progs, held_maps, loaded = [], [], 0
+    held_progs, held_maps, loaded, sampling = [], [], 0, 0
     HARM_CYCLES.times do |i|
       argv = if i.even?
                [RUBYPROFD, "--spool-dir", spool, "--interval", "1", "--frequency", "999", "--log-level", "error"]
@@ -58,8 +58,25 @@ class E2E
                [RUBYPROFD, "--oneshot", "--frequency", "999", "--duration", "60", "-o",
                 File.join(@rt.workdir, "harm-#{i}.pb.gz"), "--quiet"]
              end
-      daemon = Process.spawn(*argv, out: File::NULL, err: File.join(@rt.workdir, "harm-daemon-#{i}.err"))
-      sleep(rng.rand(0.2..2.0))
+      sock, sock_path = notify_socket
+      daemon = Process.spawn({ "NOTIFY_SOCKET" => sock_path }, *argv, out: File::NULL,
+                             err: File.join(@rt.workdir, "harm-daemon-#{i}.err"))
+      # Half of them are killed while they start (loading, attaching, the first scan), half at
+      # a random moment of their sampling (after READY=1, however long a loaded machine took).
+      if i % 4 < 2
+        sleep(rng.rand(0.0..0.3))
+      else
+        deadline = Time.now + 60
+        ready = false
+        until ready || Time.now > deadline || Process.waitpid(daemon, Process::WNOHANG)
+          ready = IO.select([sock], nil, nil, 0.1) && sock.recv(4096).include?("READY=1")
+        end
+        check(ready, "daemon #{i} sent no READY=1 within 60 s:\n" + File.read(File.join(@rt.workdir, "harm-daemon-#{i}.err")))
+        sampling += 1
+        sleep(rng.rand(0.0..1.0))
+      end
+      sock.close
+      File.unlink(sock_path)
       progs, maps = bpf_ids(daemon)
       loaded += 1 if progs.any?
       held_progs.concat(progs)
@@ -70,8 +87,9 @@ class E2E
             File.read(File.join(@rt.workdir, "harm-daemon-#{i}.err")))
       check(Process.waitpid(work, Process::WNOHANG).nil?, "the workload ended during cycle #{i}:\n#{File.read(log)}")
     end
-    # The daemons sampled it: most were killed after their programs were attached.
-    check(loaded >= HARM_CYCLES / 4, "only #{loaded} of #{HARM_CYCLES} daemons had loaded their programs when killed")
+    # The daemons sampled it: those killed after READY=1 had their programs attached.
+    check(loaded >= sampling, "only #{loaded} of #{HARM_CYCLES} daemons had loaded their programs when killed, " \
+                              "#{sampling} of them after READY=1")
 
     FileUtils.touch(stop)
     _, wst = Timeout.timeout(300) { Process.wait2(work) }
@@ -97,9 +115,9 @@ class E2E
     end
     check(left.empty?, "BPF objects of killed daemons still loaded: #{left.uniq.first(10).join(", ")}")
     after = ours.call(bpftool_ids("prog"))
-    format("%d rounds under %d SIGKILLed daemons (%d with programs attached) all equal to the unprofiled " \
+    format("%d rounds under %d SIGKILLed daemons (%d with programs attached, %d killed while sampling) all equal to the unprofiled " \
            "checksums; their %d programs and %d maps freed; rp_* programs loaded before %d, after %d " \
-           "(other rubyprofd instances on the host)", rounds.size, HARM_CYCLES, loaded, held_progs.uniq.size,
+           "(other rubyprofd instances on the host)", rounds.size, HARM_CYCLES, loaded, sampling, held_progs.uniq.size,
            held_maps.uniq.size, before, after)
   end
 end

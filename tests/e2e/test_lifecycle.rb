@@ -7,11 +7,13 @@ class E2E
   # frames of each version are checked elsewhere. Forked children stay on every version: a
   # child's threads are Ruby's to set up again after fork (M:N threads from 3.3).
   host_only :test_exec_in_place, :test_pid_reused
+  smoke :test_fork_children
+  exclusive :test_pid_reused # it sets the next pid of the whole host (ns_last_pid)
 
   # Workers forked from a booted master (no exec) are profiled from their first samples.
   def test_fork_children
     children = nil
-    prof, stderr, facts = while_profiling(9, 0.5) do
+    prof, stderr, facts = while_profiling(9) do
       f = start("forker.rb", "3", "1.5", timeout: 40)
       children = f["children"]
       f
@@ -35,7 +37,7 @@ class E2E
   # A profiled Ruby that execs another Ruby program keeps its pid: the new program is profiled
   # on its own, and no stack mixes the two.
   def test_exec_in_place
-    prof, stderr, facts = while_profiling(8, 0.5) { start("exec_into.rb", "2.5") }
+    prof, stderr, facts = while_profiling(8) { start("exec_into.rb", "2.5") }
     samples = prof.samples_of(facts["pid"])
     a = samples.select { |s| prof.frames(s).any? { |l| method?(l, "exec_a_work") } }
     b = samples.select { |s| prof.frames(s).any? { |l| method?(l, "exec_b_work") } }
@@ -60,9 +62,9 @@ class E2E
     raise Skip, "#{last_pid} is not writable here" unless File.writable?(last_pid)
 
     reused = nil
-    prof, stderr, = while_profiling(9, 0.5) do
+    prof, stderr, = while_profiling(9) do
       first = start("app.rb", "-", "reuse_a_work")
-      sleep 2
+      wait_cpu(first["pid"], 1)
       Process.kill("KILL", -first["pid"])
       Process.waitpid(first["pid"]) rescue nil
       @pids.delete(first["pid"])
@@ -76,7 +78,7 @@ class E2E
         end
         stop_all
       end
-      sleep 3
+      wait_cpu(reused, 1) if reused
     end
     raise Skip, "the pid was taken by another process five times" unless reused
 

@@ -7,6 +7,7 @@ require "socket"
 
 class E2E
   host_only :test_service, :test_service_churn
+  group :service, :test_service, :test_iseq_reuse, :test_service_churn
 
   # A running `rubyprofd` (the service) with its own spool, config file and notify socket.
   class Service
@@ -88,6 +89,18 @@ class E2E
     Service.new(dir, args, conf: conf)
   end
 
+  # Waits until the block is true, polling; fails (with the service's log) after timeout s, or
+  # at once if the service died.
+  def svc_wait(svc, what, timeout)
+    deadline = Time.now + timeout
+    until (v = yield)
+      fail!("#{what}: the service exited\n#{svc.log_text}") if Process.waitpid(svc.pid, Process::WNOHANG)
+      fail!("#{what}: not after #{timeout} s\n#{svc.log_text}") if Time.now > deadline
+      sleep 0.1
+    end
+    v
+  end
+
   def metrics(port)
     Net::HTTP.get_response(URI("http://127.0.0.1:#{port}/metrics"))
   end
@@ -124,7 +137,10 @@ class E2E
                   conf: "rule = cmdline ~ tests/e2e/run\\.rb => ignore\n")
     begin
       check(svc.wait_note(/READY=1/, 15), "no READY=1:\n#{svc.log_text}")
-      sleep 12
+      # a hundred methods run and gone while the service profiles (about 8 s on an idle machine)
+      ended = -> { File.foreach(log_path).count { |l| l.start_with?("end ") } }
+      first = ended.call
+      svc_wait(svc, "a hundred churned methods", 120) { ended.call >= first + 100 }
       body = metrics(port).body
       st, = svc.stop("TERM")
       check(st.success?, "exit #{st.inspect}\n#{svc.log_text}")
@@ -180,7 +196,9 @@ class E2E
       check(svc.wait_note(/READY=1/, 15), "no READY=1 on the notify socket:\n#{svc.log_text}")
       ready = Time.now
       later = start("app.rb", "-", "later_work")
-      sleep 7
+      # two profiles of each app (three intervals on an idle machine)
+      apps = %w[shop jobs app]
+      svc_wait(svc, "two profiles of each app", 60) { apps.all? { |a| by_service(svc).fetch(a, []).size >= 2 } }
       # metrics, read by Prometheus's own checker
       res = metrics(port)
       check(res.code == "200", "GET /metrics: #{res.code}")
@@ -205,10 +223,14 @@ class E2E
       hup = Time.now
       Process.kill("HUP", svc.pid)
       check(svc.wait_note(/RELOADING=1/, 5), "no RELOADING=1 after SIGHUP")
-      sleep 4.5
+      # two profiles of each app wholly after the reload
+      svc_wait(svc, "two profiles of each app after SIGHUP", 60) do
+        apps.all? { |a| by_service(svc).fetch(a, []).count { |m, _| Integer(m["from_ns"]) >= hup.to_f * 1e9 } >= 2 }
+      end
       st, secs = svc.stop("TERM")
       check(st.exited? && st.exitstatus == 0, "SIGTERM: exit #{st.inspect}\n#{svc.log_text}")
-      check(secs < 2, "SIGTERM took #{secs.round(2)} s")
+      # a liveness bound (about 0.5 s normally; the bench measures it): the loop must not hang
+      check(secs < 10, "SIGTERM took #{secs.round(2)} s")
       log = svc.log_text
       check(log !~ /error/i, "errors in the log:\n#{log}")
 
@@ -217,7 +239,7 @@ class E2E
             "services in the spool: #{groups.keys.inspect}\n#{log}")
       { "shop" => ["shop_work", shop], "jobs" => ["jobs_work", jobs], "app" => ["later_work", later] }.each do |name, (work, facts)|
         entries = groups.fetch(name)
-        check(entries.size >= 4, "#{name}: only #{entries.size} profiles in ~13 s of 2 s intervals")
+        check(entries.size >= 4, "#{name}: only #{entries.size} profiles")
         entries.each_with_index do |(meta, path), i|
           labels = meta["labels"]
           check(labels["service_name"] == name && labels["env"] == "test" && labels["hostname"],
@@ -254,7 +276,7 @@ class E2E
       kept = svc.profiles.size
       svc2 = Service.new(svc.dir, ["--interval", "2"])
       check(svc2.wait_note(/READY=1/, 15), "the restarted service is not ready:\n#{svc2.log_text}")
-      sleep 2.5
+      svc_wait(svc2, "a profile after the restart", 30) { svc2.profiles.size > kept }
       st2, = svc2.stop("INT")
       check(st2.exitstatus == 0, "SIGINT: exit #{st2.inspect}")
       check(svc2.profiles.size > kept, "after a restart: #{svc2.profiles.size} profiles, #{kept} before")
@@ -266,13 +288,21 @@ class E2E
 
   # Hundreds of short Rubies, exec'd and forked, against one service with the /proc rescan off:
   # its memory and descriptors level off, the long-lived apps are in every interval, and every
-  # stack of a short process carries that process's pid. 80 per round by default (240 in all;
-  # 360 before, a minute of the suite): RSS may grow by at most 4 MiB over the last two rounds'
-  # 160 processes, so a leak of 26 KiB per process shows; `make churn` runs 1000 per round.
+  # stack of a short process carries that process's pid. 80 per round by default (240 in all);
+  # `make churn` runs 1000 per round. The service profiles only this test's Rubies (rules: the
+  # other tests' beside it would fill its tables meanwhile). Its memory may grow by 16 MiB at
+  # most over the last two rounds' 160 processes: a ceiling many times what it does (about 64
+  # KiB), for a leak that grows without bound; what it grows per process is a row of the bench.
+  CHURN_CONF = <<~'CONF'
+    rule = cmdline ~ /churn\.rb( |$) => name=churn
+    rule = cmdline ~ \[shop\]$ => name=shop
+    rule = cmdline ~ . => ignore
+  CONF
+
   def test_service_churn
     n = Integer(ENV.fetch("RP_CHURN", "80"))
     shop = start("app.rb", "puma 6.4.0 (tcp://0.0.0.0:3000) [shop]", "shop_work")
-    svc = service(["--interval", "2", "--rescan-interval", "0", "--frequency", "99"])
+    svc = service(["--interval", "2", "--rescan-interval", "0", "--frequency", "99"], conf: CHURN_CONF)
     begin
       check(svc.wait_note(/READY=1/, 15), "not ready:\n#{svc.log_text}")
       churn = @rt.script("churn.rb")
@@ -285,7 +315,12 @@ class E2E
         end
         master = Process.spawn(*@rt.argv(churn, "0.1", (n / 2).to_s))
         Process.wait(master)
-        sleep 2.5 # an interval's end frees what the exited processes left
+        # the end of the interval that holds their last samples frees what they left: the long-
+        # lived app's profile of an interval that ended after the last of them did
+        gone = Time.now.to_f * 1e9
+        svc_wait(svc, "the interval after round #{round}", 30) do
+          svc.profiles.any? { |m, _| m["service"] == "shop" && Integer(m["until_ns"]) > gone }
+        end
         marks << [svc.status_of("VmRSS"), svc.fds]
       end
       st, = svc.stop("TERM")
@@ -297,7 +332,7 @@ class E2E
       # Under ASan the RSS is the sanitizer allocator's (quarantine, redzones, allocation stacks)
       # and grows with every allocation; there LeakSanitizer checks the daemon's memory at exit.
       unless ENV["RP_SANITIZED"] == "1"
-        check(rss.last <= rss.first + 4096, "RSS per round (KiB): #{rss.inspect}")
+        check(rss.last <= rss.first + 16 * 1024, "RSS per round (KiB): #{rss.inspect}")
       end
       # every churn_<pid> frame is in a sample of that pid
       wrong = 0

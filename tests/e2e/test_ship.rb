@@ -11,6 +11,9 @@ class E2E
   host_only :test_ship_pyroscope, :test_ship_pyroscope_push, :test_ship_parca, :test_ship_judged,
             :test_ship_collector_down, :test_ship_kill_mid_upload, :test_ship_hung_collector,
             :test_ship_tls, :test_ship_credentials, :test_ship_rejected, :test_ship_max_age
+  group :service, :test_ship_pyroscope, :test_ship_pyroscope_push, :test_ship_parca, :test_ship_judged,
+        :test_ship_collector_down, :test_ship_kill_mid_upload, :test_ship_hung_collector,
+        :test_ship_tls, :test_ship_credentials, :test_ship_rejected, :test_ship_max_age
 
   COLLECTOR_PY = File.expand_path("../collector/collector.py", __dir__)
   # The two apps (process titles name them, docs/service-names.md step 4) and their work methods.

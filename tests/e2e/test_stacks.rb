@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Stacks as Ruby shows them: the exact stack, threads.
 class E2E
+  smoke :test_exact_stack, :test_three_threads
+
   # (a) every frame equals Ruby's own caller_locations, C functions marked, >= 90 % of samples
   def test_exact_stack
     r = profile_script("exact_stack.rb")
@@ -49,22 +51,34 @@ class E2E
     results.join(", ")
   end
 
-  # (b) three spinning threads: a third of the samples each, each under its own tid and name
+  # (b) three spinning threads, each under its own tid and name, each with the samples its CPU
+  # time gives (about a third each, as the GVL hands them turns; measured by the test from each
+  # thread's own CPU clock in the same run, /proc/PID/task/TID/stat)
   def test_three_threads
-    r = profile_script("threads.rb", duration: 6)
+    names = %w[alpha beta gamma]
+    threads = nil
+    r = profile_script("threads.rb", duration: 6,
+                                     watch: ->(f) { threads = threads_by_name(f["pid"]).values_at(*names.map { |n| "rp-#{n}" }) })
     facts, prof, samples, total = r.facts, r.prof, r.samples, r.total
-    shares = %w[alpha beta gamma].map do |name|
+    check(threads.all?, "threads rp-alpha, rp-beta, rp-gamma not found: #{threads_by_name(facts["pid"]).keys}")
+    t0 = prof.time.to_f
+    cpu = threads.to_h { |t| [t, r.cpu.used(t, t0, t0 + Float(prof.duration))] }
+    check(cpu.values.all?, "the threads' CPU time was not read through the profile's window")
+    cpu_total = cpu.values.sum
+    shares = names.zip(threads).map do |name, tid|
       mine = samples.select { |s| prof.frames(s).any? { |l| method?(l, "spin_#{name}") } }
       tids = mine.map { |s| s.labels["tid"] }.uniq
       names = mine.map { |s| s.labels["thread_name"] }.uniq
       check(tids.size == 1, "spin_#{name} sampled under tids #{tids.inspect}")
       check(names == ["rp-#{name}"], "spin_#{name} sampled under thread names #{names.inspect}")
       check(tids.first != facts["pid"].to_s, "spin_#{name} sampled under the main thread")
-      share = 100.0 * mine.sum(&:count) / total
-      check((share - 100.0 / 3).abs <= 10, "spin_#{name} has #{share.round(1)} % of the samples")
-      [name, tids.first, share.round(1)]
+      check(tids.first == tid[1].to_s, "spin_#{name} sampled under tid #{tids.first}, Ruby's thread is #{tid[1]}")
+      n = mine.sum(&:count)
+      check(samples_ok?(n, cpu[tid] * 99, cpu_total / Float(prof.duration)),
+            format("spin_%s has %d samples, for %.2f s on a CPU (%.0f expected)", name, n, cpu[tid], cpu[tid] * 99))
+      [name, tids.first, (100.0 * n / total).round(1), (100.0 * cpu[tid] / cpu_total).round(1)]
     end
     check(shares.map { |s| s[1] }.uniq.size == 3, "threads share a tid: #{shares.inspect}")
-    shares.map { |n, _, s| "#{n} #{s}%" }.join(", ")
+    shares.map { |n, _, s, c| "#{n} #{s}% (CPU #{c}%)" }.join(", ")
   end
 end

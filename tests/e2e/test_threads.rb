@@ -3,6 +3,8 @@
 # (ruby_thread) and its Thread#name (ruby_thread_name), also where Ruby threads share native
 # threads (M:N, Ruby 3.3+), compared with what Ruby says of its threads in the same process.
 class E2E
+  smoke :test_ruby_threads, :test_ruby_threads_mn
+
   def test_ruby_threads = check_ruby_threads({})
 
   # RUBY_MAX_CPU=1: every M:N Ruby thread runs on the one shared native thread

@@ -14,6 +14,9 @@ class E2E
     "rp-queue" => "sleeping",
   }.freeze
 
+  smoke :test_wall_states
+  group :service, :test_wall_service
+
   def test_wall_states = check_wall_states({}, mn: false)
 
   # The 6.1 way of running the wall program (a task iterator created and read per run, filtered
@@ -185,7 +188,7 @@ class E2E
     duration = 6
     facts = start("wall_brief.rb", "list")
     path, stdout, = rubyprofd("--pid", facts["pid"].to_s, "--duration", duration.to_s, "--clock", "wall",
-                              "--frequency", WALL_HZ.to_s)
+                              "--frequency", WALL_HZ.to_s) { go(facts) }
     t_end = Time.now.to_f
     prof = PprofRaw.read(path)
     ticks = wall_ticks(stdout)
@@ -217,7 +220,7 @@ class E2E
     wall_supported!
     facts = start("wall_brief.rb", "exit")
     pid = facts["pid"]
-    path, stdout, = rubyprofd("--pid", pid.to_s, "--duration", "8", "--clock", "wall", "--frequency", WALL_HZ.to_s)
+    path, stdout, = rubyprofd("--pid", pid.to_s, "--duration", "8", "--clock", "wall", "--frequency", WALL_HZ.to_s) { go(facts) }
     ticks = wall_ticks(stdout)
     want = facts["threads"].fetch("rp-parked")
     prof = PprofRaw.read(path)

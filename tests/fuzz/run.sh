@@ -6,6 +6,8 @@
 # "fuzz: N passed, N failed, N skipped". A target passes when it ran its time without a crash;
 # the crashing input is left as BUILD/fuzz/crash-NAME-*.
 #   tests/fuzz/run.sh BUILD_DIR SECONDS NAME...
+# SECONDS 0: no fuzzing, every seed (committed and built) run once, as a regression test (the
+# suite "fuzz-corpus" of `make test`).
 set -u
 build=$1 secs=$2
 # fuzz_debugfile finds its fixed object (a fixture) in the build directory.
@@ -27,10 +29,16 @@ for name in "$@"; do
 	seeds=()
 	[ -d "tests/fuzz/corpus/$name" ] && seeds+=("tests/fuzz/corpus/$name")
 	[ -d "$build/fuzz/$name-seeds" ] && seeds+=("$build/fuzz/$name-seeds")
+	# -runs=0 with the seeds alone: each input once, nothing written back
+	if [ "$secs" = 0 ]; then
+		run=(-runs=0)
+	else
+		run=(-max_total_time="$secs" "$work")
+	fi
 	# CPU seconds (user + system) of the fuzzer, from bash's time keyword.
-	cpu=$({ TIMEFORMAT='%U %S'; time "$bin" -max_total_time="$secs" -print_final_stats=1 \
+	cpu=$({ TIMEFORMAT='%U %S'; time "$bin" "${run[0]}" -print_final_stats=1 \
 		-rss_limit_mb=2048 -close_fd_mask=3 -timeout=10 -artifact_prefix="$build/fuzz/crash-$name-" \
-		"$work" "${seeds[@]}" >"$log" 2>&1; } 2>&1)
+		"${run[@]:1}" "${seeds[@]}" >"$log" 2>&1; } 2>&1)
 	rc=$?
 	cpu=$(awk '{ printf "%.1f", $1 + $2 }' <<<"$cpu")
 	total_cpu=$(awk -v a="$total_cpu" -v b="$cpu" 'BEGIN { printf "%.1f", a + b }')
@@ -46,6 +54,8 @@ for name in "$@"; do
 		fail=$((fail + 1))
 	fi
 done
-echo "fuzz CPU time: $total_cpu s"
-echo "fuzz: $pass passed, $fail failed, $skip skipped"
+suite=fuzz
+[ "$secs" = 0 ] && suite=fuzz-corpus
+echo "$suite CPU time: $total_cpu s"
+echo "$suite: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

@@ -164,3 +164,50 @@ Test(collector, ruby_thread_labels)
 	collector__free(c);
 	agg__free(agg);
 }
+
+struct first_frame {
+	const struct agg_proc *proc;
+	uint32_t frame;
+	size_t nframes, stacks;
+};
+
+static void first_frame(void *ctx, const struct agg_stack *st)
+{
+	struct first_frame *f = ctx;
+
+	f->proc = st->proc;
+	f->nframes = st->nframes;
+	f->frame = st->nframes ? st->frames[0] : 0;
+	f->stacks++;
+}
+
+/*
+ * A Ruby thread sampled with no control frame (between its start and its first frame, or past
+ * its last): its stack read fine but holds nothing. A pprof sample with no location is dropped by
+ * pprof's readers (go tool pprof), so the sample gets one frame, the mark, and is counted.
+ */
+Test(collector, empty_ruby_stack_is_marked)
+{
+	struct rp_sample s;
+	struct sampler_stack st = {.first = &s};
+	struct collector_stats stats;
+	struct first_frame f = {0};
+	const struct agg_frame *af;
+	struct agg *agg;
+	struct collector *c = setup(&agg);
+
+	sample(&s, getpid());
+	st.frames = s.frames;
+	collector_on_stack(c, &st);
+	agg_foreach(agg, first_frame, &f);
+	cr_assert_eq(f.stacks, 1);
+	cr_assert_eq(f.nframes, 1, "an empty Ruby stack kept %zu frames", f.nframes);
+	af = agg_frame_get(f.proc, f.frame);
+	cr_assert_not_null(af);
+	cr_assert_str_eq(af->name, "[no Ruby frames]");
+	collector_stats(c, &stats);
+	cr_assert_eq(stats.empty_stacks, 1);
+	cr_assert_eq(stats.agg_dropped + stats.dropped_nomem + stats.dropped_error, 0);
+	collector__free(c);
+	agg__free(agg);
+}

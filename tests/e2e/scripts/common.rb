@@ -12,7 +12,11 @@ def write_facts(path, facts)
 end
 
 def monotonic
-
   Process.clock_gettime(Process::CLOCK_MONOTONIC)
+end
 
+# Waits until the test says go (it makes OUT.go once the profiler samples): what a script does
+# at a given moment of the profile happens in the profile, however late the profiler started.
+def wait_for_go(out)
+  sleep 0.01 until File.exist?(out + ".go")
 end

@@ -5,8 +5,8 @@
 # must be in the profile all the same. With "exit" as the second argument the process instead
 # ends after EXIT_AFTER seconds while rp-parked still sleeps (the visits of a process that ends).
 # With "list", parked threads see the thread list change around them (one in the middle ends,
-# one is added). Each thread records its backtrace at the sleep. Usage: ruby wall_brief.rb OUT
-# [exit|list]
+# one is added). Each thread records its backtrace at the sleep. In both, the times count from
+# the test's go (wait_for_go), once the profiler samples. Usage: ruby wall_brief.rb OUT [exit|list]
 require_relative "common"
 OUT = ARGV.fetch(0)
 MODE = ARGV.fetch(1, "threads")
@@ -28,15 +28,20 @@ end
 
 if MODE == "list"
   # The thread list changes under parked threads: rp-b, between rp-a and rp-c, ends LIST_B_END s
-  # after the facts (only the list's count tells), rp-d is added LIST_D_START s after them; the
-  # wall-clock times of both go to OUT.times, for the test to place them in the profile.
+  # after the go (woken from its sleep; only the list's count tells), rp-d is added LIST_D_START
+  # s after it; the wall-clock times of both go to OUT.times, for the test to place them in the
+  # profile.
   mk = ->(name, secs) { Thread.new { Thread.current.name = name; park(name, secs) } }
   times = OUT + ".times"
   a = mk.("rp-a", 3600)
-  b = mk.("rp-b", LIST_B_END)
+  b = mk.("rp-b", 3600)
   c = mk.("rp-c", 3600)
   sleep 0.05 until LOCK.synchronize { FACTS.size == 3 }
   write_facts(OUT, "threads" => LOCK.synchronize { FACTS.dup }, "times" => times)
+  wait_for_go(OUT)
+  sleep LIST_B_END
+  sleep 0.01 until b.status == "sleep"
+  b.wakeup
   b.join
   File.write(times, "b_end #{Time.now.to_f}\n")
   sleep LIST_D_START - LIST_B_END
@@ -49,7 +54,8 @@ if MODE == "exit"
   Thread.new { Thread.current.name = "rp-parked"; park("rp-parked", 3600) }
   sleep 0.1 until LOCK.synchronize { FACTS.key?("rp-parked") }
   write_facts(OUT, "threads" => LOCK.synchronize { FACTS.dup })
-  # the profiler attaches meanwhile; every tick it takes while this process lives counts
+  # every tick the profiler takes while this process lives counts
+  wait_for_go(OUT)
   sleep EXIT_AFTER
   exit!(0)
 end
