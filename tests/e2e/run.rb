@@ -237,8 +237,8 @@ class E2E
   end
 
   # Runs rubyprofd --oneshot; returns [profile path, stdout, stderr, status, cpu]. The daemon says
-  # READY=1 once it samples and knows the processes there: the block, if any, runs then (a Ruby
-  # started after that is seen from its start). cpu: a CpuTrace of the pids (or [pid, tid]) of
+  # READY=1 once it samples and knows the processes there: the block, if any, runs then, with the
+  # daemon's pid (a Ruby started after that is seen from its start). cpu: a CpuTrace of the pids (or [pid, tid]) of
   # `watch`, read from before READY=1 until rubyprofd ended, for expected_samples.
   def rubyprofd(*args, expect_success: true, daemon_env: {}, watch: [])
     out = File.join(@rt.workdir, "profile-#{rand(1 << 30)}.pb.gz")
@@ -248,9 +248,10 @@ class E2E
     begin
       Open3.popen3(daemon_env.merge("NOTIFY_SOCKET" => sock_path), RUBYPROFD, "--oneshot", "-o", out, *args) do |si, so, se, w|
         si.close
-        readers = [Thread.new { so.read }, Thread.new { se.read }]
+        @daemon_log = +""
+        readers = [Thread.new { so.read }, Thread.new { se.each_line { |l| @daemon_log << l }; @daemon_log }]
         tracer = cpu.run_until { !w.alive? } unless watch.empty?
-        yield if wait_ready(sock, w) && block_given?
+        yield w.pid if wait_ready(sock, w) && block_given?
         stdout, stderr = readers.map(&:value)
         st = w.value
         tracer&.join
@@ -263,6 +264,15 @@ class E2E
       fail!("rubyprofd exited #{st.exitstatus}:\n#{stderr}#{stdout}")
     end
     [out, stdout, stderr, st, cpu]
+  end
+
+  # Inside the block of `rubyprofd`: waits until the daemon's log (its stderr so far) matches re.
+  def wait_log(re, timeout: 60)
+    deadline = Time.now + timeout
+    until @daemon_log.match?(re)
+      fail!("rubyprofd did not log #{re.inspect} within #{timeout} s:\n#{@daemon_log}") if Time.now > deadline
+      sleep 0.02
+    end
   end
 
   # The samples a process should get at hz in a profile's window, from a CpuTrace: a cpu-clock

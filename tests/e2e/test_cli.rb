@@ -25,21 +25,26 @@ class E2E
     "#{n} samples, the run ended with the command"
   end
 
-  # Runs rubyprofd system-wide (no --pid) for `duration` seconds; once it samples (READY=1),
-  # yields. Returns [profile, stderr, what the block returned].
-  def while_profiling(duration)
+  # Runs rubyprofd system-wide (no --pid, with flags); once it samples (READY=1), yields, and ends
+  # it (SIGINT) when the block returns: the run lasts what the test needs, however slow the
+  # machine. Returns [profile, stderr, what the block returned].
+  def while_profiling(*flags)
     value = nil
-    result = rubyprofd("--duration", duration.to_s) { value = yield }
+    result = rubyprofd("--duration", "300", *flags) do |daemon|
+      value = yield
+    ensure
+      Process.kill("INT", daemon) rescue nil
+    end
     [PprofRaw.read(result[0]), result[2], value]
   end
 
   # A Ruby started after rubyprofd is already running (system-wide mode, no --pid).
   def test_started_later
-    prof, stderr, facts = while_profiling(6) { start("exact_stack.rb") }
+    prof, stderr, facts = while_profiling { start("exact_stack.rb").tap { |f| wait_cpu(f["pid"], 2) } }
     samples = prof.samples_of(facts["pid"])
     n = samples.sum(&:count)
     hot = samples.select { |s| (f = prof.frames(s).first) && f.line == facts["frames"][0]["lineno"] }.sum(&:count)
-    check(n >= 20, "only #{n} samples of pid #{facts["pid"]}, started after rubyprofd in a 6 s run\n#{stderr}")
+    check(n >= 20, "only #{n} samples of pid #{facts["pid"]}, started after rubyprofd, for 2 s of its CPU\n#{stderr}")
     check(hot >= 0.9 * n, "#{hot}/#{n} samples at the hot line")
     "#{n} samples, #{hot} at the hot line"
   end
@@ -47,7 +52,7 @@ class E2E
   # A process that exits while a system-wide run goes on: its samples and names stay.
   def test_exits_mid_profile
     script = @rt.script("short_lived.rb")
-    prof, stderr, pid = while_profiling(5) do
+    prof, stderr, pid = while_profiling do
       pid = Process.spawn(*@rt.argv(script, "1.5"))
       Process.wait(pid)
       check($?.success?, "the script failed")

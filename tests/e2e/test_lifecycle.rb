@@ -13,9 +13,16 @@ class E2E
   # Workers forked from a booted master (no exec) are profiled from their first samples.
   def test_fork_children
     children = nil
-    prof, stderr, facts = while_profiling(9) do
+    prof, stderr, facts = while_profiling("-v") do
       f = start("forker.rb", "3", "1.5", timeout: 40)
-      children = f["children"]
+      wait_log(/pid #{f["pid"]}: Ruby /)
+      go(f)
+      done = f["go"].sub(/\.go\z/, ".children")
+      deadline = Time.now + 60
+      sleep 0.05 until File.exist?(done) || Time.now > deadline
+      check(File.exist?(done), "the forked children did not end within 60 s")
+      children = Marshal.load(File.binread(done))["children"]
+      wait_cpu(f["pid"], 0.5) # the master goes on
       f
     end
     # The children exited before the run ended: their samples carry their own pid.
@@ -37,7 +44,14 @@ class E2E
   # A profiled Ruby that execs another Ruby program keeps its pid: the new program is profiled
   # on its own, and no stack mixes the two.
   def test_exec_in_place
-    prof, stderr, facts = while_profiling(8) { start("exec_into.rb", "2.5") }
+    prof, stderr, facts = while_profiling do
+      f = start("exec_into.rb", "2.5")
+      # the new program runs a second of its CPU
+      deadline = Time.now + 60
+      sleep 0.05 until (File.read("/proc/#{f["pid"]}/cmdline") rescue "").include?("exec_b.rb") || Time.now > deadline
+      wait_cpu(f["pid"], 1)
+      f
+    end
     samples = prof.samples_of(facts["pid"])
     a = samples.select { |s| prof.frames(s).any? { |l| method?(l, "exec_a_work") } }
     b = samples.select { |s| prof.frames(s).any? { |l| method?(l, "exec_b_work") } }
@@ -62,7 +76,7 @@ class E2E
     raise Skip, "#{last_pid} is not writable here" unless File.writable?(last_pid)
 
     reused = nil
-    prof, stderr, = while_profiling(9) do
+    prof, stderr, = while_profiling do
       first = start("app.rb", "-", "reuse_a_work")
       wait_cpu(first["pid"], 1)
       Process.kill("KILL", -first["pid"])

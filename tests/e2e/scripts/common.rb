@@ -15,6 +15,11 @@ def monotonic
   Process.clock_gettime(Process::CLOCK_MONOTONIC)
 end
 
+# This process's CPU seconds: its progress, which a busy machine slows down but never skips.
+def cpu_time
+  Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
+end
+
 # Waits until the test says go (it makes OUT.go once the profiler samples): what a script does
 # at a given moment of the profile happens in the profile, however late the profiler started.
 def wait_for_go(out)

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # A master that forks workers without exec, as Puma, Unicorn and Sidekiq swarm do. Each child
-# spins in child_work for SECONDS of CPU and reports its pid and CPU time; the master spins in
-# master_work meanwhile. Usage: ruby forker.rb OUT CHILDREN SECONDS
+# spins in child_work for SECONDS and reports its pid and CPU time; the master spins in
+# master_work meanwhile. It forks once the test says go (once the profiler profiles the master):
+# the children's CPU times go to OUT.children. Usage: ruby forker.rb OUT CHILDREN SECONDS
 require_relative "common"
 
 OUT = ARGV.fetch(0)
@@ -23,9 +24,9 @@ def master_work
   child_work(0.05)
 end
 
-# warm up: the master is profiled before it forks
-t = monotonic
-master_work while monotonic < t + 1.5
+# the master is profiled before it forks
+write_facts(OUT, {})
+master_work until File.exist?(OUT + ".go")
 children = {}
 N.times do
   r, w = IO.pipe
@@ -41,5 +42,5 @@ N.times do
 end
 cpus = children.to_h { |pid, r| [pid, Marshal.load(r.read)] }
 children.each_key { |pid| Process.wait(pid) }
-write_facts(OUT, { "children" => cpus })
+write_facts(OUT + ".children", { "children" => cpus })
 loop { master_work }

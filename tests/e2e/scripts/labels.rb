@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Every kind of label Ruby prints, one phase each: in each phase `spin` records Ruby's own
-# backtrace (caller_locations) at its hot line and spins there for PHASE seconds.
+# backtrace (caller_locations) at its hot line and spins there for PHASE seconds of its CPU
+# time (so that each phase gets its samples on a busy machine too).
 # Usage: ruby labels.rb OUT
 require_relative "common"
 OUT = ARGV.fetch(0)
@@ -13,15 +14,15 @@ QUALIFIED = Gem::Version.new(RUBY_VERSION) >= Gem::Version.new("3.4")
 
 def spin(name, owner_labels = {})
   rec = nil
-  deadline = monotonic + PHASE
-  while monotonic < deadline
+  deadline = cpu_time + PHASE
+  while cpu_time < deadline
     i = 0; rec ||= CASES << [name, location_facts(caller_locations(0)), owner_labels]; i += 1 while i < 100_000 # HOT
   end
 end
 
 # Warm-up: rubyprofd may still be finding this process (a command it just started).
-warm = monotonic + 1.0
-nil while monotonic < warm
+warm = cpu_time + 1.0
+nil while cpu_time < warm
 
 module Outer
   class Inner
