@@ -293,9 +293,15 @@ class E2E
   # it at busy 0.4). So: within 4 of those standard deviations (1 in 16,000 outside by chance),
   # and 2 % of the count at least (the window's ends: Duration is in hundredths). A build that
   # drops one sample in ten fails it on an idle machine (0.9 * 495 < 483).
-  def samples_ok?(got, expected, busy)
-    spread = 4 * Math.sqrt(expected * [1 - busy, 0.02].max) + 2
-    (got - expected).abs <= spread
+  def samples_ok?(got, expected, busy) = (got - expected).abs <= sample_spread(expected, busy)
+
+  # samples_ok?'s allowance, in samples: what perf's samples of a target spread by.
+  def sample_spread(expected, busy) = 4 * Math.sqrt(expected * [1 - busy, 0.02].max) + 2
+
+  # The CPU seconds of w (a pid, or [pid, tid]) in the profile's window, from a CpuTrace.
+  def cpu_in_window(trace, w, prof)
+    t0 = prof.time.to_f
+    trace.used(w, t0, t0 + Float(prof.duration))
   end
 
   # watch: more to measure (threads: [pid, tid]), a block of the facts; Run#cpu has them all.

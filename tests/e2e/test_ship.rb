@@ -169,15 +169,30 @@ class E2E
                                                               .select { |m| m["service"] == name }.map { |m| m["until_ns"] }
       ends.max.to_i >= (t1.to_f - SHIP_INTERVAL - 2) * 1e9
     end
-    ship_wait_for("the apps' last intervals", timeout) { SHIP_APPS.keys.all?(&ended) }
+    begin
+      ship_wait_for("the apps' last intervals", timeout) { SHIP_APPS.keys.all?(&ended) }
+    rescue Failure => e
+      last = SHIP_APPS.keys.to_h do |name|
+        [name, [col.index.select { |x| x["app"] == name }.map { |x| x["time_nanos"] + x["duration_nanos"] }.max,
+                ship_spooled(svc).select { |m, _| m["service"] == name }.map { |m, _| m["until_ns"] }.max]]
+      end
+      fail!("#{e.message}: the apps died at #{(t1.to_f * 1e9).to_i}; last ends (collector, spool): #{last.inspect}\n" \
+            "collector index: #{col.index.map { |x| [x["app"], x["time_nanos"], x["duration_nanos"]] }.inspect}\n" \
+            "spool: #{svc.profiles.map { |m, _| [m["service"], m["from_ns"], m["until_ns"]] }.inspect}\n" \
+            "service log:\n#{svc.log_text.lines.last(40).join}collector log:\n#{col.log_text.lines.last(30).join}")
+    end
     ship_wait_for("the spool still holds #{ship_spooled(svc).size} profiles of the apps",
              [deadline - Time.now, 1].max) { ship_spooled(svc).empty? }
   end
 
   # Lets the apps run until the collector has n profiles of each.
-  def ship_wait_profiles(col, n, timeout: 180)
-    ship_wait_for("#{n} profiles of each app in the collector", timeout) do
-      SHIP_APPS.keys.all? { |name| col.index.count { |e| e["app"] == name } >= n }
+  # since: only profiles that start at that Time or later count (those of a daemon started
+  # then, not the ones an earlier daemon spooled and this one delivers at once).
+  def ship_wait_profiles(col, n, timeout: 180, since: nil)
+    from = since ? (since.to_r * 1_000_000_000).to_i : 0
+    what = since ? "#{n} profiles of each app from #{since.strftime("%T.%L")} on" : "#{n} profiles of each app"
+    ship_wait_for("#{what} in the collector", timeout) do
+      SHIP_APPS.keys.all? { |name| col.index.count { |e| e["app"] == name && e["time_nanos"] >= from } >= n }
     end
   end
 
@@ -356,8 +371,7 @@ class E2E
       sleep 3
       svc = ship_service(dir, mport)
       back_at = Time.now
-      n = col.index.count { |e| e["app"] == "shipshop" }
-      ship_wait_profiles(col, n + 3)
+      ship_wait_profiles(col, 2, since: back_at)
       t1 = ship_stop_apps(apps)
       ship_wait_drained(svc, col, t1)
       summary = ship_check(col, apps, "pyroscope", t0: t0, t1: t1, gaps: [[kill_at, back_at]])
@@ -442,8 +456,7 @@ class E2E
       col.control(mode: "ok")
       svc = ship_service(dir, mport)
       back_at = Time.now
-      n = col.index.count { |e| e["app"] == "shipshop" }
-      ship_wait_profiles(col, n + 3)
+      ship_wait_profiles(col, 2, since: back_at)
       t1 = ship_stop_apps(apps)
       ship_wait_drained(svc, col, t1)
       summary = ship_check(col, apps, "pyroscope-push", t0: t0, t1: t1, gaps: [[kill_at, back_at]])
@@ -544,7 +557,8 @@ class E2E
       check(st.exitstatus == 0, "exit #{st.inspect}")
       svc = ship_service(dir, mport, conf: ship_conf(url, "pyroscope", "upload_ca_file" => ca))
       back_at = Time.now
-      ship_wait_profiles(col, 3)
+      # the new daemon's own profiles: the spooled ones come in at once, before it sampled
+      ship_wait_profiles(col, 2, since: back_at)
       t1 = ship_stop_apps(apps)
       ship_wait_drained(svc, col, t1)
       summary = ship_check(col, apps, "pyroscope", t0: t0, t1: t1, gaps: [[stop_at, back_at]])
@@ -616,8 +630,7 @@ class E2E
       end
       col.restart
       up_at = Time.now
-      n = col.index.count { |e| e["app"] == "shipshop" }
-      ship_wait_profiles(col, n + 2)
+      ship_wait_profiles(col, 2, since: up_at)
       t1 = ship_stop_apps(apps)
       ship_wait_drained(svc, col, t1)
       dropped = ship_metric(mport, "rubyprofd_upload_dropped_too_old_total")

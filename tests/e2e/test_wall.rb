@@ -35,8 +35,10 @@ class E2E
   # sample, running or waiting, holds the thread's stack.
   def test_wall_gvl
     wall_supported!
+    spinners = nil
     r = profile_script("threads.rb", duration: WALL_SECONDS,
-                                     flags: ["--clock", "wall", "--frequency", WALL_HZ.to_s])
+                                     flags: ["--clock", "wall", "--frequency", WALL_HZ.to_s],
+                                     watch: ->(f) { spinners = threads_by_name(f["pid"]).values_at("rp-alpha", "rp-beta", "rp-gamma").compact })
     samples, prof = r.samples, r.prof
     ticks = wall_ticks(r.stdout)
     shares = %w[alpha beta gamma].map do |name|
@@ -59,10 +61,18 @@ class E2E
     # one GVL: the running samples of all three are one per tick. Two samplers make them (the
     # perf samples while the holder is on a CPU, the iterator while it is preempted): they add
     # up to the ticks on average only, a double count would be twice as many.
+    # On a busy machine they add up to more: the daemon's own wake-up at a tick can preempt the
+    # holder (the likely cause), and the iterator then finds it off a CPU more often than chance
+    # would (seen: 1.34 times the ticks beside two CPU-bound processes, 1.0 idle). The check tells one holder
+    # from two: half way between one sample per tick and two.
     running = shares.sum { |s| s[1] }
-    check(running <= 1.25 * ticks, "#{running} running samples in #{ticks} ticks: more than one GVL holder")
+    held = spinners.size == 3 ? spinners.sum { |t| cpu_in_window(r.cpu, t, prof) || 0 } : 0
+    check(running <= 1.5 * ticks,
+          format("%d running samples in %d ticks (the holders ran %.2f s on a CPU): more than one GVL holder",
+                 running, ticks, held))
     shares.map { |name, run, gvl, n, good| "#{name} running #{run} gvl_wait #{gvl} of #{n} exact #{good}" }.join(", ") +
-      " (#{ticks} ticks)"
+      format(" (%d ticks, %d running: %.2f per tick; the holders on a CPU %.0f %% of the time)", ticks, running,
+             running.to_f / ticks, 100 * held / Float(prof.duration))
   end
 
   # A process stopped by SIGSTOP: every thread is `stopped` (its task's state says so), whatever
@@ -172,7 +182,8 @@ class E2E
     exact = mine.select { |s| wall_blocked_stack?(r.prof, r.prof.frames(s), want["frames"], "sleep") }.sum(&:count)
     sleeping = mine.select { |s| s.labels["thread_state"] == "sleeping" }.sum(&:count)
     # one rp-brief at a time, parked all its life but for its start and end
-    check(n >= 0.8 * ticks && n <= 1.1 * ticks, "rp-brief: #{n} samples of #{threads} threads in #{ticks} ticks")
+    check(n >= 0.8 * ticks && n <= 1.1 * ticks,
+          "rp-brief: #{n} samples of #{threads} threads in #{ticks} ticks; the daemon said:\n#{r.stdout.lines.grep(/^wall|tick|visit/).join}")
     check(exact >= 0.95 * n && sleeping >= 0.95 * n, "rp-brief: #{exact} exact, #{sleeping} sleeping of #{n}")
     taken = r.stdout[/\((\d+) taken at the end or a thread's end/, 1]
     "rp-brief: #{n} samples of #{threads} threads in #{ticks} ticks, #{exact} exact; #{taken} visits taken by the daemon"
@@ -295,8 +306,10 @@ class E2E
 
   def check_wall_states(env, mn:, daemon_env: {}, how: nil)
     wall_supported!
+    cpu_thread = nil
     r = profile_script("wall_states.rb", duration: WALL_SECONDS, env: env, daemon_env: daemon_env,
-                                         flags: ["--clock", "wall", "--frequency", WALL_HZ.to_s])
+                                         flags: ["--clock", "wall", "--frequency", WALL_HZ.to_s],
+                                         watch: ->(f) { [cpu_thread = threads_by_name(f["pid"])["rp-cpu"]].compact })
     how ||= wall_by_syscall? ? "syscall program" : "task iterator"
     check(r.stdout =~ /^wall: \d+ thread samples in \d+ runs \(#{how},/, "runs not made by the #{how}:\n#{r.stdout}")
     facts, prof, samples = r.facts, r.prof, r.samples
@@ -347,11 +360,18 @@ class E2E
       "#{name} #{n} #{expected} #{states.fetch(expected, 0)}/#{n}#{note} exact #{good}/#{n}"
     end
     # Wall time, not counts: the CPU loop's time is its perf samples' (on a CPU) plus the
-    # iterator's (off it, a sample weighing every period owed), as long as a sleeper's.
+    # iterator's (off it, a sample weighing every period owed), as long as a sleeper's. The perf
+    # part spreads as samples_ok? says for the CPU time the thread had (on a busy machine
+    # beside two CPU-bound processes: rp-cpu's time 1.17 of rp-sleep's, 3 sd of that spread);
+    # 15 % at least (an M:N thread has no task of its own to measure).
     nanos = ->(name) { samples.select { |s| s.labels["ruby_thread_name"] == name }.sum(&:nanos) }
     cpu_ns, sleep_ns = nanos.("rp-cpu"), nanos.("rp-sleep")
-    check(cpu_ns >= 0.85 * sleep_ns && cpu_ns <= 1.15 * sleep_ns,
-          "rp-cpu's wall time #{cpu_ns / 1e6} ms, rp-sleep's #{sleep_ns / 1e6} ms: not one thread's time each")
+    period_ns = 1e9 / WALL_HZ
+    cpu_s = cpu_thread && cpu_in_window(r.cpu, cpu_thread, prof)
+    allowed = [0.15 * sleep_ns, cpu_s ? sample_spread(cpu_s * WALL_HZ, cpu_s / Float(prof.duration)) * period_ns : 0].max
+    check((cpu_ns - sleep_ns).abs <= allowed,
+          format("rp-cpu's wall time %.0f ms, rp-sleep's %.0f ms (allowed %.0f ms: rp-cpu ran %s s on a CPU): " \
+                 "not one thread's time each", cpu_ns / 1e6, sleep_ns / 1e6, allowed / 1e6, cpu_s ? format("%.2f", cpu_s) : "?"))
     report << format("rp-cpu/rp-sleep time %.2f", cpu_ns.to_f / sleep_ns)
     threads = samples.map { |s| s.labels["ruby_thread"] }.uniq
     # the five, the mutex holder and the main thread
