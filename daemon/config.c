@@ -2,11 +2,13 @@
 /*
  * config.c - the configuration: command-line flags over a key = value file, strict value checks.
  *
- * Order: a first pass over argv finds the mode (--oneshot), the file (--config), --help and
- * unknown options; then the mode's defaults, then the file, then a second pass applies the flags
- * over it. Both the file's keys and the flags go through one setter (key_set), so a key means
- * the same in both places and its errors read the same. No state outlives a call: the service
- * calls config_parse() again on SIGHUP.
+ * Every key and flag is an entry of the one table in config_keys.c: the option parser is built
+ * from it, its defaults are applied through the setter below, and its type and bounds check the
+ * values (with the same words in every error). Order: a first pass over argv finds the mode
+ * (--oneshot), the file (--config), --help and unknown options; then the mode's defaults, then
+ * the file, then a second pass applies the flags over it. Both the file's keys and the flags go
+ * through one setter (key_set), so a key means the same in both places and its errors read the
+ * same. No state outlives a call: the service calls config_parse() again on SIGHUP.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -20,276 +22,58 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "config_keys.h"
 #include "ingest.h"
 #include "log.h"
 #include "rubyprof.h"
 #include "upload.h"
 #include "view.h"
 
-/* Every key: its file name (NULL: a flag only), its long flag, and where it is allowed. */
-enum key_id {
-	KEY_FREQUENCY,
-	KEY_INTERVAL,
-	KEY_MAX_FRAMES,
-	KEY_STACKS,
-	KEY_USTACK_BYTES,
-	KEY_SPOOL_DIR,
-	KEY_SPOOL_MAX_BYTES,
-	KEY_SPOOL_MAX_AGE,
-	KEY_METRICS_ADDRESS,
-	KEY_RESCAN_INTERVAL,
-	KEY_THREAD_NAMES,
-	KEY_HOSTNAME,
-	KEY_LABEL,
-	KEY_RULE,
-	KEY_LOG_LEVEL,
-	KEY_PID,
-	KEY_DURATION,
-	KEY_OUTPUT,
-	KEY_TOP,
-	KEY_UPLOAD_URL,
-	KEY_UPLOAD_PROTOCOL,
-	KEY_UPLOAD_TOKEN_FILE,
-	KEY_UPLOAD_BASIC_AUTH_FILE,
-	KEY_UPLOAD_TENANT_ID,
-	KEY_UPLOAD_HEADER,
-	KEY_UPLOAD_CA_FILE,
-	KEY_UPLOAD_CONNECT_TIMEOUT,
-	KEY_UPLOAD_TIMEOUT,
-	KEY_UPLOAD_MAX_AGE,
-	KEY_UPLOAD_BACKOFF_MAX,
-	KEY_UPLOAD_REJECTED_MAX_AGE,
-	KEY_FORMAT,
-	KEY_CLOCK,
-	KEY_KERNEL_STACKS,
-	KEY_NATIVE_PROCESSES,
-	NKEYS,
+/* getopt values: a key's id above every char (a short option is its own char). */
+enum { OPT_KEY = 256 };
+
+/* getopt's tables, from the key table: long options (one per entry) and the short ones. */
+struct opts {
+	struct option longs[NKEYS + 1];
+	char names[NKEYS][40]; /* the flags: "--frequency" (getopt takes them from +2) */
+	char shorts[2 * NKEYS + 2];
 };
 
-enum {
-	K_FILE = 1 << 0,    /* also a key of the file */
-	K_REPEAT = 1 << 1,  /* may be given many times */
-	K_SERVICE = 1 << 2, /* only for the service */
-	K_ONESHOT = 1 << 3, /* only with --oneshot */
-};
-
-struct key_def {
-	const char *name; /* file key: the long flag with '_' for '-' */
-	const char *flag;
-	unsigned int flags;
-};
-
-static const struct key_def keys[NKEYS] = {
-	[KEY_FREQUENCY] = {"frequency", "--frequency", K_FILE},
-	[KEY_INTERVAL] = {"interval", "--interval", K_FILE | K_SERVICE},
-	[KEY_MAX_FRAMES] = {"max_frames", "--max-frames", K_FILE},
-	[KEY_STACKS] = {"stacks", "--stacks", K_FILE},
-	[KEY_USTACK_BYTES] = {"ustack_bytes", "--ustack-bytes", K_FILE},
-	[KEY_SPOOL_DIR] = {"spool_dir", "--spool-dir", K_FILE | K_SERVICE},
-	[KEY_SPOOL_MAX_BYTES] = {"spool_max_bytes", "--spool-max-bytes", K_FILE | K_SERVICE},
-	[KEY_SPOOL_MAX_AGE] = {"spool_max_age", "--spool-max-age", K_FILE | K_SERVICE},
-	[KEY_METRICS_ADDRESS] = {"metrics_address", "--metrics-address", K_FILE | K_SERVICE},
-	[KEY_RESCAN_INTERVAL] = {"rescan_interval", "--rescan-interval", K_FILE | K_SERVICE},
-	[KEY_THREAD_NAMES] = {"thread_names", "--thread-names", K_FILE | K_SERVICE},
-	[KEY_HOSTNAME] = {"hostname", "--hostname", K_FILE},
-	[KEY_LABEL] = {"label", "--label", K_FILE | K_REPEAT | K_SERVICE},
-	[KEY_RULE] = {"rule", "--rule", K_FILE | K_REPEAT | K_SERVICE},
-	[KEY_LOG_LEVEL] = {"log_level", "--log-level", K_FILE},
-	[KEY_PID] = {"pid", "--pid", K_REPEAT},
-	[KEY_DURATION] = {"duration", "--duration", K_ONESHOT},
-	[KEY_OUTPUT] = {"output", "--output", K_ONESHOT},
-	[KEY_TOP] = {"top", "--top", K_ONESHOT},
-	[KEY_UPLOAD_URL] = {"upload_url", "--upload-url", K_FILE | K_SERVICE},
-	[KEY_UPLOAD_PROTOCOL] = {"upload_protocol", "--upload-protocol", K_FILE | K_SERVICE},
-	[KEY_UPLOAD_TOKEN_FILE] = {"upload_token_file", "--upload-token-file", K_FILE | K_SERVICE},
-	[KEY_UPLOAD_BASIC_AUTH_FILE] = {"upload_basic_auth_file", "--upload-basic-auth-file",
-					K_FILE | K_SERVICE},
-	[KEY_UPLOAD_TENANT_ID] = {"upload_tenant_id", "--upload-tenant-id", K_FILE | K_SERVICE},
-	[KEY_UPLOAD_HEADER] = {"upload_header", "--upload-header", K_FILE | K_REPEAT | K_SERVICE},
-	[KEY_UPLOAD_CA_FILE] = {"upload_ca_file", "--upload-ca-file", K_FILE | K_SERVICE},
-	[KEY_UPLOAD_CONNECT_TIMEOUT] = {"upload_connect_timeout", "--upload-connect-timeout",
-					K_FILE | K_SERVICE},
-	[KEY_UPLOAD_TIMEOUT] = {"upload_timeout", "--upload-timeout", K_FILE | K_SERVICE},
-	[KEY_UPLOAD_MAX_AGE] = {"upload_max_age", "--upload-max-age", K_FILE | K_SERVICE},
-	[KEY_UPLOAD_BACKOFF_MAX] = {"upload_backoff_max", "--upload-backoff-max",
-				    K_FILE | K_SERVICE},
-	[KEY_UPLOAD_REJECTED_MAX_AGE] = {"upload_rejected_max_age", "--upload-rejected-max-age",
-					 K_FILE | K_SERVICE},
-	[KEY_FORMAT] = {"format", "--format", K_ONESHOT},
-	[KEY_CLOCK] = {"clock", "--clock", K_FILE},
-	[KEY_KERNEL_STACKS] = {"kernel_stacks", "--kernel-stacks", K_FILE},
-	[KEY_NATIVE_PROCESSES] = {"native_processes", "--native-processes", K_FILE},
-};
-
-/* getopt values: a key's id above every char, and the flags that are no key. */
-enum {
-	OPT_KEY = 256, /* OPT_KEY + enum key_id */
-	OPT_ONESHOT = OPT_KEY + NKEYS,
-	OPT_CONFIG,
-};
-
-static const struct option options[] = {
-	{"oneshot", no_argument, NULL, OPT_ONESHOT},
-	{"config", required_argument, NULL, OPT_CONFIG},
-	{"duration", required_argument, NULL, 'd'},
-	{"frequency", required_argument, NULL, 'F'},
-	{"pid", required_argument, NULL, 'p'},
-	{"output", required_argument, NULL, 'o'},
-	{"max-frames", required_argument, NULL, OPT_KEY + KEY_MAX_FRAMES},
-	{"stacks", required_argument, NULL, OPT_KEY + KEY_STACKS},
-	{"ustack-bytes", required_argument, NULL, OPT_KEY + KEY_USTACK_BYTES},
-	{"clock", required_argument, NULL, OPT_KEY + KEY_CLOCK},
-	{"kernel-stacks", optional_argument, NULL, OPT_KEY + KEY_KERNEL_STACKS},
-	{"native-processes", required_argument, NULL, OPT_KEY + KEY_NATIVE_PROCESSES},
-	{"top", required_argument, NULL, OPT_KEY + KEY_TOP},
-	{"format", required_argument, NULL, OPT_KEY + KEY_FORMAT},
-	{"interval", required_argument, NULL, OPT_KEY + KEY_INTERVAL},
-	{"spool-dir", required_argument, NULL, OPT_KEY + KEY_SPOOL_DIR},
-	{"spool-max-bytes", required_argument, NULL, OPT_KEY + KEY_SPOOL_MAX_BYTES},
-	{"spool-max-age", required_argument, NULL, OPT_KEY + KEY_SPOOL_MAX_AGE},
-	{"metrics-address", required_argument, NULL, OPT_KEY + KEY_METRICS_ADDRESS},
-	{"rescan-interval", required_argument, NULL, OPT_KEY + KEY_RESCAN_INTERVAL},
-	{"thread-names", required_argument, NULL, OPT_KEY + KEY_THREAD_NAMES},
-	{"hostname", required_argument, NULL, OPT_KEY + KEY_HOSTNAME},
-	{"label", required_argument, NULL, OPT_KEY + KEY_LABEL},
-	{"rule", required_argument, NULL, OPT_KEY + KEY_RULE},
-	{"log-level", required_argument, NULL, OPT_KEY + KEY_LOG_LEVEL},
-	{"upload-url", required_argument, NULL, OPT_KEY + KEY_UPLOAD_URL},
-	{"upload-protocol", required_argument, NULL, OPT_KEY + KEY_UPLOAD_PROTOCOL},
-	{"upload-token-file", required_argument, NULL, OPT_KEY + KEY_UPLOAD_TOKEN_FILE},
-	{"upload-basic-auth-file", required_argument, NULL, OPT_KEY + KEY_UPLOAD_BASIC_AUTH_FILE},
-	{"upload-tenant-id", required_argument, NULL, OPT_KEY + KEY_UPLOAD_TENANT_ID},
-	{"upload-header", required_argument, NULL, OPT_KEY + KEY_UPLOAD_HEADER},
-	{"upload-ca-file", required_argument, NULL, OPT_KEY + KEY_UPLOAD_CA_FILE},
-	{"upload-connect-timeout", required_argument, NULL, OPT_KEY + KEY_UPLOAD_CONNECT_TIMEOUT},
-	{"upload-timeout", required_argument, NULL, OPT_KEY + KEY_UPLOAD_TIMEOUT},
-	{"upload-max-age", required_argument, NULL, OPT_KEY + KEY_UPLOAD_MAX_AGE},
-	{"upload-backoff-max", required_argument, NULL, OPT_KEY + KEY_UPLOAD_BACKOFF_MAX},
-	{"upload-rejected-max-age", required_argument, NULL, OPT_KEY + KEY_UPLOAD_REJECTED_MAX_AGE},
-	{"verbose", no_argument, NULL, 'v'},
-	{"quiet", no_argument, NULL, 'q'},
-	{"help", no_argument, NULL, 'h'},
-	{"version", no_argument, NULL, 'V'},
-	{0},
-};
-
-/* "+": stop at the first non-option, so that a COMMAND's own options stay its own. */
-static const char short_options[] = "+d:F:p:o:vqhV";
-
-void config_usage(FILE *out)
+static void build_opts(struct opts *o)
 {
-	fprintf(out,
-		"Usage: rubyprofd [OPTIONS]                                  (the service)\n"
-		"       rubyprofd --oneshot [OPTIONS] [-- COMMAND [ARGS...]]\n"
-		"       rubyprofd report FILE.pb.gz... [OPTIONS]  (views of profiles: report -h)\n"
-		"\n"
-		"Profiles the CPU time of Ruby processes with eBPF, without stopping or changing "
-		"them.\n"
-		"The service profiles every Ruby process continuously and spools one pprof "
-		"profile\n"
-		"per interval; --oneshot profiles for a while, writes one profile (gzip'd\n"
-		"perftools.profiles.Profile) and prints a summary.\n"
-		"\n"
-		"Both modes:\n"
-		"      --config FILE     configuration file (the service's default: %s;\n"
-		"                        --oneshot reads none unless given); flags win over it\n"
-		"  -F, --frequency HZ    samples per second per CPU (default %d, --oneshot %d; "
-		"at most %d)\n"
-		"  -p, --pid PID         profile only this process (repeatable); default: every "
-		"Ruby\n"
-		"      --clock C         cpu (default: on-CPU samples) or wall (every Ruby "
-		"thread,\n"
-		"                        running or not, with its state; kernel 6.1+)\n"
-		"      --max-frames N    Ruby frames kept per stack (default %d, at most %d);\n"
-		"                        deeper stacks keep their leaf frames and a truncation "
-		"frame\n"
-		"      --stacks ruby|mixed  ruby: Ruby frames only (default, cheapest); mixed: "
-		"also the\n"
-		"                        native frames (C extensions, libruby, libc), unwound "
-		"with CFI\n"
-		"      --ustack-bytes SIZE  mixed: user stack copied per sample, 8K to 32K "
-		"(default 16K)\n"
-		"      --kernel-stacks[=yes|no]  mixed: kernel frames under the native ones "
-		"(default no;\n"
-		"                        their names need CAP_SYSLOG)\n"
-		"      --native-processes ruby|all|PID,...  mixed: native stacks of processes "
-		"that\n"
-		"                        are no Ruby too: none (ruby, default), all, or those "
-		"listed\n"
-		"      --hostname NAME   host name in profiles and file names (default: the "
-		"system's)\n"
-		"      --log-level L     error, warn, info or debug (default: info; --oneshot: "
-		"warn)\n"
-		"  -v, --verbose         log level info (-vv: debug); wins over --log-level\n"
-		"  -q, --quiet           log level error; wins over --log-level\n"
-		"  -h, --help            this help\n"
-		"  -V, --version         version\n"
-		"\n"
-		"The service only (each also a key of the file: spool-dir is spool_dir):\n"
-		"      --interval S      seconds per profile, 1 to 3600 (default %g)\n"
-		"      --spool-dir DIR   where profiles wait to be shipped (default %s)\n"
-		"      --spool-max-bytes SIZE  spool bound, suffix K, M or G (default 256M, at "
-		"least 1M)\n"
-		"      --spool-max-age AGE     older profiles are dropped; suffix s, m, h or d "
-		"(default 24h)\n"
-		"      --metrics-address HOST:PORT  Prometheus endpoint, e.g. 127.0.0.1:9464 or "
-		"[::1]:9464\n"
-		"                        (default: none)\n"
-		"      --rescan-interval S  seconds between full /proc rescans (default %g; 0: "
-		"none)\n"
-		"      --thread-names auto|yes|no  labels thread_name, ruby_thread and\n"
-		"                        ruby_thread_name (auto: not when shipping to Pyroscope,\n"
-		"                        which makes a series of each)\n"
-		"      --label KEY=VALUE label added to every profile (repeatable, at most %d)\n"
-		"      --rule RULE       service naming rule, tried before the file's (repeatable, "
-		"at most %d):\n"
-		"                        FIELD ~ REGEX => ignore | name=TEMPLATE "
-		"[KEY=TEMPLATE...]\n"
-		"\n"
-		"Shipping to a collector (the service only; see docs/shipping.md):\n"
-		"      --upload-url URL  collector to send every profile to, e.g. "
-		"http://pyroscope:4040\n"
-		"                        (default: none; the spool is the output)\n"
-		"      --upload-protocol P  pyroscope, pyroscope-push or parca (default "
-		"pyroscope)\n"
-		"      --upload-token-file FILE  bearer token (Authorization: Bearer) read from "
-		"FILE\n"
-		"      --upload-basic-auth-file FILE  'user:password' for basic auth, read from "
-		"FILE\n"
-		"      --upload-tenant-id ID  X-Scope-OrgID header (multi-tenant Pyroscope, "
-		"Mimir-style)\n"
-		"      --upload-header 'NAME: VALUE'  extra header (repeatable, at most %d)\n"
-		"      --upload-ca-file FILE  CA certificates (PEM) to verify an https:// "
-		"collector\n"
-		"      --upload-connect-timeout AGE  connect timeout (default 5s)\n"
-		"      --upload-timeout AGE  timeout of a whole request (default 30s)\n"
-		"      --upload-max-age AGE  profiles older than this are dropped, not sent "
-		"(default 1h;\n"
-		"                        0: never)\n"
-		"      --upload-backoff-max AGE  longest wait between retries (default 5m)\n"
-		"      --upload-rejected-max-age AGE  how long refused profiles stay in "
-		"SPOOL_DIR/rejected\n"
-		"                        (default 7d)\n"
-		"\n"
-		"With --oneshot only:\n"
-		"      --oneshot         profile for a while, write one profile, print a summary\n"
-		"  -d, --duration S      seconds to profile (default %g; with a COMMAND: until it "
-		"exits)\n"
-		"  -o, --output FILE     where to write the profile\n"
-		"                        (default: ./rubyprofd-HOST-YYYYMMDD-HHMMSS.pb.gz)\n"
-		"      --top N           lines in the summary's top list (default 15)\n"
-		"      --format F        also write a view beside the profile: flamegraph, svg,\n"
-		"                        speedscope, collapsed or top (see rubyprofd report -h)\n"
-		"\n"
-		"With a COMMAND, rubyprofd --oneshot starts it and profiles it and the Ruby "
-		"processes it\n"
-		"starts. SIGHUP makes the service re-read its file. See rubyprofd(8).\n"
-		"Needs root, or CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH.\n",
-		CONFIG_DEFAULT_FILE, CONFIG_DEFAULT_SERVICE_FREQUENCY, CONFIG_DEFAULT_FREQUENCY,
-		CONFIG_MAX_FREQUENCY, RP_MAX_FRAMES_DEFAULT, RP_MAX_FRAMES_LIMIT,
-		CONFIG_DEFAULT_INTERVAL, CONFIG_DEFAULT_SPOOL_DIR, CONFIG_DEFAULT_RESCAN_INTERVAL,
-		CONFIG_MAX_LABELS, CONFIG_MAX_RULES, CONFIG_MAX_UPLOAD_HEADERS,
-		CONFIG_DEFAULT_DURATION);
+	size_t i, n = 0;
+
+	memset(o, 0, sizeof(*o));
+	/* "+": stop at the first non-option, so that a COMMAND's own options stay its own. */
+	o->shorts[n++] = '+';
+	for (i = 0; i < NKEYS; i++) {
+		const struct config_key *k = &config_keys[i];
+
+		config_key_flag((enum config_key_id)i, o->names[i], sizeof(o->names[i]));
+		o->longs[i].name = o->names[i] + 2;
+		o->longs[i].has_arg = !k->arg		    ? no_argument
+				      : k->flags & K_OPTARG ? optional_argument
+							    : required_argument;
+		o->longs[i].val = k->short_opt ? k->short_opt : OPT_KEY + (int)i;
+		if (k->short_opt) {
+			o->shorts[n++] = k->short_opt;
+			if (k->arg)
+				o->shorts[n++] = ':';
+		}
+	}
+}
+
+/* The key a getopt value stands for; -1 for none. */
+static int opt_key(int c)
+{
+	size_t i;
+
+	if (c >= OPT_KEY && c < OPT_KEY + NKEYS)
+		return c - OPT_KEY;
+	for (i = 0; i < NKEYS; i++)
+		if (c > 0 && config_keys[i].short_opt == c)
+			return (int)i;
+	return -1;
 }
 
 /* ---- values ------------------------------------------------------------------------------- */
@@ -369,16 +153,6 @@ static int parse_decimal(const char *s, size_t n, double *out)
 	return 0;
 }
 
-static int parse_decimal_range(const char *s, double min, double max, double *out)
-{
-	double v;
-
-	if (parse_decimal(s, strlen(s), &v) || v < min || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 /* A byte count with an optional K, M or G (powers of 1024). */
 static int parse_size(const char *s, uint64_t *out)
 {
@@ -397,7 +171,7 @@ static int parse_size(const char *s, uint64_t *out)
 	buf[n] = '\0';
 	errno = 0;
 	v = strtoull(buf, NULL, 10);
-	if (errno || v > (CONFIG_MAX_SPOOL_MAX_BYTES >> shift))
+	if (errno || v > (UINT64_MAX >> shift))
 		return -ERANGE;
 	*out = (uint64_t)v << shift;
 	return 0;
@@ -563,40 +337,6 @@ static int check_readable(const char *val, char *dst, size_t dstlen, char *err, 
 	return 0;
 }
 
-/* "3650d", "1h", "0.1s": a bound in the unit it reads best in. */
-static const char *duration_text(double v, char *buf, size_t len)
-{
-	if (v >= 86400 && v == (double)(long long)(v / 86400) * 86400)
-		snprintf(buf, len, "%gd", v / 86400);
-	else if (v >= 3600 && v == (double)(long long)(v / 3600) * 3600)
-		snprintf(buf, len, "%gh", v / 3600);
-	else if (v >= 60 && v == (double)(long long)(v / 60) * 60)
-		snprintf(buf, len, "%gm", v / 60);
-	else
-		snprintf(buf, len, "%gs", v);
-	return buf;
-}
-
-/* A duration from min to max seconds (0 allowed when zero_ok). */
-static int set_upload_seconds(char *err, size_t errlen, const char *val, double min, double max,
-			      bool zero_ok, double *out)
-{
-	double v;
-
-	char lo[32], hi[32];
-
-	if (parse_duration(val, &v) || ((v < min || v > max) && !(zero_ok && v == 0))) {
-		snprintf(err, errlen,
-			 "'%s' is not %sa duration from %s to %s (a number with the suffix s, m, "
-			 "h or d)",
-			 val, zero_ok ? "0 or " : "", duration_text(min, lo, sizeof(lo)),
-			 duration_text(max, hi, sizeof(hi)));
-		return -EINVAL;
-	}
-	*out = v;
-	return 0;
-}
-
 struct parse_ctx {
 	struct config *cfg;
 	bool from_flags;
@@ -688,25 +428,6 @@ static int set_rule(struct parse_ctx *ctx, const char *val, const char *where)
 	return 0;
 }
 
-static int set_log_level(struct config *cfg, const char *val)
-{
-	static const char *const names[] = {
-		[LOG_LVL_ERROR] = "error",
-		[LOG_LVL_WARN] = "warn",
-		[LOG_LVL_INFO] = "info",
-		[LOG_LVL_DEBUG] = "debug",
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (!strcmp(val, names[i])) {
-			cfg->log_level = (int)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
 static int set_upload_header(struct parse_ctx *ctx, const char *val)
 {
 	struct config *cfg = ctx->cfg;
@@ -788,76 +509,139 @@ static int set_native_processes(struct config *cfg, const char *val, char *err, 
 }
 
 /*
+ * The checks a key's type and bounds make (config_keys.c), with one wording per type. Fills the
+ * value that fits the type: v->u (KT_UINT, KT_ENUM: the value's index), v->d (KT_SECONDS,
+ * KT_DURATION) or v->size (KT_SIZE). KT_TEXT and KT_SWITCH: nothing to check here.
+ */
+union key_value {
+	unsigned long u;
+	double d;
+	uint64_t size;
+};
+
+static int key_check(const struct config_key *k, const char *val, union key_value *v, char *err,
+		     size_t errlen)
+{
+	char lo[32], hi[32], list[256];
+	size_t i, n = 0;
+
+	switch (k->type) {
+	case KT_UINT:
+		if (parse_uint(val, (unsigned long)k->min, (unsigned long)k->max, &v->u))
+			break;
+		return 0;
+	case KT_SECONDS:
+		if (!parse_decimal(val, strlen(val), &v->d) &&
+		    ((v->d >= k->min && v->d <= k->max) || (k->zero && v->d == 0)))
+			return 0;
+		break;
+	case KT_SIZE:
+		if (!parse_size(val, &v->size) && v->size >= k->min && v->size <= k->max)
+			return 0;
+		break;
+	case KT_DURATION:
+		if (!parse_duration(val, &v->d) &&
+		    ((v->d >= k->min && v->d <= k->max) || (k->zero && v->d == 0)))
+			return 0;
+		break;
+	case KT_ENUM:
+		for (i = 0; k->values[i]; i++) {
+			if (!strcmp(val, k->values[i])) {
+				v->u = i;
+				return 0;
+			}
+		}
+		break;
+	case KT_TEXT:
+	case KT_SWITCH:
+		return 0;
+	}
+	switch (k->type) {
+	case KT_UINT:
+		snprintf(err, errlen, "'%s' is not a number from %.0f to %.0f", val, k->min,
+			 k->max);
+		break;
+	case KT_SECONDS:
+		if (k->zero)
+			snprintf(err, errlen,
+				 "'%s' is not 0 (%s) or a number of seconds from %g to %g", val,
+				 k->zero, k->min, k->max);
+		else
+			snprintf(err, errlen, "'%s' is not a number of seconds from %g to %g", val,
+				 k->min, k->max);
+		break;
+	case KT_SIZE:
+		snprintf(err, errlen,
+			 "'%s' is not a size from %s to %s (bytes, or a number with the suffix %s)",
+			 val, config_size_text(k->min, lo, sizeof(lo)),
+			 config_size_text(k->max, hi, sizeof(hi)),
+			 k->max >= (1 << 30)   ? "K, M or G"
+			 : k->max >= (1 << 20) ? "K or M"
+					       : "K");
+		break;
+	case KT_DURATION:
+		snprintf(err, errlen,
+			 "'%s' is not %sa duration from %s to %s (a number with the suffix s, m, h "
+			 "or d)",
+			 val, k->zero ? "0 or " : "", config_duration_text(k->min, lo, sizeof(lo)),
+			 config_duration_text(k->max, hi, sizeof(hi)));
+		break;
+	default: /* KT_ENUM: "a or b", "a, b or c", or "one of a, b, c" */
+		list[0] = '\0';
+		for (i = 0; k->values[i] && n < sizeof(list); i++) {
+			const char *sep = !i			? ""
+					  : k->flags & K_ONE_OF ? ", "
+					  : k->values[i + 1]	? ", "
+								: " or ";
+
+			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", sep,
+					      k->values[i]);
+		}
+		snprintf(err, errlen, "'%s' is not %s%s", val, k->flags & K_ONE_OF ? "one of " : "",
+			 list);
+		break;
+	}
+	return -EINVAL;
+}
+
+/*
  * Checks val and stores it; on error, ctx->err says what is wrong (the caller names the place).
  * where: "FILE:LINE" or the flag, kept with a rule.
  */
-static int key_set(struct parse_ctx *ctx, enum key_id id, const char *val, const char *where)
+static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val, const char *where)
 {
 	struct config *cfg = ctx->cfg;
 	char *err = ctx->err;
 	size_t errlen = sizeof(ctx->err);
-	unsigned long v;
+	union key_value v = {0};
+	unsigned long pid;
 	size_t n = strlen(val);
 
+	if (key_check(&config_keys[id], val, &v, err, errlen))
+		return -EINVAL;
 	switch (id) {
 	case KEY_FREQUENCY:
-		if (parse_uint(val, 1, CONFIG_MAX_FREQUENCY, &v)) {
-			snprintf(err, errlen, "'%s' is not a number from 1 to %d", val,
-				 CONFIG_MAX_FREQUENCY);
-			return -EINVAL;
-		}
-		cfg->frequency = (unsigned int)v;
+		cfg->frequency = (unsigned int)v.u;
 		return 0;
 	case KEY_INTERVAL:
-		if (parse_decimal_range(val, 1, CONFIG_MAX_INTERVAL, &cfg->interval)) {
-			snprintf(err, errlen, "'%s' is not a number of seconds from 1 to %g", val,
-				 CONFIG_MAX_INTERVAL);
-			return -EINVAL;
-		}
+		cfg->interval = v.d;
 		return 0;
 	case KEY_MAX_FRAMES:
-		if (parse_uint(val, 1, RP_MAX_FRAMES_LIMIT, &v)) {
-			snprintf(err, errlen, "'%s' is not a number from 1 to %d", val,
-				 RP_MAX_FRAMES_LIMIT);
-			return -EINVAL;
-		}
-		cfg->max_frames = (unsigned int)v;
+		cfg->max_frames = (unsigned int)v.u;
 		return 0;
 	case KEY_STACKS:
-		if (strcmp(val, "ruby") != 0 && strcmp(val, "mixed") != 0) {
-			snprintf(err, errlen, "'%s' is not ruby or mixed", val);
-			return -EINVAL;
-		}
-		cfg->stacks_mixed = strcmp(val, "mixed") == 0;
+		cfg->stacks_mixed = v.u == 1; /* ruby, mixed */
 		return 0;
-	case KEY_USTACK_BYTES: {
-		uint64_t bytes;
-
-		if (parse_size(val, &bytes) || bytes < RP_USTACK_MIN || bytes > RP_USTACK_MAX) {
-			snprintf(err, errlen,
-				 "'%s' is not a size from 8K to 32K (bytes, or a number with the "
-				 "suffix K)",
-				 val);
-			return -EINVAL;
-		}
-		cfg->ustack_bytes = (unsigned int)bytes;
+	case KEY_USTACK_BYTES:
+		cfg->ustack_bytes = (unsigned int)v.size;
 		return 0;
-	}
 	case KEY_KERNEL_STACKS:
-		if (strcmp(val, "yes") && strcmp(val, "no")) {
-			snprintf(err, errlen, "'%s' is not yes or no", val);
-			return -EINVAL;
-		}
-		cfg->kernel_stacks = strcmp(val, "yes") == 0;
+		cfg->kernel_stacks = v.u == 0; /* yes, no */
 		return 0;
 	case KEY_NATIVE_PROCESSES:
 		return set_native_processes(cfg, val, err, errlen);
 	case KEY_CLOCK:
-		if (strcmp(val, "cpu") && strcmp(val, "wall")) {
-			snprintf(err, errlen, "'%s' is not cpu or wall", val);
-			return -EINVAL;
-		}
-		cfg->clock_wall = strcmp(val, "wall") == 0;
+		cfg->clock_wall = v.u == 1; /* cpu, wall */
 		return 0;
 	case KEY_SPOOL_DIR:
 		if (val[0] != '/' || n >= sizeof(cfg->spool_dir) || has_control(val)) {
@@ -867,24 +651,10 @@ static int key_set(struct parse_ctx *ctx, enum key_id id, const char *val, const
 		memcpy(cfg->spool_dir, val, n + 1);
 		return 0;
 	case KEY_SPOOL_MAX_BYTES:
-		if (parse_size(val, &cfg->spool_max_bytes) ||
-		    cfg->spool_max_bytes < CONFIG_MIN_SPOOL_MAX_BYTES) {
-			snprintf(err, errlen,
-				 "'%s' is not a size from 1M to 1048576G (bytes, or a number with "
-				 "the suffix K, M or G)",
-				 val);
-			return -EINVAL;
-		}
+		cfg->spool_max_bytes = v.size;
 		return 0;
 	case KEY_SPOOL_MAX_AGE:
-		if (parse_duration(val, &cfg->spool_max_age) || cfg->spool_max_age < 1 ||
-		    cfg->spool_max_age > CONFIG_MAX_SPOOL_MAX_AGE) {
-			snprintf(err, errlen,
-				 "'%s' is not a duration from 1s to 3650d (a number with the "
-				 "suffix s, m, h or d)",
-				 val);
-			return -EINVAL;
-		}
+		cfg->spool_max_age = v.d;
 		return 0;
 	case KEY_METRICS_ADDRESS:
 		if (n >= sizeof(cfg->metrics_address)) {
@@ -897,27 +667,13 @@ static int key_set(struct parse_ctx *ctx, enum key_id id, const char *val, const
 			return -EINVAL;
 		memcpy(cfg->metrics_address, val, n + 1);
 		return 0;
-	case KEY_THREAD_NAMES:
-		if (strcmp(val, "auto") == 0) {
-			cfg->thread_names = CONFIG_THREAD_NAMES_AUTO;
-		} else if (strcmp(val, "yes") == 0) {
-			cfg->thread_names = CONFIG_THREAD_NAMES_YES;
-		} else if (strcmp(val, "no") == 0) {
-			cfg->thread_names = CONFIG_THREAD_NAMES_NO;
-		} else {
-			snprintf(err, errlen, "'%s' is not auto, yes or no", val);
-			return -EINVAL;
-		}
+	case KEY_THREAD_NAMES: /* auto, yes, no */
+		cfg->thread_names = v.u == 0   ? CONFIG_THREAD_NAMES_AUTO
+				    : v.u == 1 ? CONFIG_THREAD_NAMES_YES
+					       : CONFIG_THREAD_NAMES_NO;
 		return 0;
 	case KEY_RESCAN_INTERVAL:
-		if (parse_decimal(val, n, &cfg->rescan_interval) ||
-		    (cfg->rescan_interval != 0 && cfg->rescan_interval < 1) ||
-		    cfg->rescan_interval > CONFIG_MAX_RESCAN_INTERVAL) {
-			snprintf(err, errlen,
-				 "'%s' is not 0 (no rescans) or a number of seconds from 1 to %g",
-				 val, CONFIG_MAX_RESCAN_INTERVAL);
-			return -EINVAL;
-		}
+		cfg->rescan_interval = v.d;
 		return 0;
 	case KEY_HOSTNAME:
 		/* it ends up in file names and labels */
@@ -934,14 +690,11 @@ static int key_set(struct parse_ctx *ctx, enum key_id id, const char *val, const
 		return set_label(ctx, val);
 	case KEY_RULE:
 		return set_rule(ctx, val, where);
-	case KEY_LOG_LEVEL:
-		if (set_log_level(cfg, val)) {
-			snprintf(err, errlen, "'%s' is not one of error, warn, info, debug", val);
-			return -EINVAL;
-		}
+	case KEY_LOG_LEVEL: /* error, warn, info, debug: enum log_level's order */
+		cfg->log_level = (int)v.u;
 		return 0;
 	case KEY_PID:
-		if (parse_uint(val, 1, INT_MAX, &v)) {
+		if (parse_uint(val, 1, INT_MAX, &pid)) {
 			snprintf(err, errlen, "'%s' is not a process id", val);
 			return -EINVAL;
 		}
@@ -949,7 +702,7 @@ static int key_set(struct parse_ctx *ctx, enum key_id id, const char *val, const
 			snprintf(err, errlen, "more than %d process ids", CONFIG_MAX_PIDS);
 			return -E2BIG;
 		}
-		cfg->pids[cfg->npids++] = (pid_t)v;
+		cfg->pids[cfg->npids++] = (pid_t)pid;
 		return 0;
 	case KEY_DURATION:
 		if (parse_seconds(val, &cfg->duration)) {
@@ -966,11 +719,7 @@ static int key_set(struct parse_ctx *ctx, enum key_id id, const char *val, const
 		cfg->output = val;
 		return 0;
 	case KEY_TOP:
-		if (parse_uint(val, 0, 10000, &v)) {
-			snprintf(err, errlen, "'%s' is not a number from 0 to 10000", val);
-			return -EINVAL;
-		}
-		cfg->top = (unsigned int)v;
+		cfg->top = (unsigned int)v.u;
 		return 0;
 	case KEY_UPLOAD_URL:
 		if (n && check_url(val, err, errlen))
@@ -980,9 +729,9 @@ static int key_set(struct parse_ctx *ctx, enum key_id id, const char *val, const
 	case KEY_UPLOAD_PROTOCOL: {
 		enum ingest_protocol p;
 
+		/* the table's names are the shipper's (a unit test holds them to it) */
 		if (ingest_protocol_parse(val, &p)) {
-			snprintf(err, errlen, "'%s' is not one of pyroscope, pyroscope-push, parca",
-				 val);
+			snprintf(err, errlen, "'%s' is not a protocol of this build", val);
 			return -EINVAL;
 		}
 		cfg->upload_protocol = (unsigned int)p;
@@ -1010,27 +759,33 @@ static int key_set(struct parse_ctx *ctx, enum key_id id, const char *val, const
 	case KEY_UPLOAD_HEADER:
 		return set_upload_header(ctx, val);
 	case KEY_UPLOAD_CONNECT_TIMEOUT:
-		return set_upload_seconds(err, errlen, val, 0.1, 600, false,
-					  &cfg->upload_connect_timeout);
+		cfg->upload_connect_timeout = v.d;
+		return 0;
 	case KEY_UPLOAD_TIMEOUT:
-		return set_upload_seconds(err, errlen, val, 1, 3600, false, &cfg->upload_timeout);
+		cfg->upload_timeout = v.d;
+		return 0;
 	case KEY_UPLOAD_MAX_AGE:
-		return set_upload_seconds(err, errlen, val, 1, CONFIG_MAX_SPOOL_MAX_AGE, true,
-					  &cfg->upload_max_age);
+		cfg->upload_max_age = v.d;
+		return 0;
 	case KEY_UPLOAD_BACKOFF_MAX:
-		return set_upload_seconds(err, errlen, val, 1, 24 * 3600, false,
-					  &cfg->upload_backoff_max);
+		cfg->upload_backoff_max = v.d;
+		return 0;
 	case KEY_UPLOAD_REJECTED_MAX_AGE:
-		return set_upload_seconds(err, errlen, val, 1, CONFIG_MAX_SPOOL_MAX_AGE, false,
-					  &cfg->upload_rejected_max_age);
-	case KEY_FORMAT: /* only from argv, as --output */
+		cfg->upload_rejected_max_age = v.d;
+		return 0;
+	case KEY_FORMAT: /* only from argv, as --output; the table's names are the views' */
 		if (!view_format_ext(val)) {
-			snprintf(err, errlen,
-				 "'%s' is not flamegraph, svg, speedscope, collapsed or top", val);
+			snprintf(err, errlen, "'%s' is not a view of this build", val);
 			return -EINVAL;
 		}
 		cfg->format = val;
 		return 0;
+	case KEY_CONFIG: /* the first pass's */
+	case KEY_ONESHOT:
+	case KEY_HELP:
+	case KEY_VERSION:
+	case KEY_VERBOSE:
+	case KEY_QUIET:
 	case NKEYS:
 		break;
 	}
@@ -1123,38 +878,25 @@ static int read_line(FILE *f, char *buf)
 	return nul ? -EINVAL : 1;
 }
 
-static const struct key_def *find_key(const char *name, enum key_id *id)
-{
-	size_t i;
-
-	for (i = 0; i < NKEYS; i++) {
-		if (!strcmp(keys[i].name, name)) {
-			*id = (enum key_id)i;
-			return &keys[i];
-		}
-	}
-	return NULL;
-}
-
 static void unknown_key(const char *path, unsigned int line, const char *key)
 {
-	const struct key_def *k;
-	char alt[64];
-	enum key_id id;
+	const struct config_key *k;
+	enum config_key_id id;
+	char alt[64], flag[48];
 	size_t i;
 
-	k = find_key(key, &id);
+	k = config_key_find(key, &id);
 	if (k) {
 		fprintf(stderr,
 			"rubyprofd: %s:%u: unknown key '%s' (%s is a command-line flag only)\n",
-			path, line, key, k->flag);
+			path, line, key, config_key_flag(id, flag, sizeof(flag)));
 		return;
 	}
 	/* the flag's spelling: say which key is meant */
 	for (i = 0; key[i] && i + 1 < sizeof(alt); i++)
 		alt[i] = key[i] == '-' ? '_' : key[i];
 	alt[i] = '\0';
-	k = find_key(alt, &id);
+	k = config_key_find(alt, &id);
 	if (!key[i] && k && (k->flags & K_FILE)) {
 		fprintf(stderr, "rubyprofd: %s:%u: unknown key '%s' (did you mean '%s'?)\n", path,
 			line, key, k->name);
@@ -1184,8 +926,8 @@ static int read_file(struct parse_ctx *ctx, const char *path, bool optional)
 		return err;
 	}
 	for (;;) {
-		const struct key_def *k;
-		enum key_id id;
+		const struct config_key *k;
+		enum config_key_id id;
 		char *key, *val, *eq;
 
 		r = read_line(f, buf);
@@ -1217,7 +959,7 @@ static int read_file(struct parse_ctx *ctx, const char *path, bool optional)
 		*eq = '\0';
 		key = trim(key);
 		val = trim(eq + 1);
-		k = find_key(key, &id);
+		k = config_key_find(key, &id);
 		if (!k || !(k->flags & K_FILE)) {
 			unknown_key(path, line, key);
 			err = -EINVAL;
@@ -1246,22 +988,6 @@ cleanup:
 
 /* ---- argv --------------------------------------------------------------------------------- */
 
-static int opt_key(int c)
-{
-	switch (c) {
-	case 'd':
-		return KEY_DURATION;
-	case 'F':
-		return KEY_FREQUENCY;
-	case 'p':
-		return KEY_PID;
-	case 'o':
-		return KEY_OUTPUT;
-	default:
-		return c >= OPT_KEY && c < OPT_KEY + NKEYS ? c - OPT_KEY : -1;
-	}
-}
-
 static void bad_option(char **argv)
 {
 	if (optopt && optopt < 256)
@@ -1272,110 +998,113 @@ static void bad_option(char **argv)
 }
 
 /* The first pass: the mode, the file, --help, --version and unknown options; nothing else. */
-static enum config_result scan_mode(struct config *cfg, int argc, char **argv)
+static enum config_result scan_mode(struct config *cfg, const struct opts *o, int argc, char **argv)
 {
 	int c;
 
 	optind = 0; /* 0, not 1: glibc then forgets everything of an earlier parse */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, short_options, options, NULL)) != -1) {
-		switch (c) {
-		case OPT_ONESHOT:
+	while ((c = getopt_long(argc, argv, o->shorts, o->longs, NULL)) != -1) {
+		if (c == '?' || c == ':') {
+			bad_option(argv);
+			return CONFIG_EXIT_BAD;
+		}
+		switch (opt_key(c)) {
+		case KEY_ONESHOT:
 			cfg->oneshot = true;
 			break;
-		case OPT_CONFIG:
+		case KEY_CONFIG:
 			if (!*optarg) {
 				fprintf(stderr, "rubyprofd: --config: the file name is empty\n");
 				return CONFIG_EXIT_BAD;
 			}
 			cfg->config_file = optarg;
 			break;
-		case 'h':
+		case KEY_HELP:
 			config_usage(stdout);
 			return CONFIG_EXIT_OK;
-		case 'V':
+		case KEY_VERSION:
 			printf("rubyprofd %s\n", RUBYPROF_VERSION);
 			return CONFIG_EXIT_OK;
-		case '?':
-		case ':':
-			bad_option(argv);
-			return CONFIG_EXIT_BAD;
+		default:
+			break;
 		}
 	}
 	return CONFIG_RUN;
 }
 
-/* The service's keys; with --oneshot they keep these, whatever the file says. */
-static void set_service_defaults(struct config *cfg)
+/*
+ * The table's defaults, for this mode, through the setter (an empty default is the zero every
+ * field starts from): every key's, or the service's only. A default that does not pass its own
+ * key's checks is a bug in the table: test_config's defaults test holds every one of them.
+ */
+static void apply_defaults(struct parse_ctx *ctx, bool service_only)
 {
-	cfg->interval = CONFIG_DEFAULT_INTERVAL;
-	snprintf(cfg->spool_dir, sizeof(cfg->spool_dir), "%s", CONFIG_DEFAULT_SPOOL_DIR);
-	cfg->spool_max_bytes = CONFIG_DEFAULT_SPOOL_MAX_BYTES;
-	cfg->spool_max_age = CONFIG_DEFAULT_SPOOL_MAX_AGE;
-	cfg->metrics_address[0] = '\0';
-	cfg->rescan_interval = CONFIG_DEFAULT_RESCAN_INTERVAL;
-	cfg->thread_names = CONFIG_THREAD_NAMES_AUTO;
-	cfg->nlabels = 0;
-	cfg->nrules = 0;
-	cfg->upload_url[0] = '\0';
-	cfg->upload_protocol = INGEST_PYROSCOPE;
-	cfg->upload_token_file[0] = '\0';
-	cfg->upload_basic_auth_file[0] = '\0';
-	cfg->upload_tenant_id[0] = '\0';
-	cfg->nupload_headers = 0;
-	cfg->upload_ca_file[0] = '\0';
-	cfg->upload_connect_timeout = CONFIG_DEFAULT_UPLOAD_CONNECT_TIMEOUT;
-	cfg->upload_timeout = CONFIG_DEFAULT_UPLOAD_TIMEOUT;
-	cfg->upload_max_age = CONFIG_DEFAULT_UPLOAD_MAX_AGE;
-	cfg->upload_backoff_max = CONFIG_DEFAULT_UPLOAD_BACKOFF_MAX;
-	cfg->upload_rejected_max_age = CONFIG_DEFAULT_UPLOAD_REJECTED_MAX_AGE;
+	size_t i;
+
+	for (i = 0; i < NKEYS; i++) {
+		const struct config_key *k = &config_keys[i];
+		const char *def = ctx->cfg->oneshot && k->def_oneshot ? k->def_oneshot : k->def;
+
+		/* --duration's default is for a run without a COMMAND: config_parse sets it */
+		if ((service_only && !(k->flags & K_SERVICE)) || i == KEY_DURATION || !def ||
+		    !def[0])
+			continue;
+		if (key_set(ctx, (enum config_key_id)i, def, "default"))
+			fprintf(stderr, "rubyprofd: the default of %s: %s\n", k->name, ctx->err);
+	}
 }
 
-static void set_defaults(struct config *cfg)
+/* The service's keys; with --oneshot they keep these, whatever the file says. They are the last
+ * fields of struct config, from `interval` on. */
+static void set_service_defaults(struct parse_ctx *ctx)
 {
-	cfg->frequency = cfg->oneshot ? CONFIG_DEFAULT_FREQUENCY : CONFIG_DEFAULT_SERVICE_FREQUENCY;
-	cfg->max_frames = RP_MAX_FRAMES_DEFAULT;
-	cfg->stacks_mixed = false;
-	cfg->ustack_bytes = RP_USTACK_DEFAULT;
-	cfg->top = 15;
-	cfg->hostname[0] = '\0';
-	cfg->log_level = cfg->oneshot ? -1 : LOG_LVL_INFO;
-	set_service_defaults(cfg);
+	struct config *cfg = ctx->cfg;
+
+	memset(&cfg->interval, 0, sizeof(*cfg) - offsetof(struct config, interval));
+	apply_defaults(ctx, true);
 }
 
 /* The second pass: every flag over the file's values. */
-static enum config_result apply_flags(struct parse_ctx *ctx, int argc, char **argv)
+static enum config_result apply_flags(struct parse_ctx *ctx, const struct opts *o, int argc,
+				      char **argv)
 {
 	struct config *cfg = ctx->cfg;
+	char flag[48];
 	int c, id;
 
 	optind = 0;
 	opterr = 0;
 	ctx->from_flags = true;
-	while ((c = getopt_long(argc, argv, short_options, options, NULL)) != -1) {
-		switch (c) {
-		case 'v':
+	while ((c = getopt_long(argc, argv, o->shorts, o->longs, NULL)) != -1) {
+		id = opt_key(c);
+		switch (id) {
+		case KEY_VERBOSE:
 			cfg->verbose++;
 			continue;
-		case 'q':
+		case KEY_QUIET:
 			cfg->quiet = true;
 			continue;
-		}
-		id = opt_key(c);
-		if (id < 0)
+		case -1:
+		case KEY_CONFIG:
+		case KEY_ONESHOT:
+		case KEY_HELP:
+		case KEY_VERSION:
 			continue; /* seen in the first pass */
-		if ((keys[id].flags & K_ONESHOT) && !cfg->oneshot) {
-			fprintf(stderr, "rubyprofd: %s: only with --oneshot\n", keys[id].flag);
+		}
+		config_key_flag((enum config_key_id)id, flag, sizeof(flag));
+		if ((config_keys[id].flags & K_ONESHOT) && !cfg->oneshot) {
+			fprintf(stderr, "rubyprofd: %s: only with --oneshot\n", flag);
 			return CONFIG_EXIT_BAD;
 		}
-		if ((keys[id].flags & K_SERVICE) && cfg->oneshot) {
+		if ((config_keys[id].flags & K_SERVICE) && cfg->oneshot) {
 			fprintf(stderr, "rubyprofd: %s: only for the service, not with --oneshot\n",
-				keys[id].flag);
+				flag);
 			return CONFIG_EXIT_BAD;
 		}
 		/* --kernel-stacks alone says yes */
-		if (key_set(ctx, (enum key_id)id, optarg ? optarg : "yes", keys[id].flag)) {
-			fprintf(stderr, "rubyprofd: %s: %s\n", keys[id].flag, ctx->err);
+		if (key_set(ctx, (enum config_key_id)id, optarg ? optarg : "yes", flag)) {
+			fprintf(stderr, "rubyprofd: %s: %s\n", flag, ctx->err);
 			return CONFIG_EXIT_BAD;
 		}
 	}
@@ -1412,12 +1141,15 @@ enum config_result config_parse_with_default(struct config *cfg, int argc, char 
 {
 	struct parse_ctx ctx = {.cfg = cfg};
 	enum config_result res;
+	struct opts o;
+	double duration;
 
 	memset(cfg, 0, sizeof(*cfg));
-	res = scan_mode(cfg, argc, argv);
+	build_opts(&o);
+	res = scan_mode(cfg, &o, argc, argv);
 	if (res != CONFIG_RUN)
 		return res;
-	set_defaults(cfg);
+	apply_defaults(&ctx, false);
 
 	if (cfg->config_file) {
 		if (read_file(&ctx, cfg->config_file, false))
@@ -1431,7 +1163,7 @@ enum config_result config_parse_with_default(struct config *cfg, int argc, char 
 	ctx.nfile_rules = cfg->nrules;
 	ctx.nfile_headers = cfg->nupload_headers;
 
-	res = apply_flags(&ctx, argc, argv);
+	res = apply_flags(&ctx, &o, argc, argv);
 	if (res != CONFIG_RUN)
 		return res;
 	flag_rules_first(cfg, ctx.nfile_rules);
@@ -1453,10 +1185,11 @@ enum config_result config_parse_with_default(struct config *cfg, int argc, char 
 		return CONFIG_EXIT_BAD;
 	}
 	if (cfg->oneshot) {
-		if (!cfg->duration && !cfg->command)
-			cfg->duration = CONFIG_DEFAULT_DURATION;
+		if (!cfg->duration && !cfg->command &&
+		    !parse_seconds(config_keys[KEY_DURATION].def, &duration))
+			cfg->duration = duration;
 		/* the file serves both modes: its service keys were checked, but do not apply */
-		set_service_defaults(cfg);
+		set_service_defaults(&ctx);
 	}
 	if (cfg->quiet)
 		cfg->log_level = LOG_LVL_ERROR;

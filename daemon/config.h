@@ -67,8 +67,15 @@ struct config {
 	const char *format;   /* --format: a view (view.h) written beside the profile; NULL: none */
 	int verbose;	      /* -v: info about each process; -vv: debug */
 	bool quiet;
+	char hostname[256]; /* empty: gethostname() at run time */
+	/*
+	 * enum log_level from log.h; -q gives error, -v info, -vv debug; they win over
+	 * --log-level and the file.
+	 */
+	int log_level;
 
-	/* The service's keys (at their defaults with --oneshot). */
+	/* The service's keys (at their defaults with --oneshot), from `interval` to the end:
+	 * config.c clears them from here on. */
 	double interval; /* seconds per interval profile */
 	char spool_dir[PATH_MAX];
 	uint64_t spool_max_bytes;
@@ -77,18 +84,11 @@ struct config {
 	double rescan_interval;	   /* seconds between /proc rescans; 0: none */
 	/* thread_name as a sample label of the service's profiles: CONFIG_THREAD_NAMES_* */
 	int thread_names;
-	char hostname[256]; /* empty: gethostname() at run time */
 	struct config_label labels[CONFIG_MAX_LABELS];
 	size_t nlabels;
 	/* --rule flags first (the first matching rule wins, so flags win), then the file's rules. */
 	struct config_rule rules[CONFIG_MAX_RULES];
 	size_t nrules;
-	/*
-	 * enum log_level from log.h; -1 = not set (only with --oneshot and none of --log-level,
-	 * log_level, -v, -q: the caller picks). -q gives error, -v info, -vv debug; they win over
-	 * --log-level and the file.
-	 */
-	int log_level;
 
 	/* Shipping (docs/shipping.md); an empty upload_url: none, the spool is the output. */
 	char upload_url[CONFIG_MAX_URL];
@@ -117,27 +117,8 @@ enum config_result {
 	CONFIG_EXIT_BAD, /* usage or configuration error, already reported on stderr */
 };
 
-#define CONFIG_DEFAULT_FILE		 "/etc/rubyprofd/rubyprofd.conf"
-#define CONFIG_DEFAULT_DURATION		 10.0
-#define CONFIG_DEFAULT_FREQUENCY	 99 /* --oneshot */
-#define CONFIG_DEFAULT_SERVICE_FREQUENCY 19 /* the service: always on, so cheaper */
-#define CONFIG_MAX_FREQUENCY		 10000
-#define CONFIG_DEFAULT_INTERVAL		 10.0
-#define CONFIG_MAX_INTERVAL		 3600.0
-#define CONFIG_DEFAULT_SPOOL_DIR	 "/var/lib/rubyprofd/spool"
-#define CONFIG_DEFAULT_SPOOL_MAX_BYTES	 (256ULL << 20)
-#define CONFIG_MIN_SPOOL_MAX_BYTES	 (1ULL << 20)
-#define CONFIG_MAX_SPOOL_MAX_BYTES	 (1ULL << 50) /* 1 PiB: a typo guard, not a real bound */
-#define CONFIG_DEFAULT_SPOOL_MAX_AGE	 (24 * 3600.0)
-#define CONFIG_MAX_SPOOL_MAX_AGE	 (3650 * 24 * 3600.0)
-#define CONFIG_DEFAULT_RESCAN_INTERVAL	 30.0
-#define CONFIG_MAX_RESCAN_INTERVAL	 3600.0
-
-#define CONFIG_DEFAULT_UPLOAD_CONNECT_TIMEOUT  5.0
-#define CONFIG_DEFAULT_UPLOAD_TIMEOUT	       30.0
-#define CONFIG_DEFAULT_UPLOAD_MAX_AGE	       3600.0 /* Pyroscope's ingestion window */
-#define CONFIG_DEFAULT_UPLOAD_BACKOFF_MAX      300.0
-#define CONFIG_DEFAULT_UPLOAD_REJECTED_MAX_AGE (7 * 24 * 3600.0)
+#define CONFIG_DEFAULT_FILE "/etc/rubyprofd/rubyprofd.conf"
+/* Every other default and bound is in the key table, config_keys.c. */
 
 /* Parses argv and the configuration file into *cfg; reports errors on stderr. */
 enum config_result config_parse(struct config *cfg, int argc, char **argv);
@@ -147,6 +128,5 @@ enum config_result config_parse(struct config *cfg, int argc, char **argv);
  */
 enum config_result config_parse_with_default(struct config *cfg, int argc, char **argv,
 					     const char *default_file);
-void config_usage(FILE *out);
 
 #endif

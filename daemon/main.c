@@ -34,8 +34,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (!cfg.oneshot)
 		return service_run(&cfg, argc, argv);
-	/* --oneshot is quiet by default: its output is the summary */
-	log_set_level(cfg.log_level >= 0 ? (enum log_level)cfg.log_level : LOG_LVL_WARN);
+	/* --oneshot is quiet by default (the key table's default): its output is the summary */
+	log_set_level((enum log_level)cfg.log_level);
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;

@@ -861,48 +861,5 @@ bool metrics_needs_tick(const struct metrics *m)
 void metrics_stats(const struct metrics *m, struct metrics_stats *out)
 {
 	*out = m->stats;
-}
-
-void metrics_render_stats(const struct metrics *m, struct mbuf *out)
-{
-	static const struct {
-		const char *name, *help;
-		size_t offset;
-	} counters[] = {
-		{"rubyprofd_metrics_clients_accepted_total", "Connections to the metrics endpoint.",
-		 offsetof(struct metrics_stats, accepted)},
-		{"rubyprofd_metrics_clients_rejected_total",
-		 "Connections closed at once: over the limit of concurrent clients.",
-		 offsetof(struct metrics_stats, rejected)},
-		{"rubyprofd_metrics_clients_idle_dropped_total",
-		 "Connections dropped after making no progress for the idle timeout.",
-		 offsetof(struct metrics_stats, idle_dropped)},
-		{"rubyprofd_metrics_clients_aborted_total",
-		 "Connections the peer closed before sending a whole request.",
-		 offsetof(struct metrics_stats, aborted)},
-		{"rubyprofd_metrics_accept_errors_total",
-		 "Failed accepts on the metrics endpoint (e.g. out of file descriptors).",
-		 offsetof(struct metrics_stats, accept_errors)},
-	};
-	char labels[32], code[8];
-	size_t i;
-
-	for (i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
-		mbuf_family(out, counters[i].name, "counter", counters[i].help);
-		mbuf_sample(
-			out, counters[i].name, NULL,
-			(double)*(const uint64_t *)((const char *)&m->stats + counters[i].offset));
-	}
-	mbuf_family(out, "rubyprofd_metrics_clients", "gauge",
-		    "Connections to the metrics endpoint open now.");
-	mbuf_sample(out, "rubyprofd_metrics_clients", NULL, (double)m->nclients);
-	mbuf_family(out, "rubyprofd_metrics_responses_total", "counter",
-		    "Responses of the metrics endpoint by HTTP status.");
-	for (i = 0; i < sizeof(metrics_codes) / sizeof(metrics_codes[0]); i++) {
-		labels[0] = '\0';
-		snprintf(code, sizeof(code), "%d", metrics_codes[i].status);
-		mbuf_label(labels, sizeof(labels), "code", code);
-		mbuf_sample(out, "rubyprofd_metrics_responses_total", labels,
-			    (double)m->stats.responses[i]);
-	}
+	out->clients = m->nclients;
 }

@@ -66,6 +66,7 @@ struct metrics_stats {
 	uint64_t aborted;      /* peer closed or failed before a whole request */
 	uint64_t accept_errors;
 	uint64_t responses[6]; /* by METRICS_CODE_* */
+	uint64_t clients;      /* connections open now */
 };
 enum {
 	METRICS_CODE_200,
@@ -77,8 +78,6 @@ enum {
 };
 
 void metrics_stats(const struct metrics *m, struct metrics_stats *out);
-/* The endpoint's own counters as rubyprofd_metrics_* families, for the render callback. */
-void metrics_render_stats(const struct metrics *m, struct mbuf *out);
 
 /* ---- writers ------------------------------------------------------------------------------- */
 

@@ -21,6 +21,7 @@
 
 #include "fileio.h"
 #include "log.h"
+#include "metrics_table.h"
 #include "notify.h"
 #include "oneshot.h"
 #include "pprof.h"
@@ -234,18 +235,26 @@ static void write_view(const char *path, const char *format)
 	}
 }
 
+/* The value of metric id (metrics_table.h) as an integer, for the summary's lines. */
+#define M(id) ((uint64_t)metric_value(&S, id))
+
+/*
+ * The summary: the top list, then the counters, read from the same metric table as the
+ * service's endpoint (the names in docs/metrics.md say what each counts).
+ */
 static void summary(struct run *r, double secs, const char *path)
 {
-	struct session_counters c;
-	const uint64_t *bpf;
+	struct metric_snapshot S;
 	size_t nproc = session_profiled(r->session);
 
-	session_counters(r->session, &c);
-	bpf = c.sampler.bpf;
+	memset(&S, 0, sizeof(S));
+	session_counters(r->session, &S.c);
+	S.modes = METRIC_ALWAYS | (S.c.native_on ? METRIC_NATIVE : 0) |
+		  (S.c.wall_on ? METRIC_WALL : 0);
 	printf("rubyprofd: %zu Ruby process%s profiled for %.1f s at %u Hz\n", nproc,
 	       nproc == 1 ? "" : "es", secs, r->cfg->frequency);
 	report_top(stdout, session_agg(r->session), r->cfg->top);
-	if (c.wall_on) {
+	if (S.c.wall_on) {
 		wall_report(stdout, session_agg(r->session));
 		printf("wall: %" PRIu64 " thread samples in %" PRIu64 " runs (%s, %" PRIu64
 		       " ms in BPF; %" PRIu64 " ticks skipped, %" PRIu64
@@ -254,74 +263,80 @@ static void summary(struct run *r, double secs, const char *path)
 		       " credits cut; %" PRIu64 " perf samples of processes without), %" PRIu64
 		       " lists cut at %d threads, %" PRIu64 " bad nodes, %" PRIu64
 		       " failed reads, %" PRIu64 " late ticks, %" PRIu64 " failed runs\n",
-		       c.wall.bpf[RP_WSTAT_THREADS], c.wall.bpf[RP_WSTAT_RUNS],
-		       c.wall.by_syscall ? "syscall program" : "task iterator",
-		       c.wall.bpf[RP_WSTAT_RUN_NS] / 1000000, c.wall.ticks_skipped,
-		       c.wall.bpf[RP_WSTAT_SKIPPED], c.wall.ticks_slept,
-		       c.wall.bpf[RP_WSTAT_ON_CPU], c.wall.bpf[RP_WSTAT_CREDIT_CUT],
-		       bpf[RP_STAT_WALL_MUTED], c.wall.bpf[RP_WSTAT_CUT], RP_MAX_WALL_THREADS,
-		       c.wall.bpf[RP_WSTAT_BAD_NODE], c.wall.bpf[RP_WSTAT_READ_FAILED],
-		       c.wall.ticks_late, c.wall.runs_failed);
+		       M(M_WALL_THREADS_SAMPLED), M(M_WALL_RUNS),
+		       S.c.wall.by_syscall ? "syscall program" : "task iterator",
+		       (uint64_t)(metric_value(&S, M_WALL_ITERATOR_SECONDS) * 1000),
+		       M(M_WALL_TICKS_SKIPPED), M(M_WALL_SKIPPED_VISITS), M(M_WALL_TICKS_SLEPT),
+		       M(M_WALL_THREADS_ON_CPU), M(M_WALL_CREDIT_CUT), M(M_WALL_PERF_MUTED),
+		       M(M_WALL_LOSSES_MAX_THREADS), RP_MAX_WALL_THREADS,
+		       M(M_WALL_LOSSES_BAD_LIST_NODE), M(M_WALL_LOSSES_READ_FAILED),
+		       M(M_WALL_TICKS_LATE), M(M_WALL_LOSSES_RUN_FAILED));
 		printf("wall reuse: %" PRIu64 " stacks reused in %" PRIu64 " records, %" PRIu64
 		       " visits without a header copy (%" PRIu64
 		       " taken at the end or a thread's end; %" PRIu64 " not found, %" PRIu64
 		       " lost with their copy, %" PRIu64 " copies evicted), %" PRIu64
 		       " threads first seen or walked again, %" PRIu64
 		       " not remembered (table full), %" PRIu64 " runs from a cursor\n",
-		       c.wall.reused, c.wall.bpf[RP_WSTAT_PEND_SENT], c.wall.bpf[RP_WSTAT_QUIET],
-		       c.wall.pending_swept, c.wall.reuse_missed, c.wall.pending_lost,
-		       c.wall.copies_evicted, c.wall.bpf[RP_WSTAT_CACHE_MISS],
-		       c.wall.bpf[RP_WSTAT_CACHE_FULL], c.wall.bpf[RP_WSTAT_CURSOR]);
+		       M(M_WALL_STACKS_REUSED), M(M_WALL_REUSE_RECORDS), M(M_WALL_QUIET_VISITS),
+		       M(M_WALL_REUSE_FLUSHED), M(M_WALL_LOSSES_REUSED_STACK_MISSING),
+		       M(M_WALL_LOSSES_PENDING_LOST), M(M_WALL_STACK_COPIES_EVICTED),
+		       M(M_WALL_THREADS_WALKED), M(M_WALL_THREADS_NOT_REMEMBERED),
+		       M(M_WALL_CURSOR_RUNS));
 	}
 	printf("samples: %" PRIu64 " on all CPUs, %" PRIu64 " Ruby, %" PRIu64
 	       " with a Ruby stack, %" PRIu64 " without a Ruby context, %" PRIu64 " in GC, %" PRIu64
 	       " in JIT code\n",
-	       bpf[RP_STAT_SAMPLES], bpf[RP_STAT_RUBY_SAMPLES], bpf[RP_STAT_RUBY_STACKS],
-	       bpf[RP_STAT_NO_EC] + bpf[RP_STAT_NOT_GVL], c.collector.gc, c.collector.jit_leaf);
+	       M(M_SAMPLES_RUBY) + M(M_SAMPLES_OTHER) + M(M_DROPPED_SAMPLES_REUSED_PID),
+	       M(M_SAMPLES_RUBY), M(M_RUBY_STACKS), M(M_SAMPLES_WITHOUT_RUBY_CONTEXT),
+	       M(M_GC_SAMPLES_KEPT), M(M_JIT_SAMPLES));
 	printf("dropped: %" PRIu64 " (ring buffer %" PRIu64 ", incomplete %" PRIu64
 	       ", table full %" PRIu64 ", no memory %" PRIu64 ", refused %" PRIu64
 	       ", unknown process %" PRIu64 "), failed reads: %" PRIu64 " (+%" PRIu64
 	       " frames unsymbolized), truncated: %" PRIu64 "\n",
-	       bpf[RP_STAT_RB_DROPPED] + c.sampler.incomplete + c.collector.agg_dropped +
-		       c.collector.dropped_nomem + c.collector.dropped_error +
-		       c.collector.unknown_pid,
-	       bpf[RP_STAT_RB_DROPPED], c.sampler.incomplete, c.collector.agg_dropped,
-	       c.collector.dropped_nomem, c.collector.dropped_error, c.collector.unknown_pid,
-	       bpf[RP_STAT_READ_FAILED] + bpf[RP_STAT_BAD_EC], c.collector.frames_failed,
-	       bpf[RP_STAT_TRUNCATED]);
+	       M(M_DROPPED_SAMPLES_RING_BUFFER_FULL) + M(M_DROPPED_SAMPLES_INCOMPLETE) +
+		       M(M_DROPPED_SAMPLES_TABLE_FULL) + M(M_DROPPED_SAMPLES_NO_MEMORY) +
+		       M(M_DROPPED_SAMPLES_REFUSED) + M(M_DROPPED_SAMPLES_UNKNOWN_PROCESS),
+	       M(M_DROPPED_SAMPLES_RING_BUFFER_FULL), M(M_DROPPED_SAMPLES_INCOMPLETE),
+	       M(M_DROPPED_SAMPLES_TABLE_FULL), M(M_DROPPED_SAMPLES_NO_MEMORY),
+	       M(M_DROPPED_SAMPLES_REFUSED), M(M_DROPPED_SAMPLES_UNKNOWN_PROCESS),
+	       M(M_FAILED_READS_BPF_STACK) + M(M_FAILED_READS_BPF_CONTEXT),
+	       M(M_FAILED_READS_SYMBOLIZE), M(M_TRUNCATED_STACKS));
 	/* A bound hit is counted: a reset costs reads again, never frames (only when it happened,
 	 * so that the usual summary stays three lines) */
-	if (c.collector.sym.cache_resets || c.collector.cache_resets)
+	if (M(M_SYMBOLIZER_CACHE_RESETS) || M(M_FRAME_CACHE_RESETS))
 		printf("cache resets: %" PRIu64 " symbolizer, %" PRIu64 " frame cache\n",
-		       c.collector.sym.cache_resets, c.collector.cache_resets);
-	if (c.native_on)
+		       M(M_SYMBOLIZER_CACHE_RESETS), M(M_FRAME_CACHE_RESETS));
+	if (S.c.native_on)
 		printf("native: %" PRIu64 " copies (%" PRIu64 " lost, %" PRIu64 " short), %" PRIu64
 		       " unwound, %" PRIu64 " truncated, %" PRIu64
 		       " Ruby stacks without their copy\n",
-		       bpf[RP_STAT_USTACKS], bpf[RP_STAT_USTACK_LOST], bpf[RP_STAT_USTACK_SHORT],
-		       c.native.unw.unwinds, c.native.truncated, c.native.unpaired);
+		       M(M_NATIVE_COPIES), M(M_NATIVE_COPIES_LOST), M(M_NATIVE_COPIES_SHORT),
+		       M(M_NATIVE_UNWOUND), M(M_NATIVE_TRUNCATED), M(M_NATIVE_UNPAIRED));
 	/* the ELF objects the processes shared (elfcache.h): parsed once each, however many
 	 * processes map them */
-	if (c.native_on)
+	if (S.c.native_on)
 		printf("native objects: %" PRIu64 " parsed, %" PRIu64 " times shared, %" PRIu64
 		       " at most at once, %" PRIu64 " freed, %" PRIu64 " not shared (cache full)\n",
-		       c.native.unw.elf.misses, c.native.unw.elf.hits, c.native.unw.elf.peak,
-		       c.native.unw.elf.freed, c.native.unw.elf.full);
-	if (c.native_on && r->cfg->kernel_stacks)
+		       M(M_NATIVE_ELF_PARSED), M(M_NATIVE_ELF_SHARED), M(M_NATIVE_ELF_OBJECTS_PEAK),
+		       M(M_NATIVE_ELF_FREED), M(M_NATIVE_ELF_NOT_SHARED));
+	if (S.c.native_on && r->cfg->kernel_stacks)
 		printf("kernel: %" PRIu64 " stacks (%" PRIu64 " lost, %" PRIu64
 		       " unpaired), %" PRIu64 " frames, %" PRIu64 " unnamed\n",
-		       bpf[RP_STAT_KSTACKS], bpf[RP_STAT_KSTACK_LOST], c.collector.kernel_unpaired,
-		       c.collector.kernel_frames, c.collector.kernel_unsymbolized);
-	if (c.native_on && r->cfg->native_procs != RP_NATIVE_RUBY)
+		       M(M_KERNEL_STACKS_TAKEN), S.c.sampler.bpf[RP_STAT_KSTACK_LOST],
+		       S.c.collector.kernel_unpaired, M(M_KERNEL_FRAMES),
+		       M(M_KERNEL_FRAMES_UNNAMED));
+	if (S.c.native_on && r->cfg->native_procs != RP_NATIVE_RUBY)
 		printf("other processes: %" PRIu64 " samples of %" PRIu64 " processes, %" PRIu64
 		       " not unwound, %" PRIu64 " dropped at the bound, %" PRIu64 " Dwfl evicted\n",
-		       c.collector.alone, c.collector.alone_procs, c.collector.alone_failed,
-		       c.collector.alone_dropped, c.native.unw.evicted);
+		       M(M_OTHER_SAMPLES), M(M_OTHER_PROCESSES), M(M_OTHER_SAMPLES_FAILED),
+		       M(M_OTHER_SAMPLES_DROPPED), M(M_NATIVE_DWFL_EVICTED));
 	if (path)
 		printf("profile: %s  (view: go tool pprof -top %s)\n", path, path);
 	if (path && r->cfg->format)
 		write_view(path, r->cfg->format);
 }
+
+#undef M
 
 /*
  * Waits for what the loop acts on: a record that wakes the ring buffer's fd (process events, a

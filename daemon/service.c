@@ -22,6 +22,7 @@
 #include "ingest.h"
 #include "log.h"
 #include "metrics.h"
+#include "metrics_table.h"
 #include "notify.h"
 #include "pprof.h"
 #include "privs.h"
@@ -346,73 +347,6 @@ static void end_interval(struct service *sv, int64_t now)
 
 /* ---- metrics ------------------------------------------------------------------------------ */
 
-static void counter(struct mbuf *b, const char *name, const char *help, double v)
-{
-	mbuf_family(b, name, "counter", help);
-	mbuf_sample(b, name, NULL, v);
-}
-
-static void gauge(struct mbuf *b, const char *name, const char *help, double v)
-{
-	mbuf_family(b, name, "gauge", help);
-	mbuf_sample(b, name, NULL, v);
-}
-
-static void labelled(struct mbuf *b, const char *name, const char *key, const char *value, double v)
-{
-	char l[128] = "";
-
-	mbuf_label(l, sizeof(l), key, value);
-	mbuf_sample(b, name, l, v);
-}
-
-static void render_ship(struct service *sv, struct mbuf *b)
-{
-	struct ship_stats st;
-	int f;
-
-	ship_stats(sv->ship, &st);
-	counter(b, "rubyprofd_upload_ok_total", "Profiles the collector accepted (2xx).",
-		(double)st.uploads_ok);
-	mbuf_family(b, "rubyprofd_upload_failures_total", "counter",
-		    "Uploads that failed, by cause (network, timeout and tls had no HTTP answer).");
-	for (f = 0; f < SHIP_NFAIL; f++)
-		labelled(b, "rubyprofd_upload_failures_total", "cause",
-			 ship_failure_name((enum ship_failure)f), (double)st.failures[f]);
-	counter(b, "rubyprofd_upload_bytes_total", "Request bytes of accepted uploads.",
-		(double)st.bytes_sent);
-	counter(b, "rubyprofd_upload_resends_total",
-		"Profiles sent again after a stop or crash cut their upload off.",
-		(double)st.resends);
-	counter(b, "rubyprofd_upload_dropped_too_old_total",
-		"Profiles dropped unsent: older than upload_max_age.", (double)st.dropped_too_old);
-	counter(b, "rubyprofd_upload_moved_aside_total",
-		"Profiles the collector refused, moved into SPOOL_DIR/rejected.",
-		(double)st.rejected_moved);
-	counter(b, "rubyprofd_upload_rejected_removed_total",
-		"Refused profiles removed from SPOOL_DIR/rejected by its bounds.",
-		(double)st.rejected_removed);
-	counter(b, "rubyprofd_upload_move_errors_total",
-		"Refused profiles that could not be moved aside (removed instead).",
-		(double)st.move_errors);
-	counter(b, "rubyprofd_upload_request_seconds_total",
-		"Time spent in requests that got an HTTP answer.", st.latency_sum);
-	counter(b, "rubyprofd_upload_requests_answered_total",
-		"Requests that got an HTTP answer (the count for the time above).",
-		(double)st.latency_count);
-	gauge(b, "rubyprofd_spool_backlog_profiles", "Profiles waiting in the spool to be sent.",
-	      (double)st.backlog_profiles);
-	gauge(b, "rubyprofd_spool_backlog_bytes", "Bytes waiting in the spool to be sent.",
-	      (double)st.backlog_bytes);
-	gauge(b, "rubyprofd_spool_oldest_profile_age_seconds",
-	      "Age of the oldest profile waiting to be sent (0: none).", st.oldest_age);
-	gauge(b, "rubyprofd_collector_up", "1 when the last upload was accepted, else 0.",
-	      st.state == SHIP_STATE_UP ? 1 : 0);
-	gauge(b, "rubyprofd_upload_last_success_timestamp_seconds",
-	      "When the collector last accepted a profile (0: never).",
-	      (double)st.last_success_ns / 1e9);
-}
-
 static uint64_t rss_bytes(void)
 {
 	unsigned long size = 0, resident = 0;
@@ -426,292 +360,47 @@ static uint64_t rss_bytes(void)
 	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
+/* Every counter of the service now, for the metric table (metrics_table.h). */
+static void snapshot(struct service *sv, struct metric_snapshot *S)
+{
+	struct rusage ru;
+
+	memset(S, 0, sizeof(*S));
+	session_counters(sv->session, &S->c);
+	spool_stats(sv->spool, &S->spool);
+	if (sv->ship)
+		ship_stats(sv->ship, &S->ship);
+	if (sv->metrics)
+		metrics_stats(sv->metrics, &S->endpoint);
+	getrusage(RUSAGE_SELF, &ru);
+	S->cpu_seconds = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+			 (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+	S->rss_bytes = rss_bytes();
+	S->profiles_written = sv->profiles_written;
+	S->profile_errors = sv->profile_errors;
+	S->intervals = sv->intervals;
+	S->reloads = sv->reloads;
+	S->reload_errors = sv->reload_errors;
+	S->frequency = session_frequency(sv->session);
+	S->modes = METRIC_ALWAYS | METRIC_ENDPOINT;
+	if (S->c.native_on)
+		S->modes |= METRIC_NATIVE;
+	if (S->c.native_on && sv->cfg->kernel_stacks)
+		S->modes |= METRIC_KERNEL;
+	if (S->c.native_on && sv->cfg->native_procs != RP_NATIVE_RUBY)
+		S->modes |= METRIC_ALONE;
+	if (S->c.wall_on)
+		S->modes |= METRIC_WALL;
+	if (sv->ship)
+		S->modes |= METRIC_SHIP;
+}
+
 static void render(void *ctx, struct mbuf *b)
 {
-	struct service *sv = ctx;
-	struct session_counters c;
-	struct spool_stats sp;
-	const uint64_t *bpf;
-	struct rusage ru;
-	int r;
+	struct metric_snapshot S;
 
-	session_counters(sv->session, &c);
-	bpf = c.sampler.bpf;
-	spool_stats(sv->spool, &sp);
-	getrusage(RUSAGE_SELF, &ru);
-
-	mbuf_family(
-		b, "rubyprofd_samples_total", "counter",
-		"CPU samples taken, by whether the sampled thread belonged to a profiled Ruby.");
-	labelled(b, "rubyprofd_samples_total", "process", "ruby", bpf[RP_STAT_RUBY_SAMPLES]);
-	labelled(b, "rubyprofd_samples_total", "process", "other",
-		 (double)(bpf[RP_STAT_SAMPLES] - bpf[RP_STAT_RUBY_SAMPLES] -
-			  bpf[RP_STAT_STALE_PID]));
-	counter(b, "rubyprofd_ruby_stacks_total", "Samples that produced a Ruby stack.",
-		bpf[RP_STAT_RUBY_STACKS]);
-	counter(b, "rubyprofd_samples_without_ruby_context_total",
-		"Samples of a Ruby process's thread that runs no Ruby (or not the GVL holder).",
-		(double)(bpf[RP_STAT_NO_EC] + bpf[RP_STAT_NOT_GVL]));
-	mbuf_family(b, "rubyprofd_failed_reads_total", "counter",
-		    "Memory reads that failed, by where.");
-	labelled(b, "rubyprofd_failed_reads_total", "where", "bpf_stack", bpf[RP_STAT_READ_FAILED]);
-	labelled(b, "rubyprofd_failed_reads_total", "where", "bpf_context", bpf[RP_STAT_BAD_EC]);
-	labelled(b, "rubyprofd_failed_reads_total", "where", "symbolize",
-		 c.collector.frames_failed);
-	mbuf_family(b, "rubyprofd_dropped_samples_total", "counter", "Samples lost, by cause.");
-	labelled(b, "rubyprofd_dropped_samples_total", "cause", "ring_buffer_full",
-		 bpf[RP_STAT_RB_DROPPED]);
-	labelled(b, "rubyprofd_dropped_samples_total", "cause", "incomplete", c.sampler.incomplete);
-	labelled(b, "rubyprofd_dropped_samples_total", "cause", "table_full",
-		 c.collector.agg_dropped);
-	labelled(b, "rubyprofd_dropped_samples_total", "cause", "no_memory",
-		 c.collector.dropped_nomem);
-	labelled(b, "rubyprofd_dropped_samples_total", "cause", "refused",
-		 c.collector.dropped_error);
-	labelled(b, "rubyprofd_dropped_samples_total", "cause", "unknown_process",
-		 c.collector.unknown_pid);
-	labelled(b, "rubyprofd_dropped_samples_total", "cause", "reused_pid",
-		 bpf[RP_STAT_STALE_PID]);
-	counter(b, "rubyprofd_truncated_stacks_total", "Stacks cut at max_frames.",
-		bpf[RP_STAT_TRUNCATED]);
-	if (c.native_on) {
-		counter(b, "rubyprofd_native_copies_total",
-			"User stack copies sent by the BPF program (--stacks mixed).",
-			bpf[RP_STAT_USTACKS]);
-		counter(b, "rubyprofd_native_copies_lost_total",
-			"User stack copies lost: the ring buffer was full.",
-			bpf[RP_STAT_USTACK_LOST]);
-		counter(b, "rubyprofd_native_copies_short_total",
-			"User stack copies that ended at an unreadable page.",
-			bpf[RP_STAT_USTACK_SHORT]);
-		counter(b, "rubyprofd_native_unwound_total", "Native stacks unwound.",
-			c.native.unw.unwinds);
-		counter(b, "rubyprofd_native_truncated_total",
-			"Native stacks cut short: unwinding stopped early, or more frames than "
-			"kept "
-			"(marked in the stack).",
-			c.native.truncated);
-		counter(b, "rubyprofd_native_unpaired_total",
-			"Ruby stacks shown without native frames: their copy was missing.",
-			c.native.unpaired);
-		counter(b, "rubyprofd_native_dwfl_evicted_total",
-			"Per-process unwinding states dropped at their bound.",
-			c.native.unw.evicted);
-		counter(b, "rubyprofd_native_elf_parsed_total",
-			"ELF objects parsed for unwinding (each once while a process uses it).",
-			c.native.unw.elf.misses);
-		counter(b, "rubyprofd_native_elf_shared_total",
-			"Times a process's module used an ELF object parsed already.",
-			c.native.unw.elf.hits);
-		counter(b, "rubyprofd_native_elf_freed_total",
-			"ELF objects freed: the last process using them went.",
-			c.native.unw.elf.freed);
-		counter(b, "rubyprofd_native_elf_not_shared_total",
-			"ELF files parsed per process: the shared cache was at its bound.",
-			c.native.unw.elf.full);
-		gauge(b, "rubyprofd_native_elf_objects", "ELF objects held for unwinding now.",
-		      (double)c.native.unw.elf.objects);
-		gauge(b, "rubyprofd_native_elf_bytes",
-		      "Bytes of the ELF files held for unwinding (mapped, not all resident).",
-		      (double)c.native.unw.elf.bytes);
-	}
-	if (c.native_on && sv->cfg->kernel_stacks) {
-		counter(b, "rubyprofd_kernel_stacks_total",
-			"Kernel stacks put under native frames (kernel_stacks).",
-			c.collector.kernel_stacks);
-		counter(b, "rubyprofd_kernel_stacks_lost_total",
-			"Kernel stacks lost: the ring buffer was full, or their sample was.",
-			bpf[RP_STAT_KSTACK_LOST] + c.collector.kernel_unpaired);
-		counter(b, "rubyprofd_kernel_frames_unnamed_total",
-			"Kernel frames without a name (no CAP_SYSLOG, or no symbol).",
-			c.collector.kernel_unsymbolized);
-	}
-	if (c.native_on && sv->cfg->native_procs != RP_NATIVE_RUBY) {
-		counter(b, "rubyprofd_other_samples_total",
-			"Native samples of processes that are no Ruby (native_processes).",
-			c.collector.alone);
-		counter(b, "rubyprofd_other_samples_failed_total",
-			"Of those: not unwound (the process was gone, or its modules unreadable).",
-			c.collector.alone_failed);
-		counter(b, "rubyprofd_other_samples_dropped_total",
-			"Of those: dropped at the bound of such processes kept at once.",
-			c.collector.alone_dropped);
-		counter(b, "rubyprofd_other_processes_total",
-			"Processes that are no Ruby kept for their native samples.",
-			c.collector.alone_procs);
-	}
-	if (c.wall_on) {
-		counter(b, "rubyprofd_wall_runs_total",
-			"Wall-clock iterator runs that walked a process's thread list.",
-			c.wall.bpf[RP_WSTAT_RUNS]);
-		counter(b, "rubyprofd_wall_ticks_skipped_total",
-			"Wall-clock ticks of a process not run: none of its threads was switched "
-			"in or out since its last run (their visits are added at the next).",
-			c.wall.ticks_skipped);
-		counter(b, "rubyprofd_wall_ticks_slept_total",
-			"Wall-clock ticks the daemon did not wake up for: every process was still "
-			"(a switch of one wakes it).",
-			c.wall.ticks_slept);
-		counter(b, "rubyprofd_wall_wakeups_lost_total",
-			"Wake-ups of a daemon sleeping through still ticks that the switch hook "
-			"could not send (its ring full).",
-			c.wall.bpf[RP_WSTAT_WAKE_LOST]);
-		counter(b, "rubyprofd_wall_skipped_visits_total",
-			"Thread visits of skipped ticks added by the next run.",
-			c.wall.bpf[RP_WSTAT_SKIPPED]);
-		counter(b, "rubyprofd_wall_threads_sampled_total",
-			"Ruby threads sampled (wall clock).", c.wall.bpf[RP_WSTAT_THREADS]);
-		counter(b, "rubyprofd_wall_threads_on_cpu_total",
-			"Wall-clock thread samples the iterator left to the perf samples (time on "
-			"a CPU).",
-			c.wall.bpf[RP_WSTAT_ON_CPU]);
-		counter(b, "rubyprofd_wall_credit_cut_total",
-			"Off-CPU time cut at its bound (16 periods) for a thread found on a CPU "
-			"at every tick it was owed a sample.",
-			c.wall.bpf[RP_WSTAT_CREDIT_CUT]);
-		counter(b, "rubyprofd_wall_perf_muted_total",
-			"Perf samples dropped in wall mode: their process's running threads are "
-			"walked by the iterator (Ruby 2.7) or not sampled.",
-			c.sampler.bpf[RP_STAT_WALL_MUTED]);
-		counter(b, "rubyprofd_wall_stacks_reused_total",
-			"Wall-clock samples of a thread that had not run since its last walk, "
-			"given "
-			"that walk's stack instead of a new one.",
-			c.wall.reused);
-		counter(b, "rubyprofd_wall_reuse_records_total",
-			"Records that carried reused visits (a parked thread's visits are summed "
-			"in "
-			"BPF and sent together).",
-			c.wall.bpf[RP_WSTAT_PEND_SENT]);
-		counter(b, "rubyprofd_wall_quiet_visits_total",
-			"Visits of a parked thread made without copying its header (its task did "
-			"not run, the thread list did not change).",
-			c.wall.bpf[RP_WSTAT_QUIET]);
-		counter(b, "rubyprofd_wall_reuse_flushed_total",
-			"Reused visits the daemon took from the BPF table itself: before each "
-			"profile is cut, and those of ended threads.",
-			c.wall.pending_swept);
-		counter(b, "rubyprofd_wall_stack_copies_evicted_total",
-			"Threads' last stacks evicted at the bound of copies kept (the thread is "
-			"walked again).",
-			c.wall.copies_evicted);
-		counter(b, "rubyprofd_wall_threads_not_remembered_total",
-			"Thread visits not remembered for reuse: the BPF table of threads was "
-			"full.",
-			c.wall.bpf[RP_WSTAT_CACHE_FULL]);
-		counter(b, "rubyprofd_wall_cursor_runs_total",
-			"Iterator runs that continued a process's thread list where the last one "
-			"stopped (more threads than one run takes).",
-			c.wall.bpf[RP_WSTAT_CURSOR]);
-		counter(b, "rubyprofd_wall_iterator_seconds_total",
-			"Time spent in the wall-clock iterator program.",
-			(double)c.wall.bpf[RP_WSTAT_RUN_NS] / 1e9);
-		mbuf_family(b, "rubyprofd_wall_losses_total", "counter",
-			    "Wall-clock samples not taken, by cause.");
-		labelled(b, "rubyprofd_wall_losses_total", "cause", "max_threads",
-			 c.wall.bpf[RP_WSTAT_CUT]);
-		labelled(b, "rubyprofd_wall_losses_total", "cause", "bad_list_node",
-			 c.wall.bpf[RP_WSTAT_BAD_NODE]);
-		labelled(b, "rubyprofd_wall_losses_total", "cause", "read_failed",
-			 c.wall.bpf[RP_WSTAT_READ_FAILED]);
-		labelled(b, "rubyprofd_wall_losses_total", "cause", "reused_stack_missing",
-			 c.wall.reuse_missed);
-		labelled(b, "rubyprofd_wall_losses_total", "cause", "pending_lost",
-			 c.wall.pending_lost);
-		labelled(b, "rubyprofd_wall_losses_total", "cause", "run_failed",
-			 c.wall.runs_failed);
-		labelled(b, "rubyprofd_wall_losses_total", "cause", "refused_version",
-			 c.wall.refused_version);
-		labelled(b, "rubyprofd_wall_losses_total", "cause", "refused_full",
-			 c.wall.refused_full);
-		counter(b, "rubyprofd_wall_ticks_late_total",
-			"Wall-clock ticks that began a whole period late.", c.wall.ticks_late);
-		counter(b, "rubyprofd_wall_state_unknown_total",
-			"Wall-clock samples of a thread whose state fit no rule.",
-			c.wall.bpf[RP_WSTAT_UNKNOWN]);
-	}
-	counter(b, "rubyprofd_ring_buffer_bytes_total",
-		"Bytes of records read from the ring buffer (its size is 8 MiB: this rate tells "
-		"how "
-		"long the daemon may stall before samples are dropped).",
-		(double)c.sampler.ring_bytes);
-	counter(b, "rubyprofd_bad_records_total", "Ring-buffer records of an unknown kind.",
-		c.sampler.bad_records);
-	counter(b, "rubyprofd_iseqs_reused_total",
-		"Cached iseqs found replaced by another object at their address (freed by GC), "
-		"named again.",
-		(double)c.collector.sym.iseq_reused);
-	counter(b, "rubyprofd_frame_cache_resets_total",
-		"Per-process frame caches dropped at their bound and refilled.",
-		c.collector.cache_resets);
-	counter(b, "rubyprofd_symbolizer_cache_resets_total",
-		"Per-process symbolizer caches (iseqs, lines, names) dropped at their bound.",
-		c.collector.sym.cache_resets);
-	counter(b, "rubyprofd_processes_without_pidfd_total",
-		"Processes profiled without a pidfd (their reads are not checked against pid "
-		"reuse).",
-		c.collector.no_pidfd);
-	counter(b, "rubyprofd_ruby_threads_invalid_total",
-		"Sampled thread pointers that were not a live Ruby thread (no ruby_thread label).",
-		c.collector.rthread.invalid);
-	counter(b, "rubyprofd_ruby_thread_names_failed_total",
-		"Ruby thread names (Thread#name) that could not be read.",
-		c.collector.rthread.name_failed);
-	counter(b, "rubyprofd_ruby_thread_cache_resets_total",
-		"Per-process Ruby thread caches dropped at their bound and refilled.",
-		c.collector.rthread.resets);
-	counter(b, "rubyprofd_interval_frames_refused_total",
-		"Frames refused by a full per-process frame table (until the interval ends).",
-		c.agg.frames_refused);
-	gauge(b, "rubyprofd_processes_profiled", "Ruby processes profiled now.",
-	      (double)c.tracker.active);
-	gauge(b, "rubyprofd_processes_tracked", "Processes the tracker has an entry for.",
-	      (double)c.tracker.entries);
-	counter(b, "rubyprofd_processes_enabled_total", "Ruby processes profiled, ever.",
-		c.tracker.enabled);
-	mbuf_family(b, "rubyprofd_processes_refused_total", "counter",
-		    "Processes not profiled, by reason.");
-	for (r = 0; r < TRACKER_REFUSED_MAX; r++)
-		labelled(b, "rubyprofd_processes_refused_total", "reason", tracker_refusal_name(r),
-			 c.tracker.refused[r]);
-	mbuf_family(b, "rubyprofd_process_events_total", "counter",
-		    "Process life-cycle events from the kernel.");
-	labelled(b, "rubyprofd_process_events_total", "event", "exec", c.tracker.execs);
-	labelled(b, "rubyprofd_process_events_total", "event", "fork", c.tracker.forks);
-	labelled(b, "rubyprofd_process_events_total", "event", "exit", c.tracker.exits);
-	counter(b, "rubyprofd_process_events_lost_total", "Process events lost (buffer full).",
-		bpf[RP_STAT_EVENTS_LOST]);
-	counter(b, "rubyprofd_pids_reused_total", "Pids found reused by another process.",
-		c.tracker.reused);
-	counter(b, "rubyprofd_proc_scans_total", "Scans of /proc.", c.tracker.scans);
-	counter(b, "rubyprofd_profiles_written_total", "Interval profiles written to the spool.",
-		sv->profiles_written);
-	counter(b, "rubyprofd_profile_write_errors_total",
-		"Interval profiles that could not be written.", sv->profile_errors);
-	gauge(b, "rubyprofd_spool_files", "Profiles in the spool.", sp.files);
-	gauge(b, "rubyprofd_spool_bytes", "Bytes in the spool.", sp.bytes);
-	mbuf_family(b, "rubyprofd_spool_evicted_total", "counter",
-		    "Profiles removed from the spool by a bound.");
-	labelled(b, "rubyprofd_spool_evicted_total", "bound", "bytes", sp.evicted_bytes);
-	labelled(b, "rubyprofd_spool_evicted_total", "bound", "age", sp.evicted_age);
-	counter(b, "rubyprofd_bpf_run_seconds_total",
-		"Time spent in the sampling BPF program, measured inside it.",
-		bpf[RP_STAT_RUN_NS] / 1e9);
-	counter(b, "rubyprofd_cpu_seconds_total", "CPU time of the daemon (user and system).",
-		ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
-			ru.ru_stime.tv_usec / 1e6);
-	gauge(b, "rubyprofd_resident_memory_bytes", "Resident memory of the daemon.",
-	      (double)rss_bytes());
-	gauge(b, "rubyprofd_interned_frames", "Frames interned for the live processes.",
-	      (double)c.agg.interned_frames);
-	gauge(b, "rubyprofd_interval_stacks", "Distinct stacks in the current interval.",
-	      (double)c.agg.stacks);
-	gauge(b, "rubyprofd_frequency_hertz", "Sampling frequency per CPU.",
-	      session_frequency(sv->session));
-	counter(b, "rubyprofd_config_reloads_total", "Configuration reloads (SIGHUP).",
-		sv->reloads);
-	if (sv->ship)
-		render_ship(sv, b);
+	snapshot(ctx, &S);
+	metrics_table_render(&S, b);
 }
 
 /* ---- set-up, reload, loop ----------------------------------------------------------------- */
@@ -733,7 +422,7 @@ static struct appname_rules *compile_rules(const struct config *cfg)
 
 static void apply_log_level(const struct config *cfg)
 {
-	log_set_level(cfg->log_level >= 0 ? (enum log_level)cfg->log_level : LOG_LVL_INFO);
+	log_set_level((enum log_level)cfg->log_level);
 }
 
 static void set_hostname(struct service *sv)

@@ -468,7 +468,7 @@ Test(conffile, defaults_of_oneshot_read_no_file)
 	cr_assert(cfg.oneshot);
 	cr_assert_null(cfg.config_file);
 	cr_assert_eq(cfg.frequency, 99);
-	cr_assert_eq(cfg.log_level, -1);
+	cr_assert_eq(cfg.log_level, LOG_LVL_WARN); /* the table's default for --oneshot */
 	cr_assert_float_eq(cfg.duration, 10, 1e-9);
 	cr_assert_eq(cfg.top, 15);
 	free(def);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "metrics.h"
+#include "metrics_table.h"
 
 /* ---- writers ------------------------------------------------------------------------------- */
 
@@ -269,6 +270,17 @@ struct server {
 
 static struct server srv;
 
+/* The endpoint's own families, as the metric table renders them for the service. */
+static void render_own(const struct metrics *m, struct mbuf *out)
+{
+	struct metric_snapshot S;
+
+	memset(&S, 0, sizeof(S));
+	metrics_stats(m, &S.endpoint);
+	S.modes = METRIC_ENDPOINT;
+	metrics_table_render(&S, out);
+}
+
 static void render(void *ctx, struct mbuf *out)
 {
 	struct server *s = ctx;
@@ -291,7 +303,7 @@ static void render(void *ctx, struct mbuf *out)
 		return;
 	default:
 		write_nasty_body(out);
-		metrics_render_stats(s->m, out);
+		render_own(s->m, out);
 	}
 }
 

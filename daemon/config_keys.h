@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * config_keys.h - the one table of rubyprofd's configuration keys and flags.
+ *
+ * Every key of the file and every flag is one entry: its name, flag, value type and bounds,
+ * default, whether a reload takes it, and its help and documentation. From it come the option
+ * parser (config.c builds getopt's table from it and applies the defaults through the same setter
+ * as the file), --help, and, through scripts/gendocs.c, the key section of rubyprofd(8), the
+ * table of docs/configuration.md and the installed systemd/rubyprofd.conf (every key, commented).
+ * tests/unit/test_config_doc.c fails when a committed one differs from what the table gives.
+ *
+ * Adding a key: an entry here (docs/hacking.md), a field in struct config, and a case in
+ * config.c's key_set() for what its type does not check by itself; then `make gen`.
+ */
+#ifndef RP_CONFIG_KEYS_H
+#define RP_CONFIG_KEYS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+enum config_key_id {
+	/* both modes */
+	KEY_CONFIG,
+	KEY_FREQUENCY,
+	KEY_PID,
+	KEY_CLOCK,
+	KEY_MAX_FRAMES,
+	KEY_STACKS,
+	KEY_USTACK_BYTES,
+	KEY_KERNEL_STACKS,
+	KEY_NATIVE_PROCESSES,
+	KEY_HOSTNAME,
+	KEY_LOG_LEVEL,
+	KEY_VERBOSE,
+	KEY_QUIET,
+	KEY_HELP,
+	KEY_VERSION,
+	/* the service */
+	KEY_INTERVAL,
+	KEY_SPOOL_DIR,
+	KEY_SPOOL_MAX_BYTES,
+	KEY_SPOOL_MAX_AGE,
+	KEY_METRICS_ADDRESS,
+	KEY_RESCAN_INTERVAL,
+	KEY_THREAD_NAMES,
+	KEY_LABEL,
+	KEY_RULE,
+	/* shipping (the service) */
+	KEY_UPLOAD_URL,
+	KEY_UPLOAD_PROTOCOL,
+	KEY_UPLOAD_TOKEN_FILE,
+	KEY_UPLOAD_BASIC_AUTH_FILE,
+	KEY_UPLOAD_TENANT_ID,
+	KEY_UPLOAD_HEADER,
+	KEY_UPLOAD_CA_FILE,
+	KEY_UPLOAD_CONNECT_TIMEOUT,
+	KEY_UPLOAD_TIMEOUT,
+	KEY_UPLOAD_MAX_AGE,
+	KEY_UPLOAD_BACKOFF_MAX,
+	KEY_UPLOAD_REJECTED_MAX_AGE,
+	/* --oneshot */
+	KEY_ONESHOT,
+	KEY_DURATION,
+	KEY_OUTPUT,
+	KEY_TOP,
+	KEY_FORMAT,
+	NKEYS,
+};
+
+enum {
+	K_FILE = 1 << 0,    /* a key of the file too (else a flag only) */
+	K_REPEAT = 1 << 1,  /* may be given many times */
+	K_SERVICE = 1 << 2, /* only for the service (checked, unused, with --oneshot --config) */
+	K_ONESHOT = 1 << 3, /* only with --oneshot */
+	K_SHIP = 1 << 4,    /* of the shipper (a K_SERVICE key): its own section of --help */
+	K_OPTARG = 1 << 5,  /* the flag's value is optional (--kernel-stacks alone: yes) */
+	K_ONE_OF = 1 << 6,  /* KT_ENUM: "is not one of a, b, c" (else "is not a, b or c") */
+};
+
+enum config_key_type {
+	KT_SWITCH,   /* a flag without a value */
+	KT_UINT,     /* a decimal number, min to max */
+	KT_SECONDS,  /* a number of seconds, decimals allowed ("2.5"), min to max (0: zero) */
+	KT_SIZE,     /* bytes, or a number with the suffix K, M or G (powers of 1024) */
+	KT_DURATION, /* a number with the suffix s, m, h or d (a bare number is seconds) */
+	KT_ENUM,     /* one of values */
+	KT_TEXT,     /* checked by key_set itself; `syntax` says what it takes */
+};
+
+enum config_reload {
+	RELOAD_NONE,	/* a flag only: nothing to reload */
+	RELOAD_YES,	/* SIGHUP takes it */
+	RELOAD_NEXT,	/* SIGHUP takes it from the next interval */
+	RELOAD_RESTART, /* only a restart does */
+};
+
+struct config_key {
+	const char *name;   /* the file's key; the flag is --NAME with '-' for '_' */
+	char short_opt;	    /* 'F' for -F, or 0 */
+	const char *arg;    /* the value's name in --help ("HZ"); NULL for a switch */
+	unsigned int flags; /* K_* */
+	enum config_key_type type;
+	double min, max;	   /* KT_UINT, KT_SECONDS, KT_SIZE, KT_DURATION */
+	const char *zero;	   /* KT_SECONDS, KT_DURATION: what 0 means, if it is allowed */
+	const char *const *values; /* KT_ENUM: NULL-terminated */
+	const char *syntax;	   /* KT_TEXT: what the value looks like (docs, `code` marked) */
+	const char *def;	   /* the default as the file spells it; "" none, NULL flag-only */
+	const char *def_oneshot;   /* the default with --oneshot, where it differs */
+	const char *none;	   /* what an empty value means ("no endpoint"), for the docs */
+	enum config_reload reload;
+	const char *help;    /* --help: a short phrase; the default is added to it */
+	const char *doc;     /* the documentation: sentences, `code` marked with backquotes */
+	const char *example; /* rubyprofd.conf: a value shown as an example, or NULL */
+};
+
+extern const struct config_key config_keys[NKEYS];
+
+/* The entry of a file key (any entry with a name, K_FILE or not); NULL when there is none. */
+const struct config_key *config_key_find(const char *name, enum config_key_id *id);
+/* "--frequency" for KEY_FREQUENCY, into buf (40 bytes hold every flag); returns buf. */
+const char *config_key_flag(enum config_key_id id, char *buf, size_t len);
+
+/* --help, generated from the table. */
+void config_usage(FILE *out);
+
+/*
+ * The generated documents (scripts/gendocs.c writes them into the tree, make gen; the unit
+ * tests compare): the table of docs/configuration.md, the OPTIONS section of rubyprofd(8),
+ * systemd/rubyprofd.conf and README.md's Usage.
+ */
+void config_doc_markdown(FILE *out);
+void config_doc_man(FILE *out);
+void config_doc_conf(FILE *out);
+/* config_usage in a fenced code block (README.md's Usage). */
+void config_doc_usage(FILE *out);
+
+/* A bound as the configuration spells it: "8K", "1048576G"; "1s", "10m", "3650d". */
+const char *config_size_text(double v, char *buf, size_t len);
+const char *config_duration_text(double v, char *buf, size_t len);
+
+#endif
