@@ -363,7 +363,7 @@ FUZZ_OBJS := $(patsubst daemon/%.c,$(BUILD)/fuzz/daemon/%.o,$(DAEMON_SRCS))
 $(BUILD)/fuzz/daemon $(BUILD)/fuzz/corpus:
 	$(Q)mkdir -p $@
 
-$(BUILD)/fuzz/daemon/%.o: daemon/%.c $(BUILD)/rubyprof.skel.h | $(BUILD)/fuzz/daemon
+$(BUILD)/fuzz/daemon/%.o: daemon/%.c $(BUILD)/rubyprof.skel.h $(BUILD)/wall.skel.h | $(BUILD)/fuzz/daemon
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -c $< -o $@
 
