@@ -5,9 +5,12 @@
 #include <string.h>
 
 #include "aggregate.h"
+#include "hash.h"
 #include "hmap.h"
+#include "text.h"
 
-#define FNV_INIT 0xcbf29ce484222325ULL
+/* a thread name kept for a label: Thread#name up to RTHREAD_NAME_MAX, comm 16 */
+#define AGG_NAME_MAX 256
 
 /* Interned strings and frames of one process. */
 struct frametab {
@@ -58,18 +61,6 @@ struct agg {
 	struct agg_stats stats;
 };
 
-static uint64_t fnv1a(const void *data, size_t len, uint64_t h)
-{
-	const unsigned char *p = data;
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 /* ---- per-process frame table ------------------------------------------------------------ */
 
 static int frametab_init(struct frametab *ft)
@@ -107,11 +98,11 @@ static void frametab_free(struct frametab *ft)
 	memset(ft, 0, sizeof(*ft));
 }
 
-/* Id of string s, added if new; (uint32_t)-1 on ENOMEM. */
-static uint32_t intern(struct frametab *ft, const char *s)
+/* Id of string s (clean: text_is_clean), added if new; (uint32_t)-1 on ENOMEM. */
+static uint32_t intern_clean(struct frametab *ft, const char *s)
 {
 	size_t len = strlen(s), ncap;
-	uint64_t h = fnv1a(s, len, FNV_INIT), head = 0;
+	uint64_t h = hash_bytes(HASH_INIT, s, len), head = 0;
 	uint32_t id, *nn;
 	char **ns;
 
@@ -146,6 +137,26 @@ static uint32_t intern(struct frametab *ft, const char *s)
 	}
 	ft->nstrs++;
 	ft->bytes += len + 1;
+	return id;
+}
+
+/*
+ * Id of string s, added if new; (uint32_t)-1 on ENOMEM. Names and paths come from the target:
+ * what reaches the profile is cleaned first (text_clean), so equal cleaned names are one string.
+ */
+static uint32_t intern(struct frametab *ft, const char *s)
+{
+	uint32_t id;
+	char *c;
+
+	if (text_is_clean(s))
+		return intern_clean(ft, s);
+	c = strdup(s);
+	if (!c)
+		return (uint32_t)-1;
+	text_clean(c);
+	id = intern_clean(ft, c);
+	free(c);
 	return id;
 }
 
@@ -225,6 +236,10 @@ struct agg_proc *agg_proc__new(struct agg *a, const struct agg_proc_info *info)
 	p->container = strdup(info->container ? info->container : "");
 	p->service = strdup(info->service ? info->service : "");
 	p->ruby_version = strdup(info->ruby_version ? info->ruby_version : "");
+	if (p->service)
+		text_clean(p->service);
+	if (p->ruby_version)
+		text_clean(p->ruby_version);
 	if (!p->container || !p->service || !p->ruby_version || frametab_init(&p->ft)) {
 		proc_free(p);
 		errno = ENOMEM;
@@ -340,17 +355,17 @@ const struct agg_frame *agg_frame_get(const struct agg_proc *p, uint32_t id)
 static uint64_t stack_hash(const struct agg_proc *p, const struct agg_thread *th,
 			   const uint32_t *frames, size_t n)
 {
-	uint64_t h = FNV_INIT;
+	uint64_t h = HASH_INIT;
 
-	h = fnv1a(&p, sizeof(p), h);
-	h = fnv1a(&th->tid, sizeof(th->tid), h);
+	h = hash_bytes(h, &p, sizeof(p));
+	h = hash_bytes(h, &th->tid, sizeof(th->tid));
 	/* the NULs keep ("ab", "c") and ("a", "bc") apart */
-	h = fnv1a(th->name, strlen(th->name) + 1, h);
-	h = fnv1a(th->ruby_thread, strlen(th->ruby_thread) + 1, h);
-	h = fnv1a(th->ruby_thread_name, strlen(th->ruby_thread_name) + 1, h);
-	h = fnv1a(th->state, strlen(th->state) + 1, h);
-	h = fnv1a(th->syscall, strlen(th->syscall) + 1, h);
-	return fnv1a(frames, n * sizeof(*frames), h);
+	h = hash_str(h, th->name);
+	h = hash_str(h, th->ruby_thread);
+	h = hash_str(h, th->ruby_thread_name);
+	h = hash_str(h, th->state);
+	h = hash_str(h, th->syscall);
+	return hash_bytes(h, frames, n * sizeof(*frames));
 }
 
 static bool same_thread(const struct stack_entry *e, const struct agg_thread *th)
@@ -380,11 +395,15 @@ int agg_add_thread(struct agg *a, struct agg_proc *p, const struct agg_thread *t
 		.state = thread->state ? thread->state : "",
 		.syscall = thread->syscall ? thread->syscall : "",
 	};
+	char name[AGG_NAME_MAX], ruby_name[AGG_NAME_MAX];
 	struct stack_entry *e, *ns;
 	uint64_t h, head = 0;
 	uint32_t idx;
 	size_t i;
 
+	/* thread names are the target's: labels get them cleaned (text.h) */
+	th.name = text_clean_copy(th.name, name, sizeof(name));
+	th.ruby_thread_name = text_clean_copy(th.ruby_thread_name, ruby_name, sizeof(ruby_name));
 	h = stack_hash(p, &th, frames, nframes);
 	if (hmap_get(&a->stack_index, h, 0, &head)) {
 		for (idx = (uint32_t)head; idx; idx = e->next) {

@@ -22,10 +22,12 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "text.h"
 #include "config_keys.h"
 #include "ingest.h"
 #include "log.h"
 #include "rubyprof.h"
+#include "safepath.h"
 #include "upload.h"
 #include "view.h"
 
@@ -93,16 +95,11 @@ static bool all_digits(const char *s, size_t n)
 
 static int parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out)
 {
-	unsigned long v;
-	char *end;
+	uint64_t v;
 
-	if (!s || !all_digits(s, strlen(s)))
+	if (text_parse_u64(s, min, max, &v))
 		return -EINVAL;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return -EINVAL;
-	*out = v;
+	*out = (unsigned long)v;
 	return 0;
 }
 
@@ -313,11 +310,15 @@ static int check_url(const char *val, char *err, size_t errlen)
 	return 0;
 }
 
-/* An absolute path that can be opened for reading now (a secret or CA file). */
+/*
+ * An absolute path that can be opened for reading now (a secret or CA file), that no one but
+ * root or the daemon's user can change (safepath.h): its text decides what is sent, and where.
+ */
 static int check_readable(const char *val, char *dst, size_t dstlen, char *err, size_t errlen)
 {
+	char why[CONFIG_MAX_LINE];
 	size_t n = strlen(val);
-	int fd;
+	int fd, r;
 
 	if (!n) {
 		dst[0] = '\0'; /* none */
@@ -327,9 +328,14 @@ static int check_readable(const char *val, char *dst, size_t dstlen, char *err, 
 		snprintf(err, errlen, "'%s' is not an absolute path", val);
 		return -EINVAL;
 	}
-	fd = open(val, O_RDONLY | O_CLOEXEC);
+	r = safepath_check(val, why, sizeof(why));
+	if (r == -EPERM) {
+		snprintf(err, errlen, "refused: %s", why);
+		return -EINVAL;
+	}
+	fd = r ? -1 : open(val, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		snprintf(err, errlen, "cannot read '%s': %s", val, strerror(errno));
+		snprintf(err, errlen, "cannot read '%s': %s", val, strerror(r ? -r : errno));
 		return -EINVAL;
 	}
 	close(fd);
@@ -905,19 +911,31 @@ static void unknown_key(const char *path, unsigned int line, const char *key)
 	fprintf(stderr, "rubyprofd: %s:%u: unknown key '%s'\n", path, line, key);
 }
 
-/* Reads the file into ctx->cfg. optional: a missing file is no error (the service's default). */
+/*
+ * Reads the file into ctx->cfg. optional: a missing file is no error (the service's default).
+ * A file that anyone but root or the daemon's user could change is refused (safepath.h): at start
+ * that is exit 2, on SIGHUP the configuration in force stays, as for any error in the file.
+ */
 static int read_file(struct parse_ctx *ctx, const char *path, bool optional)
 {
 	unsigned int seen[NKEYS] = {0};
 	char buf[CONFIG_MAX_LINE + 1];
 	char where[PATH_MAX + 16];
 	unsigned int line = 0;
-	FILE *f;
+	FILE *f = NULL;
 	int err = 0, r;
 
-	f = fopen(path, "re");
+	err = safepath_check(path, buf, sizeof(buf));
+	if (err == -EPERM) {
+		fprintf(stderr, "rubyprofd: configuration file refused: %s\n", buf);
+		return err;
+	}
+	if (!err) {
+		f = fopen(path, "re");
+		if (!f)
+			err = -errno;
+	}
 	if (!f) {
-		err = -errno;
 		if (optional && err == -ENOENT) {
 			ctx->cfg->config_file_missing = true;
 			return 0;

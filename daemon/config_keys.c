@@ -35,7 +35,10 @@ const struct config_key config_keys[NKEYS] = {
 			       "file is "
 			       "read unless this flag names one, and the file's service keys are "
 			       "checked but "
-			       "not used, so that one file serves both modes.",
+			       "not used, so that one file serves both modes. A file that a user "
+			       "other than root (or the daemon's own) could change is refused "
+			       "(Trusted "
+			       "files in docs/configuration.md).",
 		},
 	[KEY_FREQUENCY] =
 		{
@@ -278,7 +281,10 @@ const struct config_key config_keys[NKEYS] = {
 			.help = "where profiles wait to be shipped",
 			.doc = "Where profiles (`*.pb.gz` with a `*.json` sidecar) wait to be "
 			       "shipped. The "
-			       "packaged unit can write only under `/var/lib/rubyprofd`.",
+			       "packaged unit can write only under `/var/lib/rubyprofd`. Missing "
+			       "directories are created (mode 0750); one that a user other than "
+			       "root could write is refused at start (Trusted files in "
+			       "docs/configuration.md).",
 		},
 	[KEY_SPOOL_MAX_BYTES] =
 		{
@@ -448,7 +454,9 @@ const struct config_key config_keys[NKEYS] = {
 			.arg = "FILE",
 			.flags = K_FILE | K_SERVICE | K_SHIP,
 			.type = KT_TEXT,
-			.syntax = "an absolute path, readable when the file is read",
+			.syntax =
+				"an absolute path, readable when the file is read, that only root "
+				"can change",
 			.def = "",
 			.none = "none",
 			.reload = RELOAD_YES,
@@ -466,7 +474,9 @@ const struct config_key config_keys[NKEYS] = {
 			.arg = "FILE",
 			.flags = K_FILE | K_SERVICE | K_SHIP,
 			.type = KT_TEXT,
-			.syntax = "an absolute path, readable when the file is read",
+			.syntax =
+				"an absolute path, readable when the file is read, that only root "
+				"can change",
 			.def = "",
 			.none = "none",
 			.reload = RELOAD_YES,
@@ -513,7 +523,9 @@ const struct config_key config_keys[NKEYS] = {
 			.arg = "FILE",
 			.flags = K_FILE | K_SERVICE | K_SHIP,
 			.type = KT_TEXT,
-			.syntax = "an absolute path, readable when the file is read",
+			.syntax =
+				"an absolute path, readable when the file is read, that only root "
+				"can change",
 			.def = "",
 			.none = "the system's CA store",
 			.reload = RELOAD_YES,
@@ -629,7 +641,10 @@ const struct config_key config_keys[NKEYS] = {
 			.def = "",
 			.none = "./rubyprofd-HOST-YYYYMMDD-HHMMSS.pb.gz",
 			.help = "where to write the profile",
-			.doc = "Where to write the profile.",
+			.doc = "Where to write the profile: a new file of mode 0640 (less the "
+			       "umask), renamed into place. A symbolic link, or anything but a "
+			       "regular file, at that path is refused, never followed or replaced "
+			       "(docs/views.md, Output files); so are the views of `--format`.",
 		},
 	[KEY_TOP] =
 		{

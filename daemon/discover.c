@@ -15,7 +15,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "bounds.h"
 #include "discover.h"
+#include "text.h"
 #include "elf.h"
 #include "gcstate.h"
 #include "procmem.h"
@@ -275,13 +277,14 @@ static int open_in_root(const char *root, const char *path)
 	return fd;
 }
 
-/* elf_file__open on a file opened with open_in_root (through its /proc/self/fd link). */
-static struct elf_file *elf_open_fd(int fd)
+/* elf_file__open on a file opened with open_in_root (through its /proc/self/fd link); shown:
+ * its path in the target's root, for log lines. */
+static struct elf_file *elf_open_fd(int fd, const char *shown)
 {
 	char link[64];
 
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	return elf_file__open(link);
+	return elf_file__open_shown(link, shown);
 }
 
 /* CRC32 of a whole file, as .gnu_debuglink records it (zlib's crc32). 0 or -errno. */
@@ -329,9 +332,16 @@ static struct elf_file *debug_candidate(const char *root, const char *path, cons
 	/* only a regular file: the CRC of a device (a symlink to /dev/zero) would never end */
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
 		goto cleanup;
+	/* read whole for its CRC (a sparse file of any size costs nothing to make) */
+	if (!build_id && (uint64_t)st.st_size > BOUND_FILE_BYTES) {
+		bounds_refuse(BOUND_FILE, path, (uint64_t)st.st_dev, (uint64_t)st.st_ino,
+			      "the debug file", (uint64_t)st.st_size);
+		err = -EFBIG;
+		goto cleanup;
+	}
 	if (!build_id && (file_crc32(fd, &c) || c != crc))
 		goto cleanup;
-	dbg = elf_open_fd(fd);
+	dbg = elf_open_fd(fd, path);
 	if (!dbg) {
 		err = -errno;
 		goto cleanup;
@@ -843,7 +853,7 @@ static int open_object(pid_t pid, const char *root, const char *path, const stru
 	*from_map_files = false;
 	fd = open_in_root(root, path);
 	if (fd >= 0 && !m->deleted && same_file(fd, m)) {
-		*ef = elf_open_fd(fd);
+		*ef = elf_open_fd(fd, path);
 		close(fd);
 		if (*ef)
 			return 0;
@@ -851,7 +861,7 @@ static int open_object(pid_t pid, const char *root, const char *path, const stru
 	}
 	/* The file may be gone or replaced (an upgrade): the mapping itself still has it. */
 	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
-	*ef = elf_file__open(mf);
+	*ef = elf_file__open_shown(mf, path);
 	if (*ef) {
 		*replaced = fd >= 0;
 		*from_map_files = true;
@@ -866,7 +876,7 @@ static int open_object(pid_t pid, const char *root, const char *path, const stru
 		return -ESTALE;
 	}
 	if (fd >= 0) {
-		*ef = elf_open_fd(fd);
+		*ef = elf_open_fd(fd, path);
 		close(fd);
 		return *ef ? 0 : -errno;
 	}
@@ -893,6 +903,7 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
 	why[0] = '\0';
+	bounds_set_pid(pid);
 	err = procs_read_maps(pid, &maps);
 	if (err) {
 		say(why, whylen, "cannot read /proc/%d/maps: %s", pid, strerror(-err));
@@ -951,6 +962,8 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 		goto cleanup;
 	}
 	t->version[sizeof(t->version) - 1] = '\0';
+	/* the target's bytes: a log line and a label get no newline or escape from it */
+	text_clean(t->version);
 	t->off = ruby_offsets_find(t->version, &t->exact);
 	if (!t->off) {
 		say(why, whylen, "Ruby %s is not supported (rubyprofd knows 2.6 to 4.0)",
@@ -1031,5 +1044,6 @@ cleanup:
 	elf_file__free(src.dbg);
 	elf_file__free(ef);
 	procs_maps_free(&maps);
+	bounds_set_pid(0);
 	return st;
 }

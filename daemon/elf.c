@@ -13,11 +13,14 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bounds.h"
 #include "elf.h"
 
 /*
@@ -40,6 +43,8 @@ struct sym_table {
 
 struct elf_file {
 	char *path;
+	char *shown; /* the path a log line names (elf_file_set_shown), else path */
+	uint64_t dev, ino;
 	int fd;
 	Elf *elf;
 	GElf_Ehdr ehdr;
@@ -63,6 +68,37 @@ static bool range_in_file(const struct elf_file *ef, uint64_t off, uint64_t size
 	return off <= ef->file_size && size <= ef->file_size - off;
 }
 
+/* The name of section idx for a log line: its own, or its index. */
+static const char *scn_name(struct elf_file *ef, size_t idx, char *buf, size_t len)
+{
+	Elf_Scn *scn = elf_getscn(ef->elf, idx);
+	const char *name = NULL;
+	GElf_Shdr shdr, strs;
+
+	/* only a section name table within the bound is read for the name */
+	if (scn && gelf_getshdr(scn, &shdr) && ef->shstrndx != SHN_UNDEF &&
+	    gelf_getshdr(elf_getscn(ef->elf, ef->shstrndx), &strs) &&
+	    strs.sh_size <= BOUND_SECTION_BYTES)
+		name = elf_strptr(ef->elf, ef->shstrndx, shdr.sh_name);
+	if (name)
+		snprintf(buf, len, "section %.64s", name);
+	else
+		snprintf(buf, len, "section %zu", idx);
+	return buf;
+}
+
+/* Whether section idx of size bytes is past BOUND_SECTION_BYTES (refused, counted, logged). */
+static bool past_bound(struct elf_file *ef, size_t idx, uint64_t size)
+{
+	char name[96];
+
+	if (size <= BOUND_SECTION_BYTES)
+		return false;
+	bounds_refuse(BOUND_SECTION, ef->shown ? ef->shown : ef->path, ef->dev, ef->ino,
+		      scn_name(ef, idx, name, sizeof(name)), size);
+	return true;
+}
+
 static int scn_view(struct elf_file *ef, size_t idx, struct scn_view *v)
 {
 	Elf_Scn *scn;
@@ -76,6 +112,8 @@ static int scn_view(struct elf_file *ef, size_t idx, struct scn_view *v)
 		return -ENOENT;
 	if (!range_in_file(ef, v->shdr.sh_offset, v->shdr.sh_size))
 		return -EINVAL;
+	if (past_bound(ef, idx, v->shdr.sh_size))
+		return -EFBIG;
 	v->data = elf_getdata(scn, NULL);
 	if (!v->data || !v->data->d_buf || v->data->d_size > v->shdr.sh_size)
 		return -EINVAL;
@@ -104,6 +142,9 @@ static int symtab_view(struct elf_file *ef, size_t idx, struct scn_view *v, size
 	strscn = elf_getscn(ef->elf, v->shdr.sh_link);
 	if (!strscn || !gelf_getshdr(strscn, &strshdr) || strshdr.sh_type != SHT_STRTAB)
 		return -EINVAL;
+	/* elf_strptr reads the string table whole */
+	if (past_bound(ef, v->shdr.sh_link, strshdr.sh_size))
+		return -EFBIG;
 	*strndx = v->shdr.sh_link;
 	return 0;
 }
@@ -315,10 +356,23 @@ static int elf_file_load_headers(struct elf_file *ef)
 	/* Files without section names still have symbols and segments. */
 	if (elf_getshdrstrndx(ef->elf, &ef->shstrndx) || ef->shstrndx >= ef->shnum)
 		ef->shstrndx = SHN_UNDEF;
+	/* section names are read through elf_strptr, which reads their table whole */
+	if (ef->shstrndx != SHN_UNDEF) {
+		GElf_Shdr strs;
+
+		if (!gelf_getshdr(elf_getscn(ef->elf, ef->shstrndx), &strs) ||
+		    past_bound(ef, ef->shstrndx, strs.sh_size))
+			ef->shstrndx = SHN_UNDEF;
+	}
 	return 0;
 }
 
 struct elf_file *elf_file__open(const char *path)
+{
+	return elf_file__open_shown(path, NULL);
+}
+
+struct elf_file *elf_file__open_shown(const char *path, const char *shown)
 {
 	struct elf_file *ef;
 	struct stat st;
@@ -329,7 +383,8 @@ struct elf_file *elf_file__open(const char *path)
 		return NULL;
 	ef->fd = -1;
 	ef->path = strdup(path);
-	if (!ef->path) {
+	ef->shown = shown ? strdup(shown) : NULL;
+	if (!ef->path || (shown && !ef->shown)) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -348,6 +403,8 @@ struct elf_file *elf_file__open(const char *path)
 		goto cleanup;
 	}
 	ef->file_size = (uint64_t)st.st_size;
+	ef->dev = (uint64_t)st.st_dev;
+	ef->ino = (uint64_t)st.st_ino;
 
 	if (elf_version(EV_CURRENT) == EV_NONE) {
 		err = -ENOEXEC;
@@ -380,6 +437,7 @@ void elf_file__free(struct elf_file *ef)
 	if (ef->fd >= 0)
 		close(ef->fd);
 	free(ef->path);
+	free(ef->shown);
 	free(ef);
 }
 
@@ -654,7 +712,8 @@ int elf_build_id(struct elf_file *ef, char *buf, size_t len)
 		const GElf_Phdr *ph = &ef->phdrs[i];
 		Elf_Data *data;
 
-		if (ph->p_type != PT_NOTE || !range_in_file(ef, ph->p_offset, ph->p_filesz))
+		if (ph->p_type != PT_NOTE || !range_in_file(ef, ph->p_offset, ph->p_filesz) ||
+		    ph->p_filesz > BOUND_SECTION_BYTES)
 			continue;
 		data = elf_getdata_rawchunk(ef->elf, (int64_t)ph->p_offset, ph->p_filesz,
 					    ph->p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);

@@ -36,6 +36,8 @@ struct elf_tls {
 
 /* Opens and checks path (ELF64, x86_64 or aarch64). NULL with errno set (ENOEXEC: not a usable ELF). */
 struct elf_file *elf_file__open(const char *path);
+/* The same, with the path that log lines name for it (the target's view of the file: shown). */
+struct elf_file *elf_file__open_shown(const char *path, const char *shown);
 void elf_file__free(struct elf_file *ef);
 
 const char *elf_file_path(const struct elf_file *ef);

@@ -1,9 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* fileio.c - small file helpers shared by the writers. */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fileio.h"
+
+#define FILEIO_TMP_TRIES 100
 
 int fileio_write_all(int fd, const void *data, size_t len)
 {
@@ -21,4 +31,110 @@ int fileio_write_all(int fd, const void *data, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+/* A new file in dfd under a name no one can guess: "*tmp" is its name. fd or -errno. */
+static int fileio_create_tmp(int dfd, char tmp[32])
+{
+	unsigned long long r;
+	int i, fd;
+
+	for (i = 0; i < FILEIO_TMP_TRIES; i++) {
+		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+			return errno ? -errno : -EIO;
+		snprintf(tmp, 32, ".rubyprofd-%016llx.tmp", r);
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    FILEIO_MODE);
+		if (fd >= 0 || errno != EEXIST)
+			return fd >= 0 ? fd : -errno;
+	}
+	return -EAGAIN;
+}
+
+/*
+ * What is at name in dfd, for fileio_write_file: said here rather than replaced by the rename,
+ * as a link or a device there is the user's mistake or someone's trap (and a rename over
+ * /dev/null would be root's own harm).
+ */
+static int fileio_target_at(int dfd, const char *name)
+{
+	struct stat st;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW))
+		return errno == ENOENT ? 0 : -errno;
+	if (S_ISREG(st.st_mode))
+		return 0;
+	return S_ISLNK(st.st_mode) ? -ELOOP : S_ISDIR(st.st_mode) ? -EISDIR : -EEXIST;
+}
+
+int fileio_check_target(const char *path)
+{
+	return fileio_target_at(AT_FDCWD, path);
+}
+
+int fileio_write_file(const char *path, const void *data, size_t len)
+{
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	char *dir = NULL, tmp[32];
+	bool created = false;
+	int dfd = -1, fd = -1, ret = 0;
+
+	if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
+		return -EISDIR;
+	dir = !slash ? strdup(".") : strndup(path, slash == path ? 1 : (size_t)(slash - path));
+	if (!dir)
+		return -ENOMEM;
+	/* one descriptor for the directory: the file is created and renamed in the same one */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		ret = -errno;
+		goto cleanup;
+	}
+	ret = fileio_target_at(dfd, base);
+	if (ret)
+		goto cleanup;
+	fd = fileio_create_tmp(dfd, tmp);
+	if (fd < 0) {
+		ret = fd;
+		goto cleanup;
+	}
+	created = true;
+	ret = fileio_write_all(fd, data, len);
+	if (!ret && fsync(fd))
+		ret = -errno;
+	if (close(fd) && !ret)
+		ret = -errno;
+	fd = -1;
+	if (ret)
+		goto cleanup;
+	/* a link put at path meanwhile is replaced, never followed */
+	if (renameat(dfd, tmp, dfd, base)) {
+		ret = -errno;
+		goto cleanup;
+	}
+	created = false;
+	/* Some filesystems cannot sync a directory (EINVAL); the data itself is synced already. */
+	if (fsync(dfd) && errno != EINVAL)
+		ret = -errno;
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	if (created)
+		unlinkat(dfd, tmp, 0);
+	if (dfd >= 0)
+		close(dfd);
+	free(dir);
+	return ret;
+}
+
+const char *fileio_strerror(int err)
+{
+	switch (err) {
+	case -ELOOP:
+		return "a symbolic link is there (never followed)";
+	case -EEXIST:
+		return "something other than a regular file is there";
+	default:
+		return strerror(err < 0 ? -err : err);
+	}
 }

@@ -1,11 +1,37 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* fileio.h - small file helpers shared by the writers (pprof files, the spool). */
+/* fileio.h - small file helpers shared by the writers (pprof files, views, the spool). */
 #ifndef RP_FILEIO_H
 #define RP_FILEIO_H
 
 #include <stddef.h>
 
+/*
+ * The mode of every file rubyprofd writes for a user (--oneshot's profile, views): the owner
+ * reads and writes, the group (the directory's, or the writer's) reads, others nothing: the
+ * profile of every user's processes is not for every user. The umask may take more away.
+ */
+#define FILEIO_MODE 0640
+
 /* Writes all of data to fd, across short writes and EINTR. 0 or -errno (-ENOSPC: disk full). */
 int fileio_write_all(int fd, const void *data, size_t len);
+
+/*
+ * Writes a file for a user, never through a link: data goes to a new file beside path (created
+ * with O_CREAT | O_EXCL | O_NOFOLLOW, mode FILEIO_MODE), synced, then renamed over path, so
+ * that a link, or a file another user holds open or has linked elsewhere, is never written
+ * through, and a reader sees the old file or the whole new one. What is at path must be absent
+ * or a regular file: -ELOOP for a symbolic link, -EISDIR for a directory, -EEXIST for anything
+ * else (a FIFO, a device); it stays untouched. 0 or -errno; on error nothing new stays.
+ */
+int fileio_write_file(const char *path, const void *data, size_t len);
+
+/*
+ * The check of what is at path that fileio_write_file makes first (0: nothing, or a regular
+ * file; else its error), for a caller that wants to know before it spends a run on the data.
+ */
+int fileio_check_target(const char *path);
+
+/* The words for a fileio_write_file error: strerror's, but saying what is in the way. */
+const char *fileio_strerror(int err);
 
 #endif

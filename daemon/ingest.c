@@ -20,6 +20,8 @@
 
 #include "buf.h"
 #include "ingest.h"
+#include "hash.h"
+#include "text.h"
 
 /* ---- JSON reader ----------------------------------------------------------------------------- */
 
@@ -76,31 +78,6 @@ static int jr_expect(struct jr *j, char c)
 		return j->pos < j->len ? jr_fail(j, "expected '%c'", c)
 				       : jr_fail(j, "expected '%c', found the end", c);
 	j->pos++;
-	return 0;
-}
-
-static bool is_cont(unsigned char c)
-{
-	return (c & 0xc0) == 0x80;
-}
-
-/* Length of the well-formed UTF-8 sequence at p (n bytes available), 0 if it is not one. */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-	unsigned char c = p[0];
-
-	if (c >= 0xc2 && c <= 0xdf)
-		return n >= 2 && is_cont(p[1]) ? 2 : 0;
-	if (c >= 0xe0 && c <= 0xef) {
-		if (n < 3 || (c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f))
-			return 0;
-		return is_cont(p[1]) && is_cont(p[2]) ? 3 : 0;
-	}
-	if (c >= 0xf0 && c <= 0xf4) {
-		if (n < 4 || (c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] > 0x8f))
-			return 0;
-		return is_cont(p[1]) && is_cont(p[2]) && is_cont(p[3]) ? 4 : 0;
-	}
 	return 0;
 }
 
@@ -237,7 +214,7 @@ static int jr_string(struct jr *j, char **out, size_t *outlen)
 			o[n++] = (char)c;
 			j->pos++;
 		} else {
-			k = utf8_len(j->p + j->pos, end - j->pos);
+			k = text_utf8_len(j->p + j->pos, end - j->pos);
 			if (!k) {
 				err = jr_fail(j, "invalid UTF-8 byte 0x%02x in a string", c);
 				goto fail;
@@ -735,7 +712,8 @@ struct sidecar *sidecar__read(const char *path, char *err, size_t errlen)
 
 	if (errlen)
 		err[0] = '\0';
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* O_NONBLOCK: a FIFO is refused below, not waited on */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0) {
 		e = errno;
 		if (errlen)
@@ -1108,18 +1086,6 @@ static int build_ingest(const struct sidecar *sc, const struct ilabels *ls, stru
 	return url->err;
 }
 
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
-{
-	const uint8_t *p = data;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 static uint64_t mix64(uint64_t z)
 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -1133,17 +1099,17 @@ static uint64_t mix64(uint64_t z)
  */
 static void profile_uuid(const struct sidecar *sc, const struct ilabels *ls, char out[37])
 {
-	uint64_t h = 0xcbf29ce484222325ULL, hi, lo;
+	uint64_t h = HASH_INIT, hi, lo;
 	size_t i;
 
-	h = fnv1a(h, sc->service, strlen(sc->service) + 1);
-	h = fnv1a(h, &sc->from_ns, sizeof(sc->from_ns));
-	h = fnv1a(h, &sc->until_ns, sizeof(sc->until_ns));
-	h = fnv1a(h, sc->profile, strlen(sc->profile) + 1);
-	h = fnv1a(h, &sc->bytes, sizeof(sc->bytes));
+	h = hash_str(h, sc->service);
+	h = hash_bytes(h, &sc->from_ns, sizeof(sc->from_ns));
+	h = hash_bytes(h, &sc->until_ns, sizeof(sc->until_ns));
+	h = hash_str(h, sc->profile);
+	h = hash_bytes(h, &sc->bytes, sizeof(sc->bytes));
 	for (i = 0; i < ls->n; i++) {
-		h = fnv1a(h, ls->v[i].key, strlen(ls->v[i].key) + 1);
-		h = fnv1a(h, ls->v[i].value, strlen(ls->v[i].value) + 1);
+		h = hash_str(h, ls->v[i].key);
+		h = hash_str(h, ls->v[i].value);
 	}
 	hi = mix64(h);
 	lo = mix64(h ^ 0x9e3779b97f4a7c15ULL);

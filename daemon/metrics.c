@@ -16,7 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "metrics.h"
+#include "text.h"
 
 /* Accepts per listener event, so a connection storm cannot starve the rest of the loop. */
 #define METRICS_ACCEPT_BATCH 64
@@ -106,38 +108,6 @@ static void mbuf_puts(struct mbuf *b, const char *s)
 	mbuf_append(b, s, strlen(s));
 }
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one (what Go's
- * utf8.ValidString rejects: overlongs, surrogates, past U+10FFFF, truncated sequences). */
-static size_t utf8_seq(const unsigned char *s)
-{
-	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
-	size_t n, i;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	if (c == 0xe0)
-		lo = 0xa0;
-	else if (c == 0xed)
-		hi = 0x9f;
-	else if (c == 0xf0)
-		lo = 0x90;
-	else if (c == 0xf4)
-		hi = 0x8f;
-	/* A NUL terminator fails the range check, so this never reads past the string. */
-	for (i = 1; i < n; i++, lo = 0x80, hi = 0xbf)
-		if (s[i] < lo || s[i] > hi)
-			return 0;
-	return n;
-}
-
 /*
  * Escapes s as the format wants: \ and newline always, " in label values (quotes), invalid
  * UTF-8 as U+FFFD. Writes to dst unless it is NULL; returns the length either way.
@@ -150,7 +120,7 @@ static size_t escape(char *dst, const char *s, bool quotes)
 	size_t out = 0, n, addlen;
 
 	while (*p) {
-		n = utf8_seq(p);
+		n = text_utf8_len(p, strnlen((const char *)p, 4));
 		add = (const char *)p;
 		addlen = n;
 		if (!n) {
@@ -316,7 +286,9 @@ struct client {
 	int fd;
 	enum client_state state;
 	uint32_t events; /* registered in the epoll set */
-	uint64_t last_ms;
+	uint64_t seq;	 /* accept order: the lower, the older */
+	/* When the current phase (request, response, drain) must be over; bytes never move it. */
+	uint64_t deadline_ms;
 	size_t len; /* of req */
 	char req[METRICS_MAX_REQUEST];
 	char head[256];
@@ -335,16 +307,14 @@ struct metrics {
 	metrics_render_fn fn;
 	void *ctx;
 	size_t nclients;
+	unsigned int request_ms, response_ms, drain_ms; /* METRICS_*_MS; tests shorten them */
 	struct metrics_stats stats;
 	struct client clients[METRICS_MAX_CLIENTS];
 };
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)clock_mono_ns() / 1000000;
 }
 
 int metrics_parse_address(const char *address, struct sockaddr_storage *ss, socklen_t *sslen)
@@ -426,6 +396,9 @@ struct metrics *metrics__new(const char *address, metrics_render_fn fn, void *ct
 	m->lfd = -1;
 	m->fn = fn;
 	m->ctx = ctx;
+	m->request_ms = METRICS_REQUEST_MS;
+	m->response_ms = METRICS_RESPONSE_MS;
+	m->drain_ms = METRICS_DRAIN_MS;
 	for (i = 0; i < METRICS_MAX_CLIENTS; i++)
 		m->clients[i].fd = -1;
 	m->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -484,6 +457,14 @@ void metrics__free(struct metrics *m)
 	free(m);
 }
 
+void metrics_set_deadlines(struct metrics *m, unsigned int request_ms, unsigned int response_ms,
+			   unsigned int drain_ms)
+{
+	m->request_ms = request_ms ? request_ms : METRICS_REQUEST_MS;
+	m->response_ms = response_ms ? response_ms : METRICS_RESPONSE_MS;
+	m->drain_ms = drain_ms ? drain_ms : METRICS_DRAIN_MS;
+}
+
 int metrics_listen_fd(const struct metrics *m)
 {
 	return m->lfd;
@@ -509,10 +490,48 @@ bool metrics_owns(const struct metrics *m, int fd)
 	return fd >= 0 && (fd == m->lfd || client_index(m, fd) >= 0);
 }
 
+/* The phases in the order their connections give way to a new one; see client_slowest(). */
+static int client_rank(enum client_state state)
+{
+	switch (state) {
+	case CLIENT_READING:
+		return 0; /* no whole request yet: the slow ones (or idle, or hostile) */
+	case CLIENT_DRAINING:
+		return 1; /* answered: only its peer's close is awaited */
+	default:
+		return 2; /* being answered */
+	}
+}
+
+/*
+ * The connection to close when a new one finds every slot taken: the one open longest without
+ * a whole request. Serving the new one instead of turning it away means that connections which
+ * trickle bytes cannot lock scrapers out however many there are (each new one pushes the oldest
+ * out), and that a scraper, whose request comes with its connection, is answered at its accept.
+ */
+static struct client *client_slowest(struct metrics *m)
+{
+	struct client *best = NULL;
+	size_t i;
+
+	for (i = 0; i < METRICS_MAX_CLIENTS; i++) {
+		struct client *c = &m->clients[i];
+
+		if (c->state == CLIENT_FREE)
+			continue;
+		if (!best || client_rank(c->state) < client_rank(best->state) ||
+		    (client_rank(c->state) == client_rank(best->state) && c->seq < best->seq))
+			best = c;
+	}
+	return best;
+}
+
+static void client_read(struct metrics *m, struct client *c, int epfd);
+
 static void metrics_accept(struct metrics *m, int epfd)
 {
 	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP};
-	struct client *c;
+	struct client *c, *victim;
 	int i, fd;
 
 	for (i = 0; i < METRICS_ACCEPT_BATCH; i++) {
@@ -529,30 +548,36 @@ static void metrics_accept(struct metrics *m, int epfd)
 				m->paused = true;
 			return;
 		}
-		c = NULL;
-		for (size_t j = 0; j < METRICS_MAX_CLIENTS && !c; j++)
-			if (m->clients[j].state == CLIENT_FREE)
-				c = &m->clients[j];
-		if (!c) {
-			close(fd);
-			m->stats.rejected++;
-			continue;
-		}
 		ev.data.fd = fd;
 		if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev)) {
 			close(fd);
 			m->stats.accept_errors++;
 			continue;
 		}
+		c = NULL;
+		for (size_t j = 0; j < METRICS_MAX_CLIENTS && !c; j++)
+			if (m->clients[j].state == CLIENT_FREE)
+				c = &m->clients[j];
+		if (!c) {
+			/* Every slot is taken (so there is a victim): the new one is served. */
+			victim = client_slowest(m);
+			client_close(m, victim, epfd);
+			m->stats.evicted++;
+			c = victim;
+		}
 		c->fd = fd;
 		c->state = CLIENT_READING;
 		c->events = ev.events;
-		c->last_ms = now_ms();
+		c->seq = m->stats.accepted;
+		c->deadline_ms = now_ms() + m->request_ms;
 		c->len = 0;
 		c->rendered = NULL;
 		c->drained = 0;
 		m->nclients++;
 		m->stats.accepted++;
+		/* A scraper's request usually came with its connection: answer it now, before
+		 * later accepts of this batch could take its slot. */
+		client_read(m, c, epfd);
 	}
 }
 
@@ -577,7 +602,6 @@ static void client_drain(struct metrics *m, struct client *c, int epfd)
 		n = recv(c->fd, buf, sizeof(buf), 0);
 		if (n > 0) {
 			c->drained += n;
-			c->last_ms = now_ms();
 			if (c->drained > METRICS_MAX_DRAIN)
 				break;
 			continue;
@@ -622,12 +646,12 @@ static void client_write(struct metrics *m, struct client *c, int epfd)
 			return;
 		}
 		c->off += n;
-		c->last_ms = now_ms();
 	}
 	mbuf__free(c->rendered);
 	c->rendered = NULL;
 	shutdown(c->fd, SHUT_WR);
 	c->state = CLIENT_DRAINING;
+	c->deadline_ms = now_ms() + m->drain_ms;
 	client_watch(c, EPOLLIN | EPOLLRDHUP, epfd);
 	client_drain(m, c, epfd);
 }
@@ -659,6 +683,7 @@ static void client_respond(struct metrics *m, struct client *c, int epfd, int co
 	c->body_len = len;
 	c->off = 0;
 	c->state = CLIENT_WRITING;
+	c->deadline_ms = now_ms() + m->response_ms;
 	m->stats.responses[code]++;
 	client_write(m, c, epfd);
 }
@@ -765,7 +790,6 @@ static void client_read(struct metrics *m, struct client *c, int epfd)
 		n = recv(c->fd, c->req + c->len, sizeof(c->req) - c->len, 0);
 		if (n > 0) {
 			c->len += n;
-			c->last_ms = now_ms();
 			continue;
 		}
 		if (n == 0) {
@@ -834,11 +858,18 @@ void metrics_tick(struct metrics *m, int epfd)
 	for (i = 0; i < METRICS_MAX_CLIENTS; i++) {
 		struct client *c = &m->clients[i];
 
-		if (c->state == CLIENT_FREE || now - c->last_ms <= METRICS_IDLE_MS)
+		if (c->state == CLIENT_FREE || now < c->deadline_ms)
 			continue;
+		/* What arrived while the loop was busy elsewhere (since the last event) counts: a
+		 * late loop must not fail a request that was in time. */
+		if (c->state == CLIENT_READING) {
+			client_read(m, c, epfd);
+			if (c->state != CLIENT_READING)
+				continue;
+		}
 		/* A peer that got its response but keeps the connection open is not an error. */
 		if (c->state != CLIENT_DRAINING)
-			m->stats.idle_dropped++;
+			m->stats.timed_out++;
 		client_close(m, c, epfd);
 	}
 	if (m->paused && epoll_ctl(epfd, EPOLL_CTL_ADD, m->lfd, &ev) == 0)

@@ -6,9 +6,18 @@
  * HTTP/1.x, one request per connection: GET /metrics answers 200 with a body the render callback
  * builds at request time; GET / a pointer to /metrics; other paths 404; other methods 405; a
  * malformed request 400; a request head over METRICS_MAX_REQUEST bytes 431; a render that failed
- * (sticky mbuf error) 500. After its response a connection is closed. At most
- * METRICS_MAX_CLIENTS at once: more are accepted and closed at once, and counted. A client that
- * makes no progress for METRICS_IDLE_MS is dropped by metrics_tick().
+ * (sticky mbuf error) 500. After its response a connection is closed.
+ *
+ * Slow or hostile clients never hold the endpoint (nor the loop: nothing here waits on one).
+ * Each connection has deadlines that bytes do not extend: its whole request head within
+ * METRICS_REQUEST_MS of its accept, its whole response sent within METRICS_RESPONSE_MS of the
+ * request, and at most METRICS_DRAIN_MS for the peer to close after that; metrics_tick() closes
+ * a connection past one (counted as timed out, except after a response was sent). At most
+ * METRICS_MAX_CLIENTS at once: a new connection that finds every slot taken is still served,
+ * and the one that has been open longest without a whole request is closed for it (counted as
+ * evicted; when every connection has sent its request, the oldest that is only waiting for its
+ * peer to close, else the oldest being answered). A request that has arrived with its
+ * connection is read and answered at the accept.
  *
  * Wiring into the loop: add metrics_listen_fd() to the epoll set for EPOLLIN with
  * ev.data.fd = that fd. metrics_handle() adds and removes its client fds itself, also with
@@ -29,7 +38,15 @@
 #define METRICS_MAX_REQUEST 4096       /* request line and headers */
 #define METRICS_MAX_BODY    (4u << 20) /* one rendered body; past it the render fails (500) */
 #define METRICS_MAX_NAME    128	       /* metric and label names */
-#define METRICS_IDLE_MS	    2000
+/*
+ * 3 s for the request head: a scraper sends it at once in one segment, and 3 s leave room for
+ * a few TCP retransmissions of it on a lossy link; 16 connections trickling bytes free their
+ * slots within 4 s (the deadline and metrics_tick()'s second). The response: Prometheus's
+ * default scrape_timeout, past which a scraper has given up anyway.
+ */
+#define METRICS_REQUEST_MS  3000
+#define METRICS_RESPONSE_MS 10000
+#define METRICS_DRAIN_MS    2000
 
 struct metrics;
 struct mbuf; /* growable text buffer, bounded by METRICS_MAX_BODY */
@@ -49,21 +66,26 @@ void metrics__free(struct metrics *m);
 /* Parses address as metrics__new does: 0 or -EINVAL. For checking a configuration early. */
 int metrics_parse_address(const char *address, struct sockaddr_storage *ss, socklen_t *sslen);
 
+/* Tests only: deadlines other than METRICS_{REQUEST,RESPONSE,DRAIN}_MS (0 keeps the default),
+ * for the deadlines set after the call. Not a configuration key: there is nothing to tune. */
+void metrics_set_deadlines(struct metrics *m, unsigned int request_ms, unsigned int response_ms,
+			   unsigned int drain_ms);
+
 int metrics_listen_fd(const struct metrics *m);
 int metrics_port(const struct metrics *m); /* the bound port, in host order */
 bool metrics_owns(const struct metrics *m, int fd);
 /* Any event on the listener or a client fd; unknown fds are ignored. */
 void metrics_handle(struct metrics *m, int fd, uint32_t events, int epfd);
-/* Drops clients idle for more than METRICS_IDLE_MS; re-arms a paused listener. */
+/* Closes connections past their deadline; re-arms a paused listener. */
 void metrics_tick(struct metrics *m, int epfd);
 /* Whether metrics_tick() has anything to do: a client connected, or the listener paused. */
 bool metrics_needs_tick(const struct metrics *m);
 
 struct metrics_stats {
 	uint64_t accepted;
-	uint64_t rejected;     /* over METRICS_MAX_CLIENTS: accepted and closed at once */
-	uint64_t idle_dropped; /* no progress for METRICS_IDLE_MS */
-	uint64_t aborted;      /* peer closed or failed before a whole request */
+	uint64_t evicted;   /* closed to make room: a new connection found every slot taken */
+	uint64_t timed_out; /* past METRICS_REQUEST_MS without a request, or METRICS_RESPONSE_MS */
+	uint64_t aborted;   /* peer closed or failed before a whole request */
 	uint64_t accept_errors;
 	uint64_t responses[6]; /* by METRICS_CODE_* */
 	uint64_t clients;      /* connections open now */

@@ -221,6 +221,11 @@
 	VALUE(M_PROCESSES_REFUSED_IGNORED, "reason", "ignored", S->c.tracker.refused[TRACKER_REFUSED_IGNORED]) \
 	VALUE(M_PROCESSES_REFUSED_ERROR, "reason", "error", S->c.tracker.refused[TRACKER_REFUSED_ERROR]) \
 	VALUE(M_PROCESSES_REFUSED_TABLE_FULL, "reason", "table_full", S->c.tracker.table_full) \
+	FAMILY("rubyprofd_refused_objects_total", COUNTER, ALWAYS, "Files or sections of a profiled process's objects not read: past a bound (bounds.h, docs/security.md), by bound.") \
+	VALUE(M_REFUSED_OBJECTS_SECTION, "bound", "section", S->c.bounds.refused[BOUND_SECTION]) \
+	VALUE(M_REFUSED_OBJECTS_FILE, "bound", "file", S->c.bounds.refused[BOUND_FILE]) \
+	FAMILY("rubyprofd_refused_objects_logged_total", COUNTER, ALWAYS, "Of the refused objects, those logged (one line per object and bound).") \
+	VALUE(M_REFUSED_OBJECTS_LOGGED, NULL, NULL, S->c.bounds.logged) \
 	FAMILY("rubyprofd_process_events_total", COUNTER, ALWAYS, "Process life-cycle events from the kernel.") \
 	VALUE(M_PROCESS_EVENTS_EXEC, "event", "exec", S->c.tracker.execs) \
 	VALUE(M_PROCESS_EVENTS_FORK, "event", "fork", S->c.tracker.forks) \
@@ -250,6 +255,8 @@
 	VALUE(M_SPOOL_STARTUP_HALF_PAIRS, "what", "half_pairs", S->spool.orphans_removed) \
 	FAMILY("rubyprofd_spool_remove_errors_total", COUNTER, ALWAYS, "Spool files that could not be removed (the entry stays).") \
 	VALUE(M_SPOOL_REMOVE_ERRORS, NULL, NULL, S->spool.remove_errors) \
+	FAMILY("rubyprofd_spool_not_regular_total", COUNTER, ALWAYS, "Files named as spooled profiles or sidecars that were no regular file at startup (a symbolic link, a FIFO): never followed or read, left alone.") \
+	VALUE(M_SPOOL_NOT_REGULAR, NULL, NULL, S->spool.not_regular) \
 	FAMILY("rubyprofd_spool_files", GAUGE, ALWAYS, "Profiles in the spool.") \
 	VALUE(M_SPOOL_FILES, NULL, NULL, S->spool.files) \
 	FAMILY("rubyprofd_spool_bytes", GAUGE, ALWAYS, "Bytes in the spool.") \
@@ -278,10 +285,10 @@
 	VALUE(M_CONFIG_RELOAD_ERRORS, NULL, NULL, S->reload_errors) \
 	FAMILY("rubyprofd_metrics_clients_accepted_total", COUNTER, ENDPOINT, "Connections to the metrics endpoint.") \
 	VALUE(M_METRICS_CLIENTS_ACCEPTED, NULL, NULL, S->endpoint.accepted) \
-	FAMILY("rubyprofd_metrics_clients_rejected_total", COUNTER, ENDPOINT, "Connections closed at once: over the limit of concurrent clients.") \
-	VALUE(M_METRICS_CLIENTS_REJECTED, NULL, NULL, S->endpoint.rejected) \
-	FAMILY("rubyprofd_metrics_clients_idle_dropped_total", COUNTER, ENDPOINT, "Connections dropped after making no progress for the idle timeout.") \
-	VALUE(M_METRICS_CLIENTS_IDLE_DROPPED, NULL, NULL, S->endpoint.idle_dropped) \
+	FAMILY("rubyprofd_metrics_clients_evicted_total", COUNTER, ENDPOINT, "Connections closed to serve a new one when every slot was taken (the one open longest without a whole request first).") \
+	VALUE(M_METRICS_CLIENTS_EVICTED, NULL, NULL, S->endpoint.evicted) \
+	FAMILY("rubyprofd_metrics_clients_timed_out_total", COUNTER, ENDPOINT, "Connections closed at their deadline: the request not whole in time after the accept, or the response not taken in time.") \
+	VALUE(M_METRICS_CLIENTS_TIMED_OUT, NULL, NULL, S->endpoint.timed_out) \
 	FAMILY("rubyprofd_metrics_clients_aborted_total", COUNTER, ENDPOINT, "Connections the peer closed before sending a whole request.") \
 	VALUE(M_METRICS_CLIENTS_ABORTED, NULL, NULL, S->endpoint.aborted) \
 	FAMILY("rubyprofd_metrics_accept_errors_total", COUNTER, ENDPOINT, "Failed accepts on the metrics endpoint (e.g. out of file descriptors).") \
@@ -319,6 +326,8 @@
 	VALUE(M_UPLOAD_REJECTED_REMOVED, NULL, NULL, S->ship.rejected_removed) \
 	FAMILY("rubyprofd_upload_move_errors_total", COUNTER, SHIP, "Refused profiles that could not be moved aside (removed instead).") \
 	VALUE(M_UPLOAD_MOVE_ERRORS, NULL, NULL, S->ship.move_errors) \
+	FAMILY("rubyprofd_upload_not_regular_total", COUNTER, SHIP, "Spooled profiles with a file that is no regular file (a symbolic link, a FIFO): never followed or sent, removed from the spool.") \
+	VALUE(M_UPLOAD_NOT_REGULAR, NULL, NULL, S->ship.not_regular) \
 	FAMILY("rubyprofd_upload_request_seconds_total", COUNTER, SHIP, "Time spent in requests that got an HTTP answer.") \
 	VALUE(M_UPLOAD_REQUEST_SECONDS, NULL, NULL, S->ship.latency_sum) \
 	FAMILY("rubyprofd_upload_requests_answered_total", COUNTER, SHIP, "Requests that got an HTTP answer (the count for the time above).") \

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "notify.h"
+#include "text.h"
 
 /* Fills addr from $NOTIFY_SOCKET. 1 when there is a socket, 0 when unset, -errno when invalid. */
 static int notify_address(struct sockaddr_un *addr, socklen_t *addrlen)
@@ -114,19 +115,12 @@ int notify_watchdog(void)
 	return notify_send("WATCHDOG=1");
 }
 
-/* A positive decimal number with nothing around it; 0 otherwise. */
+/* A decimal number with nothing around it; 0 otherwise. */
 static unsigned long long notify_parse_u64(const char *s)
 {
-	unsigned long long v;
-	char *end;
+	uint64_t v;
 
-	if (!s || *s < '0' || *s > '9')
-		return 0; /* strtoull would accept spaces, signs and "-1" */
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end)
-		return 0;
-	return v;
+	return text_parse_u64(s, 0, UINT64_MAX, &v) ? 0 : v;
 }
 
 uint64_t notify_watchdog_usec(void)

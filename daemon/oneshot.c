@@ -13,12 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "fileio.h"
 #include "log.h"
 #include "metrics_table.h"
@@ -50,14 +50,6 @@ struct run {
 	int child_exited;
 	int64_t start_ns, wall_start_ns;
 };
-
-static int64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static pid_t spawn(char *const *argv)
 {
@@ -112,18 +104,19 @@ static void default_output(char *buf, size_t len)
 }
 
 /*
- * Whether a profile can be written to path, before a run spends its duration: the profile is
+ * Whether a profile can be written to path, before a run spends its duration: what is there
+ * must be nothing or a regular file (a link is never followed, fileio.h), and the profile is
  * written to a temporary file next to it and renamed, so a file is created there, given a
  * byte (a full filesystem refuses it) and removed. 0 or -errno.
  */
 static int check_output(const char *path)
 {
 	char *tmp = NULL;
-	struct stat st;
 	int fd = -1, ret;
 
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-		return -EISDIR;
+	ret = fileio_check_target(path);
+	if (ret)
+		return ret;
 	if (asprintf(&tmp, "%s.check.XXXXXX", path) < 0)
 		return -ENOMEM;
 	fd = mkstemp(tmp);
@@ -165,7 +158,8 @@ static int write_fallback(struct pprof *p, const char *path, char *buf, size_t l
 		err = pprof_write_file(p, buf);
 		if (!err)
 			return 0;
-		log_error("cannot write the profile to \"%s\" either: %s", buf, strerror(-err));
+		log_error("cannot write the profile to \"%s\" either: %s", buf,
+			  fileio_strerror(err));
 	}
 	return err;
 }
@@ -199,7 +193,8 @@ static int write_profile(struct run *r, const char *path, int64_t duration_ns, c
 	if (!err) {
 		err = pprof_write_file(p, path);
 		if (err) {
-			log_error("cannot write the profile to \"%s\": %s", path, strerror(-err));
+			log_error("cannot write the profile to \"%s\": %s", path,
+				  fileio_strerror(err));
 			err = write_fallback(p, path, fallback, len);
 			if (!err)
 				log_error("the profile is saved in \"%s\" instead", fallback);
@@ -398,7 +393,7 @@ int oneshot_run(const struct config *cfg)
 	/* before sampling: a profile that cannot be written is found out now, not at the end */
 	err = check_output(out);
 	if (err) {
-		log_error("cannot write the profile to \"%s\": %s", out, strerror(-err));
+		log_error("cannot write the profile to \"%s\": %s", out, fileio_strerror(err));
 		return 2;
 	}
 	r.session = session__new(&sopts);
@@ -410,8 +405,8 @@ int oneshot_run(const struct config *cfg)
 	if (err)
 		goto cleanup;
 
-	r.start_ns = now_ns(CLOCK_MONOTONIC);
-	r.wall_start_ns = now_ns(CLOCK_REALTIME);
+	r.start_ns = clock_ns(CLOCK_MONOTONIC);
+	r.wall_start_ns = clock_ns(CLOCK_REALTIME);
 	if (cfg->command) {
 		r.child = spawn(cfg->command);
 		if (r.child < 0) {
@@ -439,7 +434,7 @@ int oneshot_run(const struct config *cfg)
 	sigaddset(&stops, SIGTERM);
 	masked = sigprocmask(SIG_BLOCK, &stops, &waitmask) == 0;
 	while (!oneshot_stop) {
-		now = now_ns(CLOCK_MONOTONIC);
+		now = clock_ns(CLOCK_MONOTONIC);
 		if (deadline && now >= deadline)
 			break;
 		if (r.child > 0 && waitpid(r.child, &status, WNOHANG) == r.child) {
@@ -456,24 +451,24 @@ int oneshot_run(const struct config *cfg)
 		}
 		if (now >= next_scan) {
 			session_scan(r.session, now);
-			next_scan = now_ns(CLOCK_MONOTONIC) + scan_every;
+			next_scan = clock_ns(CLOCK_MONOTONIC) + scan_every;
 		}
 		err = session_run(r.session, now);
 		if (err < 0) {
 			log_error("reading samples: %s", strerror(-err));
 			break;
 		}
-		wait_records(&r, now_ns(CLOCK_MONOTONIC),
+		wait_records(&r, clock_ns(CLOCK_MONOTONIC),
 			     deadline && deadline < next_scan ? deadline : next_scan,
 			     masked ? &waitmask : NULL);
 	}
 	if (masked)
 		sigprocmask(SIG_SETMASK, &waitmask, NULL);
 	/* sampling stops before the last records are read: the summary's counts then add up */
-	err = session_finish(r.session, now_ns(CLOCK_MONOTONIC));
+	err = session_finish(r.session, clock_ns(CLOCK_MONOTONIC));
 	if (err)
 		log_warn("cannot stop sampling: %s", strerror(-err));
-	secs = (now_ns(CLOCK_MONOTONIC) - r.start_ns) / 1e9;
+	secs = (clock_ns(CLOCK_MONOTONIC) - r.start_ns) / 1e9;
 
 	if (r.child_exited && WIFEXITED(r.child_status) && WEXITSTATUS(r.child_status))
 		log_warn("the command exited with status %d", WEXITSTATUS(r.child_status));

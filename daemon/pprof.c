@@ -10,19 +10,18 @@
  */
 #define ZLIB_CONST
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include "buf.h"
 #include "fileio.h"
 #include "hmap.h"
 #include "pprof.h"
+#include "hash.h"
 
 /* ---- growable arrays ---------------------------------------------------------------------- */
 
@@ -71,20 +70,6 @@ static void *vec_at(const struct vec *v, size_t i)
  * string's length) with their index as value. Different contents may share a hash, so a key
  * holds every index added under it and each is compared with the content.
  */
-
-/* FNV-1a. */
-static uint64_t fnv1a(const void *data, size_t len)
-{
-	const unsigned char *b = data;
-	uint64_t h = 0xcbf29ce484222325ULL;
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
 
 /* ---- interned strings --------------------------------------------------------------------- */
 
@@ -171,7 +156,7 @@ static int str_intern(struct pprof *p, const char *s, uint64_t *idx)
 	if (!s)
 		s = "";
 	len = strlen(s);
-	hash = fnv1a(s, len);
+	hash = hash_bytes(HASH_INIT, s, len);
 	while (hmap_next_dup(&p->str_index, hash, len, &it, &i)) {
 		old = vec_at(&p->strs, i);
 		if (old->len == len && !memcmp(old->s, s, len)) {
@@ -206,7 +191,7 @@ static uint64_t rec_intern(struct rtab *t, const uint64_t *rec)
 	uint64_t hash, i;
 	int err;
 
-	hash = fnv1a(rec, t->recs.elem);
+	hash = hash_bytes(HASH_INIT, rec, t->recs.elem);
 	while (hmap_next_dup(&t->index, hash, 0, &it, &i)) {
 		if (!memcmp(vec_at(&t->recs, i), rec, t->recs.elem))
 			return i + 1;
@@ -767,82 +752,15 @@ cleanup:
 	return ret;
 }
 
-/* Makes a rename in path's directory durable. 0 or -errno. */
-static int fsync_parent(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	char *dir = NULL;
-	int fd = -1, ret = 0;
-
-	if (!slash)
-		dir = strdup(".");
-	else
-		dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
-	if (!dir) {
-		ret = -ENOMEM;
-		goto cleanup;
-	}
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		ret = -errno;
-		goto cleanup;
-	}
-	/* Some filesystems cannot sync a directory (EINVAL); the data itself is synced already. */
-	if (fsync(fd) && errno != EINVAL)
-		ret = -errno;
-cleanup:
-	if (fd >= 0)
-		close(fd);
-	free(dir);
-	return ret;
-}
-
 int pprof_write_file(struct pprof *p, const char *path)
 {
 	uint8_t *data = NULL;
-	char *tmp_path = NULL;
-	bool created = false;
 	size_t len;
-	int fd = -1, ret;
+	int ret;
 
 	ret = pprof_encode(p, 1, &data, &len);
-	if (ret)
-		goto cleanup;
-	if (asprintf(&tmp_path, "%s.tmp.%d", path, (int)getpid()) < 0) {
-		tmp_path = NULL;
-		ret = -ENOMEM;
-		goto cleanup;
-	}
-	/* O_NOFOLLOW: the directory may be shared; never write through a planted symlink. */
-	fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0) {
-		ret = -errno;
-		goto cleanup;
-	}
-	created = true;
-	ret = fileio_write_all(fd, data, len);
-	if (ret)
-		goto cleanup;
-	if (fsync(fd)) {
-		ret = -errno;
-		goto cleanup;
-	}
-	ret = close(fd) ? -errno : 0;
-	fd = -1;
-	if (ret)
-		goto cleanup;
-	if (rename(tmp_path, path)) {
-		ret = -errno;
-		goto cleanup;
-	}
-	created = false;
-	ret = fsync_parent(path);
-cleanup:
-	if (fd >= 0)
-		close(fd);
-	if (created)
-		unlink(tmp_path);
-	free(tmp_path);
+	if (!ret)
+		ret = fileio_write_file(path, data, len);
 	free(data);
 	return ret;
 }

@@ -51,7 +51,10 @@ int pprof_add_sample(struct pprof *p, const uint64_t *location_ids, size_t nloca
 
 /* Encodes the profile; *out is malloc'd. gzip != 0: gzip'd (what pprof files hold). 0 or -errno. */
 int pprof_encode(struct pprof *p, int gzip, uint8_t **out, size_t *out_len);
-/* Writes the gzip'd profile to path atomically (temporary file + rename). 0 or -errno. */
+/*
+ * Writes the gzip'd profile to path atomically, never through a link, mode FILEIO_MODE
+ * (fileio_write_file: its errors, fileio_strerror's words). 0 or -errno.
+ */
 int pprof_write_file(struct pprof *p, const char *path);
 
 #endif

@@ -22,6 +22,7 @@
 
 #include "hmap.h"
 #include "pprofread.h"
+#include "text.h"
 
 /* ---- growable pools --------------------------------------------------------------------------- */
 
@@ -560,8 +561,11 @@ static int finish(struct dec *d)
 	r->locations = calloc(r->rlocs.len ? r->rlocs.len : 1, sizeof(*r->locations));
 	if (!r->strings || !r->samples || !r->locations)
 		return nomem(d);
-	for (i = 0; i < r->strs.len; i++)
+	/* A profile may come from anywhere: what a view prints (a terminal, a page) is cleaned. */
+	for (i = 0; i < r->strs.len; i++) {
+		text_clean((char *)r->chars.data + off[i]);
 		r->strings[i] = (const char *)r->chars.data + off[i];
+	}
 	nt = r->types.len;
 	for (i = 0; i < nt; i++) {
 		const struct pprofread_value_type *vt =

@@ -6,6 +6,7 @@
 
 #include "hmap.h"
 #include "report.h"
+#include "hash.h"
 
 struct fn_row {
 	const char *name;
@@ -15,13 +16,6 @@ struct fn_row {
 	uint64_t last_stack; /* stack number that last counted `total`, to count it once */
 	size_t next;	     /* index + 1 of the next row with the same hash */
 };
-
-static uint64_t str_hash(const char *s, uint64_t h)
-{
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h * 0x100000001b3ULL;
-}
 
 struct top_ctx {
 	struct hmap by_fn; /* (hash of name and file, kind) -> first row index + 1, chained */
@@ -39,7 +33,7 @@ struct top_ctx {
 static struct fn_row *row_of(struct top_ctx *x, const struct agg_frame *f)
 {
 	const char *file = f->kind == AGG_FRAME_RUBY ? f->file : "";
-	uint64_t h = str_hash(file, str_hash(f->name, 0xcbf29ce484222325ULL)), head = 0;
+	uint64_t h = hash_str(hash_str(HASH_INIT, f->name), file), head = 0;
 	struct fn_row *nr;
 	size_t idx;
 

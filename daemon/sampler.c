@@ -13,6 +13,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "log.h"
 #include "sampler.h"
 #include "rubyprof.skel.h"
@@ -201,14 +202,6 @@ static int on_stack_chunk(struct sampler *s, const struct rp_sample *r, size_t s
 
 static int dispatch(struct sampler *s, void *data, size_t size);
 
-static int64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct sampler *s = ctx;
@@ -218,7 +211,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	if (s->budget && --s->budget == 0)
 		return BUDGET_SPENT;
 	/* the clock after every record: one deep stack of frames not cached yet can take long */
-	if (s->until_ns && monotonic_ns() >= s->until_ns)
+	if (s->until_ns && clock_mono_ns() >= s->until_ns)
 		return BUDGET_SPENT;
 	return 0;
 }
@@ -590,7 +583,7 @@ int sampler_consume(struct sampler *s)
 	 * and wrote no interval meanwhile.
 	 */
 	s->budget = SAMPLER_CONSUME_MAX;
-	s->until_ns = monotonic_ns() + SAMPLER_CONSUME_NS;
+	s->until_ns = clock_mono_ns() + SAMPLER_CONSUME_NS;
 	n = ring_buffer__consume(s->rb);
 	s->budget = 0;
 	s->until_ns = 0;

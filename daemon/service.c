@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "appname.h"
 #include "config.h"
 #include "hmap.h"
@@ -27,6 +28,7 @@
 #include "pprof.h"
 #include "privs.h"
 #include "service.h"
+#include "hash.h"
 #include "session.h"
 #include "ship.h"
 #include "spool.h"
@@ -65,21 +67,9 @@ struct service {
 	bool stop;
 };
 
-static int64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static uint64_t name_hash(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h;
+	return hash_str(HASH_INIT, s);
 }
 
 static struct svc *svc_find(struct service *sv, const char *name)
@@ -316,7 +306,7 @@ static bool unseen(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
 static void end_interval(struct service *sv, int64_t now)
 {
 	struct names x = {.sv = sv};
-	int64_t until = wall_ns();
+	int64_t until = clock_real_ns();
 	size_t i;
 	int err;
 
@@ -642,6 +632,7 @@ static int setup(struct service *sv)
 		.identify = identify,
 		.identify_ctx = sv,
 	};
+	char spool_err[2 * PATH_MAX + 256];
 	sigset_t mask;
 	int err;
 
@@ -650,12 +641,15 @@ static int setup(struct service *sv)
 	sv->rules = compile_rules(sv->cfg);
 	if (!sv->rules)
 		return -EINVAL; /* a configuration error: exit 2, as for the others */
-	sv->spool = spool__new(sv->cfg->spool_dir, sv->cfg->spool_max_bytes,
-			       (int64_t)(sv->cfg->spool_max_age * 1e9));
+	sv->spool =
+		spool__new(sv->cfg->spool_dir, sv->cfg->spool_max_bytes,
+			   (int64_t)(sv->cfg->spool_max_age * 1e9), spool_err, sizeof(spool_err));
 	if (!sv->spool) {
 		err = -errno;
-		log_error("spool_dir \"%s\": %s", sv->cfg->spool_dir, strerror(-err));
-		return err;
+		log_error("spool_dir \"%s\"%s: %s", sv->cfg->spool_dir,
+			  err == -EPERM ? " refused" : "", spool_err);
+		/* one that others can write is a configuration error: exit 2 */
+		return err == -EPERM ? -EINVAL : err;
 	}
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGHUP);
@@ -726,7 +720,7 @@ int service_run(struct config *cfg, int argc, char **argv)
 
 	now = session_now();
 	sv.interval_start = now;
-	sv.interval_start_wall = wall_ns();
+	sv.interval_start_wall = clock_real_ns();
 	scan_every = session_has_lifecycle(sv.session) ? (int64_t)(cfg->rescan_interval * 1e9)
 						       : SCAN_NO_EVENTS_NS;
 	sv.next_scan = scan_every ? now + scan_every : 0;

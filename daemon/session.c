@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "appname.h"
 #include "log.h"
 #include "session.h"
@@ -52,10 +53,7 @@ struct session {
 
 int64_t session_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	return clock_mono_ns();
 }
 
 static size_t ringbuf_size(unsigned int max_frames, bool mixed)
@@ -388,8 +386,7 @@ int session_drain(struct session *s, int64_t now)
 
 	/* everything sampled until now, within reason: a buffer refilled as fast as it is read
 	 * does not hold the caller forever. At most 10 calls (half a second, SAMPLER_CONSUME_NS
-	 * each): longer, and the service's metrics clients waiting meanwhile were dropped as idle
-	 * (METRICS_IDLE_MS) though they had sent their request. */
+	 * each): longer, and the service's metrics scrapes and the watchdog would wait as long. */
 	for (rounds = 0; rounds < 10; rounds++) {
 		n = consume(s, now);
 		if (n < 0)
@@ -521,6 +518,7 @@ void session_counters(struct session *s, struct session_counters *out)
 	collector_stats(s->coll, &out->collector);
 	tracker_stats(s->tracker, &out->tracker);
 	agg_stats(s->agg, &out->agg);
+	bounds_stats(&out->bounds);
 	out->native_on = collector_native_stats(s->coll, &out->native);
 	if (s->wall) {
 		out->wall_on = true;

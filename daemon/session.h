@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "aggregate.h"
+#include "bounds.h"
 #include "collect.h"
 #include "discover.h"
 #include "native.h"
@@ -49,6 +50,8 @@ struct session_counters {
 	struct native_stats native;
 	bool wall_on; /* wall-clock mode: `wall` is filled */
 	struct wall_counters wall;
+	struct bounds_stats
+		bounds; /* objects past a bound (bounds.h): the daemon's, not the session's */
 };
 
 struct session;

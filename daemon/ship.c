@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "ship.h"
 
@@ -75,22 +76,6 @@ enum outcome {
 	OUT_RETRY, /* wait (s->wait_ns) and try the same profile again */
 	OUT_STOP,
 };
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
-}
-
-static int64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
-}
 
 const char *ship_failure_name(enum ship_failure f)
 {
@@ -250,7 +235,7 @@ static void ship_sweep_rejected(struct ship *s)
 	struct rej_file *v = NULL, *nv;
 	size_t n = 0, cap = 0, i, max_files = c->rejected_max_files * 2;
 	uint64_t bytes = 0, removed = 0;
-	int64_t now = wall_ns();
+	int64_t now = clock_real_ns();
 	char path[PATH_MAX];
 	struct dirent *de;
 	struct stat st;
@@ -340,6 +325,30 @@ static int ship_move_aside(struct ship *s, const char *stem)
 
 /* ---- one profile -------------------------------------------------------------------------- */
 
+/*
+ * Whether both files of a pair are regular files (not followed: lstat). 0, -ENOENT when one is
+ * gone (evicted meanwhile), -ELOOP when one is something else (a link, a FIFO), -errno.
+ */
+static int ship_pair_regular(struct ship *s, const char *stem)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int i, r;
+
+	for (i = 0; i < 2; i++) {
+		r = i ? spool_profile_path(s->spool, stem, path, sizeof(path))
+		      : spool_sidecar_path(s->spool, stem, path, sizeof(path));
+		if (r)
+			return r;
+		if (lstat(path, &st))
+			return -errno;
+		if (!S_ISREG(st.st_mode))
+			return -ELOOP;
+	}
+	return 0;
+}
+
+/* O_NOFOLLOW | O_NONBLOCK: a link put there since ship_pair_regular is not followed either. */
 static int ship_read_file(const char *path, uint8_t **out, size_t *len)
 {
 	struct stat st;
@@ -348,11 +357,15 @@ static int ship_read_file(const char *path, uint8_t **out, size_t *len)
 	ssize_t n;
 	int fd, err = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st)) {
 		err = -errno;
+		goto cleanup;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = -ELOOP;
 		goto cleanup;
 	}
 	if (st.st_size > SHIP_MAX_PROFILE_BYTES) {
@@ -433,7 +446,7 @@ static uint64_t ship_pending(struct ship *s)
 static void ship_set_state(struct ship *s, enum ship_state to, const char *why)
 {
 	enum ship_state from;
-	int64_t now = mono_ns();
+	int64_t now = clock_mono_ns();
 
 	pthread_mutex_lock(&s->mu);
 	from = s->st.state;
@@ -527,7 +540,7 @@ static enum outcome ship_answer(struct ship *s, const char *stem, const struct i
 		pthread_mutex_lock(&s->mu);
 		s->st.uploads_ok++;
 		s->st.bytes_sent += req->len;
-		s->st.last_success_ns = wall_ns();
+		s->st.last_success_ns = clock_real_ns();
 		/* delivered again: the collector may hold it twice */
 		if (!strcmp(s->resend, stem)) {
 			s->st.resends++;
@@ -583,6 +596,24 @@ static enum outcome ship_one(struct ship *s, const struct spool_entry *e, int64_
 	enum outcome out = OUT_NEXT;
 	int r;
 
+	/*
+	 * The spool is root's (spool__new refuses another's), but a link or a FIFO in it is still
+	 * neither followed nor sent: the pair leaves the queue, counted, said once.
+	 */
+	r = ship_pair_regular(s, e->stem);
+	if (r == -ENOENT)
+		goto cleanup; /* evicted meanwhile */
+	if (r == -ELOOP) {
+		log_warn(
+			"upload: \"%s\": a file of the pair in %s is not a regular file (a link?): "
+			"not followed, not sent; the pair is removed",
+			e->stem, spool_dir(s->spool));
+		pthread_mutex_lock(&s->mu);
+		s->st.not_regular++;
+		pthread_mutex_unlock(&s->mu);
+		spool_remove(s->spool, e->stem);
+		goto cleanup;
+	}
 	r = spool_sidecar_path(s->spool, e->stem, path, sizeof(path));
 	if (!r) {
 		sc = sidecar__read(path, err, sizeof(err));
@@ -599,7 +630,7 @@ static enum outcome ship_one(struct ship *s, const struct spool_entry *e, int64_
 		ship_move_aside(s, e->stem);
 		goto cleanup;
 	}
-	if (c->max_age > 0 && wall_ns() - sc->until_ns > (int64_t)(c->max_age * NS)) {
+	if (c->max_age > 0 && clock_real_ns() - sc->until_ns > (int64_t)(c->max_age * NS)) {
 		if (!s->warned_old)
 			log_warn("upload: dropping profiles older than upload_max_age (%.0f s), "
 				 "first \"%s\": the collector would refuse them",
@@ -762,7 +793,7 @@ static void *ship_main(void *arg)
 
 	ship_read_inflight(s);
 	ship_sweep_rejected(s);
-	s->next_sweep = mono_ns() + SWEEP_EVERY_NS;
+	s->next_sweep = clock_mono_ns() + SWEEP_EVERY_NS;
 	pthread_mutex_lock(&s->mu);
 	while (!atomic_load(&s->stop)) {
 		old = ship_take_pending(s);
@@ -771,7 +802,7 @@ static void *ship_main(void *arg)
 		ship_conf_free(old);
 
 		out = ship_pass(s, &wait, &handled);
-		now = mono_ns();
+		now = clock_mono_ns();
 		if (now >= s->next_sweep) {
 			ship_sweep_rejected(s);
 			s->next_sweep = now + SWEEP_EVERY_NS;
@@ -783,7 +814,7 @@ static void *ship_main(void *arg)
 		if (out == OUT_RETRY) {
 			/* a backoff: only a stop or new options end it early */
 			until = now + wait;
-			while (!atomic_load(&s->stop) && !s->pending && mono_ns() < until)
+			while (!atomic_load(&s->stop) && !s->pending && clock_mono_ns() < until)
 				ship_wait_until(s, until);
 			continue;
 		}
@@ -791,7 +822,7 @@ static void *ship_main(void *arg)
 			continue; /* more may have come meanwhile */
 		/* idle: until kicked, or the next sweep */
 		while (!atomic_load(&s->stop) && !s->kicked && !s->pending &&
-		       mono_ns() < s->next_sweep)
+		       clock_mono_ns() < s->next_sweep)
 			ship_wait_until(s, s->next_sweep);
 	}
 	pthread_mutex_unlock(&s->mu);
@@ -821,7 +852,7 @@ struct ship *ship__new(struct spool *spool, const struct ship_opts *o, char *err
 	pthread_condattr_destroy(&ca);
 	atomic_init(&s->stop, false);
 	if (getrandom(&s->seed, sizeof(s->seed), GRND_NONBLOCK) != sizeof(s->seed) || !s->seed)
-		s->seed = (uint64_t)wall_ns() | 1;
+		s->seed = (uint64_t)clock_real_ns() | 1;
 	s->conf = ship_conf_new(o, err, errlen);
 	if (!s->conf) {
 		r = -errno;
@@ -902,7 +933,7 @@ void ship_stats(struct ship *s, struct ship_stats *out)
 	out->oldest_age = 0;
 	/* from the spool itself: right during a backoff and after evictions */
 	if (sp.oldest_from_ns) {
-		int64_t age = wall_ns() - sp.oldest_from_ns;
+		int64_t age = clock_real_ns() - sp.oldest_from_ns;
 
 		out->oldest_age = age > 0 ? (double)age / NS : 0;
 	}

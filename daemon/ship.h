@@ -74,6 +74,7 @@ struct ship_stats {
 	uint64_t rejected_moved;   /* pairs moved into rejected/ */
 	uint64_t rejected_removed; /* pairs removed from rejected/ by its age and size bounds */
 	uint64_t move_errors;	   /* a pair that could not be moved aside (it was removed) */
+	uint64_t not_regular;	   /* pairs with a link or FIFO for a file: not sent, removed */
 	double latency_sum;	   /* s, over requests that got an HTTP answer */
 	uint64_t latency_count;
 	uint64_t backlog_profiles; /* pairs in the spool */

@@ -20,9 +20,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "buf.h"
 #include "fileio.h"
+#include "safepath.h"
 #include "spool.h"
+#include "text.h"
 
 #define TMP_PREFIX     ".tmp-"
 #define PROFILE_SUFFIX ".pb.gz"
@@ -127,77 +130,15 @@ static bool spool_parse_stem(const char *stem, size_t len, int64_t *from_ns)
 
 /* ---- JSON ---------------------------------------------------------------------------------- */
 
-static bool is_cont(unsigned char c)
+static void jb_put(void *ctx, const char *s, size_t len)
 {
-	return (c & 0xc0) == 0x80;
+	buf_put(ctx, s, len);
 }
 
-/* Length of the well-formed UTF-8 sequence at p (Unicode table 3-7), 0 if it is not one. */
-static size_t utf8_len(const unsigned char *p)
-{
-	unsigned char c = p[0];
-
-	if (c >= 0xc2 && c <= 0xdf)
-		return is_cont(p[1]) ? 2 : 0;
-	if (c >= 0xe0 && c <= 0xef) {
-		/* no overlongs (E0 80..9F) and no surrogates (ED A0..BF) */
-		if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f))
-			return 0;
-		return is_cont(p[1]) && is_cont(p[2]) ? 3 : 0;
-	}
-	if (c >= 0xf0 && c <= 0xf4) {
-		/* no overlongs (F0 80..8F) and nothing past U+10FFFF (F4 90..) */
-		if ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] > 0x8f))
-			return 0;
-		return is_cont(p[1]) && is_cont(p[2]) && is_cont(p[3]) ? 4 : 0;
-	}
-	return 0;
-}
-
-/*
- * A JSON string. Quotes, backslashes and control characters (and DEL) are escaped; well-formed
- * UTF-8 passes as is; every byte that is not part of well-formed UTF-8 becomes \ufffd, so the
- * file is always valid UTF-8 and valid JSON whatever the labels hold.
- */
+/* A JSON string: valid JSON and valid UTF-8 whatever the labels hold (text_json). */
 static void jb_str(struct buf *b, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t n;
-
-	buf_put(b, "\"", 1);
-	while (*p) {
-		switch (*p) {
-		case '"':
-			buf_puts(b, "\\\"");
-			break;
-		case '\\':
-			buf_puts(b, "\\\\");
-			break;
-		case '\n':
-			buf_puts(b, "\\n");
-			break;
-		case '\t':
-			buf_puts(b, "\\t");
-			break;
-		case '\r':
-			buf_puts(b, "\\r");
-			break;
-		default:
-			if (*p < 0x20 || *p == 0x7f) {
-				buf_printf(b, "\\u%04x", *p);
-			} else if (*p < 0x80) {
-				buf_put(b, p, 1);
-			} else if ((n = utf8_len(p))) {
-				buf_put(b, p, n);
-				p += n;
-				continue;
-			} else {
-				buf_puts(b, "\\ufffd");
-			}
-		}
-		p++;
-	}
-	buf_put(b, "\"", 1);
+	text_json(s, false, jb_put, b);
 }
 
 static int spool_sidecar(struct buf *b, const struct spool_meta *m, const char *stem, size_t len)
@@ -408,14 +349,6 @@ static int spool_write_pair(struct spool *s, const char *stem, const struct buf 
 
 /* ---- bounds -------------------------------------------------------------------------------- */
 
-static int64_t spool_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
-}
-
 /*
  * Removes the oldest pairs until the spool, plus a write of need bytes (need_files 1) or nothing
  * (0), is within every bound. Stops at the first unlink that fails: it would fail again.
@@ -534,8 +467,13 @@ static int spool_scan(struct spool *s)
 			se.profile = true;
 		else if (!scan_name(de->d_name, SIDECAR_SUFFIX, &se))
 			continue;
-		if (fstatat(s->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+		if (fstatat(s->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW))
 			continue;
+		/* a link or a FIFO is never followed or read: left alone, counted */
+		if (!S_ISREG(st.st_mode)) {
+			s->st.not_regular++;
+			continue;
+		}
 		se.e.bytes = (uint64_t)st.st_size;
 		if (nv_len == nv_cap) {
 			nv_cap = nv_cap ? nv_cap * 2 : 64;
@@ -580,19 +518,25 @@ cleanup:
 	return err;
 }
 
-struct spool *spool__new(const char *dir, uint64_t max_bytes, int64_t max_age_ns)
+struct spool *spool__new(const char *dir, uint64_t max_bytes, int64_t max_age_ns, char *err_msg,
+			 size_t errlen)
 {
 	struct spool *s = NULL;
 	int err = 0;
 
+	if (errlen)
+		err_msg[0] = '\0';
 	/* room for "/<stem>.pb.gz" in a path */
 	if (!dir || !*dir || strlen(dir) + sizeof(((struct spool_entry *)0)->stem) + 8 > PATH_MAX) {
+		snprintf(err_msg, errlen, "not a path, or too long");
 		errno = EINVAL;
 		return NULL;
 	}
 	s = calloc(1, sizeof(*s));
-	if (!s)
+	if (!s) {
+		snprintf(err_msg, errlen, "out of memory");
 		return NULL;
+	}
 	s->dirfd = -1;
 	pthread_mutex_init(&s->lock, NULL);
 	s->max_bytes = max_bytes;
@@ -601,26 +545,42 @@ struct spool *spool__new(const char *dir, uint64_t max_bytes, int64_t max_age_ns
 	s->dir = strdup(dir);
 	if (!s->dir) {
 		err = -ENOMEM;
+		snprintf(err_msg, errlen, "out of memory");
 		goto cleanup;
 	}
 	err = spool_mkdir_p(dir);
-	if (err)
+	if (err) {
+		snprintf(err_msg, errlen, "cannot create it: %s", strerror(-err));
 		goto cleanup;
-	s->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	/*
+	 * Whoever else can write the directory (or one above it) can put profiles in it for the
+	 * shipper to send, or take them away: refused, as the configuration is (safepath.h). The
+	 * directories created just now are root's, 0750.
+	 */
+	err = safepath_check(dir, err_msg, errlen);
+	if (err == -EPERM)
+		goto cleanup;
+	s->dirfd = err ? -1 : open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (s->dirfd < 0) {
-		err = -errno;
+		err = err ? err : -errno;
+		snprintf(err_msg, errlen, "%s", strerror(-err));
 		goto cleanup;
 	}
 	/* two writers would evict each other's pairs and count them wrong */
 	if (flock(s->dirfd, LOCK_EX | LOCK_NB)) {
 		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		snprintf(err_msg, errlen, "%s",
+			 err == -EBUSY ? "another rubyprofd holds it" : strerror(-err));
 		goto cleanup;
 	}
 	err = spool_scan(s);
-	if (err)
+	if (err) {
+		snprintf(err_msg, errlen, "reading it: %s", strerror(-err));
 		goto cleanup;
+	}
 	/* a file that cannot be removed now is counted; it does not keep the service down */
-	(void)spool_enforce(s, spool_now(), 0, 0);
+	(void)spool_enforce(s, clock_real_ns(), 0, 0);
 cleanup:
 	if (err) {
 		spool__free(s);
@@ -720,7 +680,7 @@ int spool_write(struct spool *s, const struct spool_meta *m, const void *profile
 	}
 	err = spool_reserve(s);
 	if (!err)
-		err = spool_enforce(s, spool_now(), need, 1);
+		err = spool_enforce(s, clock_real_ns(), need, 1);
 	if (!err)
 		err = spool_write_pair(s, e.stem, &json, profile, len);
 	if ((err == -ENOSPC || err == -EDQUOT) && s->n && !spool_remove_at(s, 0)) {
@@ -757,7 +717,7 @@ void spool_set_bounds(struct spool *s, uint64_t max_bytes, int64_t max_age_ns)
 	pthread_mutex_lock(&s->lock);
 	s->max_bytes = max_bytes;
 	s->max_age_ns = max_age_ns;
-	spool_enforce(s, spool_now(), 0, 0); /* failures are counted in remove_errors */
+	spool_enforce(s, clock_real_ns(), 0, 0); /* failures are counted in remove_errors */
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -765,7 +725,7 @@ void spool_set_max_files(struct spool *s, size_t max_files)
 {
 	pthread_mutex_lock(&s->lock);
 	s->max_files = max_files ? max_files : SPOOL_MAX_FILES_DEFAULT;
-	spool_enforce(s, spool_now(), 0, 0);
+	spool_enforce(s, clock_real_ns(), 0, 0);
 	pthread_mutex_unlock(&s->lock);
 }
 

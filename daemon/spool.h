@@ -52,6 +52,7 @@ struct spool_stats {
 	uint64_t orphans_removed; /* half pairs removed at startup (crash between the renames) */
 	uint64_t evicted_files;	  /* pairs removed because the index reached its maximum */
 	uint64_t remove_errors;	  /* unlinks that failed (the entry stays, or half of it) */
+	uint64_t not_regular;	  /* named as ours, no regular file, at startup: left alone */
 	int64_t oldest_from_ns;	  /* start of the oldest pair in the spool now; 0: empty */
 };
 
@@ -64,10 +65,13 @@ struct spool_entry {
 /*
  * Opens (creating it and its parents with mode 0750 if missing) and locks the spool directory,
  * removes leftover temporary files and half pairs, indexes the pairs found and applies the bounds.
- * max_bytes 0 and max_age_ns <= 0 mean no such bound. NULL with errno set (EBUSY: another spool
- * holds the directory).
+ * max_bytes 0 and max_age_ns <= 0 mean no such bound. A directory that anyone but root or the
+ * daemon's user can write, or one above it, is refused (safepath.h: EPERM). NULL with errno set
+ * (EBUSY: another spool holds the directory) and err saying why (naming, for EPERM, the
+ * directory, its owner and mode; err may be NULL when errlen is 0).
  */
-struct spool *spool__new(const char *dir, uint64_t max_bytes, int64_t max_age_ns);
+struct spool *spool__new(const char *dir, uint64_t max_bytes, int64_t max_age_ns, char *err,
+			 size_t errlen);
 void spool__free(struct spool *s);
 
 /*

@@ -6,10 +6,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "hmap.h"
 #include "procmem.h"
 #include "rvalue.h"
 #include "symbolize.h"
+#include "text.h"
 
 /* Default bounds of the per-process caches; past them the caches are dropped and refilled. */
 #define MAX_ISEQS  65536
@@ -97,12 +99,9 @@ void symbolizer_set_limits(struct symbolizer *sym, size_t max_iseqs, size_t max_
 /* Validates the symbol table candidates again, at most every 100 ms. */
 static void retry_symbols(struct symbolizer *sym)
 {
-	struct timespec ts;
-	int64_t now;
+	int64_t now = clock_mono_ns();
 	unsigned int i;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 	if (now < sym->next_try_ns)
 		return;
 	sym->next_try_ns = now + 100000000LL;
@@ -210,33 +209,6 @@ unsigned int succ_index_lookup(const uint64_t imm[SUCC_IMM_WORDS], const uint8_t
 	return rank + small_rank + __builtin_popcountll(bits << (63 - bit % 64));
 }
 
-static bool utf8_cont(unsigned char c)
-{
-	return (c & 0xc0) == 0x80;
-}
-
-/* Length of the well-formed UTF-8 sequence at p (Unicode table 3-7), 0 if it is not one. */
-static size_t utf8_len(const unsigned char *p)
-{
-	unsigned char c = p[0];
-
-	if (c >= 0x20 && c < 0x7f)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		return utf8_cont(p[1]) ? 2 : 0;
-	if (c >= 0xe0 && c <= 0xef) {
-		if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f))
-			return 0;
-		return utf8_cont(p[1]) && utf8_cont(p[2]) ? 3 : 0;
-	}
-	if (c >= 0xf0 && c <= 0xf4) {
-		if ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] > 0x8f))
-			return 0;
-		return utf8_cont(p[1]) && utf8_cont(p[2]) && utf8_cont(p[3]) ? 4 : 0;
-	}
-	return 0; /* control characters too: a name is one line of the summary */
-}
-
 /*
  * A name read from the target: whatever its memory holds (a string overwritten, another
  * encoding) becomes valid UTF-8, each byte of an invalid sequence a '?'. The profile's strings
@@ -245,19 +217,12 @@ static size_t utf8_len(const unsigned char *p)
 static char *read_string(struct symbolizer *sym, uint64_t str)
 {
 	char buf[RVALUE_STR_MAX + 4];
-	unsigned char *p;
-	size_t n;
 
-	memset(buf, 0, sizeof(buf)); /* utf8_len may look 3 bytes past the NUL */
+	memset(buf, 0, sizeof(buf));
 	if (rvalue_string(sym->pid, sym->off, str, buf, RVALUE_STR_MAX + 1))
 		return NULL;
-	for (p = (unsigned char *)buf; *p; p += n) {
-		n = utf8_len(p);
-		if (!n) {
-			*p = '?';
-			n = 1;
-		}
-	}
+	/* control characters too: a name is one line of the summary */
+	text_clean(buf);
 	return strdup(buf);
 }
 

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "coldpart.h"
 #include "elfcache.h"
 #include "procmem.h"
@@ -24,14 +25,6 @@
 
 /* A process's modules are reported again (a leaf in no module) at most this often. */
 #define REFRESH_NS 1000000000LL
-
-static int64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /*
  * One process's Dwfl and the sample being unwound in it (the thread callbacks' argument, and
@@ -289,7 +282,7 @@ static int uproc_build(struct uproc *p)
 	p->dwfl = dwfl_begin(&dwfl_callbacks);
 	if (!p->dwfl)
 		return -ENOMEM;
-	p->built_ns = monotonic_ns();
+	p->built_ns = clock_mono_ns();
 	dwfl_report_begin(p->dwfl);
 	err = dwfl_linux_proc_report(p->dwfl, p->pid);
 	if (dwfl_report_end(p->dwfl, NULL, NULL) != 0 && !err)
@@ -554,7 +547,7 @@ int unwinder_unwind(struct unwinder *u, const struct unwind_input *in, uint64_t 
 	 * A leaf in no module: a library loaded after the Dwfl was made; report the maps again, at
 	 * most once a second (a leaf in anonymous code, JIT code, is in no module ever).
 	 */
-	if (!dwfl_addrmodule(p->dwfl, in->ip) && monotonic_ns() - p->built_ns >= REFRESH_NS) {
+	if (!dwfl_addrmodule(p->dwfl, in->ip) && clock_mono_ns() - p->built_ns >= REFRESH_NS) {
 		uproc_drop(p);
 		u->stats.refreshed++;
 		err = uproc_build(p);

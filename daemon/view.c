@@ -15,7 +15,9 @@
 
 #include "aggregate.h"
 #include "hmap.h"
+#include "hash.h"
 #include "report.h"
+#include "text.h"
 #include "view.h"
 
 struct vframe {
@@ -40,13 +42,6 @@ struct view {
 	size_t path_len, path_cap;
 	struct view_stats st;
 };
-
-static uint64_t str_hash(const char *s, uint64_t h)
-{
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h * 0x100000001b3ULL;
-}
 
 const char *view_kind_name(enum view_kind k)
 {
@@ -128,7 +123,7 @@ fail:
 static uint32_t frame_intern(struct view *v, enum view_kind kind, const char *name,
 			     const char *file, int64_t line)
 {
-	uint64_t h = str_hash(file, str_hash(name, 0xcbf29ce484222325ULL)), id;
+	uint64_t h = hash_str(hash_str(HASH_INIT, name), file), id;
 	uint64_t k2 = (uint64_t)kind | (uint64_t)line << 8;
 	struct hmap_iter it = {0};
 	struct vframe *nf;
@@ -752,21 +747,16 @@ int view_write_top(const struct view *v, FILE *out, unsigned int top)
 	return ret;
 }
 
-/* A JSON string (quotes included); '<' escaped too, so that it is safe inside <script>. */
+static void json_put(void *ctx, const char *s, size_t len)
+{
+	fwrite(s, 1, len, ctx);
+}
+
+/* A JSON string (quotes included); '<', '>' and '&' escaped too, so that it is safe inside
+ * <script>; invalid UTF-8 as \ufffd (text_json). */
 void view_put_json_string(FILE *out, const char *s)
 {
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20 || c == '<' || c == '>' || c == '&')
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
+	text_json(s, true, json_put, out);
 }
 
 int view_write_speedscope(const struct view *v, FILE *out, const char *title)

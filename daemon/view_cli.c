@@ -8,13 +8,40 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "fileio.h"
+#include "text.h"
 #include "view.h"
 
 #define REPORT_DEFAULT_TOP 30
+
+/*
+ * A view into a file for a user: rendered in memory, then written by fileio_write_file (never
+ * through a link, mode FILEIO_MODE, all or nothing). 0 or -errno.
+ */
+static int write_view_file(const struct view *v, const char *format, const char *path,
+			   const char *title, unsigned int top)
+{
+	char *data = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&data, &len);
+	int ret;
+
+	if (!mem)
+		return -errno;
+	ret = view_write(v, format, mem, title, top);
+	if (fclose(mem) && !ret)
+		ret = -ENOMEM;
+	if (!ret)
+		ret = fileio_write_file(path, data, len);
+	free(data);
+	return ret;
+}
 
 static void usage(FILE *out)
 {
@@ -68,12 +95,11 @@ static int parse_time(const char *s, int64_t *ns)
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 {
-	char *end;
+	uint64_t v;
 
-	errno = 0;
-	*out = strtoul(s, &end, 10);
-	if (errno || end == s || *end || *s == '-' || *out > max)
+	if (text_parse_u64(s, 0, max, &v))
 		return -EINVAL;
+	*out = (unsigned long)v;
 	return 0;
 }
 
@@ -131,7 +157,7 @@ int view_report_main(int argc, char **argv)
 	unsigned long num, top = REPORT_DEFAULT_TOP;
 	struct view_stats st;
 	struct view *v = NULL;
-	FILE *out = NULL;
+	bool to_stdout;
 	int c, i, ret = 1;
 
 	optind = 1;
@@ -242,23 +268,19 @@ int view_report_main(int argc, char **argv)
 		}
 	}
 	output = output ? output : derived ? derived : "-";
-	out = strcmp(output, "-") == 0 ? stdout : fopen(output, "w");
-	if (!out) {
-		fprintf(stderr, "rubyprofd report: '%s': %s\n", output, strerror(errno));
-		goto cleanup;
-	}
-	c = view_write(v, format, out, title, (unsigned int)top);
-	if (out == stdout) {
+	to_stdout = strcmp(output, "-") == 0;
+	if (to_stdout) {
+		c = view_write(v, format, stdout, title, (unsigned int)top);
 		if (fflush(stdout) && !c)
 			c = -errno;
-	} else if (fclose(out) && !c) {
-		c = -errno;
+	} else {
+		c = write_view_file(v, format, output, title, (unsigned int)top);
 	}
 	if (c) {
-		fprintf(stderr, "rubyprofd report: writing '%s': %s\n", output, strerror(-c));
+		fprintf(stderr, "rubyprofd report: writing '%s': %s\n", output, fileio_strerror(c));
 		goto cleanup;
 	}
-	if (out != stdout)
+	if (!to_stdout)
 		fprintf(stderr,
 			"rubyprofd report: %" PRIu64 " samples from %" PRIu64 " profile%s (%" PRIu64
 			" skipped by time) written to '%s'\n",
@@ -289,7 +311,6 @@ int view_write_beside(const char *pprof_path, const char *format, char *out_path
 	struct view_filter flt = {.want_top = strcmp(format, "top") == 0};
 	struct view *v = NULL;
 	size_t base;
-	FILE *out = NULL;
 	int ret;
 
 	if (!ext) {
@@ -314,17 +335,9 @@ int view_write_beside(const char *pprof_path, const char *format, char *out_path
 		snprintf(err, errlen, "out of memory");
 		goto cleanup;
 	}
-	out = fopen(out_path, "w");
-	if (!out) {
-		ret = -errno;
-		snprintf(err, errlen, "'%s': %s", out_path, strerror(errno));
-		goto cleanup;
-	}
-	ret = view_write(v, format, out, pprof_path, REPORT_DEFAULT_TOP);
-	if (fclose(out) && !ret)
-		ret = -errno;
+	ret = write_view_file(v, format, out_path, pprof_path, REPORT_DEFAULT_TOP);
 	if (ret)
-		snprintf(err, errlen, "writing '%s': %s", out_path, strerror(-ret));
+		snprintf(err, errlen, "writing '%s': %s", out_path, fileio_strerror(ret));
 cleanup:
 	view__free(v);
 	return ret < 0 ? ret : 0;

@@ -5,12 +5,14 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -160,6 +162,8 @@ static char *write_conf(const char *name, const char *text)
 	cr_assert_not_null(f);
 	cr_assert_eq(fwrite(text, 1, strlen(text), f), strlen(text));
 	cr_assert_eq(fclose(f), 0);
+	/* whatever the umask: a file others can write is refused (trusted_files below) */
+	cr_assert_eq(chmod(p, 0644), 0);
 	return p;
 }
 
@@ -1188,5 +1192,304 @@ Test(conffile, clock)
 	parse_bad(argv_bad, "/nonexistent/default.conf",
 		  "rubyprofd: --clock: 'wal' is not cpu or wall\n");
 	file_bad("clock = both\n", "1: clock: 'both' is not cpu or wall");
+	free(p);
+}
+
+/* ---- trusted files: the configuration and the files it names (safepath.h) --------------------- */
+
+#define NOBODY 65534
+
+static void need_root(void)
+{
+	if (geteuid() != 0)
+		cr_skip_test("chown needs root");
+}
+
+/* tmpdir/name, a directory with this mode (whatever the umask). */
+static char *make_dir(const char *name, mode_t mode)
+{
+	char *p = path_of(name);
+
+	cr_assert_eq(mkdir(p, 0700), 0, "mkdir %s: %s", p, strerror(errno));
+	cr_assert_eq(chmod(p, mode), 0);
+	return p;
+}
+
+static void conf_refused(const char *conf, const char *why)
+{
+	char *argv[] = {"rubyprofd", "--config", (char *)conf, NULL};
+	char *one[] = {"rubyprofd", "--oneshot", "--config", (char *)conf, NULL};
+	char *svc[] = {"rubyprofd", NULL};
+	char *want;
+
+	cr_assert_neq(asprintf(&want, "rubyprofd: configuration file refused: %s\n", why), -1);
+	parse_bad(argv, "/nonexistent/default.conf", want);
+	parse_bad(one, "/nonexistent/default.conf", want);
+	/* the service's default file too: only its absence is fine */
+	parse_bad(svc, conf, want);
+	free(want);
+}
+
+Test(conffile, a_configuration_others_can_write_is_refused)
+{
+	char *p = write_conf("w.conf", "frequency = 3\n");
+	char *argv[] = {"rubyprofd", "--config", p, NULL};
+	char *why;
+
+	parse_ok(&cfg, argv, NULL);
+	cr_assert_eq(chmod(p, 0666), 0);
+	cr_assert_neq(asprintf(&why,
+			       "'%s' (owner root, mode 0666) can be changed by a user other than "
+			       "root",
+			       p),
+		      -1);
+	conf_refused(p, why);
+	free(why);
+	/* group-writable is refused too, whatever the group */
+	cr_assert_eq(chmod(p, 0620), 0);
+	cr_assert_neq(asprintf(&why,
+			       "'%s' (owner root, mode 0620) can be changed by a user other than "
+			       "root",
+			       p),
+		      -1);
+	conf_refused(p, why);
+	free(why);
+	free(p);
+}
+
+Test(conffile, a_configuration_of_another_user_is_refused)
+{
+	char *p = write_conf("nobody.conf", "frequency = 3\n");
+	char *why;
+
+	need_root();
+	cr_assert_eq(chown(p, NOBODY, NOBODY), 0);
+	cr_assert_neq(asprintf(&why,
+			       "'%s' (owner nobody, mode 0644) can be changed by a user other than "
+			       "root",
+			       p),
+		      -1);
+	conf_refused(p, why);
+	free(why);
+	free(p);
+}
+
+Test(conffile, a_configuration_in_a_directory_others_can_write_is_refused)
+{
+	char *d = make_dir("group", 0770);
+	char *p = write_conf("group/rubyprofd.conf", "frequency = 3\n");
+	char *why;
+
+	cr_assert_neq(
+		asprintf(&why,
+			 "'%s': the directory '%s' (owner root, mode 0770) can be changed by a "
+			 "user other than root",
+			 p, d),
+		-1);
+	conf_refused(p, why);
+	free(why);
+	free(p);
+	free(d);
+}
+
+Test(conffile, a_directory_of_another_user_on_the_way_is_refused)
+{
+	char *d = make_dir("theirs", 0755);
+	char *p = write_conf("theirs/rubyprofd.conf", "frequency = 3\n");
+	char *why;
+
+	need_root();
+	cr_assert_eq(chown(d, NOBODY, NOBODY), 0);
+	cr_assert_neq(asprintf(&why,
+			       "'%s': the directory '%s' (owner nobody, mode 0755) can be changed "
+			       "by a user other than root",
+			       p, d),
+		      -1);
+	conf_refused(p, why);
+	free(why);
+	free(p);
+	free(d);
+}
+
+/* The one exception, as /tmp: a sticky directory on the way, if what is in it is root's. */
+Test(conffile, a_sticky_directory_on_the_way_is_fine)
+{
+	char *d = make_dir("sticky", 01777);
+	char *p = write_conf("sticky/rubyprofd.conf", "frequency = 3\n");
+	char *argv[] = {"rubyprofd", "--config", p, NULL};
+	char *why;
+
+	parse_ok(&cfg, argv, NULL);
+	cr_assert_eq(cfg.frequency, 3);
+	need_root();
+	cr_assert_eq(chown(p, NOBODY, NOBODY), 0);
+	cr_assert_neq(asprintf(&why,
+			       "'%s' (owner nobody, mode 0644) can be changed by a user other than "
+			       "root",
+			       p),
+		      -1);
+	conf_refused(p, why);
+	free(why);
+	free(p);
+	free(d);
+}
+
+/*
+ * A link is followed by the walk itself: the directories it leads through are checked (sshd's
+ * realpath would check only where it ends), and so is the link, which its owner could replace
+ * in a sticky directory.
+ */
+Test(conffile, links_are_checked_where_they_are_and_where_they_lead)
+{
+	char *open_dir = make_dir("open", 0777);
+	char *safe = write_conf("safe.conf", "frequency = 5\n");
+	char *unsafe = write_conf("open/rubyprofd.conf", "frequency = 3\n");
+	char *sticky = make_dir("sticky", 01777);
+	char *l1 = path_of("to-safe.conf"), *l2 = path_of("to-open.conf");
+	char *l3 = path_of("sticky/theirs.conf"), *l4 = path_of("via-dir");
+	char *l4conf = path_of("via-dir/rubyprofd.conf");
+	char *argv[] = {"rubyprofd", "--config", l1, NULL};
+	char *why;
+
+	cr_assert_eq(symlink("safe.conf", l1), 0);
+	cr_assert_eq(symlink(unsafe, l2), 0);
+	cr_assert_eq(symlink(safe, l3), 0);
+	cr_assert_eq(symlink("open", l4), 0);
+	parse_ok(&cfg, argv, NULL);
+	cr_assert_eq(cfg.frequency, 5);
+
+	cr_assert_neq(
+		asprintf(&why,
+			 "'%s': the directory '%s' (owner root, mode 0777) can be changed by a "
+			 "user other than root",
+			 l2, open_dir),
+		-1);
+	conf_refused(l2, why);
+	free(why);
+	/* a directory reached through a link, under the name it resolves to */
+	cr_assert_neq(
+		asprintf(&why,
+			 "'%s': the directory '%s' (owner root, mode 0777) can be changed by a "
+			 "user other than root",
+			 l4conf, open_dir),
+		-1);
+	conf_refused(l4conf, why);
+	free(why);
+
+	need_root();
+	cr_assert_eq(lchown(l3, NOBODY, NOBODY), 0);
+	cr_assert_neq(
+		asprintf(&why,
+			 "'%s': the symbolic link '%s' (owner nobody) can be changed by a user "
+			 "other than root",
+			 l3, l3),
+		-1);
+	conf_refused(l3, why);
+	free(why);
+	free(l1);
+	free(l2);
+	free(l3);
+	free(l4);
+	free(l4conf);
+	free(open_dir);
+	free(safe);
+	free(unsafe);
+	free(sticky);
+}
+
+Test(conffile, a_relative_path_is_checked_from_the_current_directory)
+{
+	char *d = make_dir("rel", 0777);
+	char *p = write_conf("rel/r.conf", "frequency = 3\n");
+	char *argv[] = {"rubyprofd", "--config", "rel/r.conf", NULL};
+	char *want;
+
+	cr_assert_eq(chdir(tmpdir), 0);
+	cr_assert_neq(asprintf(&want,
+			       "rubyprofd: configuration file refused: 'rel/r.conf': the directory "
+			       "'%s' (owner root, mode 0777) can be changed by a user other than "
+			       "root\n",
+			       d),
+		      -1);
+	parse_bad(argv, NULL, want);
+	cr_assert_eq(chmod(d, 0755), 0);
+	parse_ok(&cfg, argv, NULL);
+	free(want);
+	free(p);
+	free(d);
+}
+
+/* The files the configuration names decide where a secret goes and what it is: the same rule. */
+Test(conffile, secret_and_ca_files_others_can_change_are_refused)
+{
+	char *group = make_dir("group", 0775);
+	char *token = write_conf("token", "t0k3n\n");
+	char *basic = write_conf("group/basic", "u:p\n");
+	char *ca = write_conf("ca.pem", "-----BEGIN CERTIFICATE-----\n");
+	char *text, *msg, *flag_want;
+	char *flag[] = {"rubyprofd", "--upload-token-file", token, NULL};
+
+	cr_assert_eq(chmod(token, 0666), 0);
+	cr_assert_neq(asprintf(&text, "upload_token_file = %s\n", token), -1);
+	cr_assert_neq(asprintf(&msg,
+			       "1: upload_token_file: refused: '%s' (owner root, mode 0666) can be "
+			       "changed by a user other than root",
+			       token),
+		      -1);
+	file_bad(text, msg);
+	free(text);
+	free(msg);
+	/* from a flag too */
+	cr_assert_neq(asprintf(&flag_want,
+			       "rubyprofd: --upload-token-file: refused: '%s' (owner root, mode "
+			       "0666) can be changed by a user other than root\n",
+			       token),
+		      -1);
+	parse_bad(flag, "/nonexistent/default.conf", flag_want);
+	free(flag_want);
+
+	cr_assert_neq(asprintf(&text, "upload_basic_auth_file = %s\n", basic), -1);
+	cr_assert_neq(
+		asprintf(&msg,
+			 "1: upload_basic_auth_file: refused: '%s': the directory '%s' (owner "
+			 "root, mode 0775) can be changed by a user other than root",
+			 basic, group),
+		-1);
+	file_bad(text, msg);
+	free(text);
+	free(msg);
+
+	need_root();
+	cr_assert_eq(chown(ca, NOBODY, 0), 0);
+	cr_assert_neq(asprintf(&text, "upload_ca_file = %s\n", ca), -1);
+	cr_assert_neq(asprintf(&msg,
+			       "1: upload_ca_file: refused: '%s' (owner nobody, mode 0644) can be "
+			       "changed by a user other than root",
+			       ca),
+		      -1);
+	file_bad(text, msg);
+	free(text);
+	free(msg);
+	free(group);
+	free(token);
+	free(basic);
+	free(ca);
+}
+
+/* SIGHUP parses into a second struct config; the service keeps the first when that fails. */
+Test(conffile, a_reload_of_a_file_made_writable_fails)
+{
+	char *p = write_conf("svc.conf", "frequency = 49\n");
+	char *argv[] = {"rubyprofd", "--config", p, NULL};
+	char *err;
+
+	parse_ok(&cfg, argv, NULL);
+	cr_assert_eq(cfg.frequency, 49);
+	free(write_conf("svc.conf", "frequency = 29\n"));
+	cr_assert_eq(chmod(p, 0646), 0);
+	cr_assert_eq(parse_err(&cfg2, argv, NULL, &err), CONFIG_EXIT_BAD);
+	cr_assert(strstr(err, "configuration file refused"), "%s", err);
+	free(err);
+	cr_assert_eq(cfg.frequency, 49);
 	free(p);
 }

@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "bounds.h"
 #include "discover.h"
 #include "elf.h"
 
@@ -246,4 +248,34 @@ Test(debugfile, devices_are_not_read, .timeout = 20)
 	/* and a FIFO (opened without blocking, then refused) */
 	cr_assert_eq(mkfifo(strcat(strcpy(link, root), "/opt/fake/bin/" DBGNAME), 0600), 0);
 	expect_none();
+}
+
+/*
+ * A debuglink naming a sparse file of 200 GB (a few KiB on disk): its CRC would be read whole at
+ * the next scan for minutes. Past BOUND_FILE_BYTES it is not read, counted, and logged once for
+ * the file; a debug file within the bound is still found.
+ */
+Test(debugfile, a_sparse_debug_file_past_the_bound_is_not_read, .timeout = 20)
+{
+	struct bounds_stats before, after;
+	char path[PATH_MAX * 2], found[PATH_MAX];
+	const char *how = NULL;
+	int fd, i;
+
+	snprintf(path, sizeof(path), "%s/opt/fake/bin", root);
+	mkdirs(path);
+	snprintf(path, sizeof(path), "%s/opt/fake/bin/" DBGNAME, root);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	cr_assert(fd >= 0);
+	cr_assert_eq(ftruncate(fd, 200LL << 30), 0);
+	close(fd);
+	bounds_stats(&before);
+	for (i = 0; i < 2; i++)
+		cr_expect_null(discover_debug_file(root, OBJECT, obj, found, sizeof(found), &how));
+	bounds_stats(&after);
+	cr_expect_eq(after.refused[BOUND_FILE] - before.refused[BOUND_FILE], 2);
+	cr_expect_eq(after.logged - before.logged, 1, "one log line for the file");
+	/* the real one beside it, in .debug/, is still taken */
+	place("fakeruby-hidden.debug", "/opt/fake/bin/.debug/" DBGNAME);
+	expect_found("/opt/fake/bin/.debug/" DBGNAME, ".gnu_debuglink");
 }

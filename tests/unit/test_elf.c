@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bounds.h"
 #include "elf.h"
 
 #define LIBRUBY "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1"
@@ -1204,4 +1205,114 @@ Test(elf, survives_random_damage, .timeout = 300)
 Test(elf, free_null)
 {
 	elf_file__free(NULL);
+}
+
+/* ---- bounds: what a hostile object claims is not read ------------------------------------------ */
+
+/* Peak resident memory of this process, KiB. */
+static long maxrss_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	long kib = -1;
+
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+/*
+ * A copy of the fixture whose section of type `type` claims `size` bytes, the file made sparse
+ * up to the section's claimed end (a few KiB on disk): the tenant's cheap 1 GiB .dynsym.
+ */
+static void sparse_section_copy(const char *from, const char *to, uint32_t type, uint64_t size)
+{
+	char src[PATH_MAX], cmd[PATH_MAX * 3];
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh;
+	int fd, i, found = 0;
+
+	if (from[0] == '/')
+		snprintf(src, sizeof(src), "%s", from);
+	else
+		fixture_path(src, sizeof(src), from);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", src, to);
+	cr_assert_eq(system(cmd), 0);
+	fd = open(to, O_RDWR | O_CLOEXEC);
+	cr_assert(fd >= 0);
+	cr_assert_eq(pread(fd, &eh, sizeof(eh), 0), (ssize_t)sizeof(eh));
+	for (i = 0; i < eh.e_shnum; i++) {
+		off_t at = (off_t)(eh.e_shoff + (uint64_t)i * eh.e_shentsize);
+
+		cr_assert_eq(pread(fd, &sh, sizeof(sh), at), (ssize_t)sizeof(sh));
+		if (sh.sh_type != type)
+			continue;
+		sh.sh_size = size;
+		cr_assert_eq(pwrite(fd, &sh, sizeof(sh), at), (ssize_t)sizeof(sh));
+		cr_assert_eq(ftruncate(fd, (off_t)(sh.sh_offset + size)), 0);
+		found = 1;
+		break;
+	}
+	close(fd);
+	cr_assert(found, "no section of type %u in the fixture", type);
+}
+
+Test(elf, sparse_section_past_the_bound_is_refused_counted_and_logged_once)
+{
+	char path[] = "/tmp/rp-elf-sparse-XXXXXX";
+	struct bounds_stats before, after;
+	struct elf_sym sym;
+	struct elf_file *ef;
+	long rss0;
+	int fd, i;
+
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	close(fd);
+	/* a whole number of symbols, as libelf wants */
+	sparse_section_copy(LIBRUBY, path, SHT_DYNSYM,
+			    (1ULL << 30) - (1ULL << 30) % sizeof(Elf64_Sym));
+	bounds_stats(&before);
+	rss0 = maxrss_kib();
+	for (i = 0; i < 3; i++) {
+		ef = elf_file__open(path);
+		cr_assert_not_null(ef, "the headers are fine: %s", strerror(errno));
+		cr_expect_eq(elf_find_symbol_in(ef, ELF_SYM_DYNSYM, "ruby_version", &sym), -EFBIG);
+		elf_file__free(ef);
+	}
+	bounds_stats(&after);
+	/* the old reader read the claimed 1 GiB (and copied it): here a few MiB at most */
+	cr_expect_lt(maxrss_kib() - rss0, 16 * 1024, "peak RSS grew by %ld KiB",
+		     maxrss_kib() - rss0);
+	cr_expect_eq(after.refused[BOUND_SECTION] - before.refused[BOUND_SECTION], 3);
+	cr_expect_eq(after.logged - before.logged, 1, "one log line for the object");
+	unlink(path);
+}
+
+Test(elf, sections_within_the_bound_are_read)
+{
+	char path[] = "/tmp/rp-elf-sparse-XXXXXX";
+	struct bounds_stats before, after;
+	struct elf_file *ef;
+	struct elf_sym sym;
+	int fd;
+
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	close(fd);
+	/* a .symtab as large as the bound: read (zeros past the real one are null symbols) */
+	sparse_section_copy("libtlsfix.so", path, SHT_SYMTAB,
+			    BOUND_SECTION_BYTES - BOUND_SECTION_BYTES % sizeof(Elf64_Sym));
+	bounds_stats(&before);
+	ef = elf_file__open(path);
+	cr_assert_not_null(ef);
+	cr_expect_eq(elf_find_symbol_in(ef, ELF_SYM_DYNSYM, "fix_version", &sym), 0);
+	cr_expect_eq(elf_find_symbol_in(ef, ELF_SYM_SYMTAB, "fix_version", &sym), 0);
+	bounds_stats(&after);
+	cr_expect_eq(after.refused[BOUND_SECTION], before.refused[BOUND_SECTION]);
+	elf_file__free(ef);
+	unlink(path);
 }

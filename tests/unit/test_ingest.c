@@ -50,7 +50,7 @@ static struct sidecar *spool_roundtrip(const struct spool_meta *m, char *sidecar
 	size_t len;
 
 	snprintf(spooldir, sizeof(spooldir), "%s/spool", tmpdir);
-	s = spool__new(spooldir, 0, 0);
+	s = spool__new(spooldir, 0, 0, NULL, 0);
 	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
 	cr_assert_eq(spool_write(s, m, profile, sizeof(profile), path, sizeof(path)), 0);
 	spool__free(s);

@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "metrics.h"
@@ -331,7 +332,8 @@ static void *loop(void *arg)
 	return NULL;
 }
 
-static void start(void)
+/* response_ms: the response deadline (0: METRICS_RESPONSE_MS), set before the loop runs. */
+static void start_with(unsigned int response_ms)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
 
@@ -339,11 +341,22 @@ static void start(void)
 	srv.m = metrics__new("127.0.0.1:0", render, &srv);
 	cr_assert_not_null(srv.m, "metrics__new: %s", strerror(errno));
 	cr_assert_gt(metrics_port(srv.m), 0);
+	metrics_set_deadlines(srv.m, 0, response_ms, 0);
 	srv.epfd = epoll_create1(EPOLL_CLOEXEC);
 	cr_assert_geq(srv.epfd, 0);
 	ev.data.fd = metrics_listen_fd(srv.m);
 	cr_assert_eq(epoll_ctl(srv.epfd, EPOLL_CTL_ADD, ev.data.fd, &ev), 0);
 	cr_assert_eq(pthread_create(&srv.thread, NULL, loop, &srv), 0);
+}
+
+static void start(void)
+{
+	start_with(0);
+}
+
+static void start_short_response(void)
+{
+	start_with(1000);
 }
 
 static void stop(void)
@@ -576,67 +589,283 @@ static bool closed_without_response(int fd)
 	return true;
 }
 
-Test(metrics_server, client_limit, .init = start, .fini = stop)
+static int64_t elapsed_ms(const struct timespec *since)
 {
-	int fds[METRICS_MAX_CLIENTS], extra, i, fresh = -1, tries;
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t)(now.tv_sec - since->tv_sec) * 1000 +
+	       (now.tv_nsec - since->tv_nsec) / 1000000;
+}
+
+/* A slot comes back for a new client when every one is taken: the oldest that has not sent a
+ * whole request is closed for it. */
+Test(metrics_server, full_slots_make_room_for_a_new_client, .init = start, .fini = stop)
+{
+	int fds[METRICS_MAX_CLIENTS], fresh[2], i;
 	const char *req = "GET /metrics HTTP/1.1\r\n\r\n";
 	char *body;
 
 	for (i = 0; i < METRICS_MAX_CLIENTS; i++)
 		fds[i] = client();
-	/* The accept queue is FIFO: this one is accepted after the 16 and finds no slot. */
-	extra = client();
-	cr_assert(closed_without_response(extra));
-	close(extra);
-
-	/* The 16 are still served: one of them asks for the counters. */
-	send_all(fds[0], req, strlen(req));
-	body = read_all(fds[0], NULL);
-	assert_line(body, "rubyprofd_metrics_clients_rejected_total 1");
+	/* The accept queue is FIFO: this one is accepted after the 16, so fds[0] is the oldest.
+	 * It stays open after its answer (the server waits for its close), holding its slot. */
+	fresh[0] = client();
+	send_all(fresh[0], req, strlen(req));
+	body = read_all(fresh[0], NULL);
+	cr_assert(!strncmp(body, "HTTP/1.1 200 OK\r\n", 17), "%s", body);
+	assert_line(body, "rubyprofd_metrics_clients_evicted_total 1");
 	assert_line(body, "rubyprofd_metrics_clients 16");
-	assert_line(body, "rubyprofd_metrics_clients_accepted_total 16");
+	assert_line(body, "rubyprofd_metrics_clients_accepted_total 17");
 	free(body);
+	cr_assert(closed_without_response(fds[0]));
 
-	/* Slots come back: once fds[0] is closed a new client is served. Its close reaches the
-	 * loop asynchronously, so a new client may still be turned away a few times. */
-	close(fds[0]);
-	for (tries = 0; tries < 100; tries++) {
-		char probe[32] = "";
-		ssize_t n;
-
-		fresh = client();
-		send_all(fresh, req, strlen(req));
-		n = recv(fresh, probe, sizeof(probe) - 1, 0);
-		if (n > 0) {
-			cr_assert(!strncmp(probe, "HTTP/1.1 200 OK", 15), "%s", probe);
-			break;
-		}
-		close(fresh);
-		fresh = -1;
-		usleep(20000);
-	}
-	cr_assert_geq(fresh, 0, "no slot came back");
-	close(fresh);
-	for (i = 1; i < METRICS_MAX_CLIENTS; i++)
+	/* Those that have sent a whole request are not the ones pushed out: fds[1] asks too (and
+	 * holds its slot as fresh[0] does); the next newcomer pushes out fds[2], not fresh[0]. */
+	send_all(fds[1], req, strlen(req));
+	body = read_all(fds[1], NULL);
+	cr_assert(!strncmp(body, "HTTP/1.1 200 OK\r\n", 17), "%s", body);
+	free(body);
+	fresh[1] = client();
+	send_all(fresh[1], req, strlen(req));
+	body = read_all(fresh[1], NULL);
+	assert_line(body, "rubyprofd_metrics_clients_evicted_total 2");
+	assert_line(body, "rubyprofd_metrics_clients 16");
+	free(body);
+	cr_assert(closed_without_response(fds[2]));
+	for (i = 0; i < METRICS_MAX_CLIENTS; i++)
 		close(fds[i]);
+	close(fresh[0]);
+	close(fresh[1]);
 }
 
-Test(metrics_server, idle_clients_are_dropped, .init = start, .fini = stop)
+Test(metrics_server, silent_and_partial_clients_time_out, .init = start, .fini = stop)
 {
 	int silent = client(), partial = client();
 	char *body;
 
 	send_all(partial, "GET /met", 8);
-	/* Both wait (up to the 10 s receive timeout) for the loop's tick to drop them. */
+	/* Both wait (up to the 10 s receive timeout) for the loop's tick to close them. */
 	cr_assert(closed_without_response(silent));
 	cr_assert(closed_without_response(partial));
 	close(silent);
 	close(partial);
 
 	body = fetch_metrics();
-	assert_line(body, "rubyprofd_metrics_clients_idle_dropped_total 2");
+	assert_line(body, "rubyprofd_metrics_clients_timed_out_total 2");
 	assert_line(body, "rubyprofd_metrics_clients 1"); /* the fetch itself */
 	free(body);
+}
+
+/* A request that trickles in a byte every 0.5 s is closed at its deadline from the accept: the
+ * bytes do not move it. (An idle timer reset by every byte never closed it.) */
+Test(metrics_server, request_deadline_is_not_extended_by_bytes, .init = start, .fini = stop)
+{
+	static const char head[] = "GET /metrics HTTP/1.1\r\nX-Slow: ";
+	struct pollfd pfd = {.events = POLLIN};
+	struct timespec t0;
+	int64_t took;
+	size_t sent;
+	char *body;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pfd.fd = client();
+	for (sent = 0;; sent++) {
+		if (poll(&pfd, 1, 500) > 0)
+			break; /* the server closed it */
+		cr_assert_lt(elapsed_ms(&t0), METRICS_REQUEST_MS + 5000,
+			     "a trickling request still open after %lld ms (%zu bytes)",
+			     (long long)elapsed_ms(&t0), sent);
+		if (send(pfd.fd, sent < sizeof(head) - 1 ? head + sent : "a", 1, MSG_NOSIGNAL) < 0)
+			break; /* reset already */
+	}
+	took = elapsed_ms(&t0);
+	cr_assert(closed_without_response(pfd.fd));
+	close(pfd.fd);
+	/* never before the deadline (now_ms() rounds down: 1 ms of slack) */
+	cr_assert_geq(took, METRICS_REQUEST_MS - 1, "closed after %lld ms", (long long)took);
+	cr_assert_gt(sent, 4u);
+
+	body = fetch_metrics();
+	assert_line(body, "rubyprofd_metrics_clients_timed_out_total 1");
+	assert_line(body, "rubyprofd_metrics_clients_evicted_total 0");
+	free(body);
+}
+
+/* A response read a little at a time: closed at its deadline (1 s here) though it progresses. */
+Test(metrics_server, response_deadline_is_not_extended_by_reads, .init = start_short_response,
+     .fini = stop)
+{
+	const char *req = "GET /metrics HTTP/1.1\r\n\r\n";
+	struct timespec t0;
+	size_t got = 0;
+	char buf[1024];
+	int64_t took;
+	ssize_t n;
+	char *body;
+	int fd;
+
+	atomic_store(&srv.mode, RENDER_BIG); /* ~2.5 MB, and small server send buffers */
+	fd = client_with(4096);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	send_all(fd, req, strlen(req));
+	/* 20 KB/s: the whole body would take two minutes. */
+	for (;;) {
+		n = recv(fd, buf, sizeof(buf), 0);
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			break;
+		cr_assert_gt(n, 0, "recv: %s", strerror(errno));
+		if (!got)
+			atomic_store(&srv.mode,
+				     RENDER_NORMAL); /* rendered: the next fetch is small */
+		got += n;
+		cr_assert_lt(elapsed_ms(&t0), 10000, "still answering after %zu bytes", got);
+		usleep(50000);
+	}
+	took = elapsed_ms(&t0);
+	close(fd);
+	cr_assert_geq(took, 1000 - 1, "closed after %lld ms", (long long)took);
+	cr_assert_lt(got, 2u << 20, "%zu bytes: the whole response", got);
+
+	body = fetch_metrics();
+	assert_line(body, "rubyprofd_metrics_clients_timed_out_total 1");
+	free(body);
+}
+
+/* The attack of issue 21 (row 6): every slot held by a client that sends one byte every 0.5 s,
+ * and those closed coming back at once. Scrapes are served all along. */
+struct trickler {
+	int fds[METRICS_MAX_CLIENTS];
+	size_t sent[METRICS_MAX_CLIENTS];
+	atomic_bool stop, reconnect;
+	atomic_int reconnects;
+	pthread_t thread;
+};
+
+/* No cr_assert off the test's thread: -1 when it failed. */
+static int trickler_connect(void)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(metrics_port(srv.m))};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sin, sizeof(sin))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+static void *trickle(void *arg)
+{
+	static const char head[] = "GET /metrics HTTP/1.1\r\nX-Slow: ";
+	struct trickler *t = arg;
+	char c;
+	int i, ms;
+
+	while (!atomic_load(&t->stop)) {
+		for (i = 0; i < METRICS_MAX_CLIENTS; i++) {
+			/* closed by the server: EOF or reset */
+			bool gone = t->fds[i] < 0 || recv(t->fds[i], &c, 1, MSG_DONTWAIT) >= 0 ||
+				    (errno != EAGAIN && errno != EWOULDBLOCK);
+
+			if (gone && atomic_load(&t->reconnect)) {
+				if (t->fds[i] >= 0)
+					close(t->fds[i]);
+				t->fds[i] = trickler_connect();
+				t->sent[i] = 0;
+				atomic_fetch_add(&t->reconnects, 1);
+			}
+			if (t->fds[i] >= 0 &&
+			    send(t->fds[i], t->sent[i] < sizeof(head) - 1 ? head + t->sent[i] : "a",
+				 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1)
+				t->sent[i]++;
+		}
+		for (ms = 0; ms < 500 && !atomic_load(&t->stop); ms += 10)
+			usleep(10000);
+	}
+	return NULL;
+}
+
+/* GET /metrics must get a whole, valid reply within 2 s (a liveness bound, not a speed one). */
+static char *scrape_in_time(void)
+{
+	struct timespec t0;
+	int64_t took;
+	char *body;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	body = fetch_metrics(); /* checks the status, the type and Content-Length */
+	took = elapsed_ms(&t0);
+	cr_assert_lt(took, 2000, "a scrape took %lld ms", (long long)took);
+	assert_line(body, "# TYPE rubyprofd_metrics_clients gauge");
+	/* whole: Content-Length matched, and the last family's last sample ends it */
+	cr_assert(strstr(body, "\nrubyprofd_metrics_responses_total{code=\"500\"} 0\n") ==
+			  body + strlen(body) -
+				  strlen("\nrubyprofd_metrics_responses_total{code="
+					 "\"500\"} 0\n"),
+		  "the body does not end with the last family");
+	return body;
+}
+
+Test(metrics_server, scrapes_are_served_while_every_slot_trickles, .init = start, .fini = stop)
+{
+	struct trickler t = {0};
+	struct timespec t0;
+	char *body;
+	int i;
+
+	for (i = 0; i < METRICS_MAX_CLIENTS; i++)
+		t.fds[i] = client();
+	cr_assert_eq(pthread_create(&t.thread, NULL, trickle, &t), 0);
+	/* Every slot taken and trickled into (three bytes each), none near its deadline. */
+	usleep(1200000);
+	body = scrape_in_time();
+	assert_line(body, "rubyprofd_metrics_clients_evicted_total 1");
+	assert_line(body, "rubyprofd_metrics_clients 16");
+	assert_line(body, "rubyprofd_metrics_clients_accepted_total 17");
+	assert_line(body, "rubyprofd_metrics_clients_timed_out_total 0");
+	free(body);
+
+	/* Now as an attacker would: each closed one comes back at once. Scrapes every 0.5 s past
+	 * the first ones' deadline, through evictions and timeouts alike. */
+	atomic_store(&t.reconnect, true);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (elapsed_ms(&t0) < METRICS_REQUEST_MS + 1500) {
+		free(scrape_in_time());
+		usleep(500000);
+	}
+	atomic_store(&t.stop, true);
+	pthread_join(t.thread, NULL);
+	cr_assert_gt(atomic_load(&t.reconnects), METRICS_MAX_CLIENTS, "the attack did not go on");
+	body = scrape_in_time();
+	cr_assert_null(strstr(body, "\nrubyprofd_metrics_clients_timed_out_total 0\n"), "%s", body);
+	cr_assert_null(strstr(body, "\nrubyprofd_metrics_clients_evicted_total 1\n"), "%s", body);
+	free(body);
+	for (i = 0; i < METRICS_MAX_CLIENTS; i++)
+		if (t.fds[i] >= 0)
+			close(t.fds[i]);
+}
+
+/* docs/metrics.md states the policy with the figures metrics.h holds. */
+Test(metrics_server, docs_state_the_deadlines_and_slots)
+{
+	char want[64], *doc = calloc(1, 1 << 20);
+	FILE *f = fopen("docs/metrics.md", "re");
+
+	cr_assert_not_null(f, "docs/metrics.md (the tests run from the tree's top)");
+	cr_assert_not_null(doc);
+	cr_assert_gt(fread(doc, 1, (1 << 20) - 1, f), 0u);
+	fclose(f);
+	snprintf(want, sizeof(want), "within %d s of its accept", METRICS_REQUEST_MS / 1000);
+	cr_assert_not_null(strstr(doc, want), "no \"%s\" in docs/metrics.md", want);
+	snprintf(want, sizeof(want), "taken within %d s", METRICS_RESPONSE_MS / 1000);
+	cr_assert_not_null(strstr(doc, want), "no \"%s\" in docs/metrics.md", want);
+	snprintf(want, sizeof(want), "close within %d s", METRICS_DRAIN_MS / 1000);
+	cr_assert_not_null(strstr(doc, want), "no \"%s\" in docs/metrics.md", want);
+	snprintf(want, sizeof(want), "There are %d slots", METRICS_MAX_CLIENTS);
+	cr_assert_not_null(strstr(doc, want), "no \"%s\" in docs/metrics.md", want);
+	free(doc);
 }
 
 Test(metrics_server, peer_that_gives_up_is_aborted, .init = start, .fini = stop)

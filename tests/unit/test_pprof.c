@@ -5,11 +5,13 @@
  */
 #define ZLIB_CONST
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -35,6 +37,20 @@ static void teardown(void)
 }
 
 TestSuite(pprof, .init = setup, .fini = teardown);
+
+/* Entries of dir, "." and ".." left out. */
+static int count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	cr_assert_not_null(d);
+	while ((de = readdir(d)))
+		n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+	closedir(d);
+	return n;
+}
 
 /* Whether an executable `go` is on PATH. */
 static bool have_go(void)
@@ -540,7 +556,7 @@ Test(pprof, gzip_inflates_to_raw_encoding)
 Test(pprof, write_file_replaces_atomically)
 {
 	struct pprof *p = build_profile();
-	char *path, *tmp = NULL;
+	char *path;
 	FILE *f;
 
 	cr_assert(asprintf(&path, "%s/out.pb.gz", tmpdir) > 0);
@@ -556,10 +572,108 @@ Test(pprof, write_file_replaces_atomically)
 		cr_assert(len >= 2 && data[0] == 0x1f && data[1] == 0x8b, "old file not replaced");
 		free(data);
 	}
-	cr_assert(asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) > 0);
-	cr_assert_eq(access(tmp, F_OK), -1, "temporary file left behind");
-	cr_assert_eq(errno, ENOENT);
-	free(tmp);
+	cr_assert_eq(count_entries(tmpdir), 1, "temporary file left behind");
+	free(path);
+	pprof__free(p);
+}
+
+/* What the file at path holds, as a string. */
+static char *slurp_text(const char *path)
+{
+	size_t len;
+	uint8_t *data = read_file(path, &len);
+	char *s = malloc(len + 1);
+
+	cr_assert_not_null(s);
+	memcpy(s, data, len);
+	s[len] = '\0';
+	free(data);
+	return s;
+}
+
+static void put_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A symbolic link at the path (planted in a shared directory, say) is refused, never followed. */
+Test(pprof, write_file_refuses_a_link_and_leaves_its_target)
+{
+	struct pprof *p = build_profile();
+	char *path, *victim, *text;
+	struct stat st;
+
+	cr_assert(asprintf(&path, "%s/out.pb.gz", tmpdir) > 0);
+	cr_assert(asprintf(&victim, "%s/victim", tmpdir) > 0);
+	put_text(victim, "precious");
+	cr_assert_eq(symlink(victim, path), 0);
+	cr_assert_eq(pprof_write_file(p, path), -ELOOP);
+	text = slurp_text(victim);
+	cr_assert_str_eq(text, "precious");
+	free(text);
+	cr_assert_eq(lstat(path, &st), 0);
+	cr_assert(S_ISLNK(st.st_mode), "the link stays as it was");
+	cr_assert_eq(count_entries(tmpdir), 2, "temporary file left behind");
+	/* a dangling link too: following it would create a file where it points */
+	cr_assert_eq(unlink(victim), 0);
+	cr_assert_eq(pprof_write_file(p, path), -ELOOP);
+	cr_assert_eq(access(victim, F_OK), -1);
+	free(victim);
+	free(path);
+	pprof__free(p);
+}
+
+Test(pprof, write_file_refuses_a_fifo_or_a_directory)
+{
+	struct pprof *p = build_profile();
+	char *path;
+	struct stat st;
+
+	/* opening a FIFO to write it would wait for a reader: that hangs, and alarm ends it */
+	alarm(20);
+	cr_assert(asprintf(&path, "%s/out.pb.gz", tmpdir) > 0);
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	cr_assert_eq(pprof_write_file(p, path), -EEXIST);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert(S_ISFIFO(st.st_mode));
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	cr_assert_eq(pprof_write_file(p, path), -EISDIR);
+	free(path);
+	pprof__free(p);
+}
+
+/*
+ * Mode 0640 whatever the umask allows (0 here: the code's own mode is what is seen), also when
+ * a file of mode 0644 was there; a hard link to the old file elsewhere keeps the old text.
+ */
+Test(pprof, write_file_is_not_readable_by_others)
+{
+	struct pprof *p = build_profile();
+	char *path, *other, *text;
+	struct stat st;
+
+	umask(0);
+	cr_assert(asprintf(&path, "%s/out.pb.gz", tmpdir) > 0);
+	cr_assert(asprintf(&other, "%s/other", tmpdir) > 0);
+	cr_assert_eq(pprof_write_file(p, path), 0);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0640, "mode %o", st.st_mode & 07777);
+	cr_assert_eq(unlink(path), 0);
+	put_text(path, "old");
+	cr_assert_eq(chmod(path, 0644), 0);
+	cr_assert_eq(link(path, other), 0);
+	cr_assert_eq(pprof_write_file(p, path), 0);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0640, "mode %o", st.st_mode & 07777);
+	text = slurp_text(other);
+	cr_assert_str_eq(text, "old");
+	free(text);
+	free(other);
 	free(path);
 	pprof__free(p);
 }

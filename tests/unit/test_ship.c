@@ -35,7 +35,7 @@ static void setup(void)
 	strcpy(tmpdir, "/tmp/test_ship.XXXXXX");
 	cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
 	snprintf(spooldir, sizeof(spooldir), "%s/spool", tmpdir);
-	sp = spool__new(spooldir, 0, 0);
+	sp = spool__new(spooldir, 0, 0, NULL, 0);
 	cr_assert_not_null(sp, "spool__new: %s", strerror(errno));
 	srv = NULL;
 	sh = NULL;
@@ -521,7 +521,7 @@ Test(ship, stop_aborts_a_hung_upload_and_restart_counts_the_resend)
 	/* the next start, over the same directory, first with the collector down: a failed
 	 * attempt is no resend; then up: sent again, byte for byte, counted once */
 	spool__free(sp);
-	sp = spool__new(spooldir, 0, 0);
+	sp = spool__new(spooldir, 0, 0, NULL, 0);
 	cr_assert_not_null(sp);
 	o = opts();
 	{
@@ -564,4 +564,63 @@ Test(ship, answer_clears_the_inflight_record)
 	start(&o);
 	cr_assert(httpd_wait(spool_empty, NULL, 30));
 	cr_assert_eq(stats().resends, 0);
+}
+
+/* The nth oldest stem in the spool. */
+static void stem_of(size_t n, char *out, size_t len)
+{
+	struct spool_entry *ents = NULL;
+	size_t cnt = 0;
+
+	cr_assert_eq(spool_list(sp, &ents, &cnt, 0), 0);
+	cr_assert_gt(cnt, n);
+	snprintf(out, len, "%s", ents[n].stem);
+	free(ents);
+}
+
+/*
+ * A link (or a FIFO) put in the spool after its start scan, in place of a profile or a sidecar,
+ * is never followed, read or sent: the pair goes, counted; what the link points to is untouched.
+ */
+Test(ship, a_link_or_fifo_in_the_spool_is_not_followed)
+{
+	static const struct httpd_step ok[] = {{.status = 200}};
+	char stem[200], path[512], link_path[512], secret[512], got[512];
+	struct ship_opts o;
+	struct stat st;
+	FILE *f;
+
+	alarm(60); /* a FIFO opened to read waits for a writer: a hang ends here */
+	snprintf(secret, sizeof(secret), "%s/secret", tmpdir);
+	f = fopen(secret, "w");
+	cr_assert_not_null(f);
+	fputs("root-secret", f);
+	fclose(f);
+	put(0, 0);
+	put(1, 0);
+	put(2, 0);
+	stem_of(0, stem, sizeof(stem));
+	cr_assert_eq(spool_profile_path(sp, stem, link_path, sizeof(link_path)), 0);
+	cr_assert_eq(unlink(link_path), 0);
+	cr_assert_eq(symlink(secret, link_path), 0);
+	stem_of(1, stem, sizeof(stem));
+	cr_assert_eq(spool_sidecar_path(sp, stem, path, sizeof(path)), 0);
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(mkfifo(path, 0600), 0);
+
+	srv = httpd_start(ok, 1);
+	o = opts();
+	start(&o);
+	cr_assert(httpd_wait(spool_empty, NULL, 30), "spool still has %" PRIu64, spool_files());
+	bodies(got, sizeof(got));
+	cr_assert_str_eq(got, "profile-2");
+	cr_assert_eq(stats().not_regular, 2);
+	cr_assert_eq(stats().uploads_ok, 1);
+	/* the link is gone from the spool, what it pointed to is as it was */
+	f = fopen(secret, "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(got, sizeof(got), f));
+	fclose(f);
+	cr_assert_str_eq(got, "root-secret");
+	cr_assert_eq(lstat(link_path, &st), -1, "the link is still in the spool");
 }

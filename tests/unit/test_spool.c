@@ -183,7 +183,7 @@ Test(spool, names_sort_by_time)
 	struct spool *s;
 	size_t n, i;
 
-	s = spool__new(spooldir, 0, 0);
+	s = spool__new(spooldir, 0, 0, NULL, 0);
 	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
 	/* written out of time order, and twice for one service in one millisecond */
 	write_one(s, "b", T0 + 5 * NS, 10, base, sizeof(base));
@@ -244,7 +244,7 @@ Test(spool, pair_is_atomic_and_sidecar_reads_back)
 	size_t len;
 	struct spool *s;
 
-	s = spool__new(spooldir, 1 << 20, 0);
+	s = spool__new(spooldir, 1 << 20, 0, NULL, 0);
 	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
 	write_one(s, "shop", T0, 1000, NULL, 0);
 	cr_assert_eq(count_dot_files(spooldir), 0, "no temporary file left");
@@ -293,7 +293,7 @@ Test(spool, json_escaping)
 	char path[4096], sidecar[4096], expect[1024], *raw, *py;
 	struct spool *s;
 
-	s = spool__new(spooldir, 0, 0);
+	s = spool__new(spooldir, 0, 0, NULL, 0);
 	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
 	m.labels = labels;
 	m.nlabels = 1;
@@ -326,7 +326,7 @@ Test(spool, evicts_oldest_pairs_for_bytes)
 	struct spool *s;
 	size_t n;
 
-	s = spool__new(spooldir, 0, 0);
+	s = spool__new(spooldir, 0, 0, NULL, 0);
 	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
 	/* same digit counts everywhere: every pair has the same size */
 	write_one(s, "shop", T0, 1000, first, sizeof(first));
@@ -368,7 +368,7 @@ Test(spool, refuses_a_write_larger_than_the_bound)
 	struct spool_stats st;
 	struct spool *s;
 
-	s = spool__new(spooldir, 1500, 0);
+	s = spool__new(spooldir, 1500, 0, NULL, 0);
 	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
 	write_one(s, "shop", T0, 100, NULL, 0);
 	cr_assert_eq(spool_write(s, &m, big, sizeof(big), path, sizeof(path)), -EFBIG);
@@ -391,7 +391,7 @@ Test(spool, evicts_by_age_on_write_expire_and_new_bounds)
 	struct spool *s;
 	size_t n;
 
-	s = spool__new(spooldir, 0, 0);
+	s = spool__new(spooldir, 0, 0, NULL, 0);
 	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
 	write_one(s, "a", now - 3 * h, 10, NULL, 0);
 	write_one(s, "b", now - 2 * h, 10, NULL, 0);
@@ -436,7 +436,7 @@ Test(spool, restart_keeps_files_and_counts)
 	struct spool *s;
 	size_t n1, n2;
 
-	s = spool__new(spooldir, 1 << 20, 0);
+	s = spool__new(spooldir, 1 << 20, 0, NULL, 0);
 	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
 	write_one(s, "shop", T0, 300, NULL, 0);
 	write_one(s, "shop", T0 + NS, 500, NULL, 0);
@@ -445,7 +445,7 @@ Test(spool, restart_keeps_files_and_counts)
 	cr_assert_eq(spool_list(s, &v1, &n1, 0), 0);
 	spool__free(s);
 
-	s = spool__new(spooldir, 1 << 20, 0);
+	s = spool__new(spooldir, 1 << 20, 0, NULL, 0);
 	cr_assert_not_null(s, "spool__new again: %s", strerror(errno));
 	spool_stats(s, &b);
 	cr_assert_eq(b.files, 3);
@@ -485,7 +485,7 @@ Test(spool, startup_removes_temporaries_and_half_pairs)
 	struct spool_stats st;
 	struct spool *s;
 
-	s = spool__new(spooldir, 0, 0);
+	s = spool__new(spooldir, 0, 0, NULL, 0);
 	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
 	write_one(s, "shop", T0, 100, NULL, 0);
 	spool__free(s);
@@ -498,7 +498,7 @@ Test(spool, startup_removes_temporaries_and_half_pairs)
 	put_file(spooldir, "20231399T221322.000Z-shop-0.pb.gz", "not a date");
 	put_file(spooldir, ".keep", "");
 
-	s = spool__new(spooldir, 0, 0);
+	s = spool__new(spooldir, 0, 0, NULL, 0);
 	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
 	spool_stats(s, &st);
 	cr_assert_eq(st.temp_removed, 1);
@@ -521,7 +521,7 @@ Test(spool, list_and_remove)
 	struct spool *s;
 	size_t n;
 
-	s = spool__new(spooldir, 0, 0);
+	s = spool__new(spooldir, 0, 0, NULL, 0);
 	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
 	cr_assert_eq(spool_list(s, &v, &n, 0), 0);
 	cr_assert_eq(n, 0);
@@ -550,7 +550,7 @@ Test(spool, index_has_a_maximum)
 	struct spool_stats st;
 	struct spool *s;
 
-	s = spool__new(spooldir, 0, 0);
+	s = spool__new(spooldir, 0, 0, NULL, 0);
 	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
 	spool_set_max_files(s, 3);
 	for (int i = 0; i < 5; i++)
@@ -574,24 +574,24 @@ Test(spool, creates_the_directory_and_locks_it)
 	struct stat sb;
 
 	snprintf(deep, sizeof(deep), "%s/a/b/spool", tmpdir);
-	s = spool__new(deep, 0, 0);
+	s = spool__new(deep, 0, 0, NULL, 0);
 	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
 	cr_assert_str_eq(spool_dir(s), deep);
 	cr_assert_eq(stat(deep, &sb), 0);
 	cr_assert(S_ISDIR(sb.st_mode));
 	cr_assert_eq(sb.st_mode & 07777, 0750);
-	s2 = spool__new(deep, 0, 0);
+	s2 = spool__new(deep, 0, 0, NULL, 0);
 	cr_assert_null(s2, "a second spool on the same directory");
 	cr_assert_eq(errno, EBUSY);
 	spool__free(s);
-	s2 = spool__new(deep, 0, 0);
+	s2 = spool__new(deep, 0, 0, NULL, 0);
 	cr_assert_not_null(s2, "free releases the directory: %s", strerror(errno));
 	spool__free(s2);
 	spool__free(NULL);
 
 	put_file(tmpdir, "file", "x");
 	snprintf(deep, sizeof(deep), "%s/file/spool", tmpdir);
-	cr_assert_null(spool__new(deep, 0, 0));
+	cr_assert_null(spool__new(deep, 0, 0, NULL, 0));
 	cr_assert_eq(errno, ENOTDIR);
 }
 
@@ -608,7 +608,7 @@ Test(spool, rejects_bad_meta)
 		snprintf(keys[i], sizeof(keys[i]), "k%d", i);
 		many[i] = (struct spool_label){keys[i], "v"};
 	}
-	s = spool__new(spooldir, 0, 0);
+	s = spool__new(spooldir, 0, 0, NULL, 0);
 	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
 	m = meta("", T0);
 	cr_assert_eq(spool_write(s, &m, "x", 1, NULL, 0), -EINVAL);
@@ -653,7 +653,7 @@ Test(spool, full_disk_evicts_the_oldest_and_retries)
 	size_t i, n;
 
 	mount_small_fs();
-	s = spool__new(spooldir, 1 << 20, 0);
+	s = spool__new(spooldir, 1 << 20, 0, NULL, 0);
 	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
 	/* 12000 bytes + a sidecar take 4 of the 16 pages: the fifth pair cannot fit */
 	write_one(s, "shop", T0, 12000, first, sizeof(first));
@@ -686,7 +686,7 @@ Test(spool, full_disk_that_stays_full_leaves_nothing)
 	int err;
 
 	mount_small_fs();
-	s = spool__new(spooldir, 1 << 20, 0);
+	s = spool__new(spooldir, 1 << 20, 0, NULL, 0);
 	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
 	write_one(s, "shop", T0, 8000, NULL, 0);
 	write_one(s, "shop", T0 + NS, 8000, NULL, 0);
@@ -704,5 +704,106 @@ Test(spool, full_disk_that_stays_full_leaves_nothing)
 
 	/* the spool works again once there is room */
 	write_one(s, "shop", T0 + 2 * NS, 8000, NULL, 0);
+	spool__free(s);
+}
+
+/* ---- a directory only root can change (safepath.h) --------------------------------------------- */
+
+static void spool_refused(const char *dir, const char *why)
+{
+	char err[8192];
+
+	cr_assert_null(spool__new(dir, 0, 0, err, sizeof(err)), "%s: accepted", dir);
+	cr_assert_eq(errno, EPERM, "%s", strerror(errno));
+	cr_assert_str_eq(err, why);
+}
+
+Test(spool, a_directory_others_can_write_is_refused)
+{
+	char why[8192];
+	struct spool *s;
+
+	cr_assert_eq(mkdir(spooldir, 0700), 0);
+	cr_assert_eq(chmod(spooldir, 0777), 0);
+	snprintf(why, sizeof(why),
+		 "'%s' (owner root, mode 0777) can be changed by a user other than root", spooldir);
+	spool_refused(spooldir, why);
+	cr_assert_eq(chmod(spooldir, 0770), 0);
+	snprintf(why, sizeof(why),
+		 "'%s' (owner root, mode 0770) can be changed by a user other than root", spooldir);
+	spool_refused(spooldir, why);
+	/* sticky or not: whoever can create a file in the spool could have it shipped */
+	cr_assert_eq(chmod(spooldir, 01777), 0);
+	snprintf(why, sizeof(why),
+		 "'%s' (owner root, mode 1777) can be changed by a user other than root", spooldir);
+	spool_refused(spooldir, why);
+	cr_assert_eq(chmod(spooldir, 0750), 0);
+	s = spool__new(spooldir, 0, 0, why, sizeof(why));
+	cr_assert_not_null(s, "%s", why);
+	spool__free(s);
+}
+
+Test(spool, a_directory_of_another_user_is_refused)
+{
+	char why[8192];
+
+	if (geteuid() != 0)
+		cr_skip_test("chown needs root");
+	cr_assert_eq(mkdir(spooldir, 0750), 0);
+	cr_assert_eq(chown(spooldir, 65534, 65534), 0);
+	snprintf(why, sizeof(why),
+		 "'%s' (owner nobody, mode 0750) can be changed by a user other than root",
+		 spooldir);
+	spool_refused(spooldir, why);
+}
+
+/* A new spool under a directory others can write: created (0750, root's), then refused. */
+Test(spool, a_directory_above_others_can_write_is_refused)
+{
+	char why[8192];
+
+	cr_assert_eq(chmod(tmpdir, 0777), 0);
+	snprintf(why, sizeof(why),
+		 "'%s': the directory '%s' (owner root, mode 0777) can be changed by a user other "
+		 "than root",
+		 spooldir, tmpdir);
+	spool_refused(spooldir, why);
+}
+
+/* A link or a FIFO named as a profile is neither followed nor read: left alone, counted. */
+Test(spool, startup_leaves_links_and_fifos_alone)
+{
+	char target[512], link_path[512], fifo[512], names[16][256];
+	struct spool_stats st;
+	struct spool *s;
+	char *text;
+	size_t len;
+
+	s = spool__new(spooldir, 0, 0, NULL, 0);
+	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
+	write_one(s, "shop", T0, 100, NULL, 0);
+	spool__free(s);
+	put_file(tmpdir, "secret", "root's secret");
+	snprintf(target, sizeof(target), "%s/secret", tmpdir);
+	snprintf(link_path, sizeof(link_path), "%s/20231114T221321.000Z-shop-0.pb.gz", spooldir);
+	cr_assert_eq(symlink(target, link_path), 0);
+	put_file(spooldir, "20231114T221321.000Z-shop-0.json", "{\"version\":1}\n");
+	snprintf(fifo, sizeof(fifo), "%s/20231114T221322.000Z-shop-0.json", spooldir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	put_file(spooldir, "20231114T221322.000Z-shop-0.pb.gz", "profile");
+
+	s = spool__new(spooldir, 0, 0, NULL, 0);
+	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
+	spool_stats(s, &st);
+	cr_assert_eq(st.not_regular, 2);
+	cr_assert_eq(st.files, 1);
+	/* their other halves are half pairs */
+	cr_assert_eq(st.orphans_removed, 2);
+	cr_assert_eq(list_dir(spooldir, true, names, 16), 4);
+	cr_assert_str_eq(names[2], "20231114T221321.000Z-shop-0.pb.gz");
+	cr_assert_str_eq(names[3], "20231114T221322.000Z-shop-0.json");
+	text = slurp(target, &len);
+	cr_assert_str_eq(text, "root's secret");
+	free(text);
 	spool__free(s);
 }

@@ -5,9 +5,13 @@
  * stacks, top, speedscope and SVG, whose text is checked.
  */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "pprof.h"
@@ -223,4 +227,136 @@ Test(view, speedscope_and_svg)
 			   t);
 	cr_assert_null(strstr(t, "/*@PROFILE@*/"));
 	free(t);
+}
+
+/* ---- view files: never through a link, not readable by others (fileio.h) ----------------------- */
+
+static char tmpdir[] = "/tmp/test_view.XXXXXX";
+
+static void file_setup(void)
+{
+	strcpy(tmpdir, "/tmp/test_view.XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
+	cr_redirect_stderr();
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static void file_teardown(void)
+{
+	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(viewfile, .init = file_setup, .fini = file_teardown);
+
+/* tmpdir/name (the caller frees it). */
+static char *in_tmp(const char *name)
+{
+	char *p;
+
+	cr_assert_neq(asprintf(&p, "%s/%s", tmpdir, name), -1);
+	return p;
+}
+
+/* A profile as --oneshot writes it: tmpdir/prof.pb.gz. */
+static char *write_profile(void)
+{
+	struct pprof *p = pprof__new();
+	char *path = in_tmp("prof.pb.gz");
+	uint64_t m, f, l;
+	const int64_t v[2] = {3, 30};
+
+	cr_assert_not_null(p);
+	pprof_set_time(p, T0, 10000000000LL);
+	m = pprof_mapping(p, 0, 0, 0, "[ruby]", "");
+	f = pprof_function(p, "main", "", "/app/a.rb", 1);
+	l = pprof_location(p, m, 0, f, 2);
+	cr_assert_eq(pprof_add_sample(p, &l, 1, v, NULL, 0), 0);
+	cr_assert_eq(pprof_write_file(p, path), 0);
+	pprof__free(p);
+	return path;
+}
+
+static char *text_of(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *s = calloc(1, 4096);
+
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	cr_assert_not_null(s);
+	cr_assert_geq(fread(s, 1, 4095, f), 0);
+	fclose(f);
+	return s;
+}
+
+static int report(const char *format, const char *out, const char *in)
+{
+	char *argv[] = {"report", "-f", (char *)format, "-o", (char *)out, (char *)in, NULL};
+
+	return view_report_main(6, argv);
+}
+
+/* A link at the output is refused (rubyprofd report exits 1); its target stays as it was. */
+Test(viewfile, a_link_at_the_output_is_never_followed)
+{
+	char *prof = write_profile(), *victim = in_tmp("victim"), *out = in_tmp("out.txt");
+	char *beside = in_tmp("prof.svg"), *t, path[4096], err[512];
+	FILE *f = fopen(victim, "w");
+	struct stat st;
+
+	cr_assert_not_null(f);
+	fputs("precious", f);
+	fclose(f);
+	cr_assert_eq(symlink(victim, out), 0);
+	cr_assert_eq(report("collapsed", out, prof), 1);
+	cr_assert_eq(symlink(victim, beside), 0);
+	cr_assert_eq(view_write_beside(prof, "svg", path, sizeof(path), err, sizeof(err)), -ELOOP);
+	cr_assert_str_eq(path, beside);
+	cr_assert(strstr(err, "a symbolic link is there (never followed)"), "%s", err);
+	t = text_of(victim);
+	cr_assert_str_eq(t, "precious");
+	free(t);
+	cr_assert_eq(lstat(out, &st), 0);
+	cr_assert(S_ISLNK(st.st_mode));
+	cr_assert_eq(lstat(beside, &st), 0);
+	cr_assert(S_ISLNK(st.st_mode));
+	free(prof);
+	free(victim);
+	free(out);
+	free(beside);
+}
+
+/* 0640 with the umask at 0 (the code's own mode), over an existing 0644 file too. */
+Test(viewfile, views_are_not_readable_by_others)
+{
+	char *prof, *out = in_tmp("out.txt"), *beside = in_tmp("prof.html");
+	char *t, path[4096], err[512];
+	struct stat st;
+
+	umask(0);
+	prof = write_profile();
+	cr_assert_eq(report("collapsed", out, prof), 0);
+	cr_assert_eq(stat(out, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0640, "mode %o", st.st_mode & 07777);
+	t = text_of(out);
+	cr_assert_str_eq(t, "main 3\n");
+	free(t);
+	cr_assert_eq(chmod(out, 0644), 0);
+	cr_assert_eq(report("collapsed", out, prof), 0);
+	cr_assert_eq(stat(out, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0640, "mode %o", st.st_mode & 07777);
+	cr_assert_eq(view_write_beside(prof, "flamegraph", path, sizeof(path), err, sizeof(err)), 0,
+		     "%s", err);
+	cr_assert_str_eq(path, beside);
+	cr_assert_eq(stat(beside, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0640, "mode %o", st.st_mode & 07777);
+	/* the profile itself */
+	cr_assert_eq(stat(prof, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0640, "mode %o", st.st_mode & 07777);
+	free(prof);
+	free(out);
+	free(beside);
 }

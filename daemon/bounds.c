@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * bounds.c - counting and logging what went past a bound (bounds.h).
+ */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bounds.h"
+#include "hash.h"
+#include "log.h"
+#include "text.h"
+
+/* Objects remembered as logged, per bound: a ring, the oldest forgotten first. */
+#define BOUNDS_LOGGED_MAX 64
+
+struct logged {
+	uint64_t dev, ino, path_hash;
+};
+
+static struct {
+	pid_t pid;
+	struct bounds_stats st;
+	struct logged ring[BOUND_MAX][BOUNDS_LOGGED_MAX];
+	unsigned int next[BOUND_MAX];
+} B;
+
+static const struct {
+	const char *name;
+	uint64_t bytes;
+} bounds[BOUND_MAX] = {
+	[BOUND_SECTION] = {"section", BOUND_SECTION_BYTES},
+	[BOUND_FILE] = {"file", BOUND_FILE_BYTES},
+};
+
+void bounds_set_pid(pid_t pid)
+{
+	B.pid = pid;
+}
+
+/* Whether the object was logged for b already; remembers it otherwise. */
+static bool seen(enum bound_id b, uint64_t dev, uint64_t ino, const char *path)
+{
+	struct logged o = {dev, ino, dev || ino ? 0 : hash_str(HASH_INIT, path)};
+	unsigned int i;
+
+	for (i = 0; i < BOUNDS_LOGGED_MAX; i++) {
+		if (!memcmp(&B.ring[b][i], &o, sizeof(o)))
+			return true;
+	}
+	B.ring[b][B.next[b]] = o;
+	B.next[b] = (B.next[b] + 1) % BOUNDS_LOGGED_MAX;
+	return false;
+}
+
+void bounds_refuse(enum bound_id b, const char *path, uint64_t dev, uint64_t ino, const char *what,
+		   uint64_t size)
+{
+	char shown[256];
+	char pid[32] = "";
+
+	if (b >= BOUND_MAX)
+		return;
+	B.st.refused[b]++;
+	if (seen(b, dev, ino, path))
+		return;
+	B.st.logged++;
+	if (B.pid > 0)
+		snprintf(pid, sizeof(pid), "pid %d: ", (int)B.pid);
+	log_warn("%s\"%s\": %s of %" PRIu64 " bytes is past the bound of %" PRIu64 " MiB: not read",
+		 pid, text_clean_copy(path, shown, sizeof(shown)), what, size,
+		 bounds[b].bytes >> 20);
+}
+
+void bounds_stats(struct bounds_stats *out)
+{
+	*out = B.st;
+}
+
+const char *bounds_name(enum bound_id b)
+{
+	return b < BOUND_MAX ? bounds[b].name : "?";
+}
+
+uint64_t bounds_bytes(enum bound_id b)
+{
+	return b < BOUND_MAX ? bounds[b].bytes : 0;
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * bounds.h - how much of what a profiled process controls the daemon reads, and what happens
+ * past that: the object is refused, the refusal counted by bound
+ * (rubyprofd_refused_objects_total{bound}), and one log line names the pid, the file and the
+ * bound, once per object (its device and inode). The process is still profiled where what is
+ * left allows it. The figures measured beside each bound: docs/security.md.
+ */
+#ifndef RP_BOUNDS_H
+#define RP_BOUNDS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* One ELF section read into memory (libelf reads a section whole: .dynsym, .symtab, a string
+ * table, a note), with its index beside it (2/3 of its size): the largest such section of
+ * Debian's libruby 2.7-3.4, libstdc++, libxml2 and nokogiri.so is 0.3 MiB (.dynstr of
+ * libstdc++); their largest section of any kind 3.1 MiB (.text of libruby 3.4). */
+#define BOUND_SECTION_BYTES (8ULL << 20)
+/* One file read whole (the CRC32 of a debug file that .gnu_debuglink names). */
+#define BOUND_FILE_BYTES    (256ULL << 20)
+
+enum bound_id {
+	BOUND_SECTION, /* a section larger than BOUND_SECTION_BYTES */
+	BOUND_FILE,    /* a file read whole larger than BOUND_FILE_BYTES */
+	BOUND_MAX,
+};
+
+struct bounds_stats {
+	uint64_t refused[BOUND_MAX]; /* objects refused, by bound (each time one is met) */
+	uint64_t logged;	     /* of those, the ones logged (once per object) */
+};
+
+/*
+ * The process whose objects are read from now on (0: none known), for the log line: set by
+ * whoever reads a target's files (discovery, the symbolizer, the unwinder). The daemon has one
+ * thread that does it.
+ */
+void bounds_set_pid(pid_t pid);
+
+/*
+ * Bound b was met by `what` (".dynsym", "the debug file") of size bytes in the file at path
+ * (dev, ino: the object; 0, 0 when unknown): counted, and logged at warning level unless this
+ * object was already logged for b (the last BOUNDS_LOGGED_MAX objects are remembered).
+ */
+void bounds_refuse(enum bound_id b, const char *path, uint64_t dev, uint64_t ino, const char *what,
+		   uint64_t size);
+
+void bounds_stats(struct bounds_stats *out);
+/* The name of bound b as the metric's label spells it: "section", "file". */
+const char *bounds_name(enum bound_id b);
+/* A bound's size in bytes. */
+uint64_t bounds_bytes(enum bound_id b);
+
+#endif
