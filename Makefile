@@ -317,7 +317,7 @@ gen: $(BUILD)/gendocs
 # ---- bench --------------------------------------------------------------------------------------
 
 # `make bench` (root, < 10 min): what rubyprofd costs the hosts it runs on, measured beside a floor
-# program (bench/floor.bpf.c) and peers, written to $(BUILD)/bench/results.md. See README.md.
+# program (bench/floor.bpf.c) and peers, written to $(BUILD)/bench/results.md. See docs/performance.md.
 $(BUILD)/bench:
 	$(Q)mkdir -p $@
 
