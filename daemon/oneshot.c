@@ -375,7 +375,7 @@ int oneshot_run(const struct config *cfg)
 	int64_t deadline = 0, next_scan, next_gone = 0, now, scan_every;
 	sigset_t stops, waitmask;
 	bool masked = false;
-	char missing[128], outbuf[512], fallback[PATH_MAX + 64];
+	char missing[128], kept[256], outbuf[512], fallback[PATH_MAX + 64];
 	const char *out = cfg->output;
 	int ret = 1, err, status;
 	double secs;
@@ -416,6 +416,15 @@ int oneshot_run(const struct config *cfg)
 		session_set_root(r.session, r.child);
 		r.child_pidfd = (int)syscall(SYS_pidfd_open, r.child, 0);
 	}
+	/* set up, the command started with the caller's privileges: the rest of root goes, but
+	 * for writing the profile where the caller asked (docs/security.md, "Capabilities") */
+	err = privs_drop(PRIVS_KEEP_DAC_OVERRIDE | (cfg->command ? PRIVS_KEEP_KILL : 0) |
+				 (cfg->kernel_stacks ? PRIVS_KEEP_SYSLOG : 0),
+			 kept, sizeof(kept));
+	if (err)
+		log_warn("cannot drop the capabilities it no longer needs: %s", strerror(-err));
+	else
+		log_debug("capabilities kept: %s; no_new_privs set", kept[0] ? kept : "none");
 	/* Sampling is attached and the processes there now are known: a script or a unit
 	 * (systemd-run -p Type=notify) waiting on $NOTIFY_SOCKET may start its work now. Nothing
 	 * is sent without the variable; a failed send changes nothing here. */

@@ -701,7 +701,7 @@ int service_run(struct config *cfg, int argc, char **argv)
 	struct service sv = {.cfg = cfg, .orig = cfg, .argc = argc, .argv = argv};
 	struct epoll_event evs[16];
 	int64_t now, deadline, scan_every;
-	char missing[128];
+	char missing[256];
 	int ret = 1, n, i, err;
 
 	err = privs_missing(missing, sizeof(missing));
@@ -726,6 +726,12 @@ int service_run(struct config *cfg, int argc, char **argv)
 	sv.next_scan = scan_every ? now + scan_every : 0;
 	sv.watchdog_usec = notify_watchdog_usec();
 	sv.next_watchdog = now;
+	/* set up: the rest of root goes (docs/security.md, "Capabilities") */
+	err = privs_drop(cfg->kernel_stacks ? PRIVS_KEEP_SYSLOG : 0, missing, sizeof(missing));
+	if (err)
+		log_warn("cannot drop the capabilities it no longer needs: %s", strerror(-err));
+	else
+		log_info("capabilities kept: %s; no_new_privs set", missing[0] ? missing : "none");
 	notify_ready();
 	notify_status("profiling %zu Ruby processes at %u Hz", session_active(sv.session),
 		      cfg->frequency);

@@ -2,7 +2,7 @@
 # Hostile input from an unprivileged tenant, against the system-wide service started by root in
 # the default configuration: objects that claim huge sections or name a huge debug file, a
 # version string with a terminal escape and a newline, thread names with escapes, and slow
-# clients holding every slot of the metrics endpoint. While and after they run, a victim Ruby
+# clients holding every slot of the metrics endpoint; and what root keeps of its privileges. While and after they run, a victim Ruby
 # of the same unprivileged user keeps getting its profile every interval, the endpoint answers,
 # the daemon stays small and alive, and each refusal is counted and logged once.
 require "etc"
@@ -125,6 +125,14 @@ class E2E
     svc = service(["--interval", "1", "--metrics-address", "127.0.0.1:#{port}", "--rescan-interval", "2"], conf: conf)
     begin
       check(svc.wait_note(/READY=1/, 60), "the service never got ready:\n#{svc.log_text}")
+      # 12: started by root by hand, it keeps only what it uses (capability(7) numbers:
+      # DAC_READ_SEARCH 2, SYS_PTRACE 19, PERFMON 38, BPF 39, CHECKPOINT_RESTORE 40), for good
+      status = File.read("/proc/#{svc.pid}/status")
+      want = [2, 19, 38, 39, 40].sum { |b| 1 << b }
+      caps = %w[CapEff CapPrm CapBnd CapInh CapAmb].to_h { |k| [k, Integer(status[/^#{k}:\s+(\h+)/, 1], 16)] }
+      check(caps.values_at("CapEff", "CapPrm", "CapBnd") == [want] * 3 && caps["CapInh"].zero? && caps["CapAmb"].zero?,
+            "the service's capabilities: #{caps.transform_values { |v| v.to_s(16) }.inspect}, want #{want.to_s(16)}")
+      check(status[/^NoNewPrivs:\s+(\d)/, 1] == "1", "no_new_privs not set")
       pids << as_nobody(@rt.bin, victim, chdir: tenant)
       svc_wait(svc, "the victim's first profile", 60) { by_service(svc)["victim"] }
       # the inputs, all at once
@@ -181,9 +189,9 @@ class E2E
       timed_out = metric_value(body, "rubyprofd_metrics_clients_timed_out_total").to_i
       evicted = metric_value(body, "rubyprofd_metrics_clients_evicted_total").to_i
       check(Process.kill(0, svc.pid) == 1, "the service is gone")
-      format("victim: %d profiles in 12 s of attack; %d scrapes, slowest %.2f s; peak RSS %d KiB; " \
+      format("capabilities %x, no_new_privs; victim: %d profiles in 12 s of attack; %d scrapes, slowest %.2f s; peak RSS %d KiB; " \
              "refused: %d sections, %d files; slow clients timed out %d, evicted %d; thread name %s",
-             during, scrapes.size, scrapes.max, hwm, section, file, timed_out, evicted, names.first.inspect)
+             want, during, scrapes.size, scrapes.max, hwm, section, file, timed_out, evicted, names.first.inspect)
     ensure
       pids.each { |p| Process.kill("KILL", p) rescue nil }
       pids.each { |p| Process.waitpid(p) rescue nil }
