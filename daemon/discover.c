@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "bounds.h"
+#include "checksum.h"
 #include "discover.h"
 #include "text.h"
 #include "elf.h"
@@ -287,32 +287,10 @@ static struct elf_file *elf_open_fd(int fd, const char *shown)
 	return elf_file__open_shown(link, shown);
 }
 
-/* CRC32 of a whole file, as .gnu_debuglink records it (zlib's crc32). 0 or -errno. */
-static int file_crc32(int fd, uint32_t *crc)
-{
-	unsigned char buf[65536];
-	uLong c = crc32(0L, Z_NULL, 0);
-	off_t off = 0;
-	ssize_t n;
-
-	for (;;) {
-		n = pread(fd, buf, sizeof(buf), off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		c = crc32(c, buf, (uInt)n);
-		off += n;
-	}
-	*crc = (uint32_t)c;
-	return 0;
-}
-
 /*
  * A debug file candidate, if it is ef's: the same build id (build_id != NULL), or else the CRC32
- * that .gnu_debuglink records. NULL with errno set.
+ * that .gnu_debuglink records. NULL with errno set: EINPROGRESS or EAGAIN while its CRC32 is
+ * being computed off the main loop (checksum.h): ask again later.
  */
 static struct elf_file *debug_candidate(const char *root, const char *path, const char *build_id,
 					uint32_t crc)
@@ -339,8 +317,14 @@ static struct elf_file *debug_candidate(const char *root, const char *path, cons
 		err = -EFBIG;
 		goto cleanup;
 	}
-	if (!build_id && (file_crc32(fd, &c) || c != crc))
-		goto cleanup;
+	if (!build_id) {
+		err = checksum_crc32(fd, &st, &c);
+		if (err == -EINPROGRESS || err == -EAGAIN)
+			goto cleanup;
+		err = -ENOENT;
+		if (c != crc)
+			goto cleanup;
+	}
 	dbg = elf_open_fd(fd, path);
 	if (!dbg) {
 		err = -errno;
@@ -392,7 +376,8 @@ struct elf_file *discover_debug_file(const char *root, const char *path, struct 
 		snprintf(cand, sizeof(cand), "%s%s%s%s", link_dirs[i][0], dir, link_dirs[i][1],
 			 link);
 		dbg = debug_candidate(root, cand, NULL, crc);
-		if (dbg) {
+		if (dbg || errno == EINPROGRESS || errno == EAGAIN) {
+			/* found; or not known yet: the next candidates wait (gdb's order) */
 			snprintf(found, len, "%s", cand);
 			*how = ".gnu_debuglink";
 			return dbg;
@@ -412,6 +397,7 @@ struct symbols_src {
 	const char *path; /* the object as the process sees it */
 	struct elf_file *dbg;
 	bool dbg_tried;
+	bool dbg_pending; /* a candidate's checksum is being computed: discovery tries again */
 	const char *dbg_how;
 	char dbg_path[PATH_MAX];
 };
@@ -428,6 +414,7 @@ static int lookup(struct symbols_src *src, const char *name, struct elf_sym *sym
 		src->dbg_tried = true;
 		src->dbg = discover_debug_file(src->root, src->path, src->ef, src->dbg_path,
 					       sizeof(src->dbg_path), &src->dbg_how);
+		src->dbg_pending = !src->dbg && (errno == EINPROGRESS || errno == EAGAIN);
 	}
 	if (src->dbg && elf_find_symbol(src->dbg, name, sym) == 0) {
 		say(from, fromlen, "%s of debug file \"%s\", found by %s", sym_source(sym),
@@ -1040,6 +1027,12 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 	}
 
 cleanup:
+	/* what the debug file would have told is not known yet: the same discovery, a little later
+	 * (a process is never profiled on the symbols found without it, then again with them) */
+	if (src.dbg_pending && st != DISCOVER_GONE && st != DISCOVER_NO_ACCESS) {
+		st = DISCOVER_RETRY;
+		say(why, whylen, "waiting for the checksum of its debug file \"%s\"", src.dbg_path);
+	}
 	free(tps);
 	elf_file__free(src.dbg);
 	elf_file__free(ef);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "checksum.h"
 #include "config.h"
 #include "log.h"
 #include "oneshot.h"
@@ -19,6 +20,7 @@ int main(int argc, char **argv)
 {
 	struct sigaction sa;
 	static struct config cfg; /* about 300 KiB: not on the stack */
+	int ret;
 
 	/* `rubyprofd report FILE...`: reads profiles, needs no privileges and no configuration */
 	if (argc > 1 && strcmp(argv[1], "report") == 0)
@@ -32,8 +34,11 @@ int main(int argc, char **argv)
 		break;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	if (!cfg.oneshot)
-		return service_run(&cfg, argc, argv);
+	if (!cfg.oneshot) {
+		ret = service_run(&cfg, argc, argv);
+		checksum_stop();
+		return ret;
+	}
 	/* --oneshot is quiet by default (the key table's default): its output is the summary */
 	log_set_level((enum log_level)cfg.log_level);
 
@@ -43,5 +48,7 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
-	return oneshot_run(&cfg);
+	ret = oneshot_run(&cfg);
+	checksum_stop();
+	return ret;
 }

@@ -214,6 +214,21 @@
 	VALUE(M_PROCESSES_ENABLED, NULL, NULL, S->c.tracker.enabled) \
 	FAMILY("rubyprofd_discoveries_total", COUNTER, ALWAYS, "Discovery attempts: a process looked at to find and validate its Ruby.") \
 	VALUE(M_DISCOVERIES, NULL, NULL, S->c.tracker.discoveries) \
+	FAMILY("rubyprofd_discoveries_deferred_total", COUNTER, ALWAYS, "Discoveries due but put off to the next turn of the main loop: the turn's 50 ms of discovery were used.") \
+	VALUE(M_DISCOVERIES_DEFERRED, NULL, NULL, S->c.tracker.deferred) \
+	FAMILY("rubyprofd_discoveries_slow_total", COUNTER, ALWAYS, "Discoveries that took more than 100 ms (each process logged once).") \
+	VALUE(M_DISCOVERIES_SLOW, NULL, NULL, S->c.tracker.slow_discoveries) \
+	FAMILY("rubyprofd_discovery_max_seconds", GAUGE, ALWAYS, "The longest discovery of one process so far.") \
+	VALUE(M_DISCOVERY_MAX_SECONDS, NULL, NULL, S->c.tracker.discovery_ns_max / 1e9) \
+	FAMILY("rubyprofd_debug_checksums_total", COUNTER, ALWAYS, "CRC32s of debug files named by .gnu_debuglink, computed off the main loop, by outcome.") \
+	VALUE(M_DEBUG_CHECKSUMS_COMPUTED, "outcome", "computed", S->c.checksum.computed) \
+	VALUE(M_DEBUG_CHECKSUMS_FAILED, "outcome", "failed", S->c.checksum.failed) \
+	VALUE(M_DEBUG_CHECKSUMS_CACHED, "outcome", "cached", S->c.checksum.hits) \
+	VALUE(M_DEBUG_CHECKSUMS_QUEUE_FULL, "outcome", "queue_full", S->c.checksum.queue_full) \
+	FAMILY("rubyprofd_debug_checksum_read_bytes_total", COUNTER, ALWAYS, "Bytes of debug files read for their CRC32.") \
+	VALUE(M_DEBUG_CHECKSUM_READ_BYTES, NULL, NULL, S->c.checksum.bytes) \
+	FAMILY("rubyprofd_debug_checksums_evicted_total", COUNTER, ALWAYS, "Debug file CRC32s dropped from their cache at its bound (64 files).") \
+	VALUE(M_DEBUG_CHECKSUMS_EVICTED, NULL, NULL, S->c.checksum.evicted) \
 	FAMILY("rubyprofd_processes_refused_total", COUNTER, ALWAYS, "Processes not profiled, by reason.") \
 	VALUE(M_PROCESSES_REFUSED_UNSUPPORTED, "reason", "unsupported", S->c.tracker.refused[TRACKER_REFUSED_UNSUPPORTED]) \
 	VALUE(M_PROCESSES_REFUSED_NOT_READY, "reason", "not_ready", S->c.tracker.refused[TRACKER_REFUSED_NOT_READY]) \

@@ -519,6 +519,7 @@ void session_counters(struct session *s, struct session_counters *out)
 	tracker_stats(s->tracker, &out->tracker);
 	agg_stats(s->agg, &out->agg);
 	bounds_stats(&out->bounds);
+	checksum_stats(&out->checksum);
 	out->native_on = collector_native_stats(s->coll, &out->native);
 	if (s->wall) {
 		out->wall_on = true;

@@ -14,6 +14,7 @@
 
 #include "aggregate.h"
 #include "bounds.h"
+#include "checksum.h"
 #include "collect.h"
 #include "discover.h"
 #include "native.h"
@@ -52,6 +53,7 @@ struct session_counters {
 	struct wall_counters wall;
 	struct bounds_stats
 		bounds; /* objects past a bound (bounds.h): the daemon's, not the session's */
+	struct checksum_stats checksum; /* debug-file CRC32s (checksum.h): the daemon's too */
 };
 
 struct session;

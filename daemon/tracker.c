@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "hmap.h"
 #include "log.h"
 #include "procs.h"
@@ -27,6 +28,14 @@
 /* A process that is not Ruby is looked at again this often (a program that loads libruby with
  * dlopen later), unless an exec event says earlier. */
 #define RECHECK_NS	 10000000000LL
+/* Discovery work in one tick, at most: the checks still due then wait for the next turn of the
+ * main loop, which reads samples, answers /metrics and pets the watchdog in between (a burst of
+ * thousands of new processes, or a tenant starting them on purpose, cannot hold it). One
+ * discovery reads at most what the byte bounds allow (bounds.h), and never a whole file
+ * (checksum.h): a few ms for Debian's libruby. */
+#define TICK_BUDGET_NS	 50000000LL
+/* One discovery past this is counted, and logged once for its process. */
+#define SLOW_CHECK_NS	 100000000LL
 
 enum state {
 	ST_PENDING = 1, /* to be looked at (next_ns) */
@@ -43,8 +52,9 @@ struct entry {
 	int64_t next_ns;      /* next check (PENDING, FORKED, NOT_RUBY) */
 	int64_t delay_ns;
 	unsigned int tries;
-	bool named; /* the user named it (--pid): warn about it */
-	char *why;  /* a named process not ready yet: why, for tracker_report_pending() */
+	bool named;	  /* the user named it (--pid): warn about it */
+	bool slow_logged; /* a discovery past SLOW_CHECK_NS was logged */
+	char *why;	  /* a named process not ready yet: why, for tracker_report_pending() */
 };
 
 struct tracker {
@@ -210,6 +220,21 @@ static void retry_later(struct tracker *tr, struct entry *e, int64_t now)
 	schedule(tr, e, now + e->delay_ns);
 }
 
+/* Counts one discovery's time; one past SLOW_CHECK_NS is logged, once per process. */
+static void took_slow(struct tracker *tr, struct entry *e, int64_t ns)
+{
+	if ((uint64_t)ns > tr->stats.discovery_ns_max)
+		tr->stats.discovery_ns_max = (uint64_t)ns;
+	if (ns <= SLOW_CHECK_NS)
+		return;
+	tr->stats.slow_discoveries++;
+	if (e->slow_logged)
+		return;
+	e->slow_logged = true;
+	log_warn("pid %d: looking at its Ruby took %lld ms of the main loop (more than %lld ms)",
+		 e->pid, (long long)(ns / 1000000), SLOW_CHECK_NS / 1000000);
+}
+
 /* Runs discovery on a pending (or forked) process and acts on the answer. */
 static void check(struct tracker *tr, struct entry *e, int64_t now)
 {
@@ -217,13 +242,16 @@ static void check(struct tracker *tr, struct entry *e, int64_t now)
 	enum discover_status st;
 	char why[256];
 	bool fresh = e->state != ST_FORKED;
+	int64_t t0;
 	int err;
 
 	e->tries++;
 	tr->stats.discoveries++;
 	if (!e->start_ticks)
 		procs_start_ticks(e->pid, &e->start_ticks);
+	t0 = clock_mono_ns();
 	st = discover_ruby(e->pid, tr->ops.threads, tr->ops.ctx, &t, why, sizeof(why));
+	took_slow(tr, e, clock_mono_ns() - t0);
 	switch (st) {
 	case DISCOVER_READY:
 		err = tr->ops.enable(tr->ops.ctx, &t, fresh);
@@ -376,6 +404,7 @@ void tracker_tick(struct tracker *tr, int64_t now)
 {
 	struct due_ctx x = {.tr = tr, .now = now, .next = INT64_MAX};
 	struct entry *e;
+	int64_t t0;
 	size_t i;
 
 	if (now < tr->next_due)
@@ -383,7 +412,14 @@ void tracker_tick(struct tracker *tr, int64_t now)
 	/* collect first: a check may add or remove entries */
 	hmap_foreach(&tr->by_pid, collect_due, &x);
 	tr->next_due = x.next;
+	t0 = clock_mono_ns();
 	for (i = 0; i < x.n; i++) {
+		if (i && clock_mono_ns() - t0 > TICK_BUDGET_NS) {
+			/* still due: the next turn takes them up, after the loop's other work */
+			tr->stats.deferred += x.n - i;
+			tr->next_due = now;
+			break;
+		}
 		e = find(tr, x.due[i]);
 		if (e)
 			check(tr, e, now);

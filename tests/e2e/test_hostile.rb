@@ -116,6 +116,11 @@ class E2E
     stripped = File.join(tenant, "bin", "fakeruby-stripped")
     FileUtils.cp(fixture("fakeruby-stripped"), stripped)
     File.open(File.join(tenant, "bin", "fakeruby-hidden.debug"), "w") { |f| f.truncate(200 << 30) }
+    # 3: within the bound, a 250 MiB debug file: checksummed by the worker, never by the main loop
+    stripped2 = File.join(tenant, "bin2", "fakeruby-stripped")
+    FileUtils.mkdir_p(File.dirname(stripped2))
+    FileUtils.cp(fixture("fakeruby-stripped"), stripped2)
+    File.open(File.join(tenant, "bin2", "fakeruby-hidden.debug"), "w") { |f| f.truncate(250 << 20) }
     # 11: a version string with a terminal escape and a newline
     forged = File.join(tenant, "libruby-forged.so")
     hostile_version(forged)
@@ -140,6 +145,7 @@ class E2E
       pids << map_as_nobody(sparse, ready[0])
       pids << map_as_nobody(forged, ready[1])
       pids << as_nobody(stripped, File.join(tenant, "fake.out"), chdir: tenant)
+      pids << as_nobody(stripped2, File.join(tenant, "fake2.out"), chdir: tenant)
       svc_wait(svc, "the tenant's processes", 30) { ready.all? { |r| File.exist?(r) } }
       # 6: every slot of the endpoint held by a client that sends one byte every 0.5 s
       tricklers = as_nobody(@rt.bin, "-rsocket", "-e", <<~RB, port.to_s)
@@ -186,12 +192,18 @@ class E2E
       prof = PprofRaw.read(path)
       names = prof.samples.map { |s| s.labels["ruby_thread_name"] }.compact.uniq
       check(names.include?("v?[31mred?line"), "the victim's thread name in #{File.basename(path)}: #{names.inspect}")
+      crcs = metric_value(body, "rubyprofd_debug_checksums_total", 'outcome="computed"').to_i
+      crc_bytes = metric_value(body, "rubyprofd_debug_checksum_read_bytes_total").to_i
+      check(crcs >= 1 && crc_bytes >= 250 << 20, "the 250 MiB debug file's checksum: #{crcs} computed, #{crc_bytes} bytes\n#{log}")
+      slowest = metric_value(body, "rubyprofd_discovery_max_seconds").to_f
       timed_out = metric_value(body, "rubyprofd_metrics_clients_timed_out_total").to_i
       evicted = metric_value(body, "rubyprofd_metrics_clients_evicted_total").to_i
       check(Process.kill(0, svc.pid) == 1, "the service is gone")
       format("capabilities %x, no_new_privs; victim: %d profiles in 12 s of attack; %d scrapes, slowest %.2f s; peak RSS %d KiB; " \
-             "refused: %d sections, %d files; slow clients timed out %d, evicted %d; thread name %s",
-             want, during, scrapes.size, scrapes.max, hwm, section, file, timed_out, evicted, names.first.inspect)
+             "refused: %d sections, %d files; %d MiB checksummed off the loop, longest discovery %.0f ms; " \
+             "slow clients timed out %d, evicted %d; thread name %s",
+             want, during, scrapes.size, scrapes.max, hwm, section, file, crc_bytes >> 20, slowest * 1000,
+             timed_out, evicted, names.first.inspect)
     ensure
       pids.each { |p| Process.kill("KILL", p) rescue nil }
       pids.each { |p| Process.waitpid(p) rescue nil }

@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "checksum.h"
 #include "discover.h"
 #include "elf.h"
 #include "fuzz_common.h"
@@ -201,7 +202,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t id[64];
 	size_t n;
 	const char *how = NULL;
-	int fd;
+	int fd, tries;
 
 	if (fx.placed[0]) {
 		unlink(fx.placed);
@@ -244,8 +245,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fd < 0)
 		return 0;
 	ef = elf_file__open(objpath);
-	if (ef)
+	/* a .gnu_debuglink candidate's CRC32 is the worker's (checksum.h): asked again once done,
+	 * as discovery does at its next try */
+	for (tries = 0; ef && !dbg && tries < 4; tries++) {
 		dbg = discover_debug_file(fx.root, OBJECT_PATH, ef, found, sizeof(found), &how);
+		if (dbg || (errno != EINPROGRESS && errno != EAGAIN) || !checksum_wait(10000))
+			break;
+	}
 	if (dbg)
 		query(dbg);
 	elf_file__free(dbg);

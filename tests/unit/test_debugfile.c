@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "bounds.h"
+#include "checksum.h"
 #include "discover.h"
 #include "elf.h"
 
@@ -113,6 +114,27 @@ static void teardown(void)
 	nftw(outside, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/*
+ * discover_debug_file as discovery's retries see it: a .gnu_debuglink candidate's CRC32 is
+ * computed off the main loop (checksum.h), so until it is known the answer is NULL with
+ * EINPROGRESS; then asked again.
+ */
+static struct elf_file *ask(char *found, size_t len, const char **how)
+{
+	struct elf_file *dbg;
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		errno = 0;
+		dbg = discover_debug_file(root, OBJECT, obj, found, len, how);
+		if (dbg || (errno != EINPROGRESS && errno != EAGAIN))
+			return dbg;
+		cr_assert(checksum_wait(10000), "no checksum within 10 s");
+	}
+	cr_assert_fail("still waiting for a checksum after 8 asks");
+	return NULL;
+}
+
 /* Finds the debug file under root; checks where, how, and that it holds the hidden symbols. */
 static void expect_found(const char *want_path, const char *want_how)
 {
@@ -121,7 +143,7 @@ static void expect_found(const char *want_path, const char *want_how)
 	const char *how = NULL;
 	char found[PATH_MAX];
 
-	dbg = discover_debug_file(root, OBJECT, obj, found, sizeof(found), &how);
+	dbg = ask(found, sizeof(found), &how);
 	cr_assert_not_null(dbg, "no debug file found (want %s): %s", want_path, strerror(errno));
 	cr_assert_str_eq(found, want_path);
 	cr_assert_str_eq(how, want_how);
@@ -139,8 +161,7 @@ static void expect_none(void)
 	const char *how = NULL;
 	char found[PATH_MAX];
 
-	errno = 0;
-	cr_assert_null(discover_debug_file(root, OBJECT, obj, found, sizeof(found), &how));
+	cr_assert_null(ask(found, sizeof(found), &how));
 	cr_assert_eq(errno, ENOENT, "errno %d (%s)", errno, strerror(errno));
 }
 
@@ -278,4 +299,37 @@ Test(debugfile, a_sparse_debug_file_past_the_bound_is_not_read, .timeout = 20)
 	/* the real one beside it, in .debug/, is still taken */
 	place("fakeruby-hidden.debug", "/opt/fake/bin/.debug/" DBGNAME);
 	expect_found("/opt/fake/bin/.debug/" DBGNAME, ".gnu_debuglink");
+}
+
+/*
+ * The CRC32 of a debuglink candidate is never computed by the caller (the main loop): the first
+ * ask answers EINPROGRESS at once, whatever the file's size, and a later ask has the answer.
+ */
+Test(debugfile, a_debuglink_checksum_is_computed_off_the_caller, .timeout = 60)
+{
+	struct checksum_stats st;
+	char path[PATH_MAX * 2], found[PATH_MAX];
+	const char *how = NULL;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/opt/fake/bin", root);
+	mkdirs(path);
+	snprintf(path, sizeof(path), "%s/opt/fake/bin/" DBGNAME, root);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	cr_assert(fd >= 0);
+	cr_assert_eq(ftruncate(fd, 200LL << 20), 0); /* within the bound: it is read whole */
+	close(fd);
+	errno = 0;
+	cr_assert_null(discover_debug_file(root, OBJECT, obj, found, sizeof(found), &how));
+	cr_assert_eq(errno, EINPROGRESS, "errno %d (%s)", errno, strerror(errno));
+	cr_assert_str_eq(found, "/opt/fake/bin/" DBGNAME, "the candidate waited for is named");
+	cr_assert(checksum_wait(30000));
+	checksum_stats(&st);
+	cr_expect_eq(st.computed, 1);
+	cr_expect_eq(st.bytes, 200ULL << 20);
+	/* known now (not this file's CRC): the next candidates are tried, none is there */
+	expect_none();
+	checksum_stats(&st);
+	cr_expect_geq(st.hits, 1);
+	checksum_stop();
 }
