@@ -257,7 +257,7 @@ check: format-check $(BUILD)/rubyprof.skel.h $(BUILD)/wall.skel.h $(VIEW_TEMPLAT
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 		-Iinclude -Idaemon -D__x86_64__ daemon
 
-# The unit is installed with ExecStart naming $(sbindir). An existing configuration file is an
+# The unit is installed with ExecStart and ExecReload naming $(sbindir). An existing configuration file is an
 # administrator's: a plain `make install` keeps it (and says so); into a DESTDIR (a package's
 # staging tree) the default is always written. The man page is installed when docs/ has it.
 MANPAGE := $(wildcard docs/rubyprofd.8)
@@ -266,7 +266,7 @@ CONF := $(DESTDIR)$(sysconfdir)/rubyprofd/rubyprofd.conf
 install: $(BUILD)/rubyprofd
 	install -D -m 0755 $(BUILD)/rubyprofd $(DESTDIR)$(sbindir)/rubyprofd
 	install -d -m 0755 $(DESTDIR)$(unitdir)
-	sed 's|^ExecStart=/usr/sbin/rubyprofd|ExecStart=$(sbindir)/rubyprofd|' systemd/rubyprofd.service \
+	sed 's|^\(Exec[A-Za-z]*\)=/usr/sbin/rubyprofd|\1=$(sbindir)/rubyprofd|' systemd/rubyprofd.service \
 		> $(DESTDIR)$(unitdir)/rubyprofd.service
 	chmod 0644 $(DESTDIR)$(unitdir)/rubyprofd.service
 	@if [ -z "$(DESTDIR)" ] && [ -e $(CONF) ]; then \

@@ -614,6 +614,30 @@ static int key_check(const struct config_key *k, const char *val, union key_valu
  * Checks val and stores it; on error, ctx->err says what is wrong (the caller names the place).
  * where: "FILE:LINE" or the flag, kept with a rule.
  */
+/* The value as last set and where from ("default", "--flag", "FILE:LINE"), for --check-config.
+ * Kept before the key's own checks below: a value they refuse ends the parse anyway. */
+static void remember(struct config *cfg, enum config_key_id id, const char *val, const char *where)
+{
+	struct config_shown *sh = &cfg->shown[id];
+	const char *colon;
+	size_t n = strlen(val);
+
+	sh->cut = n >= sizeof(sh->text);
+	snprintf(sh->text, sizeof(sh->text), "%s", val);
+	sh->line = 0;
+	sh->flag[0] = '\0';
+	if (!strcmp(where, "default")) {
+		sh->origin = CONFIG_ORIGIN_DEFAULT;
+	} else if (where[0] == '-') {
+		sh->origin = CONFIG_ORIGIN_FLAG;
+		snprintf(sh->flag, sizeof(sh->flag), "%s", where);
+	} else {
+		sh->origin = CONFIG_ORIGIN_FILE;
+		colon = strrchr(where, ':');
+		sh->line = colon ? (unsigned int)strtoul(colon + 1, NULL, 10) : 0;
+	}
+}
+
 static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val, const char *where)
 {
 	struct config *cfg = ctx->cfg;
@@ -625,6 +649,7 @@ static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val
 
 	if (key_check(&config_keys[id], val, &v, err, errlen))
 		return -EINVAL;
+	remember(cfg, id, val, where);
 	switch (id) {
 	case KEY_FREQUENCY:
 		cfg->frequency = (unsigned int)v.u;
@@ -788,6 +813,7 @@ static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val
 		return 0;
 	case KEY_CONFIG: /* the first pass's */
 	case KEY_ONESHOT:
+	case KEY_CHECK_CONFIG:
 	case KEY_HELP:
 	case KEY_VERSION:
 	case KEY_VERBOSE:
@@ -1031,6 +1057,9 @@ static enum config_result scan_mode(struct config *cfg, const struct opts *o, in
 		case KEY_ONESHOT:
 			cfg->oneshot = true;
 			break;
+		case KEY_CHECK_CONFIG:
+			cfg->check_config = true;
+			break;
 		case KEY_CONFIG:
 			if (!*optarg) {
 				fprintf(stderr, "rubyprofd: --config: the file name is empty\n");
@@ -1106,6 +1135,7 @@ static enum config_result apply_flags(struct parse_ctx *ctx, const struct opts *
 		case -1:
 		case KEY_CONFIG:
 		case KEY_ONESHOT:
+		case KEY_CHECK_CONFIG:
 		case KEY_HELP:
 		case KEY_VERSION:
 			continue; /* seen in the first pass */
@@ -1167,6 +1197,11 @@ enum config_result config_parse_with_default(struct config *cfg, int argc, char 
 	res = scan_mode(cfg, &o, argc, argv);
 	if (res != CONFIG_RUN)
 		return res;
+	if (cfg->check_config && cfg->oneshot) {
+		fprintf(stderr, "rubyprofd: --check-config: checks the service's configuration, "
+				"not with --oneshot\n");
+		return CONFIG_EXIT_BAD;
+	}
 	apply_defaults(&ctx, false);
 
 	if (cfg->config_file) {
@@ -1216,6 +1251,114 @@ enum config_result config_parse_with_default(struct config *cfg, int argc, char 
 	else if (cfg->verbose)
 		cfg->log_level = LOG_LVL_INFO;
 	return CONFIG_RUN;
+}
+
+/* ---- the effective configuration (--check-config) ----------------------------------------- */
+
+/* v as the file takes it: in quotes when it would not read back as it is. */
+static void print_value(FILE *out, const char *v)
+{
+	size_t n = strlen(v);
+	const char *p;
+
+	if (n && !is_blank(v[0]) && !is_blank(v[n - 1]) && v[0] != '"') {
+		fputs(v, out);
+		return;
+	}
+	fputc('"', out);
+	for (p = v; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fputc('\\', out);
+		fputc(*p, out);
+	}
+	fputc('"', out);
+}
+
+/* Where the value of the line that follows comes from, as a comment line of its own (the file
+ * has no comments at the end of a line). */
+static void print_origin(FILE *out, const struct config *cfg, const struct config_key *k,
+			 const struct config_shown *sh)
+{
+	switch (sh->origin) {
+	case CONFIG_ORIGIN_FILE:
+		fprintf(out, "# %s:%u", cfg->config_file, sh->line);
+		break;
+	case CONFIG_ORIGIN_FLAG:
+		fprintf(out, "# %s", sh->flag);
+		break;
+	case CONFIG_ORIGIN_DEFAULT:
+		fputs("# default", out);
+		break;
+	default: /* an empty default, never applied */
+		fprintf(out, "# default%s%s", k->none ? ": " : "", k->none ? k->none : "");
+		break;
+	}
+	if (sh->cut)
+		fprintf(out, " (the value's first %zu bytes)", sizeof(sh->text) - 1);
+	fputc('\n', out);
+}
+
+/* A repeatable key's values, from where they are kept. */
+static void print_repeated(FILE *out, const struct config *cfg, enum config_key_id id)
+{
+	const char *name = config_keys[id].name, *colon;
+	size_t i;
+
+	switch (id) {
+	case KEY_PID:
+		for (i = 0; i < cfg->npids; i++)
+			fprintf(out, "%s = %d\n", name, (int)cfg->pids[i]);
+		break;
+	case KEY_LABEL:
+		for (i = 0; i < cfg->nlabels; i++)
+			fprintf(out, "%s = %s=%s\n", name, cfg->labels[i].key,
+				cfg->labels[i].value);
+		break;
+	case KEY_RULE:
+		for (i = 0; i < cfg->nrules; i++) {
+			fprintf(out, "# %s\n%s = ", cfg->rules[i].where, name);
+			print_value(out, cfg->rules[i].text);
+			fputc('\n', out);
+		}
+		break;
+	case KEY_UPLOAD_HEADER:
+		for (i = 0; i < cfg->nupload_headers; i++) {
+			colon = strchr(cfg->upload_headers[i], ':');
+			fprintf(out, "%s = %.*s: (value not shown)\n", name,
+				colon ? (int)(colon - cfg->upload_headers[i]) : 0,
+				cfg->upload_headers[i]);
+		}
+		break;
+	default:
+		break;
+	}
+	if (!cfg->shown[id].origin)
+		fprintf(out, "# %s: none\n", name);
+}
+
+void config_print_effective(const struct config *cfg, FILE *out)
+{
+	const struct config_shown *sh;
+	size_t i;
+
+	fprintf(out, "# rubyprofd %s: the configuration in effect, from %s%s and the flags\n",
+		RUBYPROF_VERSION, cfg->config_file ? cfg->config_file : "no file",
+		cfg->config_file_missing ? " (missing: every default)" : "");
+	for (i = 0; i < NKEYS; i++) {
+		const struct config_key *k = &config_keys[i];
+
+		if (!(k->flags & K_FILE))
+			continue;
+		if (k->flags & K_REPEAT) {
+			print_repeated(out, cfg, (enum config_key_id)i);
+			continue;
+		}
+		sh = &cfg->shown[i];
+		print_origin(out, cfg, k, sh);
+		fprintf(out, "%s = ", k->name);
+		print_value(out, sh->text);
+		fputc('\n', out);
+	}
 }
 
 enum config_result config_parse(struct config *cfg, int argc, char **argv)

@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "config_keys.h"
+
 #define CONFIG_MAX_PIDS	  256
 #define CONFIG_MAX_LABELS 16
 #define CONFIG_MAX_RULES  64
@@ -44,8 +46,26 @@ struct config_rule {
 	char where[PATH_MAX + 16]; /* "FILE:LINE" or "--rule" */
 };
 
+/* A key's value as last set, for --check-config: its text, and from where. */
+#define CONFIG_SHOWN_MAX 256
+enum config_origin {
+	CONFIG_ORIGIN_UNSET,
+	CONFIG_ORIGIN_DEFAULT,
+	CONFIG_ORIGIN_FILE,
+	CONFIG_ORIGIN_FLAG,
+};
+
+struct config_shown {
+	char text[CONFIG_SHOWN_MAX];
+	bool cut; /* the text was longer: its start */
+	unsigned char origin;
+	unsigned int line; /* CONFIG_ORIGIN_FILE: of config_file */
+	char flag[40];	   /* CONFIG_ORIGIN_FLAG: "--frequency", "-F" */
+};
+
 struct config {
 	bool oneshot;
+	bool check_config; /* --check-config: check, print, exit */
 	/* The file read: argv's --config, the default (the service), or NULL (--oneshot alone). */
 	const char *config_file;
 	bool config_file_missing;  /* the default file does not exist: all defaults */
@@ -73,6 +93,8 @@ struct config {
 	 * --log-level and the file.
 	 */
 	int log_level;
+	/* every key's value as last set (defaults, the file, the flags): --check-config */
+	struct config_shown shown[NKEYS];
 
 	/* The service's keys (at their defaults with --oneshot), from `interval` to the end:
 	 * config.c clears them from here on. */
@@ -116,6 +138,13 @@ enum config_result {
 	CONFIG_EXIT_OK,	 /* --help, --version */
 	CONFIG_EXIT_BAD, /* usage or configuration error, already reported on stderr */
 };
+
+/*
+ * The configuration that takes effect, as the file would spell it (every file key, the service's
+ * and both modes'), each with where its value came from; extra headers' values (secrets: a URL
+ * holds none, key_set refuses one with a user or password) not shown. --check-config prints it.
+ */
+void config_print_effective(const struct config *cfg, FILE *out);
 
 #define CONFIG_DEFAULT_FILE "/etc/rubyprofd/rubyprofd.conf"
 /* Every other default and bound is in the key table, config_keys.c. */

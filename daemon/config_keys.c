@@ -239,6 +239,22 @@ const struct config_key config_keys[NKEYS] = {
 			.help = "log level error; wins over --log-level",
 			.doc = "Log level `error`. Wins over `--log-level`, the file and `-v`.",
 		},
+	[KEY_CHECK_CONFIG] =
+		{
+			.name = "check_config",
+			.type = KT_SWITCH,
+			.help = "check the configuration, print it as it takes effect, exit "
+				"(0: valid, 2: not)",
+			.doc = "Read the configuration file and the flags as the service would, "
+			       "check "
+			       "every value (and the naming rules, the files it names and their "
+			       "modes), print the configuration that would take effect, each key "
+			       "with where its value comes from, and exit: 0 when it is valid, 2 "
+			       "when not, with the error on standard error. The unit's "
+			       "`ExecReload` "
+			       "runs it first, so `systemctl reload` fails on a broken file. The "
+			       "values of extra headers (secrets) are not printed.",
+		},
 	[KEY_HELP] =
 		{
 			.name = "help",

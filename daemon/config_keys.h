@@ -33,6 +33,7 @@ enum config_key_id {
 	KEY_LOG_LEVEL,
 	KEY_VERBOSE,
 	KEY_QUIET,
+	KEY_CHECK_CONFIG,
 	KEY_HELP,
 	KEY_VERSION,
 	/* the service */

@@ -33,6 +33,8 @@ int main(int argc, char **argv)
 	case CONFIG_RUN:
 		break;
 	}
+	if (cfg.check_config)
+		return service_check_config(&cfg);
 	signal(SIGPIPE, SIG_IGN);
 	if (!cfg.oneshot) {
 		ret = service_run(&cfg, argc, argv);

@@ -27,10 +27,12 @@
 #include "notify.h"
 #include "pprof.h"
 #include "privs.h"
+#include "safepath.h"
 #include "service.h"
 #include "hash.h"
 #include "session.h"
 #include "ship.h"
+#include "upload.h"
 #include "spool.h"
 
 /* metrics_tick() runs at least this often while it has a client or a paused listener. */
@@ -694,6 +696,72 @@ static int setup(struct service *sv)
 	if (!err)
 		err = watch(sv->epfd, sv->sigfd);
 	return err;
+}
+
+/* --check-config: the spool directory as spool__new would judge it, without creating it. */
+static bool spool_dir_ok(const struct config *cfg)
+{
+	char why[PATH_MAX + 128];
+	int err = safepath_check(cfg->spool_dir, why, sizeof(why));
+
+	if (err == -EPERM) {
+		fprintf(stderr, "rubyprofd: spool_dir: refused: %s\n", why);
+		return false;
+	}
+	if (err == -ENOENT) {
+		if (!cfg->quiet)
+			fprintf(stderr,
+				"rubyprofd: spool_dir \"%s\" does not exist yet: it will be "
+				"created\n",
+				cfg->spool_dir);
+	} else if (err) {
+		fprintf(stderr, "rubyprofd: warning: spool_dir: %s\n", why);
+	}
+	return true;
+}
+
+/* --check-config: what the service's start reads besides the file, checked the same way. */
+static bool ship_ok(const struct config *cfg)
+{
+	const char *headers[CONFIG_MAX_UPLOAD_HEADERS];
+	struct ship_opts o = ship_opts_of(cfg, headers);
+	char err[512], warn[512] = "";
+	struct upload *u;
+
+	if (!cfg->upload_url[0])
+		return true;
+	u = upload__new(&o.upload, err, sizeof(err), warn, sizeof(warn));
+	if (!u) {
+		fprintf(stderr, "rubyprofd: upload: %s\n", err);
+		return false;
+	}
+	if (warn[0])
+		fprintf(stderr, "rubyprofd: warning: upload: %s\n", warn);
+	upload__free(u);
+	return true;
+}
+
+int service_check_config(const struct config *cfg)
+{
+	struct appname_rules *rules;
+	const char *file = cfg->config_file ? cfg->config_file : "(no file)";
+	bool ok;
+
+	rules = compile_rules(cfg);
+	ok = rules != NULL;
+	appname_rules__free(rules);
+	ok = spool_dir_ok(cfg) && ok;
+	ok = ship_ok(cfg) && ok;
+	if (!ok) {
+		fprintf(stderr, "rubyprofd: %s: the configuration is not valid\n", file);
+		return 2;
+	}
+	/* -q (ExecReload's): the answer alone, in the exit status */
+	if (cfg->quiet)
+		return 0;
+	config_print_effective(cfg, stdout);
+	fprintf(stderr, "rubyprofd: %s: the configuration is valid\n", file);
+	return 0;
 }
 
 int service_run(struct config *cfg, int argc, char **argv)

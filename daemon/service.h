@@ -11,4 +11,12 @@
  */
 int service_run(struct config *cfg, int argc, char **argv);
 
+/*
+ * --check-config: cfg (parsed) checked as the service's start would check it — its naming rules
+ * compiled, its secret and CA files read, its spool directory's modes — without starting
+ * anything; then the configuration in effect on stdout (config_print_effective). 0 when valid,
+ * 2 when not, the errors on stderr.
+ */
+int service_check_config(const struct config *cfg);
+
 #endif

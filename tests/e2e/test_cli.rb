@@ -4,7 +4,7 @@ class E2E
   # The host's Ruby only: starting a command and ending with it, the summary's lines, and keeping
   # the names of a process that exited are the daemon's own logic, the same whatever Ruby it
   # reads (each version's frames are compared with Ruby's in exact_stack, labels and the rest).
-  host_only :test_command_and_exit, :test_exits_mid_profile
+  host_only :test_command_and_exit, :test_exits_mid_profile, :test_check_config
 
   # A command started by rubyprofd, and a process that exits mid-profile: no error, names kept.
   def test_command_and_exit
@@ -23,6 +23,37 @@ class E2E
     check(m, "the summary does not list every cause of dropped samples:\n#{stdout}")
     check(m[1].to_i == m[2..].sum(&:to_i), "dropped samples do not add up: #{m[0]}")
     "#{n} samples, the run ended with the command"
+  end
+
+  # --check-config, as ExecReload runs it before the reload: a valid file printed as it takes
+  # effect (and that text a valid file again), a broken one refused with its line, exit 2.
+  def test_check_config
+    dir = Dir.mktmpdir("rubyprofd-check-")
+    File.chmod(0o755, dir)
+    good = File.join(dir, "good.conf")
+    File.write(good, "frequency = 49\nrule = cmdline ~ sidekiq => service=sidekiq\nspool_dir = #{dir}/spool\n")
+    out, err, st = Open3.capture3(RUBYPROFD, "--check-config", "--config", good, "--interval", "30")
+    check(st.exitstatus == 0, "a valid file: exit #{st.exitstatus}\n#{err}")
+    check(out.include?("# #{good}:1\nfrequency = 49\n") && out.include?("# --interval\ninterval = 30\n"),
+          "the configuration in effect:\n#{out}")
+    check(err.include?("the configuration is valid"), err)
+    again = File.join(dir, "again.conf")
+    File.write(again, out)
+    out2, err2, st2 = Open3.capture3(RUBYPROFD, "--check-config", "--config", again)
+    strip = ->(t) { t.lines.reject { |l| l.start_with?("#") }.join }
+    check(st2.exitstatus == 0 && strip[out2] == strip[out], "its own output read back: exit #{st2.exitstatus}\n#{err2}")
+    _, qerr, qst = Open3.capture3(RUBYPROFD, "--check-config", "--quiet", "--config", good)
+    check(qst.exitstatus == 0 && qerr.empty?, "--quiet: exit #{qst.exitstatus}, said #{qerr.inspect}")
+    bad = File.join(dir, "bad.conf")
+    File.write(bad, "frequency = 49\nrule = cmdline ~ sidekiq => name sidekiq\n")
+    out, err, st = Open3.capture3(RUBYPROFD, "--check-config", "--quiet", "--config", bad)
+    check(st.exitstatus == 2 && out.empty? && err.include?("#{bad}:2: rule:"), "a broken rule: exit #{st.exitstatus}\n#{err}")
+    File.chmod(0o666, good)
+    _, err, st = Open3.capture3(RUBYPROFD, "--check-config", "--config", good)
+    check(st.exitstatus == 2 && err.include?("refused"), "a file anyone can write: exit #{st.exitstatus}\n#{err}")
+    "valid: printed, read back; a broken rule and a writable file: exit 2"
+  ensure
+    FileUtils.rm_rf(dir) if dir
   end
 
   # Runs rubyprofd system-wide (no --pid, with flags); once it samples (READY=1), yields, and ends

@@ -1493,3 +1493,116 @@ Test(conffile, a_reload_of_a_file_made_writable_fails)
 	cr_assert_eq(cfg.frequency, 49);
 	free(p);
 }
+
+/* ---- --check-config: the configuration in effect ------------------------------------------ */
+
+/* config_print_effective into a malloc'd string. */
+static char *effective(const struct config *c)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	cr_assert_not_null(f);
+	config_print_effective(c, f);
+	cr_assert_eq(fclose(f), 0);
+	return buf;
+}
+
+/* The text without its comment lines. */
+static char *values_only(const char *text)
+{
+	char *out = calloc(1, strlen(text) + 1), *o = out;
+	const char *line = text, *end;
+
+	cr_assert_not_null(out);
+	for (; *line; line = end + (*end == '\n')) {
+		end = strchrnul(line, '\n');
+		if (*line == '#')
+			continue;
+		memcpy(o, line, (size_t)(end - line));
+		o += end - line;
+		*o++ = '\n';
+	}
+	return out;
+}
+
+Test(conffile, the_configuration_in_effect_says_where_each_value_comes_from)
+{
+	char *p = write_conf("eff.conf", "frequency = 49\n"
+					 "interval = 5\n"
+					 "label = team=checkout\n"
+					 "label = tier=web\n"
+					 "rule = cmdline ~ sidekiq => service=sidekiq\n"
+					 "hostname = \"web-1\"\n"
+					 "upload_url = https://collector.example:4040\n"
+					 "upload_header = X-Scope-OrgID: s3cr3t\n");
+	char *argv[] = {"rubyprofd", "--config", p, "-F", "19", "--thread-names", "no", NULL};
+	char *text, *line, want[512];
+
+	parse_ok(&cfg, argv, "/nonexistent/default.conf");
+	text = effective(&cfg);
+	snprintf(want, sizeof(want), "\n# %s:2\ninterval = 5\n", p);
+	cr_expect_not_null(strstr(text, want), "no '%s' in:\n%s", want + 1, text);
+	cr_expect_not_null(strstr(text, "\n# --frequency\nfrequency = 19\n"), "%s", text);
+	cr_expect_not_null(strstr(text, "\n# --thread-names\nthread_names = no\n"), "%s", text);
+	cr_expect_not_null(strstr(text, "\n# default\nspool_max_bytes = 256M\n"), "%s", text);
+	snprintf(want, sizeof(want), "\n# %s:6\nhostname = web-1\n", p);
+	cr_expect_not_null(strstr(text, want), "%s", text);
+	cr_expect_not_null(strstr(text, "\nlabel = team=checkout\nlabel = tier=web\n"), "%s", text);
+	snprintf(want, sizeof(want), "\n# %s:5\nrule = cmdline ~ sidekiq => service=sidekiq\n", p);
+	cr_expect_not_null(strstr(text, want), "%s", text);
+	/* a header's value may be a secret */
+	cr_expect_null(strstr(text, "s3cr3t"), "%s", text);
+	cr_expect_not_null(strstr(text, "\nupload_header = X-Scope-OrgID: (value not shown)\n"));
+	/* an empty default says what it means */
+	line = strstr(text, "\n# default: no endpoint\nmetrics_address = \"\"\n");
+	cr_expect_not_null(line, "%s", text);
+	free(text);
+	free(p);
+}
+
+/*
+ * What it prints is a configuration file: read back (without the flags), it prints the same
+ * values. The headers' values are not printed, so the headers are left out of the round trip.
+ */
+Test(conffile, the_configuration_in_effect_reads_back_as_itself)
+{
+	char *p = write_conf("rt.conf", "frequency = 49\n"
+					"spool_max_bytes = 10M\n"
+					"upload_timeout = 1m\n"
+					"label = team=checkout\n"
+					"rule = env RAILS_ENV == production => env=prod\n");
+	char *argv[] = {"rubyprofd", "--config", p, "--clock", "wall", "--label", "x=y", NULL};
+	char *argv2[] = {"rubyprofd", "--config", NULL, NULL};
+	char *first, *second, *v1, *v2;
+
+	parse_ok(&cfg, argv, "/nonexistent/default.conf");
+	first = effective(&cfg);
+	argv2[2] = write_conf("back.conf", first);
+	parse_ok(&cfg2, argv2, "/nonexistent/default.conf");
+	second = effective(&cfg2);
+	v1 = values_only(first);
+	v2 = values_only(second);
+	cr_expect_str_eq(v2, v1);
+	cr_expect_not_null(strstr(v1, "\nclock = wall\n"), "%s", v1);
+	cr_expect_not_null(strstr(v1, "\nlabel = x=y\n"),
+			   "the flag's label replaces the file's: %s", v1);
+	free(first);
+	free(second);
+	free(v1);
+	free(v2);
+	free(argv2[2]);
+	free(p);
+}
+
+Test(conffile, check_config_is_the_services)
+{
+	char *argv[] = {"rubyprofd", "--check-config", "--oneshot", NULL};
+	char *err;
+
+	cr_assert_eq(parse_err(&cfg, argv, "/nonexistent/default.conf", &err), CONFIG_EXIT_BAD);
+	cr_expect_str_eq(err, "rubyprofd: --check-config: checks the service's configuration, not "
+			      "with --oneshot\n");
+	free(err);
+}
