@@ -200,10 +200,11 @@ NPROC := $(shell nproc 2>/dev/null || echo 2)
 
 # Every feature once (tests/run-all.sh --set quick): the unit, collector, view and fuzz-corpus
 # tests, every end-to-end test on the host's Ruby and a smoke set on each Debian root (root;
-# skipped with the reason otherwise). One summary line.
+# skipped with the reason otherwise). One summary line. RP_DEPS_INSTALLED: make deps ran, so a
+# test skipped for a missing dependency fails (tests/run-unit.sh).
 test: deps
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) test-build fuzz-build
-	$(Q)tests/run-all.sh --set quick $(BUILD)
+	$(Q)RP_DEPS_INSTALLED=1 tests/run-all.sh --set quick $(BUILD)
 
 # Everything: make test's suites, every end-to-end test on every Debian root, the package test,
 # the fuzz smoke and the sanitizer suites. test-rest is test-full minus what make test ran (CI
@@ -211,7 +212,7 @@ test: deps
 test-full test-rest: deps
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) test-build fuzz-build
 	$(Q)$(ASAN_MAKE) -j$(NPROC) test-build
-	$(Q)tests/run-all.sh --set $(patsubst test-%,%,$@) $(BUILD) $(ASAN_BUILD)
+	$(Q)RP_DEPS_INSTALLED=1 tests/run-all.sh --set $(patsubst test-%,%,$@) $(BUILD) $(ASAN_BUILD)
 
 # Everything the tests run, in $(BUILD).
 test-build: all $(UNIT_BINS) $(FIXTURES)
@@ -220,7 +221,7 @@ test-build: all $(UNIT_BINS) $(FIXTURES)
 # Only the sanitizer part of make test-full.
 test-asan: deps
 	$(Q)$(ASAN_MAKE) -j$(NPROC) test-build
-	$(Q)RP_ASAN_ONLY=1 tests/run-all.sh --set full $(BUILD) $(ASAN_BUILD)
+	$(Q)RP_DEPS_INSTALLED=1 RP_ASAN_ONLY=1 tests/run-all.sh --set full $(BUILD) $(ASAN_BUILD)
 
 # Installs every build and test dependency from Debian packages; quiet when all are present.
 deps:

@@ -306,14 +306,16 @@ class E2E
     begin
       check(svc.wait_note(/READY=1/, 15), "not ready:\n#{svc.log_text}")
       churn = @rt.script("churn.rb")
+      # each short Ruby's own account of its CPU time in churn_<pid>
+      churn_log = File.join(@rt.workdir, "churn-#{rand(1 << 30)}.log")
       rounds = 3
       marks = []
       rounds.times do |round|
         # half exec'd Rubies (4 at a time), half forked children of one master
         (n / 2 / 4).times do
-          4.times.map { Process.spawn(*@rt.argv(churn, "0.15")) }.each { |p| Process.wait(p) }
+          4.times.map { Process.spawn(*@rt.argv(churn, "0.16", "0", churn_log)) }.each { |p| Process.wait(p) }
         end
-        master = Process.spawn(*@rt.argv(churn, "0.1", (n / 2).to_s))
+        master = Process.spawn(*@rt.argv(churn, "0.12", (n / 2).to_s, churn_log))
         Process.wait(master)
         # the end of the interval that holds their last samples frees what they left: the long-
         # lived app's profile of an interval that ended after the last of them did
@@ -338,10 +340,12 @@ class E2E
       wrong = 0
       churned = 0
       pids = []
+      other = Hash.new { |h, k| h[k] = Hash.new(0) } # pid -> leaf frame -> samples, without churn_
       svc.profiles.each do |meta, path|
         prof = PprofRaw.read(path)
         prof.samples.each do |s|
           names = prof.frames(s).map(&:name).grep(/churn_(\d+)/)
+          other[s.labels["pid"]][prof.frames(s).first&.name.to_s] += s.count if names.empty?
           next if names.empty?
 
           churned += s.count
@@ -350,10 +354,23 @@ class E2E
         end
       end
       check(wrong.zero?, "#{wrong} samples attributed to another process")
-      check(pids.uniq.size >= n / 4, "only #{pids.uniq.size} short processes have samples")
+      # Every short Ruby is seen: each spins for 0.16 s (exec'd) or 0.12 s (forked) of its own CPU
+      # time, 16 or 12 periods at 99 Hz. A task that time-shares a CPU is the one running at a
+      # tick as often as its share, so its samples vary about that mean: with 11 periods of CPU
+      # or more, none by chance has a probability of e^-11 = 2e-5 (0.4 % of runs of 240
+      # processes). Only a process that reports less CPU than that is spared.
+      spun = File.readlines(churn_log).to_h { |l| l.split.then { |p, c| [p, Float(c)] } }
+      seen = pids.uniq
+      due = spun.select { |_, c| c >= 11.0 / 99 }
+      missed = due.keys - seen
+      check(spun.size == rounds * n, "#{spun.size} short processes reported their CPU time, #{rounds * n} ran")
+      check(missed.empty?, "#{missed.size} of #{due.size} short processes with >= 11 periods of CPU have no sample: " \
+                           "#{missed.first(5).map { |p| "#{p} (#{(spun[p] * 1000).round} ms; other samples #{other[p].inspect})" }.join(", ")}\n" +
+                           svc.log_text.lines.grep(/pid (#{missed.first(5).join("|")})\b/).join)
       shop_profiles = by_service(svc).fetch("shop", [])
       check(shop_profiles.size >= 2 * rounds, "the long-lived app is in #{shop_profiles.size} profiles")
-      "#{rounds * n} short processes, #{pids.uniq.size} with samples (#{churned}); RSS KiB #{rss.inspect}; fds #{fds.inspect}"
+      "#{rounds * n} short processes, #{seen.size} with samples (#{churned}), every one of the #{due.size} " \
+        "with 11 periods of CPU or more; RSS KiB #{rss.inspect}; fds #{fds.inspect}"
     ensure
       svc.kill
       _ = shop

@@ -749,7 +749,7 @@ Test(appname, live_ruby_sets_its_title)
 	pid_t pid;
 
 	if (access(argv[0], X_OK))
-		cr_skip_test("no /usr/bin/ruby");
+		cr_skip_test("missing: /usr/bin/ruby (make deps installs ruby)");
 	r = appname_rules__new(texts, 2, &bad, msg, sizeof(msg));
 	cr_assert_not_null(r, "%s", msg);
 	pid = spawn(argv[0], argv, envp, true);
@@ -774,7 +774,7 @@ Test(appname, live_ruby_script_and_exe_rule)
 	pid_t pid;
 
 	if (access(argv[0], X_OK))
-		cr_skip_test("no /usr/bin/ruby");
+		cr_skip_test("missing: /usr/bin/ruby (make deps installs ruby)");
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(script, sizeof(script), "%s/app.rb", dir);
 	f = fopen(script, "w");

@@ -79,7 +79,7 @@ Test(discover, libruby_rb_thread_current_tls_index)
 
 	ef = elf_file__open(LIBRUBY);
 	if (!ef)
-		cr_skip_test("%s is not installed", LIBRUBY);
+		cr_skip_test("missing: %s (make deps installs ruby)", LIBRUBY);
 	cr_assert_eq(elf_find_symbol(ef, "rb_thread_current", &fn), 0);
 	cr_assert_eq(elf_read_vaddr(ef, fn.value, code, sizeof(code)), 0);
 	cr_assert_eq(discover_gd_tls_index(code, sizeof(code), fn.value, &ti), 0);
@@ -99,7 +99,7 @@ Test(discover, libruby_rb_sym_all_symbols_reads_data)
 
 	ef = elf_file__open(LIBRUBY);
 	if (!ef)
-		cr_skip_test("%s is not installed", LIBRUBY);
+		cr_skip_test("missing: %s (make deps installs ruby)", LIBRUBY);
 	cr_assert_eq(elf_find_symbol(ef, "rb_sym_all_symbols", &fn), 0);
 	cr_assert_eq(elf_read_vaddr(ef, fn.value, code, sizeof(code)), 0);
 	n = discover_rip_targets(code, fn.size < sizeof(code) ? fn.size : sizeof(code), fn.value, t,
@@ -225,7 +225,7 @@ Test(discover, fixture_rb_thread_current_local_exec)
 		 getenv("RP_BUILD") ? getenv("RP_BUILD") : "build");
 	ef = elf_file__open(path);
 	if (!ef)
-		cr_skip_test("%s is not built (make fixtures)", path);
+		cr_skip_test("missing: %s (make fixtures)", path);
 	cr_assert_eq(elf_find_symbol(ef, "rb_thread_current", &fn), 0);
 	cr_assert_eq(elf_find_symbol(ef, "ruby_current_ec", &ec), 0);
 	cr_assert(fn.size > 0 && fn.size <= sizeof(code));

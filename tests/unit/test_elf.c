@@ -773,7 +773,7 @@ static struct elf_file *open_libruby(void)
 	struct elf_file *ef;
 
 	if (access(LIBRUBY, R_OK))
-		cr_skip_test("%s is not installed", LIBRUBY);
+		cr_skip_test("missing: %s (make deps installs ruby)", LIBRUBY);
 	ef = elf_file__open(LIBRUBY);
 	cr_assert_not_null(ef, "elf_file__open(\"%s\"): %s", LIBRUBY, strerror(errno));
 	return ef;

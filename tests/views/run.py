@@ -5,7 +5,7 @@ against `go tool pprof -top`; the SVG parsed as XML; the flame graph page loaded
 headless chromium, its drawn rectangles (window.__layout) checked against the profile's numbers,
 with a screenshot kept; the speedscope file opened by speedscope itself (npm package, installed
 into a cache) and its table read back; --oneshot --format (root). Missing tools SKIP with the
-reason. Prints one PASS/FAIL/SKIP line per test, then "views: N passed, N failed, N skipped".
+reason ("missing: ..."), which is a FAIL when make deps ran (RP_DEPS_INSTALLED=1: make test). Prints one PASS/FAIL/SKIP line per test, then "views: N passed, N failed, N skipped".
     tests/views/run.py BUILD_DIR"""
 import collections
 import gzip
@@ -73,7 +73,7 @@ def prefix_sums(stacks):
 
 def pprof_top(profile):
     if not shutil.which("go"):
-        raise Skip("no go toolchain for go tool pprof")
+        raise Skip("missing: a go toolchain for go tool pprof (make deps installs golang-go)")
     env = dict(os.environ, HOME=TMP, GOCACHE=os.path.join(TMP, "gocache"), GOFLAGS="")
     out = run(["go", "tool", "pprof", "-top", "-sample_index=samples", "-nodecount=1000000",
                "-nodefraction=0", "-edgefraction=0", profile], env=env)
@@ -157,7 +157,7 @@ def test_svg():
 
 def need_chromium():
     if not shutil.which("chromium"):
-        raise Skip("no chromium (Debian package chromium; scripts/deps.sh)")
+        raise Skip("missing: chromium (make deps installs it)")
 
 
 def check_layout(layout, width, total, sums):
@@ -237,7 +237,7 @@ def test_flamegraph_chromium():
 def test_speedscope_app():
     need_chromium()
     if not shutil.which("npm"):
-        raise Skip("no npm to install speedscope")
+        raise Skip("missing: npm to install speedscope (make deps installs it)")
     index = os.path.join(NPM_CACHE, "node_modules", "speedscope", "dist", "release", "index.html")
     if not os.path.exists(index):
         os.makedirs(NPM_CACHE, exist_ok=True)
@@ -357,7 +357,7 @@ def test_oneshot_format():
     if os.geteuid() != 0:
         raise Skip("--oneshot needs root")
     if not shutil.which("ruby"):
-        raise Skip("no ruby")
+        raise Skip("missing: ruby (make deps installs it)")
     out = os.path.join(TMP, "os.pb.gz")
     text = run([RUBYPROFD, "--oneshot", "--format", "flamegraph", "-o", out, "--",
                 "ruby", os.path.join(ROOT, "examples", "workload.rb"), "2"], timeout=120)
@@ -381,6 +381,11 @@ def main():
             print("PASS %s" % name)
             results["passed"] += 1
         except Skip as e:
+            # a dependency that make deps installs (RP_DEPS_INSTALLED: it ran): a failure
+            if str(e).startswith("missing:") and os.environ.get("RP_DEPS_INSTALLED") == "1":
+                print("FAIL %s: skipped for a dependency make deps installs: %s" % (name, e))
+                results["failed"] += 1
+                continue
             print("SKIP %s: %s" % (name, e))
             results["skipped"] += 1
         except Exception as e:  # noqa: BLE001 - any failure is a FAIL line
