@@ -22,7 +22,7 @@ int ehframe_hdr_search(const uint8_t *hdr, size_t size, uint64_t hdr_addr, uint6
 	uint32_t n;
 
 	/* version 1; eh_frame_ptr pcrel|sdata4, fde_count udata4, table datarel|sdata4 */
-	if (size < 12 || hdr[0] != 1 || hdr[1] != 0x1b || hdr[2] != 0x03 || hdr[3] != 0x3b)
+	if (!hdr || size < 12 || hdr[0] != 1 || hdr[1] != 0x1b || hdr[2] != 0x03 || hdr[3] != 0x3b)
 		return -ENOENT;
 	memcpy(&n, hdr + 8, sizeof(n));
 	count = n;

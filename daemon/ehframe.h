@@ -13,7 +13,8 @@
 
 /*
  * The entry of the table in hdr[0, size) (the section's bytes, at address hdr_addr) that holds
- * addr: *start is its start, *end the next entry's (0 for the last). Only version 1 with
+ * addr: *start is its start, *end the next entry's (0 for the last). hdr may be NULL (a section
+ * without bytes, SHT_NOBITS, has a size but no data). Only version 1 with
  * eh_frame_ptr pcrel|sdata4, fde_count udata4 and a datarel|sdata4 table is read. Whatever the
  * bytes, a hit has *start <= addr and *end 0 or above addr. 0, or -ENOENT.
  */

@@ -49,6 +49,9 @@ Test(ehframe, search)
 	cr_assert_eq(ehframe_hdr_search(buf, size - 1, 0x1000, 0x1040, &s, &e), -ENOENT);
 	buf[3] = 0x1b;
 	cr_assert_eq(ehframe_hdr_search(buf, size, 0x1000, 0x1040, &s, &e), -ENOENT);
+	/* a section without bytes (SHT_NOBITS: libelf's d_buf is NULL, d_size its size) was read
+	 * at NULL; found by fuzz_native */
+	cr_assert_eq(ehframe_hdr_search(NULL, size, 0x1000, 0x1040, &s, &e), -ENOENT);
 }
 
 static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
