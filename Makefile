@@ -387,6 +387,10 @@ $(BUILD)/fuzz/elf-seeds: $(BUILD)/fixtures/libtlsfix.so $(BUILD)/fixtures/libtls
 $(BUILD)/fuzz/native-seeds: $(BUILD)/fixtures/libcoldfix.so | $(BUILD)/fuzz/daemon
 	$(Q)rm -rf $@ && mkdir -p $@ && cp $^ $@/
 
+# fuzz_text checks its SVG with libxml2's parser (the test's, not the daemon's).
+$(BUILD)/fuzz/fuzz_text: FUZZ_CFLAGS += $(shell pkg-config --cflags libxml-2.0)
+$(BUILD)/fuzz/fuzz_text: LDLIBS += $(shell pkg-config --libs libxml-2.0)
+
 # fuzz_debugfile's object is the stripped fixture; the debug files it is given are the seeds.
 $(BUILD)/fuzz/fuzz_debugfile: $(BUILD)/fixtures/libtlsfix-stripped.so
 
