@@ -7,7 +7,7 @@
  * oneshot summaries (report_top, wall_report), into a pprof, back through pprofread into a
  * view, and out through `rubyprofd report`'s writers; the service also into a Prometheus label.
  * Each output is checked for its format's property with code that is not the writers':
- *   terminal (summaries, `top`): valid UTF-8 (glibc's decoder), no control character but '\n'
+ *   terminal (summaries, `top`): valid UTF-8 (decoded here), no control character but '\n'
  *   JSON (speedscope): a valid JSON document (RFC 8259, parsed here), in valid UTF-8
  *   SVG: well-formed XML for libxml2's parser (no raw '<' or '&' in text, no control bytes)
  *   HTML (flamegraph): no '<' or '&' other than the page's own (their count is the same as for
@@ -16,10 +16,8 @@
  */
 #include <errno.h>
 #include <libxml/parser.h>
-#include <locale.h>
 #include <stdio.h>
 #include <string.h>
-#include <wchar.h>
 
 #include "aggregate.h"
 #include "fuzz_common.h"
@@ -38,29 +36,54 @@ static void fail(const char *what, const char *out, size_t len)
 	abort();
 }
 
-/* Whether s[0, len) is UTF-8 for glibc; each code point to fn (may be NULL). */
-static bool utf8_ok(const char *s, size_t len, bool (*fn)(wchar_t c))
+/*
+ * The code point at s (n bytes left) and its length, RFC 3629 decoded the long way (the value
+ * first, then its range checked: no overlong form, no surrogate, nothing past U+10FFFF); 0 when
+ * it is not UTF-8. glibc's decoder is no judge: it takes F4 90 80 80 (U+110000).
+ */
+static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
 {
-	mbstate_t st;
-	wchar_t c;
+	static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
+	size_t len, i;
+	uint32_t c;
+
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	}
+	len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
+	if (!len || len > n || (len == 4 && s[0] > 0xf7))
+		return 0;
+	c = s[0] & (0x7f >> len);
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if (c < min[len] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return len;
+}
+
+/* Whether s[0, len) is UTF-8; each code point to fn (may be NULL). */
+static bool utf8_ok(const char *s, size_t len, bool (*fn)(uint32_t c))
+{
+	const unsigned char *p = (const unsigned char *)s;
+	uint32_t c;
 	size_t k;
 
-	memset(&st, 0, sizeof(st));
 	while (len) {
-		k = mbrtowc(&c, s, len, &st);
-		if (k == (size_t)-1 || k == (size_t)-2)
+		k = utf8_decode(p, len, &c);
+		if (!k || (fn && !fn(c)))
 			return false;
-		if (k == 0)
-			k = 1; /* a NUL: the terminal check refuses it */
-		if (fn && !fn(c))
-			return false;
-		s += k;
+		p += k;
 		len -= k;
 	}
 	return true;
 }
 
-static bool terminal_char(wchar_t c)
+static bool terminal_char(uint32_t c)
 {
 	return c == '\n' || !(c < 0x20 || (c >= 0x7f && c <= 0x9f));
 }
@@ -441,8 +464,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int i;
 
 	if (!init) {
-		if (!setlocale(LC_CTYPE, "C.UTF-8"))
-			abort(); /* the UTF-8 checks need glibc's decoder */
 		xmlInitParser();
 		init = true;
 	}
