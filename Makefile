@@ -160,10 +160,17 @@ $(BUILD)/fixtures/dlhost: tests/fixtures/dlhost.c | $(BUILD)/fixtures
 	$(Q)$(CC) $(FIXTURE_CFLAGS) $$(pkg-config --cflags-only-I $(RUBY_PC) | sed 's/-I/-isystem /g') \
 		-DLIBRUBY_SONAME='"libruby-$(RUBY_API).so.$(RUBY_API)"' $< -ldl -o $@
 
+# An object with a cold part and .eh_frame_hdr, stripped, small pages (about 2 KB): test_ehframe's
+# and fuzz_native's seed.
+$(BUILD)/fixtures/libcoldfix.so: tests/fixtures/coldfix.c | $(BUILD)/fixtures
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FIXTURE_CFLAGS) -fPIC -shared -nostdlib -Wl,-Bsymbolic -Wl,-z,noseparate-code \
+		-Wl,-z,max-page-size=16 -Wl,-z,norelro $< -o $@.tmp && strip -R .comment $@.tmp && mv $@.tmp $@
+
 FIXTURES := $(BUILD)/fixtures/libtlsfix.so $(BUILD)/fixtures/libtlsfix-stripped.so $(BUILD)/fixtures/exetls \
 	$(BUILD)/fixtures/fakeruby-static $(BUILD)/fixtures/fakeruby-unknown \
 	$(BUILD)/fixtures/fakeruby-hidden.debug $(BUILD)/fixtures/fakeruby-stripped $(BUILD)/fixtures/dlhost \
-	$(BUILD)/fixtures/fakeruby-musl
+	$(BUILD)/fixtures/fakeruby-musl $(BUILD)/fixtures/libcoldfix.so
 
 $(BUILD)/tests/%: tests/unit/%.c $(DAEMON_OBJS) | $(BUILD)/tests
 	$(call msg,CC,$@)
@@ -377,6 +384,14 @@ $(BUILD)/fuzz/elf-seeds: $(BUILD)/fixtures/libtlsfix.so $(BUILD)/fixtures/libtls
 		$(BUILD)/fixtures/exetls | $(BUILD)/fuzz/daemon
 	$(Q)rm -rf $@ && mkdir -p $@ && cp $^ $@/
 
+# fuzz_native starts from the fixture with a cold part.
+$(BUILD)/fuzz/native-seeds: $(BUILD)/fixtures/libcoldfix.so | $(BUILD)/fuzz/daemon
+	$(Q)rm -rf $@ && mkdir -p $@ && cp $^ $@/
+
+# fuzz_text checks its SVG with libxml2's parser (the test's, not the daemon's).
+$(BUILD)/fuzz/fuzz_text: FUZZ_CFLAGS += $(shell pkg-config --cflags libxml-2.0)
+$(BUILD)/fuzz/fuzz_text: LDLIBS += $(shell pkg-config --libs libxml-2.0)
+
 # fuzz_debugfile's object is the stripped fixture; the debug files it is given are the seeds.
 $(BUILD)/fuzz/fuzz_debugfile: $(BUILD)/fixtures/libtlsfix-stripped.so
 
@@ -389,7 +404,7 @@ $(BUILD)/fuzz/mem-seeds: $(BUILD)/fuzz/mkseeds_mem
 	$(Q)rm -rf $@ && mkdir -p $@ && $< $@
 
 .PHONY: fuzz fuzz-smoke fuzz-build
-fuzz-build: $(FUZZ_BINS) $(BUILD)/fuzz/elf-seeds $(BUILD)/fuzz/mem-seeds
+fuzz-build: $(FUZZ_BINS) $(BUILD)/fuzz/elf-seeds $(BUILD)/fuzz/mem-seeds $(BUILD)/fuzz/native-seeds
 
 fuzz: fuzz-build
 	$(Q)tests/fuzz/run.sh $(BUILD) $(FUZZ_SECONDS) $(FUZZ_NAMES)

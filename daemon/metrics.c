@@ -724,46 +724,6 @@ static void client_metrics(struct metrics *m, struct client *c, int epfd)
 		       data, len);
 }
 
-/* The request head is complete: parse its request line and answer. */
-static void client_request(struct metrics *m, struct client *c, int epfd, size_t line_len)
-{
-	static const char index_html[] = "<html><head><title>rubyprofd</title></head><body>"
-					 "<a href=\"/metrics\">/metrics</a></body></html>\n";
-	const char *line = c->req, *sp1, *sp2, *version;
-	size_t method_len, path_len, version_len;
-
-	if (line_len && line[line_len - 1] == '\r')
-		line_len--;
-	/* METHOD SP TARGET SP HTTP/1.x, with single spaces (RFC 9112 section 3). */
-	sp1 = memchr(line, ' ', line_len);
-	sp2 = sp1 ? memchr(sp1 + 1, ' ', line + line_len - sp1 - 1) : NULL;
-	if (!sp1 || !sp2 || sp1 == line || sp2 == sp1 + 1 || sp1[1] != '/') {
-		client_error(m, c, epfd, METRICS_CODE_400);
-		return;
-	}
-	version = sp2 + 1;
-	version_len = line + line_len - version;
-	if (version_len != 8 ||
-	    (memcmp(version, "HTTP/1.1", 8) && memcmp(version, "HTTP/1.0", 8))) {
-		client_error(m, c, epfd, METRICS_CODE_400);
-		return;
-	}
-	method_len = sp1 - line;
-	if (method_len != 3 || memcmp(line, "GET", 3)) {
-		client_error(m, c, epfd, METRICS_CODE_405);
-		return;
-	}
-	for (path_len = 0; sp1 + 1 + path_len < sp2 && sp1[1 + path_len] != '?'; path_len++)
-		;
-	if (path_len == 8 && !memcmp(sp1 + 1, "/metrics", 8))
-		client_metrics(m, c, epfd);
-	else if (path_len == 1)
-		client_respond(m, c, epfd, METRICS_CODE_200, "text/html; charset=utf-8", index_html,
-			       sizeof(index_html) - 1);
-	else
-		client_error(m, c, epfd, METRICS_CODE_404);
-}
-
 /* Where the request head ends (after its blank line), or 0 when it has not ended yet. */
 static size_t head_end(const char *buf, size_t len)
 {
@@ -780,10 +740,76 @@ static size_t head_end(const char *buf, size_t len)
 	return 0;
 }
 
+/* The request line of a whole head, line_len bytes before its newline. */
+static enum metrics_route request_line(const char *line, size_t line_len)
+{
+	const char *sp1, *sp2, *version;
+	size_t method_len, path_len, version_len;
+
+	if (line_len && line[line_len - 1] == '\r')
+		line_len--;
+	/* METHOD SP TARGET SP HTTP/1.x, with single spaces (RFC 9112 section 3). */
+	sp1 = memchr(line, ' ', line_len);
+	sp2 = sp1 ? memchr(sp1 + 1, ' ', line + line_len - sp1 - 1) : NULL;
+	if (!sp1 || !sp2 || sp1 == line || sp2 == sp1 + 1 || sp1[1] != '/')
+		return METRICS_ROUTE_BAD;
+	version = sp2 + 1;
+	version_len = line + line_len - version;
+	if (version_len != 8 || (memcmp(version, "HTTP/1.1", 8) && memcmp(version, "HTTP/1.0", 8)))
+		return METRICS_ROUTE_BAD;
+	method_len = sp1 - line;
+	if (method_len != 3 || memcmp(line, "GET", 3))
+		return METRICS_ROUTE_METHOD;
+	for (path_len = 0; sp1 + 1 + path_len < sp2 && sp1[1 + path_len] != '?'; path_len++)
+		;
+	if (path_len == 8 && !memcmp(sp1 + 1, "/metrics", 8))
+		return METRICS_ROUTE_METRICS;
+	if (path_len == 1)
+		return METRICS_ROUTE_INDEX;
+	return METRICS_ROUTE_NOT_FOUND;
+}
+
+enum metrics_route metrics_parse_request(const char *req, size_t len)
+{
+	if (!head_end(req, len))
+		return len >= METRICS_MAX_REQUEST ? METRICS_ROUTE_TOO_LARGE : METRICS_ROUTE_PARTIAL;
+	return request_line(req, (const char *)memchr(req, '\n', len) - req);
+}
+
+/* The request head is complete: answer what it asks for. */
+static void client_request(struct metrics *m, struct client *c, int epfd, enum metrics_route r)
+{
+	static const char index_html[] = "<html><head><title>rubyprofd</title></head><body>"
+					 "<a href=\"/metrics\">/metrics</a></body></html>\n";
+
+	switch (r) {
+	case METRICS_ROUTE_METRICS:
+		client_metrics(m, c, epfd);
+		break;
+	case METRICS_ROUTE_INDEX:
+		client_respond(m, c, epfd, METRICS_CODE_200, "text/html; charset=utf-8", index_html,
+			       sizeof(index_html) - 1);
+		break;
+	case METRICS_ROUTE_METHOD:
+		client_error(m, c, epfd, METRICS_CODE_405);
+		break;
+	case METRICS_ROUTE_NOT_FOUND:
+		client_error(m, c, epfd, METRICS_CODE_404);
+		break;
+	case METRICS_ROUTE_TOO_LARGE:
+		client_error(m, c, epfd, METRICS_CODE_431);
+		break;
+	case METRICS_ROUTE_BAD:
+	case METRICS_ROUTE_PARTIAL:
+		client_error(m, c, epfd, METRICS_CODE_400);
+		break;
+	}
+}
+
 static void client_read(struct metrics *m, struct client *c, int epfd)
 {
+	enum metrics_route r;
 	bool eof = false;
-	const char *nl;
 	ssize_t n;
 
 	while (c->len < sizeof(c->req)) {
@@ -804,17 +830,15 @@ static void client_read(struct metrics *m, struct client *c, int epfd)
 		client_close(m, c, epfd);
 		return;
 	}
-	if (!head_end(c->req, c->len)) {
-		if (c->len == sizeof(c->req)) {
-			client_error(m, c, epfd, METRICS_CODE_431);
-		} else if (eof) {
+	r = metrics_parse_request(c->req, c->len);
+	if (r == METRICS_ROUTE_PARTIAL) {
+		if (eof) {
 			m->stats.aborted++;
 			client_close(m, c, epfd);
 		}
 		return;
 	}
-	nl = memchr(c->req, '\n', c->len);
-	client_request(m, c, epfd, nl - c->req);
+	client_request(m, c, epfd, r);
 }
 
 void metrics_handle(struct metrics *m, int fd, uint32_t events, int epfd)

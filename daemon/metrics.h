@@ -101,6 +101,24 @@ enum {
 
 void metrics_stats(const struct metrics *m, struct metrics_stats *out);
 
+/* What a request asks for, from its bytes so far (metrics_parse_request). */
+enum metrics_route {
+	METRICS_ROUTE_PARTIAL,	 /* the head has not ended: read on */
+	METRICS_ROUTE_METRICS,	 /* GET /metrics (any query): 200 with the body */
+	METRICS_ROUTE_INDEX,	 /* GET / (any query): 200 with a link */
+	METRICS_ROUTE_BAD,	 /* 400: not "METHOD SP /TARGET SP HTTP/1.x" */
+	METRICS_ROUTE_NOT_FOUND, /* 404: GET of another path */
+	METRICS_ROUTE_METHOD,	 /* 405: not GET */
+	METRICS_ROUTE_TOO_LARGE, /* 431: METRICS_MAX_REQUEST bytes without the head's end */
+};
+
+/*
+ * The request reader's parser: the first len bytes a client sent (what it sends after the head
+ * is ignored). Only the request line is read; the head ends at an empty line ("\n\n" or
+ * "\n\r\n"). Pure: the endpoint and its fuzz target (tests/fuzz/fuzz_metrics.c) call it alike.
+ */
+enum metrics_route metrics_parse_request(const char *req, size_t len);
+
 /* ---- writers ------------------------------------------------------------------------------- */
 
 struct mbuf *mbuf__new(void); /* NULL, errno */

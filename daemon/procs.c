@@ -6,12 +6,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
 
 #include "procs.h"
+#include "text.h"
 
 int procs_list(pid_t **pids, size_t *n)
 {
@@ -129,11 +132,24 @@ void procs_maps_free(struct proc_maps *m)
 	m->n = 0;
 }
 
-/* Value of the status line "Key:\t..." into buf. */
+int procs_parse_status_line(const char *line, const char *key, char *buf, size_t len)
+{
+	size_t klen = strlen(key);
+
+	if (strncmp(line, key, klen) != 0 || line[klen] != ':')
+		return -ENOENT;
+	snprintf(buf, len, "%s", line + klen + 1);
+	return 0;
+}
+
+/*
+ * Value of the status line "Key:\t..." into buf. Lines are read in pieces of the buffer's size
+ * (a Groups line may be long): only a piece that starts a line can be the key's.
+ */
 static int status_field(pid_t pid, const char *key, char *buf, size_t len)
 {
 	char fname[64], line[512];
-	size_t klen = strlen(key);
+	bool at_start = true;
 	FILE *f;
 	int err = -ENOENT;
 
@@ -142,14 +158,41 @@ static int status_field(pid_t pid, const char *key, char *buf, size_t len)
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
-			snprintf(buf, len, "%s", line + klen + 1);
+		if (at_start && procs_parse_status_line(line, key, buf, len) == 0) {
 			err = 0;
 			break;
 		}
+		at_start = strchr(line, '\n') != NULL;
 	}
 	fclose(f);
 	return err;
+}
+
+/* A pid: the len bytes at s, decimal digits. */
+static int parse_pid(const char *s, size_t len, pid_t *out)
+{
+	char digits[16];
+	uint64_t v;
+
+	if (len >= sizeof(digits))
+		return -EINVAL;
+	memcpy(digits, s, len);
+	digits[len] = '\0';
+	if (text_parse_u64(digits, 0, INT_MAX, &v))
+		return -EINVAL;
+	*out = (pid_t)v;
+	return 0;
+}
+
+int procs_parse_ppid(const char *value, pid_t *ppid)
+{
+	size_t n;
+
+	value += strspn(value, " \t");
+	n = strcspn(value, " \t\n");
+	if (value[n + strspn(value + n, "\n")] != '\0')
+		return -EINVAL;
+	return parse_pid(value, n, ppid);
 }
 
 int procs_ppid(pid_t pid, pid_t *ppid)
@@ -157,31 +200,43 @@ int procs_ppid(pid_t pid, pid_t *ppid)
 	char buf[64];
 	int err = status_field(pid, "PPid", buf, sizeof(buf));
 
-	if (err)
-		return err;
-	*ppid = (pid_t)strtol(buf, NULL, 10);
+	return err ? err : procs_parse_ppid(buf, ppid);
+}
+
+int procs_parse_nspid(const char *value, pid_t *nspid)
+{
+	const char *p = value;
+	pid_t v, last = 0;
+	size_t n;
+
+	/* "NSpid:\t1234\t1": host pid first, innermost namespace last */
+	for (;;) {
+		p += strspn(p, " \t");
+		n = strcspn(p, " \t\n");
+		if (!n)
+			break;
+		if (parse_pid(p, n, &v))
+			return -EINVAL;
+		last = v;
+		p += n;
+	}
+	if (last <= 0 || p[strspn(p, "\n")] != '\0')
+		return -EINVAL;
+	*nspid = last;
 	return 0;
 }
 
 int procs_nspid(pid_t pid, pid_t *nspid)
 {
-	char buf[256], *p, *end;
-	long v, last = -1;
+	char buf[512];
 	int err = status_field(pid, "NSpid", buf, sizeof(buf));
 
 	if (err)
 		return err;
-	/* "NSpid:\t1234\t1": host pid first, innermost namespace last */
-	for (p = buf;; p = end) {
-		v = strtol(p, &end, 10);
-		if (end == p)
-			break;
-		last = v;
-	}
-	if (last <= 0)
+	/* without its newline the line was longer than a piece: its last pid may be cut */
+	if (!strchr(buf, '\n'))
 		return -EINVAL;
-	*nspid = (pid_t)last;
-	return 0;
+	return procs_parse_nspid(buf, nspid);
 }
 
 bool procs_is_descendant(pid_t pid, pid_t ancestor)

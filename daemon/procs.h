@@ -41,6 +41,14 @@ int procs_parse_start_ticks(const char *stat, uint64_t *ticks);
 int procs_ppid(pid_t pid, pid_t *ppid);
 /* pid in the process's own (innermost) pid namespace, from the NSpid line. 0 or -errno. */
 int procs_nspid(pid_t pid, pid_t *nspid);
+/*
+ * The pure parts of the two, for tests: the value of line when it is "key:VALUE" (copied into
+ * buf, cut at len; -ENOENT otherwise); PPid's value (one pid) and NSpid's (pids separated by
+ * tabs: the last one, > 0). A pid is decimal digits within [0, INT_MAX]. 0 or -EINVAL.
+ */
+int procs_parse_status_line(const char *line, const char *key, char *buf, size_t len);
+int procs_parse_ppid(const char *value, pid_t *ppid);
+int procs_parse_nspid(const char *value, pid_t *nspid);
 /* Whether pid is `ancestor` or one of its descendants. */
 bool procs_is_descendant(pid_t pid, pid_t ancestor);
 /* Thread name (/proc/PID/task/TID/comm) into buf. 0 or -errno. */

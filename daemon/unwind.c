@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "coldpart.h"
+#include "ehframe.h"
 #include "elfcache.h"
 #include "procmem.h"
 #include "procs.h"
@@ -394,70 +395,6 @@ void unwinder_forget(struct unwinder *u, pid_t pid)
 
 /* ---- unwinding ----------------------------------------------------------------------------- */
 
-/*
- * The CFI entry of .eh_frame_hdr's table (sorted by start) that holds addr (an address of the
- * process): *start is its start, *end the next entry's (0 for the last). What a stripped build
- * still has of its functions. Only the table GNU ld writes (datarel sdata4 pairs) is read.
- * 0, or -ENOENT.
- */
-static int eh_frame_hdr_lookup(Dwfl_Module *mod, uint64_t addr, uint64_t *start, uint64_t *end)
-{
-	const uint8_t *d;
-	Elf_Data *data = NULL;
-	Dwarf_Addr bias = 0;
-	Elf_Scn *scn = NULL;
-	GElf_Shdr shdr, hdr = {0};
-	size_t shstrndx, lo, hi, mid, count;
-	const char *name;
-	int32_t loc;
-	Elf *elf;
-
-	elf = dwfl_module_getelf(mod, &bias);
-	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
-		return -ENOENT;
-	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &shdr))
-			continue;
-		name = elf_strptr(elf, shstrndx, shdr.sh_name);
-		if (name && strcmp(name, ".eh_frame_hdr") == 0) {
-			data = elf_getdata(scn, NULL);
-			hdr = shdr;
-			break;
-		}
-	}
-	/* version 1; eh_frame_ptr pcrel|sdata4, fde_count udata4, table datarel|sdata4 */
-	if (!data || data->d_size < 12)
-		return -ENOENT;
-	d = data->d_buf;
-	if (d[0] != 1 || d[1] != 0x1b || d[2] != 0x03 || d[3] != 0x3b)
-		return -ENOENT;
-	memcpy(&loc, d + 8, sizeof(loc));
-	count = (uint32_t)loc;
-	if (count > (data->d_size - 12) / 8)
-		return -ENOENT;
-	/* the first entry above addr */
-	lo = 0;
-	hi = count;
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		memcpy(&loc, d + 12 + mid * 8, sizeof(loc));
-		if (hdr.sh_addr + (int64_t)loc + bias <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
-		return -ENOENT;
-	memcpy(&loc, d + 12 + (lo - 1) * 8, sizeof(loc));
-	*start = hdr.sh_addr + (int64_t)loc + bias;
-	*end = 0;
-	if (lo < count) {
-		memcpy(&loc, d + 12 + lo * 8, sizeof(loc));
-		*end = hdr.sh_addr + (int64_t)loc + bias;
-	}
-	return 0;
-}
-
 /* [start, end) of the function at `start`: its symbol's size, else its CFI entry's extent; a
  * function of unknown extent is its first byte alone. */
 static uint64_t func_end(Dwfl *dwfl, uint64_t start)
@@ -472,7 +409,7 @@ static uint64_t func_end(Dwfl *dwfl, uint64_t start)
 	if (dwfl_module_addrinfo(mod, start, &off, &sym, NULL, NULL, NULL) && off == 0 &&
 	    sym.st_size)
 		return start + sym.st_size;
-	if (eh_frame_hdr_lookup(mod, start, &fstart, &end) == 0 && fstart == start && end > start)
+	if (ehframe_hdr_lookup(mod, start, &fstart, &end) == 0 && fstart == start && end > start)
 		return end;
 	return start + 1;
 }
@@ -484,7 +421,7 @@ static void func_cold(Dwfl *dwfl, uint64_t start, uint64_t end, uint64_t *cstart
 	uint64_t at, s, e;
 
 	*cstart = *cend = 0;
-	if (coldpart_find(mod, start, end, &at) == 0 && eh_frame_hdr_lookup(mod, at, &s, &e) == 0 &&
+	if (coldpart_find(mod, start, end, &at) == 0 && ehframe_hdr_lookup(mod, at, &s, &e) == 0 &&
 	    e > s && at < e) {
 		*cstart = s;
 		*cend = e;
@@ -639,7 +576,7 @@ int unwinder_symbolize(struct unwinder *u, pid_t pid, uint64_t addr, struct unwi
 			out->name = out->demangled;
 		out->offset = off;
 		out->func_addr = addr - off;
-	} else if (eh_frame_hdr_lookup(mod, addr, &fstart, &fend) == 0 && fstart >= start &&
+	} else if (ehframe_hdr_lookup(mod, addr, &fstart, &fend) == 0 && fstart >= start &&
 		   (!fend || addr < fend)) {
 		/* no symbol (a static function of a stripped object): the function's start from
 		 * its CFI, so that its addresses count as one function */

@@ -103,7 +103,8 @@ int view_write_flamegraph(const struct view *v, FILE *out, const char *title);
 int view_write_svg(const struct view *v, FILE *out, const char *title);
 
 /* Helpers of the writers: a JSON string, quotes included ('<', '>', '&' escaped too, so that
- * it is safe inside <script>); text for XML (&, <, >, quotes escaped). */
+ * it is safe inside <script>); text for XML (&, <, >, quotes escaped, control characters as
+ * spaces, bytes that are not UTF-8 as U+FFFD: the document stays XML whatever s holds). */
 void view_put_json_string(FILE *out, const char *s);
 void view_put_xml_text(FILE *out, const char *s);
 

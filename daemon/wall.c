@@ -432,53 +432,20 @@ static bool send_pending(struct wall *w, const struct rp_wall_key *k,
 	return true;
 }
 
-#define WALL_STACK_FLAGS (RP_SAMPLE_TRUNCATED | RP_SAMPLE_GC | RP_SAMPLE_JIT_LEAF)
-
 /* The sampler's hook for wall-clock stacks: fills RP_SAMPLE_SAME ones, keeps the others. */
 void wall_on_stack(void *ctx, struct sampler_stack *st)
 {
 	struct wall *w = ctx;
-	pid_t pid = (pid_t)st->first->hdr.pid;
-	struct wall_proc *p = find_proc(w, pid);
-	uint32_t run = p ? p->runs : 0;
-	const struct wallcopy_entry *c;
-	struct wallcopy_entry gone;
+	struct wall_proc *p = find_proc(w, (pid_t)st->first->hdr.pid);
+	struct wallcopy_reuse r = {0};
 
-	if (!(st->flags & RP_SAMPLE_SAME)) {
-		/* only what the BPF side may refer to: a whole stack of a known thread */
-		if (!st->first->ruby_thread ||
-		    (st->flags & (RP_SAMPLE_READ_FAIL | RP_SAMPLE_BAD_EC | RP_SAMPLE_NO_EC)))
-			return;
-		if (wallcopy_keep(w->copies, pid, st->first->ruby_thread, st->first->seq, run,
-				  st->frames, st->nframes, st->flags & WALL_STACK_FLAGS,
-				  st->truncated, st->first->comm, &gone) == 0 &&
-		    gone.pid)
-			entry_drop(w, gone.pid, gone.th);
-		return;
-	}
-	c = wallcopy_get(w->copies, pid, st->first->ruby_thread, st->first->base_seq, run);
-	if (!c) {
-		/* its stack's record was lost, or the copy evicted: no frames this time (counted,
-		 * shown as a failed read), and the next visit walks it */
-		w->c.reuse_missed += st->first->visits;
-		entry_drop(w, pid, st->first->ruby_thread);
-		st->samples = st->first->visits;
-		st->flags = (st->flags & ~RP_SAMPLE_SAME) | RP_SAMPLE_READ_FAIL;
-		st->nframes = 0;
-		st->nshared = 0;
-		st->truncated = 0;
-		return;
-	}
-	w->c.reused += st->first->visits;
-	st->samples = st->first->visits;
-	st->frames = c->frames;
-	st->nframes = c->n;
-	st->nshared = 0;
-	st->truncated = c->truncated;
-	st->flags = (st->flags & ~RP_SAMPLE_SAME) | c->flags;
+	wallcopy_on_stack(w->copies, st, p ? p->runs : 0, &r);
+	w->c.reused += r.reused;
+	w->c.reuse_missed += r.missed;
+	if (r.drop_pid)
+		entry_drop(w, r.drop_pid, r.drop_th);
 }
 
-/* Whether a thread's copy or entry of process pid, last seen at run `run`, is to go. */
 static bool is_stale(struct wall *w, pid_t gone, pid_t pid, uint32_t run)
 {
 	struct wall_proc *p;

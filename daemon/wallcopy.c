@@ -164,3 +164,48 @@ void wallcopy_counters(const struct wallcopy *c, struct wallcopy_counters *out)
 	*out = c->c;
 	out->entries = c->index.len;
 }
+
+#define WALLCOPY_STACK_FLAGS (RP_SAMPLE_TRUNCATED | RP_SAMPLE_GC | RP_SAMPLE_JIT_LEAF)
+
+void wallcopy_on_stack(struct wallcopy *c, struct sampler_stack *st, uint32_t run,
+		       struct wallcopy_reuse *out)
+{
+	pid_t pid = (pid_t)st->first->hdr.pid;
+	const struct wallcopy_entry *e;
+	struct wallcopy_entry gone;
+
+	memset(out, 0, sizeof(*out));
+	if (!(st->flags & RP_SAMPLE_SAME)) {
+		/* only what the BPF side may refer to: a whole stack of a known thread */
+		if (!st->first->ruby_thread ||
+		    (st->flags & (RP_SAMPLE_READ_FAIL | RP_SAMPLE_BAD_EC | RP_SAMPLE_NO_EC)))
+			return;
+		if (wallcopy_keep(c, pid, st->first->ruby_thread, st->first->seq, run, st->frames,
+				  st->nframes, st->flags & WALLCOPY_STACK_FLAGS, st->truncated,
+				  st->first->comm, &gone) == 0 &&
+		    gone.pid) {
+			out->drop_pid = gone.pid;
+			out->drop_th = gone.th;
+		}
+		return;
+	}
+	e = wallcopy_get(c, pid, st->first->ruby_thread, st->first->base_seq, run);
+	st->samples = st->first->visits;
+	st->nshared = 0;
+	if (!e) {
+		/* its stack's record was lost, or the copy evicted: no frames this time (counted,
+		 * shown as a failed read), and the next visit walks it */
+		out->missed = st->first->visits;
+		out->drop_pid = pid;
+		out->drop_th = st->first->ruby_thread;
+		st->flags = (st->flags & ~RP_SAMPLE_SAME) | RP_SAMPLE_READ_FAIL;
+		st->nframes = 0;
+		st->truncated = 0;
+		return;
+	}
+	out->reused = st->first->visits;
+	st->frames = e->frames;
+	st->nframes = e->n;
+	st->truncated = e->truncated;
+	st->flags = (st->flags & ~RP_SAMPLE_SAME) | e->flags;
+}

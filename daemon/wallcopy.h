@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "rubyprof.h"
+#include "sampler.h"
 
 struct wallcopy;
 
@@ -58,5 +59,23 @@ size_t wallcopy_drop_if(struct wallcopy *c, bool (*drop)(void *ctx, pid_t pid, u
 			void *ctx);
 
 void wallcopy_counters(const struct wallcopy *c, struct wallcopy_counters *out);
+
+/* What wallcopy_on_stack did: visits given a copy's frames, or missed; a thread whose BPF-side
+ * entry must go (pid 0: none), its copy being evicted or missing. */
+struct wallcopy_reuse {
+	uint64_t reused, missed;
+	pid_t drop_pid;
+	uint64_t drop_th;
+};
+
+/*
+ * The wall-clock hook's work on a stack of the wall slot (daemon/wall.c's wall_on_stack), pure:
+ * an RP_SAMPLE_SAME stack gets the frames of its thread's copy of sample base_seq (none when the
+ * copy went: then marked RP_SAMPLE_READ_FAIL), any other whole stack of a known thread becomes
+ * that thread's copy. run: the process's run. The frames given point into c until its next
+ * change.
+ */
+void wallcopy_on_stack(struct wallcopy *c, struct sampler_stack *st, uint32_t run,
+		       struct wallcopy_reuse *out);
 
 #endif

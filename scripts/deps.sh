@@ -18,6 +18,7 @@ pkgs=(
 	musl-tools							# tests: the fake Ruby run by musl libc (Alpine's TLS layout)
 	protobuf-compiler						# test_ingest decodes the collectors' protobuf bodies with protoc
 	libdw-dev							# build: native stacks unwound with CFI by libdwfl (daemon/unwind.c)
+	libxml2-dev							# make fuzz: fuzz_text parses the SVG views with libxml2
 	puma								# tests: test_puma profiles a real Puma server in wall-clock mode
 	ruby-nokogiri							# tests: test_native's nokogiri script (libxml2 under Nokogiri's C methods)
 	g++								# build: -lstdc++ for C++ demangling (daemon/demangle.c); tests: test_native_cxx's library

@@ -34,3 +34,36 @@ Test(procs, start_ticks_of_a_live_process)
 	cr_assert_leq(b, a);
 	cr_assert_eq(procs_start_ticks(-5, &b), -ENOENT);
 }
+
+/* NSpid and PPid of /proc/PID/status: the innermost pid, digits only, within a pid's range. */
+Test(procs, status_values)
+{
+	char value[64];
+	pid_t pid = -1;
+
+	cr_assert_eq(
+		procs_parse_status_line("NSpid:\t4321\t17\t1\n", "NSpid", value, sizeof(value)), 0);
+	cr_assert_eq(procs_parse_nspid(value, &pid), 0);
+	cr_assert_eq(pid, 1);
+	cr_assert_eq(procs_parse_status_line("NSpgid:\t4321\n", "NSpid", value, sizeof(value)),
+		     -ENOENT);
+	cr_assert_eq(procs_parse_nspid("\t88\n", &pid), 0);
+	cr_assert_eq(pid, 88);
+	/* a number past a pid's range was cut to an int: 4294967297 read as 1 */
+	cr_assert_eq(procs_parse_nspid("\t12\t4294967297\n", &pid), -EINVAL);
+	cr_assert_eq(procs_parse_nspid("\t12\t13x\n", &pid), -EINVAL);
+	cr_assert_eq(procs_parse_nspid("\t0\n", &pid), -EINVAL);
+	cr_assert_eq(procs_parse_nspid("\n", &pid), -EINVAL);
+	cr_assert_eq(procs_parse_ppid("\t1\n", &pid), 0);
+	cr_assert_eq(pid, 1);
+	cr_assert_eq(procs_parse_ppid("\t-5\n", &pid), -EINVAL);
+	cr_assert_eq(procs_parse_ppid("\t1 2\n", &pid), -EINVAL);
+}
+
+Test(procs, nspid_of_this_process)
+{
+	pid_t pid = -1;
+
+	cr_assert_eq(procs_nspid(getpid(), &pid), 0);
+	cr_assert_eq(pid, getpid()); /* getpid() is the pid in its own namespace: NSpid's last */
+}

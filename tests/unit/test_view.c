@@ -250,6 +250,21 @@ static void file_teardown(void)
 	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* SVG text stays XML whatever it holds: bytes that are not UTF-8, and U+FFFE, as U+FFFD (a title
+ * from a path was written raw: the document did not parse; found by fuzz_text). */
+Test(view, xml_text_is_xml)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	cr_assert_not_null(f);
+	view_put_xml_text(f, "a<b&\"c\x01\x80\xc3\xa9\xef\xbf\xbe");
+	fclose(f);
+	cr_assert_str_eq(buf, "a&lt;b&amp;&quot;c \xef\xbf\xbd\xc3\xa9\xef\xbf\xbd");
+	free(buf);
+}
+
 TestSuite(viewfile, .init = file_setup, .fini = file_teardown);
 
 /* tmpdir/name (the caller frees it). */

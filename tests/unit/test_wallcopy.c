@@ -124,3 +124,39 @@ Test(wallcopy, refuses_a_zero_bound)
 	cr_assert_eq(errno, EINVAL);
 	wallcopy__free(NULL);
 }
+
+/* The wall hook's work: a whole stack kept, a later RP_SAMPLE_SAME record of that sample given
+ * its frames and visits; one of a sample no copy holds gets none, marked, and its entry named. */
+Test(wallcopy, same_records_take_the_kept_stack)
+{
+	struct wallcopy *c = wallcopy__new(4);
+	struct rp_frame fr[2] = {{.addr = 1}, {.addr = 2}};
+	struct rp_sample hdr = {.hdr = {.pid = 42}, .seq = 7, .ruby_thread = 0x10};
+	struct sampler_stack st = {.first = &hdr, .frames = fr, .nframes = 2};
+	struct wallcopy_reuse r;
+
+	wallcopy_on_stack(c, &st, 1, &r);
+	cr_assert_eq(r.reused + r.missed, 0);
+	cr_assert_eq(r.drop_pid, 0);
+
+	hdr.seq = 8;
+	hdr.base_seq = 7;
+	hdr.visits = 3;
+	st = (struct sampler_stack){.first = &hdr, .flags = RP_SAMPLE_SAME};
+	wallcopy_on_stack(c, &st, 1, &r);
+	cr_assert_eq(r.reused, 3);
+	cr_assert_eq(st.samples, 3);
+	cr_assert_eq(st.nframes, 2);
+	cr_assert_eq(st.frames[1].addr, 2);
+	cr_assert_not(st.flags & RP_SAMPLE_SAME);
+
+	hdr.base_seq = 6;
+	st = (struct sampler_stack){.first = &hdr, .flags = RP_SAMPLE_SAME};
+	wallcopy_on_stack(c, &st, 1, &r);
+	cr_assert_eq(r.missed, 3);
+	cr_assert_eq(st.nframes, 0);
+	cr_assert(st.flags & RP_SAMPLE_READ_FAIL);
+	cr_assert_eq(r.drop_pid, 42);
+	cr_assert_eq(r.drop_th, 0x10);
+	wallcopy__free(c);
+}
