@@ -1,0 +1,83 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# rubyprofd itself in a pid namespace (a container, a booted root: issue 22): it profiles the
+# Rubies of its namespace by the pids they have there, and never a process outside it.
+require "open3"
+
+class E2E
+  # The daemon's namespace, not the Ruby's version, is under test: the host's Ruby only.
+  host_only :test_daemon_in_pid_namespace, :test_daemon_refuses_a_foreign_proc
+
+  # A command run by `unshare --pid --fork --mount-proc`: pid 1 of a new namespace, its own /proc.
+  private def in_new_pid_namespace(*argv)
+    unshare = which("unshare") or raise Skip, "unshare (util-linux) is missing"
+    [unshare, "--pid", "--fork", "--mount-proc", *argv]
+  end
+
+  # One run of rubyprofd --oneshot inside a new namespace, beside a Ruby that spins outside it:
+  # `how` runs the namespace's Ruby (exact_stack.rb) as rubyprofd's command or beside a
+  # system-wide rubyprofd. Returns what the check found, for the test's line.
+  private def namespaced_run(name, how, flags, env: {})
+    # Both Rubies nice 19: rubyprofd's start (the wall object's verification takes seconds of
+    # CPU) is not slowed by them, and what they run is sampled all the same.
+    outside = start("app.rb", "-", "jobs_work")
+    Process.setpriority(Process::PRIO_PROCESS, outside["pid"], 19)
+    script = @rt.script("exact_stack.rb")
+    facts_path = File.join(@rt.workdir, "facts-ns-#{name}-#{rand(1 << 30)}")
+    out = File.join(@rt.workdir, "profile-ns-#{name}-#{rand(1 << 30)}.pb.gz")
+    daemon = [RUBYPROFD, "--oneshot", "-v", "-o", out, "--duration", "4", *flags]
+    ruby = ["nice", "-n", "19", @rt.bin, script, facts_path]
+    argv = case how
+           when :command then in_new_pid_namespace(*daemon, "--", *ruby)
+           # the Ruby first, then rubyprofd as pid 1 (it finds the Ruby in its scan of /proc)
+           else in_new_pid_namespace(@rt.bin, "-e", "n = Integer(ARGV.shift); spawn(*ARGV.shift(n)); exec(*ARGV)",
+                                     ruby.size.to_s, *ruby, *daemon)
+           end
+    cpu0 = cpu_seconds(outside["pid"])
+    stdout, stderr, st = Open3.capture3(env, *argv)
+    outside_cpu = cpu_seconds(outside["pid"]) - cpu0
+    check(st.success?, "#{name}: rubyprofd in a pid namespace exited #{st.exitstatus}:\n#{stderr}#{stdout}")
+    check(stderr =~ /in pid namespace \d+ \(level 1\)/, "#{name}: no line about its pid namespace:\n#{stderr}")
+    facts = Marshal.load(File.binread(facts_path))
+    prof = PprofRaw.read(out)
+
+    # The pid Ruby has in the namespace, which the host never gives it (the host's pid 2 is
+    # kthreadd): a profile of host pids would hold none of its samples.
+    check(facts["pid"] <= 5, "#{name}: the namespace's Ruby says it is pid #{facts["pid"]}")
+    matching, total = check_exact_stack(prof, facts["pid"], facts["frames"], min_total: 50)
+    pids = prof.samples.map { |s| s.labels["pid"] }.uniq
+    check(pids == [facts["pid"].to_s], "#{name}: samples of pids #{pids.inspect}, the namespace's Ruby is #{facts["pid"]}")
+    foreign = prof.samples.select { |s| prof.frames(s).any? { |l| method?(l, "jobs_work") || l.file.end_with?("app.rb") } }
+    check(foreign.empty?, "#{name}: #{foreign.sum(&:count)} samples of the Ruby outside the namespace")
+
+    # What the Ruby outside did on a CPU meanwhile was sampled and counted, not looked at.
+    seen = stdout[/^outside the pid namespace: (\d+) samples/, 1].to_i
+    hz = (i = flags.index("--frequency")) ? Integer(flags[i + 1]) : 99
+    check(seen >= 0.5 * outside_cpu * hz,
+          "#{name}: #{seen} samples outside the namespace, the Ruby outside ran #{outside_cpu.round(2)} s on a CPU:\n#{stdout}")
+    stop_all
+    "#{name}: pid #{facts["pid"]} #{matching}/#{total} exact, #{seen} outside"
+  end
+
+  # The command form (the issue's own `rubyprofd --oneshot -- ruby ...`), system-wide in wall
+  # mode (the syscall program, bpf_task_from_vpid), and wall mode the 6.1 way (an iterator
+  # filtered to a pid of the namespace).
+  def test_daemon_in_pid_namespace
+    [
+      namespaced_run("cpu", :command, []),
+      namespaced_run("wall", :beside, ["--clock", "wall"]),
+      namespaced_run("wall-iterator", :beside, ["--clock", "wall"], env: { "RP_WALL_ITER" => "1" }),
+    ].join("; ")
+  end
+
+  # A new pid namespace with the host's /proc: its pids are not rubyprofd's. Refused, saying so.
+  def test_daemon_refuses_a_foreign_proc
+    unshare = which("unshare") or raise Skip, "unshare (util-linux) is missing"
+    out = File.join(@rt.workdir, "profile-foreign-proc.pb.gz")
+    stdout, stderr, st = Open3.capture3(unshare, "--pid", "--fork", RUBYPROFD, "--oneshot", "-o", out, "--duration", "1")
+    check(!st.success?, "exit 0 with the host's /proc in a new pid namespace:\n#{stderr}#{stdout}")
+    check(stderr =~ /\/proc is mounted for a pid namespace 1 level\(s\) above rubyprofd's .*--mount-proc/,
+          "the refusal does not say why:\n#{stderr}")
+    check(!File.exist?(out), "a profile was written anyway")
+    "exit #{st.exitstatus}: #{stderr.lines.first.strip[0, 100]}"
+  end
+end
