@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # rubyprofd itself in a pid namespace (a container, a booted root: issue 22): it profiles the
 # Rubies of its namespace by the pids they have there, and never a process outside it.
+require "json"
 require "open3"
 
 class E2E
   # The daemon's namespace, not the Ruby's version, is under test: the host's Ruby only.
-  host_only :test_daemon_in_pid_namespace, :test_daemon_refuses_a_foreign_proc
+  host_only :test_daemon_in_pid_namespace, :test_daemon_refuses_a_foreign_proc, :test_service_in_pid_namespace
 
   # A command run by `unshare --pid --fork --mount-proc`: pid 1 of a new namespace, its own /proc.
   private def in_new_pid_namespace(*argv)
@@ -90,5 +91,60 @@ class E2E
           "the refusal does not say why:\n#{stderr}")
     check(!File.exist?(out), "a profile was written anyway")
     "exit #{st.exitstatus}: #{stderr.lines.first.strip[0, 100]}"
+  end
+
+  # The service in a new namespace beside an app of its own, an app of the host running too: the
+  # spool holds the namespace's app alone, under its name, its samples by its pid there.
+  def test_service_in_pid_namespace
+    outside = start("app.rb", "outside-app", "jobs_work")
+    Process.setpriority(Process::PRIO_PROCESS, outside["pid"], 19)
+    dir = Dir.mktmpdir("rubyprofd-service-ns-", @rt.workdir)
+    spool = File.join(dir, "spool")
+    conf = File.join(dir, "rubyprofd.conf")
+    File.write(conf, "")
+    log = File.join(dir, "rubyprofd.log")
+    facts_path = File.join(dir, "facts-inside")
+    app = [@rt.bin, @rt.script("app.rb"), facts_path, "inside-app", "shop_work"]
+    daemon = [RUBYPROFD, "--config", conf, "--spool-dir", spool, "--interval", "1", "-v"]
+    argv = in_new_pid_namespace(@rt.bin, "-e", "n = Integer(ARGV.shift); spawn(*ARGV.shift(n)); exec(*ARGV)",
+                                app.size.to_s, *app, *daemon)
+    unshare = Process.spawn(*argv, out: [log, "a"], err: [log, "a"], pgroup: true)
+    @pids << unshare
+    entries = []
+    deadline = Time.now + 60
+    until entries.any? { |meta, _| meta["service"] == "inside-app" }
+      fail!("no profile of the namespace's app in 60 s:\n#{File.read(log)}") if Time.now > deadline
+      fail!("the service ended:\n#{File.read(log)}") if Process.waitpid(unshare, Process::WNOHANG)
+      sleep 0.2
+      entries = Dir[File.join(spool, "*.json")].sort.filter_map do |j|
+        prof = j.sub(/\.json\z/, ".pb.gz")
+        [JSON.parse(File.read(j)), prof] if File.exist?(prof)
+      end
+    end
+    # pid 1 of the namespace is rubyprofd: SIGTERM writes the interval in progress and ends it
+    host_pid = Integer(File.read("/proc/#{unshare}/task/#{unshare}/children").split.first)
+    Process.kill("TERM", host_pid)
+    _, st = Process.waitpid2(unshare)
+    @pids.delete(unshare)
+    check(st.success?, "the service in a pid namespace exited #{st.exitstatus}:\n#{File.read(log)}")
+    check(File.read(log) =~ /in pid namespace \d+ \(level 1\)/, "no line about its pid namespace:\n#{File.read(log)}")
+    entries = Dir[File.join(spool, "*.json")].sort.map { |j| [JSON.parse(File.read(j)), j.sub(/\.json\z/, ".pb.gz")] }
+    names = entries.map { |meta, _| meta["service"] }.uniq
+    check(names == ["inside-app"], "services in the spool: #{names.inspect}")
+    inside = Marshal.load(File.binread(facts_path))["pid"]
+    total = work = 0
+    entries.each do |_, path|
+      prof = PprofRaw.read(path)
+      pids = prof.samples.map { |s| s.labels["pid"] }.uniq
+      check(pids == [inside.to_s], "#{File.basename(path)}: samples of pids #{pids.inspect}, the app is #{inside}")
+      check(prof.samples.none? { |s| prof.frames(s).any? { |l| method?(l, "jobs_work") } },
+            "#{File.basename(path)}: the host's app is in it")
+      total += prof.samples.sum(&:count)
+      work += prof.samples.select { |s| prof.frames(s).any? { |l| method?(l, "shop_work") } }.sum(&:count)
+    end
+    check(work >= 10 && work >= 0.8 * total, "#{work}/#{total} samples in shop_work")
+    "#{entries.size} profiles of inside-app (pid #{inside}), #{work}/#{total} samples in shop_work"
+  ensure
+    FileUtils.rm_rf(dir) if dir
   end
 end
