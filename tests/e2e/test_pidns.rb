@@ -6,7 +6,8 @@ require "open3"
 
 class E2E
   # The daemon's namespace, not the Ruby's version, is under test: the host's Ruby only.
-  host_only :test_daemon_in_pid_namespace, :test_daemon_refuses_a_foreign_proc, :test_service_in_pid_namespace
+  host_only :test_daemon_in_pid_namespace, :test_daemon_in_pid_namespace_wall, :test_daemon_refuses_a_foreign_proc,
+            :test_service_in_pid_namespace
 
   # A command run by `unshare --pid --fork --mount-proc`: pid 1 of a new namespace, its own /proc.
   private def in_new_pid_namespace(*argv)
@@ -15,8 +16,9 @@ class E2E
   end
 
   # One run of rubyprofd --oneshot inside a new namespace, beside a Ruby that spins outside it:
-  # `how` runs the namespace's Ruby (exact_stack.rb) as rubyprofd's command or beside a
-  # system-wide rubyprofd. Returns what the check found, for the test's line.
+  # `how` runs the namespace's Ruby (exact_stack.rb) as rubyprofd's command (:command), beside a
+  # system-wide rubyprofd (:beside), or beside it in a namespace of its own nested in rubyprofd's
+  # (:nested). Returns what the check found, for the test's line.
   private def namespaced_run(name, how, flags, env: {})
     # nice 19: rubyprofd's start (the wall object's verification takes seconds of CPU) is not
     # slowed by it, and what it runs is sampled all the same
@@ -27,6 +29,7 @@ class E2E
     out = File.join(@rt.workdir, "profile-ns-#{name}-#{rand(1 << 30)}.pb.gz")
     daemon = [RUBYPROFD, "--oneshot", "-v", "-o", out, "--duration", "4", *flags]
     ruby = [@rt.bin, script, facts_path]
+    ruby = in_new_pid_namespace(*ruby) if how == :nested
     argv = case how
            when :command then in_new_pid_namespace(*daemon, "--", *ruby)
            # the Ruby first, then rubyprofd as pid 1 (it finds the Ruby in its scan of /proc)
@@ -42,22 +45,28 @@ class E2E
     prof = PprofRaw.read(out)
 
     # The pid Ruby has in the namespace, which the host never gives it (the host's pid 2 is
-    # kthreadd): a profile of host pids would hold none of its samples.
-    check(facts["pid"] <= 5, "#{name}: the namespace's Ruby says it is pid #{facts["pid"]}")
+    # kthreadd): a profile of host pids would hold none of its samples. Nested, Ruby is pid 1
+    # of its own namespace, which rubyprofd's sees as pid 3 (after unshare) and labels ns_pid.
+    pid = how == :nested ? 3 : facts["pid"]
+    check(pid <= 5, "#{name}: the namespace's Ruby says it is pid #{facts["pid"]}")
+    if how == :nested
+      ns = prof.samples.map { |s| s.labels["ns_pid"] }.uniq
+      check(ns == [facts["pid"].to_s], "#{name}: ns_pid labels #{ns.inspect}, Ruby says its pid is #{facts["pid"]}")
+    end
     # profiled from its start in the command form: its stacks once at the hot line
     hot = facts["frames"][0]
-    at_hot = prof.samples_of(facts["pid"]).select do |s|
+    at_hot = prof.samples_of(pid).select do |s|
       (leaf = prof.frames(s).first) && leaf.file == hot["path"] && leaf.line == hot["lineno"]
     end
     total = at_hot.sum(&:count)
-    check(total >= 50, "#{name}: only #{total} samples of pid #{facts["pid"]} at its hot line:\n#{stderr}")
+    check(total >= 50, "#{name}: only #{total} samples of pid #{pid} at its hot line:\n#{stderr}")
     matching = at_hot.select { |s| same_stack?(prof, prof.frames(s), facts["frames"]) }.sum(&:count)
     best = at_hot.max_by(&:count)
     check(matching >= 0.9 * total,
           "#{name}: #{matching}/#{total} samples at the hot line hold the expected stack:\n  #{show(facts["frames"])}" \
           "\nmost frequent stack:\n  " + prof.frames(best).map { |l| fmt(l, prof) }.join("\n  "))
     pids = prof.samples.map { |s| s.labels["pid"] }.uniq
-    check(pids == [facts["pid"].to_s], "#{name}: samples of pids #{pids.inspect}, the namespace's Ruby is #{facts["pid"]}")
+    check(pids == [pid.to_s], "#{name}: samples of pids #{pids.inspect}, the namespace's Ruby is #{pid}")
     foreign = prof.samples.select { |s| prof.frames(s).any? { |l| method?(l, "jobs_work") || l.file.end_with?("app.rb") } }
     check(foreign.empty?, "#{name}: #{foreign.sum(&:count)} samples of the Ruby outside the namespace")
 
@@ -67,15 +76,19 @@ class E2E
     check(seen >= 0.5 * outside_cpu * hz,
           "#{name}: #{seen} samples outside the namespace, the Ruby outside ran #{outside_cpu.round(2)} s on a CPU:\n#{stdout}")
     stop_all
-    "#{name}: pid #{facts["pid"]} #{matching}/#{total} exact at the hot line, #{seen} outside"
+    "#{name}: pid #{pid} #{matching}/#{total} exact at the hot line, #{seen} outside"
   end
 
-  # The command form (the issue's own `rubyprofd --oneshot -- ruby ...`), system-wide in wall
-  # mode (the syscall program, bpf_task_from_vpid), and wall mode the 6.1 way (an iterator
-  # filtered to a pid of the namespace).
+  # The command form (the issue's own `rubyprofd --oneshot -- ruby ...`), and a Ruby in a
+  # namespace nested in rubyprofd's.
   def test_daemon_in_pid_namespace
+    [namespaced_run("cpu", :command, []), namespaced_run("nested", :nested, [])].join("; ")
+  end
+
+  # System-wide in wall mode: the syscall program (bpf_task_from_vpid), and the 6.1 way (an
+  # iterator filtered to a pid of the namespace).
+  def test_daemon_in_pid_namespace_wall
     [
-      namespaced_run("cpu", :command, []),
       namespaced_run("wall", :beside, ["--clock", "wall"]),
       namespaced_run("wall-iterator", :beside, ["--clock", "wall"], env: { "RP_WALL_ITER" => "1" }),
     ].join("; ")
