@@ -253,8 +253,8 @@ out:
 /* ---- process life cycle ----------------------------------------------------------------- */
 
 /* tgid and tid: task's in the daemon's namespace (pidns_ids). */
-static __always_inline void proc_event(struct task_struct *task, __u32 tgid, __u32 tid,
-				       __u32 event, __u32 flags, __u32 ppid)
+static __always_inline void proc_event(struct task_struct *task, __u32 tgid, __u32 tid, __u32 event,
+				       __u32 flags, __u32 ppid)
 {
 	struct rp_proc_event *e;
 

@@ -12,7 +12,7 @@
 /* NSpid lists the pids of a task from the namespace of the /proc it is read in down to the
  * task's own: more than one means that /proc is of a namespace above the daemon's. */
 #define PIDNS_MOUNT_HINT                                                                           \
-	"mount a /proc of rubyprofd's own pid namespace over /proc (unshare --pid --fork "        \
+	"mount a /proc of rubyprofd's own pid namespace over /proc (unshare --pid --fork "         \
 	"--mount-proc; a container's own /proc), or run it in the host's pid namespace"
 
 int pidns_check_nspid(const char *field, pid_t self, char *why, size_t whylen)

@@ -333,9 +333,10 @@ static int find_pidns_level(struct sampler *s, uint32_t ino)
 	bpf_link__destroy(link);
 	if (r != (ssize_t)sizeof(ns) || ns.inum != ino || ns.level == 0 ||
 	    ns.level > RP_PIDNS_MAX_LEVEL) {
-		log_error("cannot find the level of rubyprofd's pid namespace (inode %u; the kernel "
-			  "said level %u, inode %u)",
-			  ino, ns.level, ns.inum);
+		log_error(
+			"cannot find the level of rubyprofd's pid namespace (inode %u; the kernel "
+			"said level %u, inode %u)",
+			ino, ns.level, ns.inum);
 		return -EIO;
 	}
 	s->skel->bss->pidns_level = ns.level;
