@@ -710,9 +710,12 @@ static __always_inline void wall_run(struct task_struct *task)
 	struct wall_scratch *w;
 	struct rp_proc *proc;
 
-	/* the main task of process tgid, as the daemon knows it */
-	if (!pidns_ids(task, &ntgid, &ntid) || ntid != tgid || ntgid != tgid)
+	/* the main task of process tgid, as the daemon knows it (the kernel found it by that pid
+	 * in the daemon's namespace: another task here is a bug, counted) */
+	if (!pidns_ids(task, &ntgid, &ntid) || ntid != tgid || ntgid != tgid) {
+		wstat_add(RP_WSTAT_NO_TASK, 1);
 		return;
+	}
 	proc = bpf_map_lookup_elem(&procs, &tgid);
 	if (!proc) {
 		wstat_add(RP_WSTAT_NO_PROC, 1);

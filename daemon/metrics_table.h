@@ -113,7 +113,7 @@
 	VALUE(M_OTHER_PROCESSES, NULL, NULL, S->c.collector.alone_procs) \
 	FAMILY("rubyprofd_wall_runs_total", COUNTER, WALL, "Wall-clock iterator runs that walked a process's thread list.") \
 	VALUE(M_WALL_RUNS, NULL, NULL, S->c.wall.bpf[RP_WSTAT_RUNS]) \
-	FAMILY("rubyprofd_wall_runs_without_process_total", COUNTER, WALL, "Wall-clock runs for a process the BPF maps did not know, or that had no task (it had ended).") \
+	FAMILY("rubyprofd_wall_runs_without_process_total", COUNTER, WALL, "Wall-clock runs for a process the BPF maps did not know, or that had no task (it had ended) or not its main task in rubyprofd's pid namespace.") \
 	VALUE(M_WALL_RUNS_NO_ENTRY, "cause", "no_entry", S->c.wall.bpf[RP_WSTAT_NO_PROC]) \
 	VALUE(M_WALL_RUNS_NO_TASK, "cause", "no_task", S->c.wall.bpf[RP_WSTAT_NO_TASK]) \
 	FAMILY("rubyprofd_wall_sleeps_total", COUNTER, WALL, "Times the daemon slept past the next wall-clock tick (every process was still).") \

@@ -436,7 +436,7 @@ struct rp_wall_out {
 #define RP_WSTAT_CURSOR	     13 /* runs that started at a cursor, not the head (> max_threads) */
 #define RP_WSTAT_PEND_SENT   14 /* RP_SAMPLE_SAME records sent, each for one or more reused visits */
 #define RP_WSTAT_QUIET	     15 /* visits of a parked thread made without copying its header */
-#define RP_WSTAT_NO_TASK     16 /* runs for a pid without a task (the process ended) */
+#define RP_WSTAT_NO_TASK     16 /* runs for a pid without a task (ended), or not its main task */
 #define RP_WSTAT_SKIPPED     17 /* visits of skipped ticks added to a thread's pending ones */
 #define RP_WSTAT_WAKE_LOST   18 /* wake-ups of a sleeping daemon not sent (wall_wake full) */
 #define RP_WSTAT_MAX	     19
