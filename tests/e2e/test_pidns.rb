@@ -15,6 +15,45 @@ class E2E
     [unshare, "--pid", "--fork", "--mount-proc", *argv]
   end
 
+  # The host pids of pid's descendants (its threads' children, recursively).
+  private def descendants(pid)
+    kids = Dir["/proc/#{pid}/task/*/children"].flat_map { |f| (File.read(f) rescue "").split.map(&:to_i) }
+    kids + kids.flat_map { |k| descendants(k) }
+  end
+
+  # The host pid of the process below `top` whose command line (its arguments) the block
+  # accepts (nil: none yet).
+  private def host_pid_of(top)
+    descendants(top).find { |d| yield((File.read("/proc/#{d}/cmdline") rescue "").split("\0")) }
+  end
+
+  # Runs argv (rubyprofd as pid 1 of a new namespace, `unshare` its parent) until the Ruby that
+  # writes facts_path has run 2 s on a CPU after it wrote them (its hot line) and rubyprofd found
+  # its execution context (it is sampled from then on), then stops rubyprofd with SIGINT. A busy
+  # machine slows the Ruby's and rubyprofd's start, not what the profile holds.
+  # Returns [stdout, stderr, status, the CPU seconds `watch` used meanwhile, sampled].
+  private def run_until_hot(argv, facts_path, watch, env: {})
+    log = facts_path + ".log"
+    out = facts_path + ".out"
+    unshare = Process.spawn(env, *argv, out: out, err: log, pgroup: true)
+    @pids << unshare
+    deadline = Time.now + 60
+    until File.exist?(facts_path) && File.read(log).include?("execution context:") &&
+          (ruby = host_pid_of(unshare) { |args| args.first == @rt.bin && args.include?(facts_path) })
+      fail!("the namespace's Ruby not at its hot line in 60 s:\n#{File.read(log)}") if Time.now > deadline
+      fail!("rubyprofd in the namespace ended:\n#{File.read(log)}") if Process.waitpid(unshare, Process::WNOHANG)
+      sleep 0.05
+    end
+    cpu0 = cpu_seconds(watch)
+    wait_cpu(ruby, 2)
+    watched = cpu_seconds(watch) - cpu0
+    daemon = Integer(File.read("/proc/#{unshare}/task/#{unshare}/children").split.first)
+    Process.kill("INT", daemon)
+    _, st = Process.waitpid2(unshare)
+    @pids.delete(unshare)
+    [File.read(out), File.read(log), st, watched]
+  end
+
   # One run of rubyprofd --oneshot inside a new namespace, beside a Ruby that spins outside it:
   # `how` runs the namespace's Ruby (exact_stack.rb) as rubyprofd's command (:command), beside a
   # system-wide rubyprofd (:beside), or beside it in a namespace of its own nested in rubyprofd's
@@ -27,7 +66,7 @@ class E2E
     script = @rt.script("exact_stack.rb")
     facts_path = File.join(@rt.workdir, "facts-ns-#{name}-#{rand(1 << 30)}")
     out = File.join(@rt.workdir, "profile-ns-#{name}-#{rand(1 << 30)}.pb.gz")
-    daemon = [RUBYPROFD, "--oneshot", "-v", "-o", out, "--duration", "4", *flags]
+    daemon = [RUBYPROFD, "--oneshot", "-v", "-o", out, "--duration", "300", *flags]
     ruby = [@rt.bin, script, facts_path]
     ruby = in_new_pid_namespace(*ruby) if how == :nested
     argv = case how
@@ -36,9 +75,7 @@ class E2E
            else in_new_pid_namespace(@rt.bin, "-e", "n = Integer(ARGV.shift); spawn(*ARGV.shift(n)); exec(*ARGV)",
                                      ruby.size.to_s, *ruby, *daemon)
            end
-    cpu0 = cpu_seconds(outside["pid"])
-    stdout, stderr, st = Open3.capture3(env, *argv)
-    outside_cpu = cpu_seconds(outside["pid"]) - cpu0
+    stdout, stderr, st, outside_cpu = run_until_hot(argv, facts_path, outside["pid"], env: env)
     check(st.success?, "#{name}: rubyprofd in a pid namespace exited #{st.exitstatus}:\n#{stderr}#{stdout}")
     check(stderr =~ /in pid namespace \d+ \(level 1\)/, "#{name}: no line about its pid namespace:\n#{stderr}")
     facts = Marshal.load(File.binread(facts_path))
@@ -134,6 +171,9 @@ class E2E
         [JSON.parse(File.read(j)), prof] if File.exist?(prof)
       end
     end
+    # then 1.5 s of the app's CPU (about 28 samples at 19 Hz) in the profiles to come
+    app_pid = host_pid_of(unshare) { |args| args.first == "inside-app" } or fail!("no host pid of the namespace's app")
+    wait_cpu(app_pid, 1.5)
     # pid 1 of the namespace is rubyprofd: SIGTERM writes the interval in progress and ends it
     host_pid = Integer(File.read("/proc/#{unshare}/task/#{unshare}/children").split.first)
     Process.kill("TERM", host_pid)
