@@ -209,7 +209,8 @@ int procs_parse_nspid(const char *value, pid_t *nspid)
 	pid_t v, last = 0;
 	size_t n;
 
-	/* "NSpid:\t1234\t1": host pid first, innermost namespace last */
+	/* "NSpid:\t1234\t1": the pid in the namespace of this /proc (the daemon's, pidns.c)
+	 * first, the process's innermost namespace last */
 	for (;;) {
 		p += strspn(p, " \t");
 		n = strcspn(p, " \t\n");
