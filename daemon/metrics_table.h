@@ -224,6 +224,7 @@
 	FAMILY("rubyprofd_refused_objects_total", COUNTER, ALWAYS, "Files or sections of a profiled process's objects not read: past a bound (bounds.h, docs/security.md), by bound.") \
 	VALUE(M_REFUSED_OBJECTS_SECTION, "bound", "section", S->c.bounds.refused[BOUND_SECTION]) \
 	VALUE(M_REFUSED_OBJECTS_FILE, "bound", "file", S->c.bounds.refused[BOUND_FILE]) \
+	VALUE(M_REFUSED_OBJECTS_NAME, "bound", "name", S->c.bounds.refused[BOUND_NAME]) \
 	FAMILY("rubyprofd_refused_objects_logged_total", COUNTER, ALWAYS, "Of the refused objects, those logged (one line per object and bound).") \
 	VALUE(M_REFUSED_OBJECTS_LOGGED, NULL, NULL, S->c.bounds.logged) \
 	FAMILY("rubyprofd_process_events_total", COUNTER, ALWAYS, "Process life-cycle events from the kernel.") \

@@ -12,8 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bounds.h"
 #include "clock.h"
 #include "coldpart.h"
+#include "demangle.h"
 #include "elfcache.h"
 #include "procmem.h"
 #include "procs.h"
@@ -610,6 +612,19 @@ static uint64_t first_load_offset(Dwfl_Module *mod, uint64_t start)
 	return 0;
 }
 
+/* A C++ name of module past BOUND_NAME_BYTES (demangle.h): counted and logged, kept mangled. */
+static void refuse_name(pid_t pid, const char *module, const char *name)
+{
+	size_t len = strnlen(name, DEMANGLE_INPUT_MAX);
+
+	bounds_set_pid(pid);
+	if (len >= DEMANGLE_INPUT_MAX)
+		bounds_refuse(BOUND_NAME, module ? module : "?", 0, 0, "a C++ name", strlen(name));
+	else
+		bounds_refuse(BOUND_NAME, module ? module : "?", 0, 0,
+			      "the demangled form of a C++ name", 0);
+}
+
 int unwinder_symbolize(struct unwinder *u, pid_t pid, uint64_t addr, struct unwind_sym *out)
 {
 	struct uproc *p = uproc_find(u, pid);
@@ -619,7 +634,7 @@ int unwinder_symbolize(struct unwinder *u, pid_t pid, uint64_t addr, struct unwi
 	Dwfl_Module *mod;
 	GElf_Off off = 0;
 	GElf_Sym sym;
-	int len, i;
+	int len, i, err;
 
 	memset(out, 0, sizeof(*out));
 	if (!p || !p->dwfl)
@@ -635,8 +650,11 @@ int unwinder_symbolize(struct unwinder *u, pid_t pid, uint64_t addr, struct unwi
 	out->name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
 	if (out->name) {
 		/* C++ as its source spells it; a name that is not C++, or too long, stays as is */
-		if (demangle_cxx(out->name, out->demangled, sizeof(out->demangled)) == 0)
+		err = demangle_cxx(out->name, out->demangled, sizeof(out->demangled));
+		if (err == 0)
 			out->name = out->demangled;
+		else if (err == -ENAMETOOLONG)
+			refuse_name(pid, out->module, out->name);
 		out->offset = off;
 		out->func_addr = addr - off;
 	} else if (eh_frame_hdr_lookup(mod, addr, &fstart, &fend) == 0 && fstart >= start &&
