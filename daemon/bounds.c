@@ -34,6 +34,7 @@ static const struct {
 	[BOUND_SECTION] = {"section", BOUND_SECTION_BYTES, "not read"},
 	[BOUND_FILE] = {"file", BOUND_FILE_BYTES, "not read"},
 	[BOUND_NAME] = {"name", BOUND_NAME_BYTES, "kept mangled"},
+	[BOUND_OBJECT] = {"object", BOUND_OBJECT_BYTES, "not read, its frames not unwound"},
 };
 
 void bounds_set_pid(pid_t pid)

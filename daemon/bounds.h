@@ -19,6 +19,10 @@
 #define BOUND_SECTION_BYTES (8ULL << 20)
 /* One file read whole (the CRC32 of a debug file that .gnu_debuglink names). */
 #define BOUND_FILE_BYTES    (256ULL << 20)
+/* One object read whole into memory for the unwinder (stacks = mixed: its CFI, symbols and
+ * code): Debian's libruby 3.1 is 3.7 MiB, libc 1.9, libstdc++ 2.1, libcrypto 4.5; libLLVM-14,
+ * the largest shared object here, 105 MiB. */
+#define BOUND_OBJECT_BYTES  (128ULL << 20)
 /* One C++ name demangled, mangled and demangled (DEMANGLE_INPUT_MAX and DEMANGLE_MAX of
  * demangle.h, with the NUL): past it the name is kept mangled. */
 #define BOUND_NAME_BYTES    1024ULL
@@ -27,6 +31,7 @@ enum bound_id {
 	BOUND_SECTION, /* a section larger than BOUND_SECTION_BYTES */
 	BOUND_FILE,    /* a file read whole larger than BOUND_FILE_BYTES */
 	BOUND_NAME,    /* a C++ name longer than BOUND_NAME_BYTES, mangled or demangled */
+	BOUND_OBJECT,  /* an object to unwind in larger than BOUND_OBJECT_BYTES */
 	BOUND_MAX,
 };
 

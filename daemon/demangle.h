@@ -12,7 +12,7 @@
 /* Longest demangled name kept (bytes with the NUL); a longer one stays mangled. Of the 38055
  * C++ names of Debian's libLLVM-14, 220 are longer (the longest 4281 bytes); of libstdc++'s
  * 5891, none (661). */
-#define DEMANGLE_MAX 1024
+#define DEMANGLE_MAX	   1024
 /* Longest mangled name demangled (bytes with the NUL): the demangler's parse keeps about 70
  * bytes per input byte on the stack. The longest of libLLVM-14: 554 bytes; of libstdc++: 177. */
 #define DEMANGLE_INPUT_MAX 1024
