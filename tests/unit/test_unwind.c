@@ -5,12 +5,19 @@
  * by name, as the daemon does with a sample's copy.
  */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include "clock.h"
 #include "procs.h"
 #include "unwind.h"
 #include "stackcopy.h"
@@ -400,5 +407,84 @@ Test(unwind, function_entry_and_object_range)
 	cr_assert(sym.mod_start <= entry && entry < sym.mod_end);
 	/* a PIE's first segment is its headers, at file offset 0 */
 	cr_assert_eq(sym.mod_offset, 0);
+	unwinder__free(u);
+}
+
+/*
+ * A library that a process mapped, whose path the process's owner then replaces by a FIFO: the
+ * unwinder's open of that path (to read the object) must neither block (a plain open() of a FIFO
+ * waits for a writer forever) nor read the FIFO. The child is killed by an alarm if it does.
+ */
+Test(unwind, fifo_at_a_mapped_library_path_does_not_block, .timeout = 20)
+{
+	char dir[] = "/tmp/rp-unwind-fifo-XXXXXX", lib[64], buf[65536], c;
+	struct unwinder *u = unwinder__new(0);
+	struct proc_maps m = {0};
+	struct unwind_sym sym;
+	uint64_t addr = 0;
+	int64_t t0, ms;
+	Dl_info info;
+	int in, out, p[2];
+	ssize_t n;
+	struct unwind_result res;
+	uint64_t pcs[UNWIND_MAX_FRAMES];
+	pid_t child;
+	size_t i;
+
+	/* a copy of libz (this binary links it) that only the child maps */
+	cr_assert(dladdr((void *)zlibVersion, &info) && info.dli_fname);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(lib, sizeof(lib), "%s/libcopy.so", dir);
+	in = open(info.dli_fname, O_RDONLY | O_CLOEXEC);
+	out = open(lib, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	cr_assert(in >= 0 && out >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		cr_assert_eq(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+	cr_assert_eq(pipe(p), 0);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		/* gone with the test, even when a blocked open made it time out */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (!dlopen(lib, RTLD_NOW))
+			_exit(1);
+		c = 1;
+		if (write(p[1], &c, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	cr_assert_eq(read(p[0], &c, 1), 1);
+	cr_assert_eq(procs_read_maps(child, &m), 0);
+	for (i = 0; i < m.n; i++) {
+		if (m.v[i].path && strstr(m.v[i].path, "libcopy.so") && !addr)
+			addr = m.v[i].start + 16;
+	}
+	procs_maps_free(&m);
+	cr_assert_neq(addr, 0, "the child maps the copy");
+	cr_assert_eq(unwind_test_level1(COPY_MAX), 3);
+	struct unwind_input uin = input_of(0);
+
+	uin.pid = uin.tid = child;
+	t0 = clock_mono_ns();
+
+	/* the modules are reported (by the path maps shows now), their files opened when needed */
+	cr_assert_eq(unwinder_unwind(u, &uin, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	/* then the owner renames the library away and puts a FIFO at its path */
+	snprintf(buf, sizeof(buf), "%s.old", lib);
+	cr_assert_eq(rename(lib, buf), 0);
+	cr_assert_eq(mkfifo(lib, 0644), 0);
+	/* the copy's module is opened now, by the path it was reported with: the FIFO's */
+	cr_assert_eq(unwinder_symbolize(u, child, addr, &sym), 0);
+	ms = (clock_mono_ns() - t0) / 1000000;
+	cr_assert_str_eq(sym.module, lib);
+	cr_assert_null(sym.name, "no object was read for it: %s", sym.name);
+	cr_assert_lt(ms, 2000, "took %lld ms", (long long)ms);
+	reap(child);
+	unlink(lib);
+	unlink(buf);
+	rmdir(dir);
 	unwinder__free(u);
 }
