@@ -18,6 +18,7 @@
 #include <zlib.h>
 
 #include "clock.h"
+#include "elf.h"
 #include "procs.h"
 #include "unwind.h"
 #include "stackcopy.h"
@@ -410,45 +411,42 @@ Test(unwind, function_entry_and_object_range)
 	unwinder__free(u);
 }
 
-/*
- * A library that a process mapped, whose path the process's owner then replaces by a FIFO: the
- * unwinder's open of that path (to read the object) must neither block (a plain open() of a FIFO
- * waits for a writer forever) nor read the FIFO. The child is killed by an alarm if it does.
- */
-Test(unwind, fifo_at_a_mapped_library_path_does_not_block, .timeout = 20)
+/* A child that maps a copy of libz (this binary links it) at dir/libcopy.so, and only it. */
+struct copy_child {
+	char dir[64], lib[96], old[112];
+	pid_t pid;
+	uint64_t base;	      /* where the child mapped the copy (its first mapping, offset 0) */
+	uint64_t zlibversion; /* zlibVersion in the child's copy */
+};
+
+static void copy_child_start(struct copy_child *cc)
 {
-	char dir[] = "/tmp/rp-unwind-fifo-XXXXXX", lib[64], buf[65536], c;
-	struct unwinder *u = unwinder__new(0);
+	char buf[65536], c;
 	struct proc_maps m = {0};
-	struct unwind_sym sym;
-	uint64_t addr = 0;
-	int64_t t0, ms;
 	Dl_info info;
 	int in, out, p[2];
 	ssize_t n;
-	struct unwind_result res;
-	uint64_t pcs[UNWIND_MAX_FRAMES];
-	pid_t child;
 	size_t i;
 
-	/* a copy of libz (this binary links it) that only the child maps */
 	cr_assert(dladdr((void *)zlibVersion, &info) && info.dli_fname);
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(lib, sizeof(lib), "%s/libcopy.so", dir);
+	snprintf(cc->dir, sizeof(cc->dir), "/tmp/rp-unwind-fifo-XXXXXX");
+	cr_assert_not_null(mkdtemp(cc->dir));
+	snprintf(cc->lib, sizeof(cc->lib), "%s/libcopy.so", cc->dir);
+	snprintf(cc->old, sizeof(cc->old), "%s.old", cc->lib);
 	in = open(info.dli_fname, O_RDONLY | O_CLOEXEC);
-	out = open(lib, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	out = open(cc->lib, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
 	cr_assert(in >= 0 && out >= 0);
 	while ((n = read(in, buf, sizeof(buf))) > 0)
 		cr_assert_eq(write(out, buf, (size_t)n), n);
 	close(in);
 	close(out);
 	cr_assert_eq(pipe(p), 0);
-	child = fork();
-	cr_assert_geq(child, 0);
-	if (child == 0) {
+	cc->pid = fork();
+	cr_assert_geq(cc->pid, 0);
+	if (cc->pid == 0) {
 		/* gone with the test, even when a blocked open made it time out */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (!dlopen(lib, RTLD_NOW))
+		if (!dlopen(cc->lib, RTLD_NOW))
 			_exit(1);
 		c = 1;
 		if (write(p[1], &c, 1) != 1)
@@ -457,34 +455,104 @@ Test(unwind, fifo_at_a_mapped_library_path_does_not_block, .timeout = 20)
 		_exit(0);
 	}
 	cr_assert_eq(read(p[0], &c, 1), 1);
-	cr_assert_eq(procs_read_maps(child, &m), 0);
-	for (i = 0; i < m.n; i++) {
-		if (m.v[i].path && strstr(m.v[i].path, "libcopy.so") && !addr)
-			addr = m.v[i].start + 16;
+	close(p[0]);
+	close(p[1]);
+	cr_assert_eq(procs_read_maps(cc->pid, &m), 0);
+	for (i = 0; i < m.n && !cc->base; i++) {
+		if (m.v[i].path && !strcmp(m.v[i].path, cc->lib) && m.v[i].offset == 0)
+			cc->base = m.v[i].start;
 	}
 	procs_maps_free(&m);
-	cr_assert_neq(addr, 0, "the child maps the copy");
+	cr_assert_neq(cc->base, 0, "the child maps the copy");
+	cc->zlibversion = cc->base + ((uint64_t)(uintptr_t)zlibVersion - (uintptr_t)info.dli_fbase);
+}
+
+static void copy_child_end(struct copy_child *cc, const char *also)
+{
+	reap(cc->pid);
+	unlink(cc->lib);
+	unlink(cc->old);
+	if (also)
+		unlink(also);
+	rmdir(cc->dir);
+}
+
+/* The child's modules reported: an unwind of our own stack in its name (its mappings are ours). */
+static void report_modules(struct unwinder *u, pid_t pid)
+{
+	struct unwind_result res;
+	uint64_t pcs[UNWIND_MAX_FRAMES];
+
 	cr_assert_eq(unwind_test_level1(COPY_MAX), 3);
-	struct unwind_input uin = input_of(0);
+	struct unwind_input in = input_of(0);
 
-	uin.pid = uin.tid = child;
+	in.pid = in.tid = pid;
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), 0);
+}
+
+/*
+ * A library that a process mapped, whose path the process's owner then replaces by a FIFO: the
+ * unwinder's open of that path (to read the object) must neither block (a plain open() of a FIFO
+ * waits for a writer forever) nor read the FIFO. Criterion's timeout fails the test if it does.
+ */
+Test(unwind, fifo_at_a_mapped_library_path_does_not_block, .timeout = 20)
+{
+	struct unwinder *u = unwinder__new(0);
+	struct copy_child cc = {0};
+	struct unwind_sym sym;
+	int64_t t0, ms;
+
+	copy_child_start(&cc);
 	t0 = clock_mono_ns();
-
 	/* the modules are reported (by the path maps shows now), their files opened when needed */
-	cr_assert_eq(unwinder_unwind(u, &uin, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	report_modules(u, cc.pid);
 	/* then the owner renames the library away and puts a FIFO at its path */
-	snprintf(buf, sizeof(buf), "%s.old", lib);
-	cr_assert_eq(rename(lib, buf), 0);
-	cr_assert_eq(mkfifo(lib, 0644), 0);
+	cr_assert_eq(rename(cc.lib, cc.old), 0);
+	cr_assert_eq(mkfifo(cc.lib, 0644), 0);
 	/* the copy's module is opened now, by the path it was reported with: the FIFO's */
-	cr_assert_eq(unwinder_symbolize(u, child, addr, &sym), 0);
+	cr_assert_eq(unwinder_symbolize(u, cc.pid, cc.zlibversion, &sym), 0);
 	ms = (clock_mono_ns() - t0) / 1000000;
-	cr_assert_str_eq(sym.module, lib);
+	cr_assert_str_eq(sym.module, cc.lib);
 	cr_assert_null(sym.name, "no object was read for it: %s", sym.name);
 	cr_assert_lt(ms, 2000, "took %lld ms", (long long)ms);
-	reap(child);
-	unlink(lib);
-	unlink(buf);
-	rmdir(dir);
+	copy_child_end(&cc, NULL);
+	unwinder__free(u);
+}
+
+/*
+ * The library's .gnu_debuglink names a FIFO beside it (Debian's libz has a debuglink; no debug
+ * file is installed): the debug-file lookup, which runs when the object has no .symtab, passes
+ * over it without blocking (libdwfl's own lookup opened it with a plain open()), and the name
+ * comes from .dynsym.
+ */
+Test(unwind, fifo_as_the_debug_file_does_not_block, .timeout = 20)
+{
+	struct unwinder *u = unwinder__new(0);
+	struct copy_child cc = {0};
+	struct elf_file *ef;
+	struct unwind_sym sym;
+	char link[256], fifo[400];
+	int64_t t0, ms;
+	uint32_t crc;
+
+	copy_child_start(&cc);
+	ef = elf_file__open(cc.lib);
+	cr_assert_not_null(ef);
+	if (elf_debuglink(ef, link, sizeof(link), &crc) || elf_has_symtab(ef)) {
+		elf_file__free(ef);
+		copy_child_end(&cc, NULL);
+		cr_skip_test("this libz has no .gnu_debuglink, or a .symtab");
+	}
+	elf_file__free(ef);
+	snprintf(fifo, sizeof(fifo), "%s/%s", cc.dir, link);
+	cr_assert_eq(mkfifo(fifo, 0644), 0);
+	t0 = clock_mono_ns();
+	report_modules(u, cc.pid);
+	cr_assert_eq(unwinder_symbolize(u, cc.pid, cc.zlibversion, &sym), 0);
+	ms = (clock_mono_ns() - t0) / 1000000;
+	cr_assert_str_eq(sym.module, cc.lib);
+	cr_assert_str_eq(sym.name, "zlibVersion");
+	cr_assert_lt(ms, 2000, "took %lld ms", (long long)ms);
+	copy_child_end(&cc, fifo);
 	unwinder__free(u);
 }
