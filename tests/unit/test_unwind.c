@@ -556,3 +556,97 @@ Test(unwind, fifo_as_the_debug_file_does_not_block, .timeout = 20)
 	copy_child_end(&cc, fifo);
 	unwinder__free(u);
 }
+
+/* Runs a shell command line; asserts it succeeded. */
+static void run(const char *cmd)
+{
+	int st = system(cmd);
+
+	cr_assert(st == 0, "'%s': %d", cmd, st);
+}
+
+/*
+ * A stripped library whose static function is named only in its separate debug file, beside
+ * it by .gnu_debuglink: the daemon's own lookup finds the file (CRC checked), and libdwfl names
+ * the function from the private copy it is handed. The copy counts against the ELF cache's bytes
+ * until the process's Dwfl goes.
+ */
+Test(unwind, debug_file_beside_a_stripped_library_names_its_functions, .timeout = 60)
+{
+	char dir[] = "/tmp/rp-unwind-dbg-XXXXXX", cmd[1024], lib[96], dbg[96], c;
+	struct unwinder *u = unwinder__new(0);
+	struct unwinder_stats st0, st;
+	struct proc_maps m = {0};
+	struct unwind_sym sym;
+	struct elf_sym es;
+	struct elf_file *ef;
+	struct stat dst;
+	uint64_t base = 0;
+	int p[2];
+	pid_t child;
+	size_t i;
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(lib, sizeof(lib), "%s/libdbg.so", dir);
+	snprintf(dbg, sizeof(dbg), "%s/libdbg.so.debug", dir);
+	snprintf(cmd, sizeof(cmd), "%s/dbg.c", dir);
+	f = fopen(cmd, "w");
+	cr_assert_not_null(f);
+	fputs("static __attribute__((noinline)) int rp_hidden_fn(int x) { return x * 3 + 1; }\n"
+	      "int rp_visible_fn(int x) { return rp_hidden_fn(x) + 2; }\n",
+	      f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && gcc -O1 -g -shared -fPIC -o libdbg.so dbg.c && "
+		 "objcopy --only-keep-debug libdbg.so libdbg.so.debug && "
+		 "objcopy --strip-all --add-gnu-debuglink=libdbg.so.debug libdbg.so",
+		 dir);
+	run(cmd);
+	ef = elf_file__open(lib);
+	cr_assert_not_null(ef);
+	cr_assert(!elf_has_symtab(ef), "stripped");
+	elf_file__free(ef);
+	ef = elf_file__open(dbg);
+	cr_assert_not_null(ef);
+	cr_assert_eq(elf_find_symbol_in(ef, ELF_SYM_SYMTAB, "rp_hidden_fn", &es), 0);
+	elf_file__free(ef);
+	cr_assert_eq(stat(dbg, &dst), 0);
+
+	cr_assert_eq(pipe(p), 0);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (!dlopen(lib, RTLD_NOW))
+			_exit(1);
+		c = 1;
+		if (write(p[1], &c, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	cr_assert_eq(read(p[0], &c, 1), 1);
+	cr_assert_eq(procs_read_maps(child, &m), 0);
+	for (i = 0; i < m.n && !base; i++) {
+		if (m.v[i].path && !strcmp(m.v[i].path, lib) && m.v[i].offset == 0)
+			base = m.v[i].start;
+	}
+	procs_maps_free(&m);
+	cr_assert_neq(base, 0);
+	report_modules(u, child);
+	unwinder_stats(u, &st0);
+	cr_assert_eq(unwinder_symbolize(u, child, base + es.value, &sym), 0);
+	cr_assert_str_eq(sym.module, lib);
+	cr_assert_str_eq(sym.name, "rp_hidden_fn");
+	unwinder_stats(u, &st);
+	cr_assert_geq(st.elf.bytes - st0.elf.bytes, (uint64_t)dst.st_size,
+		      "the copy of %lld bytes is counted", (long long)dst.st_size);
+	unwinder_forget(u, child);
+	unwinder_stats(u, &st);
+	cr_assert_lt(st.elf.bytes, st0.elf.bytes, "released with the process");
+	reap(child);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	run(cmd);
+	unwinder__free(u);
+}
