@@ -35,6 +35,7 @@ static const struct {
 	[BOUND_FILE] = {"file", BOUND_FILE_BYTES, "not read"},
 	[BOUND_NAME] = {"name", BOUND_NAME_BYTES, "kept mangled"},
 	[BOUND_OBJECT] = {"object", BOUND_OBJECT_BYTES, "not read, its frames not unwound"},
+	[BOUND_REGULAR] = {"not_regular", 0, "not read"},
 };
 
 void bounds_set_pid(pid_t pid)
@@ -71,6 +72,11 @@ void bounds_refuse(enum bound_id b, const char *path, uint64_t dev, uint64_t ino
 	B.st.logged++;
 	if (B.pid > 0)
 		snprintf(pid, sizeof(pid), "pid %d: ", (int)B.pid);
+	if (!bounds[b].bytes) {
+		log_warn("%s\"%s\": %s is not a regular file: %s", pid,
+			 text_clean_copy(path, shown, sizeof(shown)), what, bounds[b].then);
+		return;
+	}
 	if (bounds[b].bytes >= 1ULL << 20)
 		snprintf(bound, sizeof(bound), "%" PRIu64 " MiB", bounds[b].bytes >> 20);
 	else

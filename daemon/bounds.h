@@ -32,6 +32,7 @@ enum bound_id {
 	BOUND_FILE,    /* a file read whole larger than BOUND_FILE_BYTES */
 	BOUND_NAME,    /* a C++ name longer than BOUND_NAME_BYTES, mangled or demangled */
 	BOUND_OBJECT,  /* an object to unwind in larger than BOUND_OBJECT_BYTES */
+	BOUND_REGULAR, /* not a regular file (a FIFO, a device) where a file is read: no size */
 	BOUND_MAX,
 };
 
@@ -56,7 +57,8 @@ void bounds_refuse(enum bound_id b, const char *path, uint64_t dev, uint64_t ino
 		   uint64_t size);
 
 void bounds_stats(struct bounds_stats *out);
-/* The name of bound b as the metric's label spells it: "section", "file", "name". */
+/* The name of bound b as the metric's label spells it: "section", "file", "name", "object",
+ * "not_regular". */
 const char *bounds_name(enum bound_id b);
 /* A bound's size in bytes. */
 uint64_t bounds_bytes(enum bound_id b);

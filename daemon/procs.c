@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 
+#include "bounds.h"
 #include "procs.h"
 
 int procs_list(pid_t **pids, size_t *n)
@@ -227,8 +228,12 @@ int procs_root_path(pid_t pid, const char *path, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* fd if it is a regular file, else closed and -EINVAL (or fstat's -errno). */
-static int procs_regular(int fd)
+/*
+ * fd if it is a regular file, else closed and -EINVAL (or fstat's -errno). What else a target
+ * put there (a FIFO, a device) is refused, counted and logged once (bounds.h); a directory is
+ * only a wrong guess of a lookup.
+ */
+static int procs_regular(int fd, const char *shown)
 {
 	struct stat st;
 	int err;
@@ -241,6 +246,9 @@ static int procs_regular(int fd)
 		return err;
 	}
 	if (!S_ISREG(st.st_mode)) {
+		if (!S_ISDIR(st.st_mode))
+			bounds_refuse(BOUND_REGULAR, shown, (uint64_t)st.st_dev,
+				      (uint64_t)st.st_ino, "the file", 0);
 		close(fd);
 		return -EINVAL;
 	}
@@ -262,7 +270,7 @@ int procs_open_in_root(const char *root, const char *path)
 	if (fd < 0)
 		fd = -errno;
 	close(dfd);
-	return procs_regular(fd);
+	return procs_regular(fd, path);
 }
 
 int procs_open_mapped(pid_t pid, const struct proc_map *m)
@@ -274,7 +282,7 @@ int procs_open_mapped(pid_t pid, const struct proc_map *m)
 	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, m->start,
 		 m->end);
 	fd = open(mf, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	return procs_regular(fd < 0 ? -errno : fd);
+	return procs_regular(fd < 0 ? -errno : fd, m->path ? m->path : mf);
 }
 
 bool procs_is_mapped_file(int fd, const struct proc_map *m, bool any_dev)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "bounds.h"
 #include "clock.h"
 #include "elf.h"
 #include "procs.h"
@@ -499,6 +500,7 @@ Test(unwind, fifo_at_a_mapped_library_path_does_not_block, .timeout = 20)
 {
 	struct unwinder *u = unwinder__new(0);
 	struct copy_child cc = {0};
+	struct bounds_stats bs;
 	struct unwind_sym sym;
 	int64_t t0, ms;
 
@@ -514,6 +516,8 @@ Test(unwind, fifo_at_a_mapped_library_path_does_not_block, .timeout = 20)
 	ms = (clock_mono_ns() - t0) / 1000000;
 	cr_assert_str_eq(sym.module, cc.lib);
 	cr_assert_null(sym.name, "no object was read for it: %s", sym.name);
+	bounds_stats(&bs);
+	cr_assert_eq(bs.refused[BOUND_REGULAR], 1, "the FIFO counted once");
 	cr_assert_lt(ms, 2000, "took %lld ms", (long long)ms);
 	copy_child_end(&cc, NULL);
 	unwinder__free(u);
@@ -529,6 +533,7 @@ Test(unwind, fifo_as_the_debug_file_does_not_block, .timeout = 20)
 {
 	struct unwinder *u = unwinder__new(0);
 	struct copy_child cc = {0};
+	struct bounds_stats bs;
 	struct elf_file *ef;
 	struct unwind_sym sym;
 	char link[256], fifo[400];
@@ -552,6 +557,8 @@ Test(unwind, fifo_as_the_debug_file_does_not_block, .timeout = 20)
 	ms = (clock_mono_ns() - t0) / 1000000;
 	cr_assert_str_eq(sym.module, cc.lib);
 	cr_assert_str_eq(sym.name, "zlibVersion");
+	bounds_stats(&bs);
+	cr_assert_geq(bs.refused[BOUND_REGULAR], 1, "the FIFO counted");
 	cr_assert_lt(ms, 2000, "took %lld ms", (long long)ms);
 	copy_child_end(&cc, fifo);
 	unwinder__free(u);
