@@ -166,7 +166,6 @@ struct elfcache_obj *elfcache_get(struct elfcache *c, int fd, const char *shown)
 		goto cleanup;
 	}
 	close(fd);
-	fd = -1;
 	len = dwelf_elf_gnu_build_id(o->elf, &id);
 	if (len > 0) {
 		o->id_len = (size_t)len < BUILD_ID_MAX ? (size_t)len : BUILD_ID_MAX;

@@ -246,7 +246,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 		return -1;
 	len = dwfl_module_build_id(mod, &bits, &vaddr);
 	for (i = 0; len > 0 && i < len && i < 20; i++)
-		snprintf(id + 2 * i, 3, "%02x", bits[i]);
+		snprintf(id + (ptrdiff_t)2 * i, 3, "%02x", bits[i]);
 	snprintf(root, sizeof(root), "/proc/%d/root", (int)p->pid);
 	bounds_set_pid(p->pid);
 	dbg = discover_debug_lookup(root, modname, id, debuglink_file, debuglink_crc, found,
