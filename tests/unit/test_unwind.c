@@ -578,7 +578,7 @@ static void run(const char *cmd)
  * the function from the private copy it is handed. The copy counts against the ELF cache's bytes
  * until the process's Dwfl goes.
  */
-Test(unwind, debug_file_beside_a_stripped_library_names_its_functions, .timeout = 60)
+Test(unwind, debug_file_beside_a_stripped_library_names_its_functions)
 {
 	char dir[] = "/tmp/rp-unwind-dbg-XXXXXX", cmd[1024], lib[96], dbg[96], c;
 	struct unwinder *u = unwinder__new(0);
