@@ -68,10 +68,11 @@ class E2E
         nil
       end&.split("/")&.at(2)
     end
-    # unwinding has begun once the daemon mapped the extension (only its own ELF cache does);
-    # then a few seconds of samples of every worker
-    native_wait("rubyprofd to map zlib.so") { File.read("/proc/#{daemon}/maps").include?("/zlib.so") }
-    sleep 6
+    # a few seconds of samples of every worker once the daemon runs (its objects are read into
+    # memory, not mapped: nothing in its maps says when unwinding began; the per-worker counts
+    # below say whether it had the time)
+    check(daemon, "no daemon")
+    sleep 9
     workers.each { |p| Process.kill("KILL", p) }
     path, stdout, = run.value
     prof = PprofRaw.read(path)
