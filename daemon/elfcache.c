@@ -163,6 +163,8 @@ struct elfcache_obj *elfcache_get(struct elfcache *c, int fd, const char *shown)
 	o->elf = read_object(c, fd, &st, shown);
 	if (!o->elf) {
 		err = errno;
+		if (err == ENOEXEC || err == EIO)
+			c->stats.unreadable++;
 		goto cleanup;
 	}
 	close(fd);

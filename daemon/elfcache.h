@@ -32,6 +32,7 @@ struct elfcache_stats {
 	uint64_t misses;     /* files parsed (each object once while it is held) */
 	uint64_t full;	     /* files refused: the cache held `max` objects */
 	uint64_t full_bytes; /* files refused: they would pass the cache's `max_bytes` */
+	uint64_t unreadable; /* files refused: not ELF, or changed (truncated) while read */
 	uint64_t freed;	     /* objects freed: their last reference went */
 	uint64_t objects;    /* objects held now */
 	uint64_t peak;	     /* most objects held at once */

@@ -82,9 +82,10 @@
 	VALUE(M_NATIVE_ELF_SHARED, NULL, NULL, S->c.native.unw.elf.hits) \
 	FAMILY("rubyprofd_native_elf_freed_total", COUNTER, NATIVE, "ELF objects freed: the last process using them went.") \
 	VALUE(M_NATIVE_ELF_FREED, NULL, NULL, S->c.native.unw.elf.freed) \
-	FAMILY("rubyprofd_native_elf_refused_total", COUNTER, NATIVE, "ELF files refused for unwinding (their modules unwind without them): the shared cache was at its bound of objects or of bytes.") \
-	VALUE(M_NATIVE_ELF_REFUSED_OBJECTS, "bound", "objects", S->c.native.unw.elf.full) \
-	VALUE(M_NATIVE_ELF_REFUSED_BYTES, "bound", "bytes", S->c.native.unw.elf.full_bytes) \
+	FAMILY("rubyprofd_native_elf_refused_total", COUNTER, NATIVE, "ELF files refused for unwinding (their modules unwind without them): the shared cache was at its bound of objects or of bytes, or the file was not ELF or changed while read.") \
+	VALUE(M_NATIVE_ELF_REFUSED_OBJECTS, "reason", "objects", S->c.native.unw.elf.full) \
+	VALUE(M_NATIVE_ELF_REFUSED_BYTES, "reason", "bytes", S->c.native.unw.elf.full_bytes) \
+	VALUE(M_NATIVE_ELF_REFUSED_UNREADABLE, "reason", "unreadable", S->c.native.unw.elf.unreadable) \
 	FAMILY("rubyprofd_native_elf_objects", GAUGE, NATIVE, "ELF objects held for unwinding now.") \
 	VALUE(M_NATIVE_ELF_OBJECTS, NULL, NULL, S->c.native.unw.elf.objects) \
 	FAMILY("rubyprofd_native_elf_objects_peak", GAUGE, NATIVE, "Most ELF objects held for unwinding at once.") \

@@ -106,11 +106,13 @@ Test(elfcache, bound_and_non_elf)
 	cr_assert_eq(elfcache_get(c, open_self(), NULL), a);
 	elfcache_put(c, a);
 	elfcache_put(c, a);
-	/* not ELF: refused, fd closed */
+	/* not ELF: refused, fd closed, counted */
 	fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
 	cr_assert_null(elfcache_get(c, fd, NULL));
 	cr_assert_eq(errno, ENOEXEC);
 	cr_assert_eq(fcntl(fd, F_GETFD), -1);
+	elfcache_stats(c, &st);
+	cr_assert_eq(st.unreadable, 1);
 	elfcache__free(c);
 }
 
