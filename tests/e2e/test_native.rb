@@ -68,11 +68,12 @@ class E2E
         nil
       end&.split("/")&.at(2)
     end
-    # a few seconds of samples of every worker once the daemon runs (its objects are read into
-    # memory, not mapped: nothing in its maps says when unwinding began; the per-worker counts
-    # below say whether it had the time)
-    check(daemon, "no daemon")
-    sleep 9
+    # a few seconds of samples of every worker once the daemon samples (its perf events open;
+    # its objects are read into memory, not mapped, so its maps do not say when unwinding began)
+    native_wait("rubyprofd to open its perf events") do
+      Dir["/proc/#{daemon}/fd/*"].any? { |f| (File.readlink(f) rescue "") == "anon_inode:[perf_event]" }
+    end
+    sleep 6
     workers.each { |p| Process.kill("KILL", p) }
     path, stdout, = run.value
     prof = PprofRaw.read(path)
