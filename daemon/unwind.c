@@ -21,8 +21,10 @@
 #include "discover.h"
 #include "elf.h"
 #include "elfcache.h"
+#include "log.h"
 #include "procmem.h"
 #include "procs.h"
+#include "text.h"
 #include "unwind.h"
 
 /* x86-64 DWARF register numbers (System V psABI, figure 3.36). */
@@ -58,6 +60,7 @@ struct unwinder {
 	struct elfcache *elf;
 	size_t max, n;
 	uint64_t tick;
+	bool full_logged; /* the ELF cache's bound was met and said once */
 	struct unwinder_stats stats;
 };
 
@@ -117,10 +120,19 @@ static bool uproc_holds(const struct uproc *p, const struct elfcache_obj *o)
 static int share_elf(struct uproc *p, int fd, Elf **elfp, const char *shown)
 {
 	struct elfcache_obj *o, **no;
+	char clean[256];
 	size_t cap;
 
 	bounds_set_pid(p->pid);
 	o = elfcache_get(p->u->elf, fd, shown);
+	if (!o && errno == ENOSPC && !p->u->full_logged) {
+		/* counted per file (rubyprofd_native_elf_refused_total); said once for the process */
+		p->u->full_logged = true;
+		log_warn("the ELF cache is at its bound (%d objects or %llu MiB): objects past it "
+			 "are not unwound, first \"%s\" of pid %d",
+			 ELFCACHE_MAX_DEFAULT, ELFCACHE_BYTES_DEFAULT >> 20,
+			 text_clean_copy(shown, clean, sizeof(clean)), (int)p->pid);
+	}
 	if (!o)
 		return -1;
 	if (uproc_holds(p, o)) {
