@@ -44,7 +44,7 @@ WARN := -Wall -Wextra -Wformat=2 -Wmissing-prototypes -Wshadow -Wno-unused-param
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS) -D_GNU_SOURCE -DRUBYPROF_VERSION='"$(VERSION)"' \
 	-iquote include -iquote daemon -iquote $(BUILD) -MMD -MP $(EXTRA_CFLAGS)
-LDLIBS := -lbpf -lelf -ldw -lz -lcurl -lstdc++
+LDLIBS := -lbpf -lelf -ldw -lz -lcurl -liberty -lstdc++
 # A sanitizer build stops at the first report: UBSan would otherwise print and go on.
 ifneq ($(SANITIZE),)
 ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer

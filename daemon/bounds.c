@@ -29,9 +29,13 @@ static struct {
 static const struct {
 	const char *name;
 	uint64_t bytes;
+	const char *then; /* what is done instead, for the log line */
 } bounds[BOUND_MAX] = {
-	[BOUND_SECTION] = {"section", BOUND_SECTION_BYTES},
-	[BOUND_FILE] = {"file", BOUND_FILE_BYTES},
+	[BOUND_SECTION] = {"section", BOUND_SECTION_BYTES, "not read"},
+	[BOUND_FILE] = {"file", BOUND_FILE_BYTES, "not read"},
+	[BOUND_NAME] = {"name", BOUND_NAME_BYTES, "kept mangled"},
+	[BOUND_OBJECT] = {"object", BOUND_OBJECT_BYTES, "not read, its frames not unwound"},
+	[BOUND_REGULAR] = {"not_regular", 0, "not read"},
 };
 
 void bounds_set_pid(pid_t pid)
@@ -57,7 +61,7 @@ static bool seen(enum bound_id b, uint64_t dev, uint64_t ino, const char *path)
 void bounds_refuse(enum bound_id b, const char *path, uint64_t dev, uint64_t ino, const char *what,
 		   uint64_t size)
 {
-	char shown[256];
+	char shown[256], bound[32], of[48] = "";
 	char pid[32] = "";
 
 	if (b >= BOUND_MAX)
@@ -68,9 +72,19 @@ void bounds_refuse(enum bound_id b, const char *path, uint64_t dev, uint64_t ino
 	B.st.logged++;
 	if (B.pid > 0)
 		snprintf(pid, sizeof(pid), "pid %d: ", (int)B.pid);
-	log_warn("%s\"%s\": %s of %" PRIu64 " bytes is past the bound of %" PRIu64 " MiB: not read",
-		 pid, text_clean_copy(path, shown, sizeof(shown)), what, size,
-		 bounds[b].bytes >> 20);
+	if (!bounds[b].bytes) {
+		log_warn("%s\"%s\": %s is not a regular file: %s", pid,
+			 text_clean_copy(path, shown, sizeof(shown)), what, bounds[b].then);
+		return;
+	}
+	if (bounds[b].bytes >= 1ULL << 20)
+		snprintf(bound, sizeof(bound), "%" PRIu64 " MiB", bounds[b].bytes >> 20);
+	else
+		snprintf(bound, sizeof(bound), "%" PRIu64 " bytes", bounds[b].bytes);
+	if (size)
+		snprintf(of, sizeof(of), " of %" PRIu64 " bytes", size);
+	log_warn("%s\"%s\": %s%s is past the bound of %s: %s", pid,
+		 text_clean_copy(path, shown, sizeof(shown)), what, of, bound, bounds[b].then);
 }
 
 void bounds_stats(struct bounds_stats *out)

@@ -19,10 +19,20 @@
 #define BOUND_SECTION_BYTES (8ULL << 20)
 /* One file read whole (the CRC32 of a debug file that .gnu_debuglink names). */
 #define BOUND_FILE_BYTES    (256ULL << 20)
+/* One object read whole into memory for the unwinder (stacks = mixed: its CFI, symbols and
+ * code): Debian's libruby 3.1 is 3.7 MiB, libc 1.9, libstdc++ 2.1, libcrypto 4.5; libLLVM-14,
+ * the largest shared object here, 105 MiB. */
+#define BOUND_OBJECT_BYTES  (128ULL << 20)
+/* One C++ name demangled, mangled and demangled (DEMANGLE_INPUT_MAX and DEMANGLE_MAX of
+ * demangle.h, with the NUL): past it the name is kept mangled. */
+#define BOUND_NAME_BYTES    1024ULL
 
 enum bound_id {
 	BOUND_SECTION, /* a section larger than BOUND_SECTION_BYTES */
 	BOUND_FILE,    /* a file read whole larger than BOUND_FILE_BYTES */
+	BOUND_NAME,    /* a C++ name longer than BOUND_NAME_BYTES, mangled or demangled */
+	BOUND_OBJECT,  /* an object to unwind in larger than BOUND_OBJECT_BYTES */
+	BOUND_REGULAR, /* not a regular file (a FIFO, a device) where a file is read: no size */
 	BOUND_MAX,
 };
 
@@ -40,14 +50,15 @@ void bounds_set_pid(pid_t pid);
 
 /*
  * Bound b was met by `what` (".dynsym", "the debug file") of size bytes in the file at path
- * (dev, ino: the object; 0, 0 when unknown): counted, and logged at warning level unless this
+ * (dev, ino: the object; 0, 0 when unknown; size 0: not known, not said): counted, and logged at warning level unless this
  * object was already logged for b (the last BOUNDS_LOGGED_MAX objects are remembered).
  */
 void bounds_refuse(enum bound_id b, const char *path, uint64_t dev, uint64_t ino, const char *what,
 		   uint64_t size);
 
 void bounds_stats(struct bounds_stats *out);
-/* The name of bound b as the metric's label spells it: "section", "file". */
+/* The name of bound b as the metric's label spells it: "section", "file", "name", "object",
+ * "not_regular". */
 const char *bounds_name(enum bound_id b);
 /* A bound's size in bytes. */
 uint64_t bounds_bytes(enum bound_id b);

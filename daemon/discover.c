@@ -254,30 +254,7 @@ static const char *sym_source(const struct elf_sym *s)
 	return s->source == ELF_SYM_DYNSYM ? ".dynsym" : ".symtab";
 }
 
-/*
- * Opens path as a process whose root is `root` sees it: absolute symlinks and ".." stay inside
- * that root (a container's /usr/lib/debug/x -> /etc/shadow must not reach ours), which plain
- * "/proc/PID/root" + path does not ensure. An fd, or -errno.
- */
-static int open_in_root(const char *root, const char *path)
-{
-	struct open_how how = {
-		.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-	};
-	int dfd, fd;
-
-	dfd = open(root[0] ? root : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
-	if (fd < 0)
-		fd = -errno;
-	close(dfd);
-	return fd;
-}
-
-/* elf_file__open on a file opened with open_in_root (through its /proc/self/fd link); shown:
+/* elf_file__open on a file opened with procs_open_in_root (through its /proc/self/fd link); shown:
  * its path in the target's root, for log lines. */
 static struct elf_file *elf_open_fd(int fd, const char *shown)
 {
@@ -301,14 +278,14 @@ static struct elf_file *debug_candidate(const char *root, const char *path, cons
 	uint32_t c = 0;
 	int fd, err;
 
-	fd = open_in_root(root, path);
+	fd = procs_open_in_root(root, path);
 	if (fd < 0) {
 		errno = -fd;
 		return NULL;
 	}
 	err = -ENOENT;
-	/* only a regular file: the CRC of a device (a symlink to /dev/zero) would never end */
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+	/* a regular file (procs_open_in_root): the CRC of a device would never end */
+	if (fstat(fd, &st))
 		goto cleanup;
 	/* read whole for its CRC (a sparse file of any size costs nothing to make) */
 	if (!build_id && (uint64_t)st.st_size > BOUND_FILE_BYTES) {
@@ -343,18 +320,18 @@ cleanup:
 	return dbg;
 }
 
-struct elf_file *discover_debug_file(const char *root, const char *path, struct elf_file *ef,
-				     char *found, size_t len, const char **how)
+struct elf_file *discover_debug_lookup(const char *root, const char *path, const char *build_id,
+				       const char *link, uint32_t crc, char *found, size_t len,
+				       const char **how)
 {
 	/* gdb's order: next to the file, in its .debug/ subdirectory, under the debug directory */
 	static const char *const link_dirs[][2] = {{"", "/"}, {"", "/.debug/"}, {DEBUG_DIR, "/"}};
-	char build_id[128], link[PATH_MAX], dir[PATH_MAX], cand[PATH_MAX * 2 + 64];
+	char dir[PATH_MAX], cand[PATH_MAX * 2 + 64];
 	const char *slash;
 	struct elf_file *dbg;
-	uint32_t crc;
 	size_t i;
 
-	if (elf_build_id(ef, build_id, sizeof(build_id)) == 0 && strlen(build_id) > 2) {
+	if (build_id && strlen(build_id) > 2) {
 		snprintf(cand, sizeof(cand), DEBUG_DIR "/.build-id/%.2s/%s.debug", build_id,
 			 build_id + 2);
 		dbg = debug_candidate(root, cand, build_id, 0);
@@ -365,7 +342,7 @@ struct elf_file *discover_debug_file(const char *root, const char *path, struct 
 		}
 	}
 	slash = strrchr(path, '/');
-	if (elf_debuglink(ef, link, sizeof(link), &crc) || strchr(link, '/') || !slash ||
+	if (!link || !*link || strchr(link, '/') || !slash ||
 	    (size_t)(slash - path) >= sizeof(dir)) {
 		errno = ENOENT;
 		return NULL;
@@ -385,6 +362,19 @@ struct elf_file *discover_debug_file(const char *root, const char *path, struct 
 	}
 	errno = ENOENT;
 	return NULL;
+}
+
+struct elf_file *discover_debug_file(const char *root, const char *path, struct elf_file *ef,
+				     char *found, size_t len, const char **how)
+{
+	char build_id[128], link[PATH_MAX];
+	uint32_t crc = 0;
+
+	if (elf_build_id(ef, build_id, sizeof(build_id)))
+		build_id[0] = '\0';
+	if (elf_debuglink(ef, link, sizeof(link), &crc))
+		link[0] = '\0';
+	return discover_debug_lookup(root, path, build_id, link, crc, found, len, how);
 }
 
 /*
@@ -811,18 +801,6 @@ static int vm_exec_from_tail_jumps(struct elf_file *ef, uint64_t *vm_exec)
 }
 
 /*
- * Whether fd is the file mapping m maps: the path in /proc/PID/maps may name another file since
- * the process mapped it (an upgrade renamed a new build over it), and reading that one would
- * give wrong symbols and offsets.
- */
-static bool same_file(int fd, const struct proc_map *m)
-{
-	struct stat st;
-
-	return !fstat(fd, &st) && (uint64_t)st.st_ino == m->inode && (uint64_t)st.st_dev == m->dev;
-}
-
-/*
  * The mapped object, through its path in the process's root when that still names the mapped
  * file, else through /proc/PID/map_files (the mapping itself: it needs CAP_SYS_ADMIN or
  * CAP_CHECKPOINT_RESTORE). A mapping maps calls "(deleted)" was certainly replaced or removed:
@@ -833,13 +811,12 @@ static bool same_file(int fd, const struct proc_map *m)
 static int open_object(pid_t pid, const char *root, const char *path, const struct proc_map *m,
 		       struct elf_file **ef, bool *replaced, bool *from_map_files)
 {
-	char mf[128];
-	int fd, err;
+	int fd, mfd, err;
 
 	*replaced = false;
 	*from_map_files = false;
-	fd = open_in_root(root, path);
-	if (fd >= 0 && !m->deleted && same_file(fd, m)) {
+	fd = procs_open_in_root(root, path);
+	if (fd >= 0 && !m->deleted && procs_is_mapped_file(fd, m, false)) {
 		*ef = elf_open_fd(fd, path);
 		close(fd);
 		if (*ef)
@@ -847,8 +824,11 @@ static int open_object(pid_t pid, const char *root, const char *path, const stru
 		fd = -1;
 	}
 	/* The file may be gone or replaced (an upgrade): the mapping itself still has it. */
-	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
-	*ef = elf_file__open_shown(mf, path);
+	mfd = procs_open_mapped(pid, m);
+	*ef = mfd >= 0 ? elf_open_fd(mfd, path) : NULL;
+	err = mfd >= 0 ? -errno : mfd;
+	if (mfd >= 0)
+		close(mfd);
 	if (*ef) {
 		*replaced = fd >= 0;
 		*from_map_files = true;
@@ -856,7 +836,6 @@ static int open_object(pid_t pid, const char *root, const char *path, const stru
 			close(fd);
 		return 0;
 	}
-	err = -errno;
 	if (fd >= 0 && m->deleted) {
 		close(fd);
 		*replaced = true;

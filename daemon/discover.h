@@ -103,5 +103,10 @@ struct elf_file;
  */
 struct elf_file *discover_debug_file(const char *root, const char *path, struct elf_file *ef,
 				     char *found, size_t len, const char **how);
+/* The same lookup from what it needs of the object: its build id in hex ("" or NULL: none), its
+ * .gnu_debuglink name (NULL or "": none) and CRC (the unwinder's, from libdwfl). */
+struct elf_file *discover_debug_lookup(const char *root, const char *path, const char *build_id,
+				       const char *link, uint32_t crc, char *found, size_t len,
+				       const char **how);
 
 #endif

@@ -446,6 +446,11 @@ const char *elf_file_path(const struct elf_file *ef)
 	return ef->path;
 }
 
+int elf_file_fd(const struct elf_file *ef)
+{
+	return ef->fd;
+}
+
 int elf_file_type(const struct elf_file *ef)
 {
 	return ef->ehdr.e_type;

@@ -41,6 +41,8 @@ struct elf_file *elf_file__open_shown(const char *path, const char *shown);
 void elf_file__free(struct elf_file *ef);
 
 const char *elf_file_path(const struct elf_file *ef);
+/* The open file's descriptor (owned by ef). */
+int elf_file_fd(const struct elf_file *ef);
 /* ET_EXEC, ET_DYN... */
 int elf_file_type(const struct elf_file *ef);
 

@@ -1,5 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* elfcache.c - ELF objects parsed once and shared by every process's unwinder. */
+/*
+ * elfcache.c - ELF objects parsed once and shared by every process's unwinder.
+ *
+ * Each object is read whole into memory by libelf (ELF_C_READ, then ELF_C_FDREAD: pread into a
+ * buffer that libelf owns and frees with the last reference), never mapped: a target that
+ * truncates its mapped library would make a read of a mapping die of SIGBUS; a short read is an
+ * error. The file's size is checked against BOUND_OBJECT_BYTES before, and the cache's total
+ * against its byte bound.
+ */
 #include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <stdbool.h>
@@ -9,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bounds.h"
 #include "elfcache.h"
 
 /* GNU build ids are 20 bytes (SHA-1); longer ones are keyed by their first 32. */
@@ -16,7 +25,6 @@
 
 struct elfcache_obj {
 	Elf *elf; /* our reference: every holder has its own (elf_begin on it) */
-	int fd;
 	uint64_t refs;
 	/* the file's identity: how a second open of the same file is found before parsing it */
 	dev_t dev;
@@ -31,16 +39,18 @@ struct elfcache_obj {
 struct elfcache {
 	struct elfcache_obj **objs;
 	size_t n, max;
+	uint64_t max_bytes;
 	struct elfcache_stats stats;
 };
 
-struct elfcache *elfcache__new(size_t max)
+struct elfcache *elfcache__new(size_t max, uint64_t max_bytes)
 {
 	struct elfcache *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
 	c->max = max ? max : ELFCACHE_MAX_DEFAULT;
+	c->max_bytes = max_bytes ? max_bytes : ELFCACHE_BYTES_DEFAULT;
 	c->objs = calloc(c->max, sizeof(*c->objs));
 	if (!c->objs) {
 		free(c);
@@ -57,8 +67,6 @@ static void obj_free(struct elfcache_obj *o)
 		return;
 	if (o->elf)
 		elf_end(o->elf);
-	if (o->fd >= 0)
-		close(o->fd);
 	free(o);
 }
 
@@ -82,13 +90,49 @@ static bool same_file(const struct elfcache_obj *o, const struct stat *st)
 
 static struct elfcache_obj *hit(struct elfcache *c, struct elfcache_obj *o, int fd)
 {
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	o->refs++;
 	c->stats.hits++;
 	return o;
 }
 
-struct elfcache_obj *elfcache_get(struct elfcache *c, int fd)
+/*
+ * The file of fd, read whole into memory, after the bounds: the object's own, and the cache's
+ * total. NULL with errno (EFBIG, ENOSPC, ENOEXEC, EIO: it changed while read).
+ */
+static Elf *read_object(struct elfcache *c, int fd, const struct stat *st, const char *shown)
+{
+	Elf *elf;
+
+	if ((uint64_t)st->st_size > BOUND_OBJECT_BYTES) {
+		bounds_refuse(BOUND_OBJECT, shown ? shown : "?", (uint64_t)st->st_dev,
+			      (uint64_t)st->st_ino, "the object", (uint64_t)st->st_size);
+		errno = EFBIG;
+		return NULL;
+	}
+	if (c->stats.bytes + (uint64_t)st->st_size > c->max_bytes) {
+		c->stats.full_bytes++;
+		errno = ENOSPC;
+		return NULL;
+	}
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		elf_end(elf);
+		errno = ENOEXEC;
+		return NULL;
+	}
+	/* the whole file, by pread, the size fstat saw when elf_begin ran; then libelf lets the fd
+	 * go (FDREAD does FDDONE's part) */
+	if (elf_cntl(elf, ELF_C_FDREAD)) {
+		elf_end(elf);
+		errno = EIO;
+		return NULL;
+	}
+	return elf;
+}
+
+struct elfcache_obj *elfcache_get(struct elfcache *c, int fd, const char *shown)
 {
 	struct elfcache_obj *o = NULL;
 	const void *id = NULL;
@@ -108,22 +152,22 @@ struct elfcache_obj *elfcache_get(struct elfcache *c, int fd)
 	}
 	if (c->n == c->max) {
 		c->stats.full++;
-		errno = ENOSPC;
-		return NULL;
+		err = ENOSPC;
+		goto cleanup;
 	}
 	o = calloc(1, sizeof(*o));
 	if (!o) {
 		err = ENOMEM;
 		goto cleanup;
 	}
-	o->fd = fd;
-	fd = -1;
-	/* private: libdwfl may write into an object's sections (relocating ET_REL files) */
-	o->elf = elf_begin(o->fd, ELF_C_READ_MMAP_PRIVATE, NULL);
-	if (!o->elf || elf_kind(o->elf) != ELF_K_ELF) {
-		err = ENOEXEC;
+	o->elf = read_object(c, fd, &st, shown);
+	if (!o->elf) {
+		err = errno;
+		if (err == ENOEXEC || err == EIO)
+			c->stats.unreadable++;
 		goto cleanup;
 	}
+	close(fd);
 	len = dwelf_elf_gnu_build_id(o->elf, &id);
 	if (len > 0) {
 		o->id_len = (size_t)len < BUILD_ID_MAX ? (size_t)len : BUILD_ID_MAX;
@@ -134,10 +178,8 @@ struct elfcache_obj *elfcache_get(struct elfcache *c, int fd)
 	/* the same object under another path or inode (another container's copy of libc) */
 	for (i = 0; o->id_len && i < c->n; i++) {
 		if (c->objs[i]->id_len == o->id_len && !memcmp(c->objs[i]->id, o->id, o->id_len)) {
-			fd = o->fd;
-			o->fd = -1;
 			obj_free(o);
-			return hit(c, c->objs[i], fd);
+			return hit(c, c->objs[i], -1);
 		}
 	}
 	o->dev = st.st_dev;
@@ -163,7 +205,7 @@ cleanup:
 Elf *elfcache_obj_elf(struct elfcache_obj *o)
 {
 	/* with a reference Elf, elf_begin only counts one more holder of the same handle */
-	return elf_begin(-1, ELF_C_READ_MMAP_PRIVATE, o->elf);
+	return elf_begin(-1, ELF_C_READ, o->elf);
 }
 
 const char *elfcache_obj_build_id(const struct elfcache_obj *o)
@@ -185,6 +227,21 @@ void elfcache_put(struct elfcache *c, struct elfcache_obj *o)
 	c->stats.objects = c->n;
 	c->stats.bytes -= (uint64_t)o->size;
 	obj_free(o);
+}
+
+int elfcache_reserve(struct elfcache *c, uint64_t bytes)
+{
+	if (c->stats.bytes + bytes > c->max_bytes) {
+		c->stats.full_bytes++;
+		return -ENOSPC;
+	}
+	c->stats.bytes += bytes;
+	return 0;
+}
+
+void elfcache_release(struct elfcache *c, uint64_t bytes)
+{
+	c->stats.bytes -= bytes < c->stats.bytes ? bytes : c->stats.bytes;
 }
 
 void elfcache_stats(const struct elfcache *c, struct elfcache_stats *out)

@@ -3,11 +3,13 @@
  * elfcache.h - parsed ELF objects shared by the unwinders of every process (libelf handles of
  * libruby, libc, the extensions...), keyed by GNU build id, or by the file's identity (device,
  * inode, size, mtime) when it has none. Forked workers of one master map the same files: each
- * object is mapped and parsed once, not once per process.
+ * object is read and parsed once, not once per process.
  *
- * An object is held by references (one per process's Dwfl module that uses it) and freed when
- * the last goes. At most `max` objects at once: past the bound a file is not shared (the
- * caller parses its own copy, as without the cache), and that is counted.
+ * An object is read whole into memory (never mapped: a target can truncate its file), at most
+ * BOUND_OBJECT_BYTES (bounds.h) for one. It is held by references (one per process's Dwfl
+ * module that uses it) and freed when the last goes. At most `max` objects and `max_bytes`
+ * bytes at once: past either a file is refused (its module unwinds without it), and that is
+ * counted.
  */
 #ifndef RP_ELFCACHE_H
 #define RP_ELFCACHE_H
@@ -17,32 +19,40 @@
 #include <stdint.h>
 
 /* Objects kept at once, by default. */
-#define ELFCACHE_MAX_DEFAULT 512
+#define ELFCACHE_MAX_DEFAULT   512
+/* Bytes of objects kept at once, by default: a Ruby 3.1 process of Debian's with its usual
+ * libraries holds 9 MiB (libruby 3.7, libc 1.9, libstdc++ 2.1 when loaded, docs/security.md). */
+#define ELFCACHE_BYTES_DEFAULT (256ULL << 20)
 
 struct elfcache;
 struct elfcache_obj;
 
 struct elfcache_stats {
-	uint64_t hits;	  /* references served by an object already parsed */
-	uint64_t misses;  /* files parsed (each object once while it is held) */
-	uint64_t full;	  /* files not shared: the cache held `max` objects */
-	uint64_t freed;	  /* objects freed: their last reference went */
-	uint64_t objects; /* objects held now */
-	uint64_t peak;	  /* most objects held at once */
-	uint64_t bytes;	  /* bytes of the files of the objects held (mapped, not all resident) */
+	uint64_t hits;	     /* references served by an object already parsed */
+	uint64_t misses;     /* files parsed (each object once while it is held) */
+	uint64_t full;	     /* files refused: the cache held `max` objects */
+	uint64_t full_bytes; /* files refused: they would pass the cache's `max_bytes` */
+	uint64_t unreadable; /* files refused: not ELF, or changed (truncated) while read */
+	uint64_t freed;	     /* objects freed: their last reference went */
+	uint64_t objects;    /* objects held now */
+	uint64_t peak;	     /* most objects held at once */
+	uint64_t bytes;	     /* bytes of the objects held (read into memory) */
 };
 
-/* max: objects at once (0: ELFCACHE_MAX_DEFAULT). NULL with errno set. */
-struct elfcache *elfcache__new(size_t max);
+/* max: objects at once (0: ELFCACHE_MAX_DEFAULT); max_bytes: their bytes at once (0:
+ * ELFCACHE_BYTES_DEFAULT). NULL with errno set. */
+struct elfcache *elfcache__new(size_t max, uint64_t max_bytes);
 /* Frees the cache's own references; an Elf handed out stays valid until its holder ends it. */
 void elfcache__free(struct elfcache *c);
 
 /*
- * The object of fd (an open ELF file; the call takes it: kept in the object or closed), with one
- * more reference. NULL with errno: ENOSPC (the cache is full: fd is left open for the caller),
- * ENOEXEC (not ELF: fd closed), or another errno (fd closed).
+ * The object of fd (an open regular file; the call takes it: closed in every case), with one more
+ * reference; shown: its path as the process sees it, for the log line of a refusal. NULL with
+ * errno: ENOSPC (the cache is at one of its bounds), EFBIG (the file is past
+ * BOUND_OBJECT_BYTES: counted and logged by bounds.h), ENOEXEC (not ELF), EIO (it changed while
+ * read), or another errno.
  */
-struct elfcache_obj *elfcache_get(struct elfcache *c, int fd);
+struct elfcache_obj *elfcache_get(struct elfcache *c, int fd, const char *shown);
 /* A new reference to the object's Elf, for a holder that ends it with elf_end() (libdwfl does,
  * when its module goes). NULL with errno. */
 Elf *elfcache_obj_elf(struct elfcache_obj *o);
@@ -50,6 +60,14 @@ Elf *elfcache_obj_elf(struct elfcache_obj *o);
 const char *elfcache_obj_build_id(const struct elfcache_obj *o);
 /* Drops a reference of elfcache_get; the last frees the object. NULL is ignored. */
 void elfcache_put(struct elfcache *c, struct elfcache_obj *o);
+
+/*
+ * Bytes held for unwinding outside the cache's objects (copies of debug files that libdwfl holds
+ * by descriptor), counted against the same byte bound: 0, or -ENOSPC (counted in full_bytes).
+ * Released by their holder when it lets them go.
+ */
+int elfcache_reserve(struct elfcache *c, uint64_t bytes);
+void elfcache_release(struct elfcache *c, uint64_t bytes);
 
 void elfcache_stats(const struct elfcache *c, struct elfcache_stats *out);
 

@@ -83,13 +83,15 @@
 	VALUE(M_NATIVE_ELF_SHARED, NULL, NULL, S->c.native.unw.elf.hits) \
 	FAMILY("rubyprofd_native_elf_freed_total", COUNTER, NATIVE, "ELF objects freed: the last process using them went.") \
 	VALUE(M_NATIVE_ELF_FREED, NULL, NULL, S->c.native.unw.elf.freed) \
-	FAMILY("rubyprofd_native_elf_not_shared_total", COUNTER, NATIVE, "ELF files parsed per process: the shared cache was at its bound.") \
-	VALUE(M_NATIVE_ELF_NOT_SHARED, NULL, NULL, S->c.native.unw.elf.full) \
+	FAMILY("rubyprofd_native_elf_refused_total", COUNTER, NATIVE, "ELF files refused for unwinding (their modules unwind without them): the shared cache was at its bound of objects or of bytes, or the file was not ELF or changed while read.") \
+	VALUE(M_NATIVE_ELF_REFUSED_OBJECTS, "reason", "objects", S->c.native.unw.elf.full) \
+	VALUE(M_NATIVE_ELF_REFUSED_BYTES, "reason", "bytes", S->c.native.unw.elf.full_bytes) \
+	VALUE(M_NATIVE_ELF_REFUSED_UNREADABLE, "reason", "unreadable", S->c.native.unw.elf.unreadable) \
 	FAMILY("rubyprofd_native_elf_objects", GAUGE, NATIVE, "ELF objects held for unwinding now.") \
 	VALUE(M_NATIVE_ELF_OBJECTS, NULL, NULL, S->c.native.unw.elf.objects) \
 	FAMILY("rubyprofd_native_elf_objects_peak", GAUGE, NATIVE, "Most ELF objects held for unwinding at once.") \
 	VALUE(M_NATIVE_ELF_OBJECTS_PEAK, NULL, NULL, S->c.native.unw.elf.peak) \
-	FAMILY("rubyprofd_native_elf_bytes", GAUGE, NATIVE, "Bytes of the ELF files held for unwinding (mapped, not all resident).") \
+	FAMILY("rubyprofd_native_elf_bytes", GAUGE, NATIVE, "Bytes of the ELF files held for unwinding (read into memory; bound 256 MiB).") \
 	VALUE(M_NATIVE_ELF_BYTES, NULL, NULL, S->c.native.unw.elf.bytes) \
 	FAMILY("rubyprofd_kernel_stacks_total", COUNTER, KERNEL, "Kernel stacks put under native frames (kernel_stacks).") \
 	VALUE(M_KERNEL_STACKS, NULL, NULL, S->c.collector.kernel_stacks) \
@@ -240,6 +242,9 @@
 	FAMILY("rubyprofd_refused_objects_total", COUNTER, ALWAYS, "Files or sections of a profiled process's objects not read: past a bound (bounds.h, docs/security.md), by bound.") \
 	VALUE(M_REFUSED_OBJECTS_SECTION, "bound", "section", S->c.bounds.refused[BOUND_SECTION]) \
 	VALUE(M_REFUSED_OBJECTS_FILE, "bound", "file", S->c.bounds.refused[BOUND_FILE]) \
+	VALUE(M_REFUSED_OBJECTS_NAME, "bound", "name", S->c.bounds.refused[BOUND_NAME]) \
+	VALUE(M_REFUSED_OBJECTS_OBJECT, "bound", "object", S->c.bounds.refused[BOUND_OBJECT]) \
+	VALUE(M_REFUSED_OBJECTS_NOT_REGULAR, "bound", "not_regular", S->c.bounds.refused[BOUND_REGULAR]) \
 	FAMILY("rubyprofd_refused_objects_logged_total", COUNTER, ALWAYS, "Of the refused objects, those logged (one line per object and bound).") \
 	VALUE(M_REFUSED_OBJECTS_LOGGED, NULL, NULL, S->c.bounds.logged) \
 	FAMILY("rubyprofd_process_events_total", COUNTER, ALWAYS, "Process life-cycle events from the kernel.") \

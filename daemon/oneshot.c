@@ -317,9 +317,12 @@ static void summary(struct run *r, double secs, const char *path)
 	 * processes map them */
 	if (S.c.native_on)
 		printf("native objects: %" PRIu64 " parsed, %" PRIu64 " times shared, %" PRIu64
-		       " at most at once, %" PRIu64 " freed, %" PRIu64 " not shared (cache full)\n",
+		       " at most at once, %" PRIu64 " freed, %" PRIu64
+		       " refused (cache full), %" PRIu64 " unreadable\n",
 		       M(M_NATIVE_ELF_PARSED), M(M_NATIVE_ELF_SHARED), M(M_NATIVE_ELF_OBJECTS_PEAK),
-		       M(M_NATIVE_ELF_FREED), M(M_NATIVE_ELF_NOT_SHARED));
+		       M(M_NATIVE_ELF_FREED),
+		       M(M_NATIVE_ELF_REFUSED_OBJECTS) + M(M_NATIVE_ELF_REFUSED_BYTES),
+		       M(M_NATIVE_ELF_REFUSED_UNREADABLE));
 	if (S.c.native_on && r->cfg->kernel_stacks)
 		printf("kernel: %" PRIu64 " stacks (%" PRIu64 " lost, %" PRIu64
 		       " unpaired), %" PRIu64 " frames, %" PRIu64 " unnamed\n",

@@ -7,12 +7,16 @@
 #include <unistd.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 
+#include "bounds.h"
 #include "procs.h"
 #include "text.h"
 
@@ -278,6 +282,71 @@ int procs_root_path(pid_t pid, const char *path, char *buf, size_t len)
 	int n = snprintf(buf, len, "/proc/%d/root%s", pid, path);
 
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/*
+ * fd if it is a regular file, else closed and -EINVAL (or fstat's -errno). What else a target
+ * put there (a FIFO, a device) is refused, counted and logged once (bounds.h); a directory is
+ * only a wrong guess of a lookup.
+ */
+static int procs_regular(int fd, const char *shown)
+{
+	struct stat st;
+	int err;
+
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		if (!S_ISDIR(st.st_mode))
+			bounds_refuse(BOUND_REGULAR, shown, (uint64_t)st.st_dev,
+				      (uint64_t)st.st_ino, "the file", 0);
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
+int procs_open_in_root(const char *root, const char *path)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	int dfd, fd;
+
+	dfd = open(root && root[0] ? root : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+	if (fd < 0)
+		fd = -errno;
+	close(dfd);
+	return procs_regular(fd, path);
+}
+
+int procs_open_mapped(pid_t pid, const struct proc_map *m)
+{
+	char mf[128];
+	int fd;
+
+	/* a magic link by design: it is the mapping's own file, whatever its name says now */
+	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, m->start,
+		 m->end);
+	fd = open(mf, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	return procs_regular(fd < 0 ? -errno : fd, m->path ? m->path : mf);
+}
+
+bool procs_is_mapped_file(int fd, const struct proc_map *m, bool any_dev)
+{
+	struct stat st;
+
+	return !fstat(fd, &st) && (uint64_t)st.st_ino == m->inode &&
+	       (any_dev || (uint64_t)st.st_dev == m->dev);
 }
 
 int procs_parse_start_ticks(const char *stat, uint64_t *ticks)

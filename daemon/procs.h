@@ -57,4 +57,20 @@ int procs_thread_name(pid_t pid, pid_t tid, char *buf, size_t len);
 /* "/proc/PID/root" + path, for files as the process sees them (containers, chroots). */
 int procs_root_path(pid_t pid, const char *path, char *buf, size_t len);
 
+/*
+ * The one way a file that a profiled process controls is opened (its objects, their debug
+ * files): path resolved as a process whose root is `root` ("/proc/PID/root", or "/") sees it,
+ * symbolic links and ".." kept inside that root (openat2 RESOLVE_IN_ROOT) and no magic link
+ * followed; non-blocking (a FIFO planted at the path must not hang us); only a regular file
+ * (not a FIFO, a device, a directory). Read-only. An fd, or -errno (-EINVAL: not a regular
+ * file).
+ */
+int procs_open_in_root(const char *root, const char *path);
+/* The file that mapping m of pid maps, through /proc/PID/map_files (a deleted or replaced
+ * file; CAP_CHECKPOINT_RESTORE), with the same rules. An fd, or -errno. */
+int procs_open_mapped(pid_t pid, const struct proc_map *m);
+/* Whether fd is the file that m maps: its inode, and its device unless any_dev (overlayfs:
+ * maps may show the layer's device, fstat the overlay's). */
+bool procs_is_mapped_file(int fd, const struct proc_map *m, bool any_dev);
+
 #endif

@@ -5,19 +5,27 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bounds.h"
 #include "clock.h"
 #include "coldpart.h"
+#include "demangle.h"
+#include "discover.h"
 #include "ehframe.h"
+#include "elf.h"
 #include "elfcache.h"
+#include "log.h"
 #include "procmem.h"
 #include "procs.h"
+#include "text.h"
 #include "unwind.h"
 
 /* x86-64 DWARF register numbers (System V psABI, figure 3.36). */
@@ -41,6 +49,7 @@ struct uproc {
 	size_t nobjs, objs_cap;
 	uint64_t used;	  /* unwinder tick of its last use: the least recent goes at the bound */
 	int64_t built_ns; /* CLOCK_MONOTONIC when its Dwfl was made */
+	uint64_t debug_bytes; /* of the debug file copies its Dwfl holds (find_debuginfo) */
 	const struct unwind_input *in;
 	bool past_copy;
 	uint64_t func_start, func_end; /* extent of the last function asked about */
@@ -52,6 +61,7 @@ struct unwinder {
 	struct elfcache *elf;
 	size_t max, n;
 	uint64_t tick;
+	bool full_logged; /* the ELF cache's bound was met and said once */
 	struct unwinder_stats stats;
 };
 
@@ -76,18 +86,16 @@ static bool find_mapping(pid_t pid, const char *path, uint64_t start, struct pro
 }
 
 /*
- * Opens path if it is the mapped file: the same inode, and the same device unless `any_dev`
- * (overlayfs: maps may show the layer's device, stat the overlay's). -1 otherwise.
+ * path opened inside root (procs_open_in_root: no FIFO, no device, no link out of the root) if
+ * it is the mapped file m (NULL: unchecked): the same inode, and the same device unless any_dev
+ * (overlayfs). -1 otherwise.
  */
-static int open_same(const char *path, const struct proc_map *m, bool any_dev)
+static int open_same(const char *root, const char *path, const struct proc_map *m, bool any_dev)
 {
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = procs_open_in_root(root, path);
 
-	if (fd < 0 || !m)
-		return fd;
-	if (fstat(fd, &st) == 0 && st.st_ino == m->inode && (any_dev || st.st_dev == m->dev))
-		return fd;
+	if (fd < 0 || !m || procs_is_mapped_file(fd, m, any_dev))
+		return fd < 0 ? -1 : fd;
 	close(fd);
 	return -1;
 }
@@ -105,17 +113,29 @@ static bool uproc_holds(const struct uproc *p, const struct elfcache_obj *o)
 }
 
 /*
- * find_elf's answer for an opened file: the shared object's Elf in *elfp (and -1: libdwfl then
- * owns a reference of the Elf, and no fd), else the fd for libdwfl to parse on its own (the cache
- * is full or out of memory), else -1.
+ * find_elf's answer for an opened file (taken: closed in every case): the shared object's Elf
+ * in *elfp (libdwfl then owns a reference of the Elf, and no fd), else none (-1): the cache
+ * refused it (full, or the object past its bound: counted there), or it is not ELF. Never the
+ * fd: libdwfl would map the file, which its owner can truncate under us (SIGBUS).
  */
-static int share_elf(struct uproc *p, int fd, Elf **elfp)
+static int share_elf(struct uproc *p, int fd, Elf **elfp, const char *shown)
 {
-	struct elfcache_obj *o = elfcache_get(p->u->elf, fd), **no;
+	struct elfcache_obj *o, **no;
+	char clean[256];
 	size_t cap;
 
+	bounds_set_pid(p->pid);
+	o = elfcache_get(p->u->elf, fd, shown);
+	if (!o && errno == ENOSPC && !p->u->full_logged) {
+		/* counted per file (rubyprofd_native_elf_refused_total); said once for the process */
+		p->u->full_logged = true;
+		log_warn("the ELF cache is at its bound (%d objects or %llu MiB): objects past it "
+			 "are not unwound, first \"%s\" of pid %d",
+			 ELFCACHE_MAX_DEFAULT, ELFCACHE_BYTES_DEFAULT >> 20,
+			 text_clean_copy(shown, clean, sizeof(clean)), (int)p->pid);
+	}
 	if (!o)
-		return errno == ENOSPC ? fd : -1;
+		return -1;
 	if (uproc_holds(p, o)) {
 		elfcache_put(p->u->elf, o); /* one reference per process is enough */
 	} else {
@@ -136,13 +156,14 @@ static int share_elf(struct uproc *p, int fd, Elf **elfp)
 }
 
 /*
- * The modules' files as the process sees them: through /proc/PID/root, so that a process in a
- * container gets its own libraries; then the path itself (maps name files as seen from the
- * reader's root: a chroot below ours), then the mapping itself (/proc/PID/map_files: a deleted
- * or replaced file; it needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE). A path is used only if it
- * still names the mapped file (its inode), so that a container's deleted library is never
- * replaced by the host's file of the same name. Each module's userdata points at its uproc (set
- * right after reporting, before any file is opened: libdwfl opens them lazily).
+ * The modules' files as the process sees them: inside /proc/PID/root, so that a process in a
+ * container gets its own libraries; then the path inside our root (maps name files as seen from
+ * the reader's root: a chroot below ours), then the mapping itself (/proc/PID/map_files: a
+ * deleted or replaced file; it needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE). Every open is
+ * procs_open_in_root's or procs_open_mapped's (non-blocking, regular files only). A path is used
+ * only if it still names the mapped file (its inode), so that a container's deleted library is
+ * never replaced by the host's file of the same name. Each module's userdata points at its uproc
+ * (set right after reporting, before any file is opened: libdwfl opens them lazily).
  */
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 		    char **file_name, Elf **elfp)
@@ -150,34 +171,113 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwar
 	struct uproc *p = *userdata;
 	struct proc_map m;
 	const struct proc_map *mp;
-	char path[4096];
-	int fd = -1;
+	char root[64];
+	int fd;
 
 	if (!p || modname[0] != '/')
 		/* "[vdso: PID]": libdwfl reads it from the process's memory itself */
 		return dwfl_linux_proc_find_elf(mod, userdata, modname, base, file_name, elfp);
 	/* without its mapping (gone since it was reported), the root's path unchecked */
 	mp = find_mapping(p->pid, modname, base, &m) ? &m : NULL;
-	if (procs_root_path(p->pid, modname, path, sizeof(path)) == 0)
-		fd = open_same(path, mp, true);
-	if (fd < 0 && mp) {
-		snprintf(path, sizeof(path), "%s", modname);
-		fd = open_same(path, mp, false);
-	}
-	if (fd < 0 && mp) {
-		snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid,
-			 mp->start, mp->end);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-	}
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)p->pid);
+	fd = open_same(root, modname, mp, true);
+	if (fd < 0 && mp)
+		fd = open_same("/", modname, mp, false);
+	if (fd < 0 && mp)
+		fd = procs_open_mapped(p->pid, mp);
 	if (fd < 0)
 		return -1;
-	*file_name = strdup(path);
-	return share_elf(p, fd, elfp);
+	*file_name = strdup(modname);
+	return share_elf(p, fd, elfp, modname);
+}
+
+/*
+ * A copy of the debug file dbg in a memory file of ours (memfd): libdwfl maps what find_debuginfo
+ * returns, and a copy cannot be truncated by the file's owner. At most BOUND_OBJECT_BYTES, and
+ * counted against the ELF cache's byte bound until the process's Dwfl goes. An fd, or -1.
+ */
+static int debug_copy(struct uproc *p, struct elf_file *dbg, const char *shown)
+{
+	char buf[65536];
+	struct stat st;
+	off_t off = 0;
+	ssize_t n;
+	int in = elf_file_fd(dbg), fd;
+
+	if (fstat(in, &st))
+		return -1;
+	if ((uint64_t)st.st_size > BOUND_OBJECT_BYTES) {
+		bounds_refuse(BOUND_OBJECT, shown, (uint64_t)st.st_dev, (uint64_t)st.st_ino,
+			      "the debug file", (uint64_t)st.st_size);
+		return -1;
+	}
+	if (elfcache_reserve(p->u->elf, (uint64_t)st.st_size))
+		return -1;
+	fd = memfd_create("rubyprofd-debug", MFD_CLOEXEC);
+	/* no more than fstat said, whatever the file grew to since */
+	while (fd >= 0 && off < st.st_size) {
+		n = pread(in, buf,
+			  (size_t)(st.st_size - off) < sizeof(buf) ? (size_t)(st.st_size - off)
+								   : sizeof(buf),
+			  off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || write(fd, buf, (size_t)n) != n) {
+			close(fd);
+			fd = -1;
+			break;
+		}
+		off += n;
+	}
+	if (fd < 0) {
+		elfcache_release(p->u->elf, (uint64_t)st.st_size);
+		return -1;
+	}
+	p->debug_bytes += (uint64_t)st.st_size;
+	return fd;
+}
+
+/*
+ * Separate debug files (symbols of a stripped object): the daemon's own lookup
+ * (discover_debug_lookup: by build id, then .gnu_debuglink, inside the process's root, through
+ * procs_open_in_root, the CRC read under BOUND_FILE_BYTES), never libdwfl's (which opens paths
+ * itself, blocking, and would map them). Handed over as a private copy.
+ */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	struct uproc *p = *userdata;
+	char root[64], id[2 * 20 + 1] = "", found[PATH_MAX];
+	const unsigned char *bits;
+	struct elf_file *dbg;
+	const char *how;
+	GElf_Addr vaddr;
+	int len, i, fd;
+
+	if (!p || modname[0] != '/')
+		return -1;
+	len = dwfl_module_build_id(mod, &bits, &vaddr);
+	for (i = 0; len > 0 && i < len && i < 20; i++)
+		snprintf(id + (ptrdiff_t)2 * i, 3, "%02x", bits[i]);
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)p->pid);
+	bounds_set_pid(p->pid);
+	dbg = discover_debug_lookup(root, modname, id, debuglink_file, debuglink_crc, found,
+				    sizeof(found), &how);
+	/* a .gnu_debuglink whose CRC32 is still being read (checksum.h, EINPROGRESS) gives none
+	 * either: libdwfl asks once per module, so this process's unwinder goes without it */
+	if (!dbg)
+		return -1;
+	fd = debug_copy(p, dbg, found);
+	elf_file__free(dbg);
+	if (fd >= 0)
+		*debuginfo_file_name = strdup(found);
+	return fd;
 }
 
 static const Dwfl_Callbacks dwfl_callbacks = {
 	.find_elf = find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_debuginfo = find_debuginfo,
 	.section_address = dwfl_offline_section_address,
 };
 
@@ -253,11 +353,14 @@ static int set_userdata(Dwfl_Module *mod, void **userdata, const char *name, Dwa
 	return DWARF_CB_OK;
 }
 
+/* Ends the Dwfl, and with it the debug file copies its modules held. */
 static void uproc_drop(struct uproc *p)
 {
 	if (p->dwfl)
 		dwfl_end(p->dwfl);
 	p->dwfl = NULL;
+	elfcache_release(p->u->elf, p->debug_bytes);
+	p->debug_bytes = 0;
 }
 
 /* The process's Dwfl, then its references to the shared objects (freed when the last goes). */
@@ -355,7 +458,7 @@ struct unwinder *unwinder__new(size_t max_procs)
 		return NULL;
 	u->max = max_procs ? max_procs : UNWIND_MAX_PROCS_DEFAULT;
 	u->procs = calloc(u->max, sizeof(*u->procs));
-	u->elf = elfcache__new(ELFCACHE_MAX_DEFAULT);
+	u->elf = elfcache__new(ELFCACHE_MAX_DEFAULT, ELFCACHE_BYTES_DEFAULT);
 	if (!u->procs || !u->elf) {
 		elfcache__free(u->elf);
 		free(u->procs);
@@ -363,7 +466,7 @@ struct unwinder *unwinder__new(size_t max_procs)
 		errno = ENOMEM;
 		return NULL;
 	}
-	/* Never a network lookup: libdwfl's standard debuginfo finder asks debuginfod when set. */
+	/* Never a network lookup (libdwfl's standard finder, not used, would ask debuginfod). */
 	unsetenv("DEBUGINFOD_URLS");
 	return u;
 }
@@ -547,6 +650,19 @@ static uint64_t first_load_offset(Dwfl_Module *mod, uint64_t start)
 	return 0;
 }
 
+/* A C++ name of module past BOUND_NAME_BYTES (demangle.h): counted and logged, kept mangled. */
+static void refuse_name(pid_t pid, const char *module, const char *name)
+{
+	size_t len = strnlen(name, DEMANGLE_INPUT_MAX);
+
+	bounds_set_pid(pid);
+	if (len >= DEMANGLE_INPUT_MAX)
+		bounds_refuse(BOUND_NAME, module ? module : "?", 0, 0, "a C++ name", strlen(name));
+	else
+		bounds_refuse(BOUND_NAME, module ? module : "?", 0, 0,
+			      "the demangled form of a C++ name", 0);
+}
+
 int unwinder_symbolize(struct unwinder *u, pid_t pid, uint64_t addr, struct unwind_sym *out)
 {
 	struct uproc *p = uproc_find(u, pid);
@@ -556,7 +672,7 @@ int unwinder_symbolize(struct unwinder *u, pid_t pid, uint64_t addr, struct unwi
 	Dwfl_Module *mod;
 	GElf_Off off = 0;
 	GElf_Sym sym;
-	int len, i;
+	int len, i, err;
 
 	memset(out, 0, sizeof(*out));
 	if (!p || !p->dwfl)
@@ -572,8 +688,11 @@ int unwinder_symbolize(struct unwinder *u, pid_t pid, uint64_t addr, struct unwi
 	out->name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
 	if (out->name) {
 		/* C++ as its source spells it; a name that is not C++, or too long, stays as is */
-		if (demangle_cxx(out->name, out->demangled, sizeof(out->demangled)) == 0)
+		err = demangle_cxx(out->name, out->demangled, sizeof(out->demangled));
+		if (err == 0)
 			out->name = out->demangled;
+		else if (err == -ENAMETOOLONG)
+			refuse_name(pid, out->module, out->name);
 		out->offset = off;
 		out->func_addr = addr - off;
 	} else if (ehframe_hdr_lookup(mod, addr, &fstart, &fend) == 0 && fstart >= start &&

@@ -21,7 +21,8 @@ pkgs=(
 	libxml2-dev							# make fuzz: fuzz_text parses the SVG views with libxml2
 	puma								# tests: test_puma profiles a real Puma server in wall-clock mode
 	ruby-nokogiri							# tests: test_native's nokogiri script (libxml2 under Nokogiri's C methods)
-	g++								# build: -lstdc++ for C++ demangling (daemon/demangle.c); tests: test_native_cxx's library
+	g++								# tests: test_native_cxx's library; test_demangle compares with libstdc++'s __cxa_demangle
+	libiberty-dev							# build: C++ demangling with a bounded output (daemon/demangle.c)
 	linux-perf							# tests: test_native compares its native depth with perf's
 	systemd-container						# tests: systemd-nspawn boots a Debian root with systemd as PID 1
 )

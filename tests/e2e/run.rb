@@ -92,6 +92,12 @@ class E2E
   SMOKE = []
   def self.smoke(*names) = SMOKE.concat(names)
 
+  # Tests that only the full suite runs (`make test-rest` too), even on the host's Ruby: the
+  # `stacks = mixed` and `clock = wall` variants of a test that `make test` runs in the default
+  # mode.
+  FULL_ONLY = []
+  def self.full_only(*names) = FULL_ONLY.concat(names)
+
   # Tests that run alone, no other test beside them: they load both CPUs on purpose (10 kHz,
   # thousands of threads or processes) or change what the whole host sees (ns_last_pid).
   EXCLUSIVE = []
@@ -376,8 +382,8 @@ Dir[File.join(__dir__, "test_*.rb")].sort.each { |f| require f }
 
 # Which tests run, and how many at once.
 #
-# RP_E2E_SET: "quick" (`make test`): every test on the host's Ruby and the smoke set on each
-# Debian root; "full": every test on every Ruby; "rest": what "full" runs beyond "quick" (the
+# RP_E2E_SET: "quick" (`make test`): every test on the host's Ruby (but E2E.full_only's) and the
+# smoke set on each Debian root; "full": every test on every Ruby; "rest": what "full" runs beyond "quick" (the
 # roots' other tests), for `make test-rest` after `make test`.
 # RP_E2E_JOBS: tests run at once (default: the number of CPUs). Each runs in a process of its
 # own, forked from this one; its result is printed whole when it ends. Exclusive tests run
@@ -396,7 +402,7 @@ def selected?(rt, t)
   return false if FILTER && name !~ FILTER
   return false if rt.root && E2E::HOST_ONLY.include?(t)
 
-  smoke = !rt.root || E2E::SMOKE.include?(t)
+  smoke = (!rt.root || E2E::SMOKE.include?(t)) && !E2E::FULL_ONLY.include?(t)
   case SET
   when "quick" then smoke
   when "rest" then !smoke

@@ -11,8 +11,9 @@ require "socket"
 require "timeout"
 
 class E2E
-  host_only :test_hostile_tenant
-  group :service, :test_hostile_tenant
+  host_only :test_hostile_tenant, :test_hostile_tenant_mixed
+  group :service, :test_hostile_tenant, :test_hostile_tenant_mixed
+  full_only :test_hostile_tenant_mixed
 
   LIBRUBY_HOST = "/usr/lib/x86_64-linux-gnu/libruby-#{RbConfig::CONFIG["ruby_version"][/\A\d+\.\d+/]}.so.#{RUBY_VERSION}".freeze
 
@@ -204,6 +205,158 @@ class E2E
              "slow clients timed out %d, evicted %d; thread name %s",
              want, during, scrapes.size, scrapes.max, hwm, section, file, crc_bytes >> 20, slowest * 1000,
              timed_out, evicted, names.first.inspect)
+    ensure
+      pids.each { |p| Process.kill("KILL", p) rescue nil }
+      pids.each { |p| Process.waitpid(p) rescue nil }
+      svc.kill
+      FileUtils.rm_rf(dir)
+    end
+  end
+
+  # The C++ name of the issue's row 5: "_Z1fI1A", then n types B<X, X> whose X is the type before
+  # (a back-reference), then "Evv": 286 bytes at n = 26 demangle to 872 MB.
+  def demangler_bomb(n)
+    ref = ->(id) { id.zero? ? "S_" : "S#{(id - 1).to_s(36).upcase}_" }
+    prev = 1
+    nxt = 2
+    name = +"_Z1fI1A"
+    n.times do
+      name << "1BI#{ref[prev]}#{ref[prev]}E"
+      nxt += 1 # the name B
+      prev = nxt
+      nxt += 1
+    end
+    name << "Evv"
+  end
+
+  # The tenant's Ruby for the mixed-mode rows, in phases that the test waits for by files:
+  # ready) every library mapped, calls into all but libz-a: rubyprofd reports the modules (libz-a
+  # by its path) and reads libz-b (whose .gnu_debuglink names a FIFO beside it, row 3), libz-c
+  # and the bomb's library (row 5), but not libz-a;
+  # fifo) libz-a's path is a FIFO now (row 3), and it calls into libz-a too;
+  # truncated) from inside libz-c (deflateInit_, whose zalloc calls back into Ruby) libz-c is
+  # truncated to 0 bytes (row 4), and the callback spins in Ruby for good, libz-c's frames under it.
+  TENANT_MIXED = <<~'RB'
+    require "fiddle"
+    dir, bomb = ARGV
+    lib = ->(n) { File.join(dir, "libz-#{n}.so") }
+    # RTLD_DEEPBIND (8): each copy's own calls stay in the copy (crc32 -> crc32_z), not in the
+    # host's libz that Ruby may have loaded already
+    h = %w[a b c].to_h { |n| [n, Fiddle::Handle.new(lib[n], Fiddle::RTLD_NOW | 8)] }
+    crc = ->(n) { Fiddle::Function.new(h[n]["crc32"], [Fiddle::TYPE_LONG, Fiddle::TYPE_VOIDP, Fiddle::TYPE_INT], Fiddle::TYPE_LONG) }
+    spin = Fiddle::Function.new(Fiddle.dlopen(File.join(dir, "libbomb.so"))[bomb], [Fiddle::TYPE_LONG], Fiddle::TYPE_LONG)
+    buf = "x" * (1 << 20)
+    def busy(secs)
+      t = Time.now
+      yield while Time.now - t < secs
+    end
+    File.write(File.join(dir, "ready"), "")
+    busy(4) { crc["b"].call(0, buf, buf.bytesize); crc["c"].call(0, buf, buf.bytesize); spin.call(3_000_000) }
+    File.rename(lib["a"], lib["a"] + ".old")
+    File.mkfifo(lib["a"])
+    File.write(File.join(dir, "fifo"), "")
+    busy(5) { crc["a"].call(0, buf, buf.bytesize); crc["b"].call(0, buf, buf.bytesize); crc["c"].call(0, buf, buf.bytesize); spin.call(3_000_000) }
+    class Zalloc < Fiddle::Closure
+      def initialize(path, done)
+        @path, @done = path, done
+        super(Fiddle::TYPE_VOIDP, [Fiddle::TYPE_VOIDP, Fiddle::TYPE_INT, Fiddle::TYPE_INT])
+      end
+
+      def call(*)
+        File.truncate(@path, 0)
+        File.write(@done, "")
+        loop { } # never back into the truncated library
+      end
+    end
+    zalloc = Zalloc.new(lib["c"], File.join(dir, "truncated"))
+    strm = Fiddle::Pointer.malloc(112)
+    strm[0, 112] = "\0" * 112
+    strm[64, 8] = [zalloc.to_i].pack("Q<")
+    version = Fiddle::Function.new(h["c"]["zlibVersion"], [], Fiddle::TYPE_VOIDP).call.to_s
+    init = Fiddle::Function.new(h["c"]["deflateInit_"], [Fiddle::TYPE_VOIDP, Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP, Fiddle::TYPE_INT], Fiddle::TYPE_INT)
+    init.call(strm, 6, version, 112)
+  RB
+
+  # Rows 3-5 with stacks = mixed: as the default-mode test, against a service that unwinds native
+  # stacks. The tenant maps copies of libz and a library of its own with the bomb's name, then
+  # turns one copy's path into a FIFO, names a FIFO as another's debug file, and truncates a
+  # third while its frames are on the stack that is being unwound.
+  def test_hostile_tenant_mixed
+    nobody = Etc.getpwnam("nobody")
+    dir = Dir.mktmpdir("rubyprofd-hostile-mixed-")
+    FileUtils.chmod(0o755, dir)
+    tenant = File.join(dir, "tenant")
+    FileUtils.mkdir_p(tenant)
+    pids = []
+    victim = File.join(tenant, "victim.rb")
+    File.write(victim, "loop { }\n")
+    libz = File.realpath("/lib/x86_64-linux-gnu/libz.so.1")
+    %w[a b c].each { |n| FileUtils.cp(libz, File.join(tenant, "libz-#{n}.so")) }
+    debuglink = `readelf -p .gnu_debuglink #{libz}`.b[/\]\s+(\S+\.debug)/n, 1]
+    check(debuglink, "#{libz} has no .gnu_debuglink")
+    File.mkfifo(File.join(tenant, debuglink))
+    bomb = demangler_bomb(26)
+    check(bomb.size >= 280, "the bomb is #{bomb.size} bytes")
+    File.write(File.join(tenant, "bomb.c"), <<~C)
+      long spin(long n) __asm__("#{bomb}");
+      long spin(long n) { volatile long x = 0; for (long i = 0; i < n; i++) x += i; return x; }
+    C
+    out, st = Open3.capture2e("gcc", "-O1", "-shared", "-fPIC", "-o", File.join(tenant, "libbomb.so"), File.join(tenant, "bomb.c"))
+    check(st.success?, "gcc: #{out}")
+    script = File.join(tenant, "tenant.rb")
+    File.write(script, TENANT_MIXED)
+    FileUtils.chown_R(nobody.uid, nil, tenant)
+    port = 20000 + rand(20000)
+    conf = "rule = cmdline ~ tests/e2e/run\\.rb => ignore\n"
+    svc = service(["--interval", "1", "--metrics-address", "127.0.0.1:#{port}", "--rescan-interval", "1",
+                   "--stacks", "mixed", "--frequency", "97"], conf: conf)
+    begin
+      check(svc.wait_note(/READY=1/, 60), "the service never got ready:\n#{svc.log_text}")
+      pids << as_nobody(@rt.bin, victim, chdir: tenant)
+      svc_wait(svc, "the victim's first profile", 60) { by_service(svc)["victim"] }
+      t_attack = Time.now
+      first_seen = svc.profiles.size
+      pids << as_nobody(@rt.bin, script, tenant, bomb, chdir: tenant)
+      phases = {}
+      scrapes = []
+      until Time.now - t_attack > 20
+        _, took = scrape_within(port, 1)
+        scrapes << took
+        fail!("the service died:\n#{svc.log_text}") if Process.waitpid(svc.pid, Process::WNOHANG)
+        %w[ready fifo truncated].each { |ph| phases[ph] ||= Time.now - t_attack if File.exist?(File.join(tenant, ph)) }
+        sleep 0.5
+      end
+      check(phases.size == 3, "the tenant's phases reached: #{phases.inspect}")
+      body, = scrape_within(port, 1)
+      during = svc.profiles.drop(first_seen).count { |meta, _| meta["service"] == "victim" }
+      check(during >= 15, "#{during} profiles of the victim in the 20 s of the attack (1 s intervals)")
+      check(by_service(svc)["tenant"], "the tenant itself was profiled")
+      hwm = svc.status_of("VmHWM")
+      check(hwm < 64 * 1024, "the daemon's peak RSS #{hwm} KiB")
+      log = svc.log_text
+      counts = %w[not_regular name].to_h { |b| [b, metric_value(body, "rubyprofd_refused_objects_total", "bound=\"#{b}\"").to_i] }
+      unwound = metric_value(body, "rubyprofd_native_unwound_total").to_i
+      check(counts["not_regular"] >= 2 && counts["name"] >= 1, "refusals counted: #{counts.inspect}\n#{log}")
+      lines = log.lines.grep(/not a regular file|past the bound/)
+      check(lines.grep(%r{/libz-a\.so"}).size == 1, "log lines for the FIFO at libz-a.so:\n#{lines.join}")
+      check(lines.grep(/#{Regexp.escape(debuglink)}/).size == 1, "log lines for the FIFO debug file:\n#{lines.join}")
+      check(lines.grep(/libbomb\.so.*C\+\+ name/).size == 1, "log lines for the bomb:\n#{lines.join}")
+      # the tenant's own frames: the bomb's kept under its mangled name; libz-a's (its path a
+      # FIFO) as offsets in it; libz-c's named after its truncation (the copy read before it)
+      frames = by_service(svc)["tenant"].map do |_, path|
+        prof = PprofRaw.read(path)
+        prof.samples.flat_map { |s| prof.frames(s).map { |l| [l.name, File.basename(l.file.to_s)] } }.uniq
+      end
+      check(frames.flatten(1).include?([bomb, "libbomb.so"]), "no frame named by the bomb's mangled name")
+      check(frames.flatten(1).none? { |n, f| f == "libz-a.so" && !n.start_with?("libz-a.so+0x") },
+            "a libz-a.so frame was named: #{frames.flatten(1).select { |_, f| f == "libz-a.so" }.inspect}")
+      check(frames.last.include?(["deflateInit_", "libz-c.so"]),
+            "the last profile has no deflateInit_ of the truncated libz-c.so: #{frames.last.inspect}")
+      check(Process.kill(0, svc.pid) == 1, "the service is gone")
+      format("victim: %d profiles in 20 s of attack; phases %s; %d scrapes, slowest %.2f s; peak RSS %d KiB; " \
+             "refused: %s; %d stacks unwound; ELF bytes held %d",
+             during, phases.transform_values { |v| v.round(1) }.inspect, scrapes.size, scrapes.max, hwm, counts.inspect,
+             unwound, metric_value(body, "rubyprofd_native_elf_bytes").to_i)
     ensure
       pids.each { |p| Process.kill("KILL", p) rescue nil }
       pids.each { |p| Process.waitpid(p) rescue nil }

@@ -68,9 +68,11 @@ class E2E
         nil
       end&.split("/")&.at(2)
     end
-    # unwinding has begun once the daemon mapped the extension (only its own ELF cache does);
-    # then a few seconds of samples of every worker
-    native_wait("rubyprofd to map zlib.so") { File.read("/proc/#{daemon}/maps").include?("/zlib.so") }
+    # a few seconds of samples of every worker once the daemon samples (its perf events open;
+    # its objects are read into memory, not mapped, so its maps do not say when unwinding began)
+    native_wait("rubyprofd to open its perf events") do
+      Dir["/proc/#{daemon}/fd/*"].any? { |f| (File.readlink(f) rescue "") == "anon_inode:[perf_event]" }
+    end
     sleep 6
     workers.each { |p| Process.kill("KILL", p) }
     path, stdout, = run.value

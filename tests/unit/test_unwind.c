@@ -5,12 +5,21 @@
  * by name, as the daemon does with a sample's copy.
  */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include "bounds.h"
+#include "clock.h"
+#include "elf.h"
 #include "procs.h"
 #include "unwind.h"
 #include "stackcopy.h"
@@ -400,5 +409,251 @@ Test(unwind, function_entry_and_object_range)
 	cr_assert(sym.mod_start <= entry && entry < sym.mod_end);
 	/* a PIE's first segment is its headers, at file offset 0 */
 	cr_assert_eq(sym.mod_offset, 0);
+	unwinder__free(u);
+}
+
+/* A child that maps a copy of libz (this binary links it) at dir/libcopy.so, and only it. */
+struct copy_child {
+	char dir[64], lib[96], old[112];
+	pid_t pid;
+	uint64_t base;	      /* where the child mapped the copy (its first mapping, offset 0) */
+	uint64_t zlibversion; /* zlibVersion in the child's copy */
+};
+
+static void copy_child_start(struct copy_child *cc)
+{
+	char buf[65536], c;
+	struct proc_maps m = {0};
+	Dl_info info;
+	int in, out, p[2];
+	ssize_t n;
+	size_t i;
+
+	cr_assert(dladdr((void *)zlibVersion, &info) && info.dli_fname);
+	snprintf(cc->dir, sizeof(cc->dir), "/tmp/rp-unwind-fifo-XXXXXX");
+	cr_assert_not_null(mkdtemp(cc->dir));
+	snprintf(cc->lib, sizeof(cc->lib), "%s/libcopy.so", cc->dir);
+	snprintf(cc->old, sizeof(cc->old), "%s.old", cc->lib);
+	in = open(info.dli_fname, O_RDONLY | O_CLOEXEC);
+	out = open(cc->lib, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	cr_assert(in >= 0 && out >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		cr_assert_eq(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+	cr_assert_eq(pipe(p), 0);
+	cc->pid = fork();
+	cr_assert_geq(cc->pid, 0);
+	if (cc->pid == 0) {
+		/* gone with the test, even when a blocked open made it time out */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (!dlopen(cc->lib, RTLD_NOW))
+			_exit(1);
+		c = 1;
+		if (write(p[1], &c, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	cr_assert_eq(read(p[0], &c, 1), 1);
+	close(p[0]);
+	close(p[1]);
+	cr_assert_eq(procs_read_maps(cc->pid, &m), 0);
+	for (i = 0; i < m.n && !cc->base; i++) {
+		if (m.v[i].path && !strcmp(m.v[i].path, cc->lib) && m.v[i].offset == 0)
+			cc->base = m.v[i].start;
+	}
+	procs_maps_free(&m);
+	cr_assert_neq(cc->base, 0, "the child maps the copy");
+	cc->zlibversion = cc->base + ((uint64_t)(uintptr_t)zlibVersion - (uintptr_t)info.dli_fbase);
+}
+
+static void copy_child_end(struct copy_child *cc, const char *also)
+{
+	reap(cc->pid);
+	unlink(cc->lib);
+	unlink(cc->old);
+	if (also)
+		unlink(also);
+	rmdir(cc->dir);
+}
+
+/* The child's modules reported: an unwind of our own stack in its name (its mappings are ours). */
+static void report_modules(struct unwinder *u, pid_t pid)
+{
+	struct unwind_result res;
+	uint64_t pcs[UNWIND_MAX_FRAMES];
+
+	cr_assert_eq(unwind_test_level1(COPY_MAX), 3);
+	struct unwind_input in = input_of(0);
+
+	in.pid = in.tid = pid;
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), 0);
+}
+
+/*
+ * A library that a process mapped, whose path the process's owner then replaces by a FIFO: the
+ * unwinder's open of that path (to read the object) must neither block (a plain open() of a FIFO
+ * waits for a writer forever) nor read the FIFO. Criterion's timeout fails the test if it does.
+ */
+Test(unwind, fifo_at_a_mapped_library_path_does_not_block, .timeout = 20)
+{
+	struct unwinder *u = unwinder__new(0);
+	struct copy_child cc = {0};
+	struct bounds_stats bs;
+	struct unwind_sym sym;
+	int64_t t0, ms;
+
+	copy_child_start(&cc);
+	t0 = clock_mono_ns();
+	/* the modules are reported (by the path maps shows now), their files opened when needed */
+	report_modules(u, cc.pid);
+	/* then the owner renames the library away and puts a FIFO at its path */
+	cr_assert_eq(rename(cc.lib, cc.old), 0);
+	cr_assert_eq(mkfifo(cc.lib, 0644), 0);
+	/* the copy's module is opened now, by the path it was reported with: the FIFO's */
+	cr_assert_eq(unwinder_symbolize(u, cc.pid, cc.zlibversion, &sym), 0);
+	ms = (clock_mono_ns() - t0) / 1000000;
+	cr_assert_str_eq(sym.module, cc.lib);
+	cr_assert_null(sym.name, "no object was read for it: %s", sym.name);
+	bounds_stats(&bs);
+	cr_assert_eq(bs.refused[BOUND_REGULAR], 1, "the FIFO counted once");
+	cr_assert_lt(ms, 2000, "took %lld ms", (long long)ms);
+	copy_child_end(&cc, NULL);
+	unwinder__free(u);
+}
+
+/*
+ * The library's .gnu_debuglink names a FIFO beside it (Debian's libz has a debuglink; no debug
+ * file is installed): the debug-file lookup, which runs when the object has no .symtab, passes
+ * over it without blocking (libdwfl's own lookup opened it with a plain open()), and the name
+ * comes from .dynsym.
+ */
+Test(unwind, fifo_as_the_debug_file_does_not_block, .timeout = 20)
+{
+	struct unwinder *u = unwinder__new(0);
+	struct copy_child cc = {0};
+	struct bounds_stats bs;
+	struct elf_file *ef;
+	struct unwind_sym sym;
+	char link[256], fifo[400];
+	int64_t t0, ms;
+	uint32_t crc;
+
+	copy_child_start(&cc);
+	ef = elf_file__open(cc.lib);
+	cr_assert_not_null(ef);
+	if (elf_debuglink(ef, link, sizeof(link), &crc) || elf_has_symtab(ef)) {
+		elf_file__free(ef);
+		copy_child_end(&cc, NULL);
+		cr_skip_test("this libz has no .gnu_debuglink, or a .symtab");
+	}
+	elf_file__free(ef);
+	snprintf(fifo, sizeof(fifo), "%s/%s", cc.dir, link);
+	cr_assert_eq(mkfifo(fifo, 0644), 0);
+	t0 = clock_mono_ns();
+	report_modules(u, cc.pid);
+	cr_assert_eq(unwinder_symbolize(u, cc.pid, cc.zlibversion, &sym), 0);
+	ms = (clock_mono_ns() - t0) / 1000000;
+	cr_assert_str_eq(sym.module, cc.lib);
+	cr_assert_str_eq(sym.name, "zlibVersion");
+	bounds_stats(&bs);
+	cr_assert_geq(bs.refused[BOUND_REGULAR], 1, "the FIFO counted");
+	cr_assert_lt(ms, 2000, "took %lld ms", (long long)ms);
+	copy_child_end(&cc, fifo);
+	unwinder__free(u);
+}
+
+/* Runs a shell command line; asserts it succeeded. */
+static void run(const char *cmd)
+{
+	int st = system(cmd);
+
+	cr_assert(st == 0, "'%s': %d", cmd, st);
+}
+
+/*
+ * A stripped library whose static function is named only in its separate debug file, beside
+ * it by .gnu_debuglink: the daemon's own lookup finds the file (CRC checked), and libdwfl names
+ * the function from the private copy it is handed. The copy counts against the ELF cache's bytes
+ * until the process's Dwfl goes.
+ */
+Test(unwind, debug_file_beside_a_stripped_library_names_its_functions)
+{
+	char dir[] = "/tmp/rp-unwind-dbg-XXXXXX", cmd[1024], lib[96], dbg[96], c;
+	struct unwinder *u = unwinder__new(0);
+	struct unwinder_stats st0, st;
+	struct proc_maps m = {0};
+	struct unwind_sym sym;
+	struct elf_sym es;
+	struct elf_file *ef;
+	struct stat dst;
+	uint64_t base = 0;
+	int p[2];
+	pid_t child;
+	size_t i;
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(lib, sizeof(lib), "%s/libdbg.so", dir);
+	snprintf(dbg, sizeof(dbg), "%s/libdbg.so.debug", dir);
+	snprintf(cmd, sizeof(cmd), "%s/dbg.c", dir);
+	f = fopen(cmd, "w");
+	cr_assert_not_null(f);
+	fputs("static __attribute__((noinline)) int rp_hidden_fn(int x) { return x * 3 + 1; }\n"
+	      "int rp_visible_fn(int x) { return rp_hidden_fn(x) + 2; }\n",
+	      f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && gcc -O1 -g -shared -fPIC -o libdbg.so dbg.c && "
+		 "objcopy --only-keep-debug libdbg.so libdbg.so.debug && "
+		 "objcopy --strip-all --add-gnu-debuglink=libdbg.so.debug libdbg.so",
+		 dir);
+	run(cmd);
+	ef = elf_file__open(lib);
+	cr_assert_not_null(ef);
+	cr_assert(!elf_has_symtab(ef), "stripped");
+	elf_file__free(ef);
+	ef = elf_file__open(dbg);
+	cr_assert_not_null(ef);
+	cr_assert_eq(elf_find_symbol_in(ef, ELF_SYM_SYMTAB, "rp_hidden_fn", &es), 0);
+	elf_file__free(ef);
+	cr_assert_eq(stat(dbg, &dst), 0);
+
+	cr_assert_eq(pipe(p), 0);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (!dlopen(lib, RTLD_NOW))
+			_exit(1);
+		c = 1;
+		if (write(p[1], &c, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	cr_assert_eq(read(p[0], &c, 1), 1);
+	cr_assert_eq(procs_read_maps(child, &m), 0);
+	for (i = 0; i < m.n && !base; i++) {
+		if (m.v[i].path && !strcmp(m.v[i].path, lib) && m.v[i].offset == 0)
+			base = m.v[i].start;
+	}
+	procs_maps_free(&m);
+	cr_assert_neq(base, 0);
+	report_modules(u, child);
+	unwinder_stats(u, &st0);
+	cr_assert_eq(unwinder_symbolize(u, child, base + es.value, &sym), 0);
+	cr_assert_str_eq(sym.module, lib);
+	cr_assert_str_eq(sym.name, "rp_hidden_fn");
+	unwinder_stats(u, &st);
+	cr_assert_geq(st.elf.bytes - st0.elf.bytes, (uint64_t)dst.st_size,
+		      "the copy of %lld bytes is counted", (long long)dst.st_size);
+	unwinder_forget(u, child);
+	unwinder_stats(u, &st);
+	cr_assert_lt(st.elf.bytes, st0.elf.bytes, "released with the process");
+	reap(child);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	run(cmd);
 	unwinder__free(u);
 }
