@@ -248,6 +248,16 @@ int checksum_crc32(int fd, const struct stat *st, uint32_t *crc)
 	return err;
 }
 
+unsigned int checksum_pending(void)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&C.mu);
+	n = C.pending;
+	pthread_mutex_unlock(&C.mu);
+	return n;
+}
+
 bool checksum_wait(int timeout_ms)
 {
 	struct timespec ts;

@@ -36,6 +36,9 @@ struct checksum_stats {
  */
 int checksum_crc32(int fd, const struct stat *st, uint32_t *crc);
 
+/* Files queued or being read now. */
+unsigned int checksum_pending(void);
+
 /* Waits until no file is queued or being read, for up to timeout_ms. Whether none is. */
 bool checksum_wait(int timeout_ms);
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "bounds.h"
+#include "checksum.h"
 #include "clock.h"
 #include "coldpart.h"
 #include "demangle.h"
@@ -50,6 +51,7 @@ struct uproc {
 	uint64_t used;	  /* unwinder tick of its last use: the least recent goes at the bound */
 	int64_t built_ns; /* CLOCK_MONOTONIC when its Dwfl was made */
 	uint64_t debug_bytes; /* of the debug file copies its Dwfl holds (find_debuginfo) */
+	bool debug_pending;   /* a module's debug file was still being checksummed: made again */
 	const struct unwind_input *in;
 	bool past_copy;
 	uint64_t func_start, func_end; /* extent of the last function asked about */
@@ -264,10 +266,12 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	bounds_set_pid(p->pid);
 	dbg = discover_debug_lookup(root, modname, id, debuglink_file, debuglink_crc, found,
 				    sizeof(found), &how);
-	/* a .gnu_debuglink whose CRC32 is still being read (checksum.h, EINPROGRESS) gives none
-	 * either: libdwfl asks once per module, so this process's unwinder goes without it */
-	if (!dbg)
+	/* a .gnu_debuglink whose CRC32 is still being read (checksum.h) gives none this time:
+	 * libdwfl asks once per module, so the Dwfl is made again once the worker is done */
+	if (!dbg) {
+		p->debug_pending |= errno == EINPROGRESS || errno == EAGAIN;
 		return -1;
+	}
 	fd = debug_copy(p, dbg, found);
 	elf_file__free(dbg);
 	if (fd >= 0)
@@ -415,6 +419,20 @@ static struct uproc *uproc_find(struct unwinder *u, pid_t pid)
 	return NULL;
 }
 
+/*
+ * A Dwfl that lacks a debug file still being checksummed (find_debuginfo) is ended once the
+ * worker is idle, or a second later, for the next use to make it again and ask for the file anew.
+ */
+static void uproc_debug_again(struct uproc *p)
+{
+	if (!p->dwfl || !p->debug_pending ||
+	    (checksum_pending() && clock_mono_ns() - p->built_ns < REFRESH_NS))
+		return;
+	uproc_drop(p);
+	p->debug_pending = false;
+	p->u->stats.refreshed++;
+}
+
 /* The process's Dwfl, made on its first sample; at the bound the least recently used goes. */
 static int uproc_get(struct unwinder *u, pid_t pid, struct uproc **out)
 {
@@ -441,6 +459,7 @@ static int uproc_get(struct unwinder *u, pid_t pid, struct uproc **out)
 		}
 	}
 	p->used = ++u->tick;
+	uproc_debug_again(p);
 	if (!p->dwfl) {
 		err = uproc_build(p);
 		if (err)
@@ -678,6 +697,9 @@ int unwinder_symbolize(struct unwinder *u, pid_t pid, uint64_t addr, struct unwi
 	if (!p || !p->dwfl)
 		return -ENOENT;
 	p->used = ++u->tick;
+	uproc_debug_again(p);
+	if (!p->dwfl && uproc_build(p))
+		return -ENOENT;
 	mod = dwfl_addrmodule(p->dwfl, addr);
 	if (!mod)
 		return 0;
