@@ -34,7 +34,12 @@
 #define DWARF_RSP 7
 
 /* A process's modules are reported again (a leaf in no module) at most this often. */
-#define REFRESH_NS 1000000000LL
+#define REFRESH_NS	 1000000000LL
+/* The main loop's time that one process's unwinding may take per second (its unwinds, the
+ * symbolization of their frames, and making its Dwfl, which reads its objects): past it, its
+ * samples keep their Ruby frames alone until the second is over (counted; logged once per
+ * process). A Ruby sampled at 99 Hz on every CPU of this VM takes 2-10 ms a second. */
+#define BUDGET_WINDOW_NS 1000000000LL
 
 /*
  * One process's Dwfl and the sample being unwound in it (the thread callbacks' argument, and
@@ -52,6 +57,9 @@ struct uproc {
 	int64_t built_ns; /* CLOCK_MONOTONIC when its Dwfl was made */
 	uint64_t debug_bytes; /* of the debug file copies its Dwfl holds (find_debuginfo) */
 	bool debug_pending;   /* a module's debug file was still being checksummed: made again */
+	int64_t window_start; /* CLOCK_MONOTONIC: the budget's second */
+	int64_t window_ns;    /* unwinding time spent in it */
+	bool budget_logged;
 	const struct unwind_input *in;
 	bool past_copy;
 	uint64_t func_start, func_end; /* extent of the last function asked about */
@@ -63,7 +71,8 @@ struct unwinder {
 	struct elfcache *elf;
 	size_t max, n;
 	uint64_t tick;
-	bool full_logged; /* the ELF cache's bound was met and said once */
+	bool full_logged;  /* the ELF cache's bound was met and said once */
+	int64_t budget_ns; /* per process and second (UNWIND_BUDGET_NS) */
 	struct unwinder_stats stats;
 };
 
@@ -476,6 +485,7 @@ struct unwinder *unwinder__new(size_t max_procs)
 	if (!u)
 		return NULL;
 	u->max = max_procs ? max_procs : UNWIND_MAX_PROCS_DEFAULT;
+	u->budget_ns = UNWIND_BUDGET_NS;
 	u->procs = calloc(u->max, sizeof(*u->procs));
 	u->elf = elfcache__new(ELFCACHE_MAX_DEFAULT, ELFCACHE_BYTES_DEFAULT);
 	if (!u->procs || !u->elf) {
@@ -589,8 +599,68 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 	return DWARF_CB_OK;
 }
 
+static int unwind_one(struct unwinder *u, const struct unwind_input *in, uint64_t *pcs, size_t max,
+		      struct unwind_result *res);
+
+/* The budget's second that holds `now`: a new one once the last is over. */
+static void roll_window(struct uproc *p, int64_t now)
+{
+	if (now - p->window_start >= BUDGET_WINDOW_NS) {
+		p->window_start = now;
+		p->window_ns = 0;
+	}
+}
+
+/* Whether p has used its budget in this second (and says so once for the process). */
+static bool over_budget(struct unwinder *u, struct uproc *p, int64_t now)
+{
+	roll_window(p, now);
+	if (p->window_ns <= u->budget_ns)
+		return false;
+	u->stats.over_budget++;
+	if (!p->budget_logged) {
+		p->budget_logged = true;
+		log_warn("pid %d: unwinding its native stacks took %lld ms of the main loop in a "
+			 "second (the bound is %lld ms): its samples keep their Ruby frames alone "
+			 "for "
+			 "the rest of each such second",
+			 (int)p->pid, (long long)(p->window_ns / 1000000),
+			 (long long)(u->budget_ns / 1000000));
+	}
+	return true;
+}
+
+/* Time spent for p since t0, counted in the second that t0 is in. */
+static void spent(struct uproc *p, int64_t t0)
+{
+	if (!p)
+		return;
+	roll_window(p, t0);
+	p->window_ns += clock_mono_ns() - t0;
+}
+
+void unwinder_set_budget(struct unwinder *u, int64_t ns)
+{
+	u->budget_ns = ns;
+}
+
 int unwinder_unwind(struct unwinder *u, const struct unwind_input *in, uint64_t *pcs, size_t max,
 		    struct unwind_result *res)
+{
+	struct uproc *known = uproc_find(u, in->pid);
+	int64_t t0 = clock_mono_ns();
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	if (known && over_budget(u, known, t0))
+		return -EBUSY;
+	ret = unwind_one(u, in, pcs, max, res);
+	spent(uproc_find(u, in->pid), t0);
+	return ret;
+}
+
+static int unwind_one(struct unwinder *u, const struct unwind_input *in, uint64_t *pcs, size_t max,
+		      struct unwind_result *res)
 {
 	struct walk w = {.pcs = pcs, .max = max, .marks = in->marks};
 	struct uproc *p;
@@ -682,7 +752,19 @@ static void refuse_name(pid_t pid, const char *module, const char *name)
 			      "the demangled form of a C++ name", 0);
 }
 
+static int symbolize_one(struct unwinder *u, pid_t pid, uint64_t addr, struct unwind_sym *out);
+
+/* Its time counts against the process's budget too (not refused: the frames are unwound). */
 int unwinder_symbolize(struct unwinder *u, pid_t pid, uint64_t addr, struct unwind_sym *out)
+{
+	int64_t t0 = clock_mono_ns();
+	int ret = symbolize_one(u, pid, addr, out);
+
+	spent(uproc_find(u, pid), t0);
+	return ret;
+}
+
+static int symbolize_one(struct unwinder *u, pid_t pid, uint64_t addr, struct unwind_sym *out)
 {
 	struct uproc *p = uproc_find(u, pid);
 	const unsigned char *bits;

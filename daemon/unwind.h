@@ -76,27 +76,35 @@ struct unwind_sym {
 };
 
 struct unwinder_stats {
-	uint64_t unwinds;   /* stacks unwound */
-	uint64_t stopped;   /* unwinds that ended at UNWIND_END_STOPPED (truncated) */
-	uint64_t past_copy; /* unwinds that read above the copied stack */
-	uint64_t no_dwfl;   /* unwinds refused: the process's modules could not be reported */
-	uint64_t evicted;   /* Dwfl dropped at the cache bound */
-	uint64_t refreshed; /* Dwfl rebuilt: the leaf address was in no module (a new mapping;
+	uint64_t unwinds;     /* stacks unwound */
+	uint64_t stopped;     /* unwinds that ended at UNWIND_END_STOPPED (truncated) */
+	uint64_t past_copy;   /* unwinds that read above the copied stack */
+	uint64_t no_dwfl;     /* unwinds refused: the process's modules could not be reported */
+	uint64_t evicted;     /* Dwfl dropped at the cache bound */
+	uint64_t refreshed;   /* Dwfl rebuilt: the leaf address was in no module (a new mapping;
 			     * at most once a second per process) */
+	uint64_t over_budget; /* unwinds refused: the process used UNWIND_BUDGET_NS this second */
 	struct elfcache_stats elf; /* the objects shared by the processes (elfcache.h) */
 };
+
+/* The main loop's time that one process's unwinding and symbolization may take per second;
+ * past it, unwinder_unwind refuses its stacks (-EBUSY) until the second is over. */
+#define UNWIND_BUDGET_NS 100000000LL
 
 /* max_procs: processes kept at once (0: UNWIND_MAX_PROCS_DEFAULT); their ELF objects are shared
  * (ELFCACHE_MAX_DEFAULT at once). NULL with errno set. */
 struct unwinder *unwinder__new(size_t max_procs);
 void unwinder__free(struct unwinder *u);
+/* Another budget than UNWIND_BUDGET_NS (tests). */
+void unwinder_set_budget(struct unwinder *u, int64_t ns);
 /* The process exited (or exec'd): its Dwfl goes now. */
 void unwinder_forget(struct unwinder *u, pid_t pid);
 
 /*
  * Unwinds in->stack into pcs (at most max, leaf first): pcs[0] is ip, each next one a return
  * address (call site + 1; symbolize pcs[i] - 1 for i > 0). 0 (then see res->end), or -errno:
- * -ESRCH (the process is gone), -ENOENT (its modules could not be reported), -ENOMEM.
+ * -ESRCH (the process is gone), -ENOENT (its modules could not be reported), -ENOMEM, -EBUSY
+ * (the process's unwinding used its budget of this second).
  */
 int unwinder_unwind(struct unwinder *u, const struct unwind_input *in, uint64_t *pcs, size_t max,
 		    struct unwind_result *res);

@@ -248,7 +248,8 @@ Test(pprof, go_raw_decodes_everything)
 	char *path, *raw, *out, *args = NULL, *s1, *s2, *s3, *locs;
 
 	if (!have_go())
-		cr_skip_test("missing: `go` on PATH, the real pprof reader (make deps installs golang-go)");
+		cr_skip_test("missing: `go` on PATH, the real pprof reader (make deps installs "
+			     "golang-go)");
 	p = build_profile();
 	path = write_profile(p, "raw.pb.gz");
 	cr_assert(asprintf(&args, "-raw %s", path) > 0);
@@ -334,7 +335,8 @@ Test(pprof, go_top_lists_flat_counts)
 	struct pprof *p;
 
 	if (!have_go())
-		cr_skip_test("missing: `go` on PATH, the real pprof reader (make deps installs golang-go)");
+		cr_skip_test("missing: `go` on PATH, the real pprof reader (make deps installs "
+			     "golang-go)");
 	p = build_profile();
 	path = write_profile(p, "top.pb.gz");
 

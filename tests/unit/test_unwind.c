@@ -664,3 +664,39 @@ Test(unwind, debug_file_beside_a_stripped_library_names_its_functions)
 	run(cmd);
 	unwinder__free(u);
 }
+
+/*
+ * One process's unwinding has a budget of the main loop's time per second: past it, its stacks
+ * are refused (-EBUSY, counted) until the second is over, then unwound again.
+ */
+Test(unwind, a_process_past_its_time_budget_waits_for_the_next_second)
+{
+	struct unwinder *u = unwinder__new(0);
+	struct unwinder_stats st;
+	struct unwind_result res;
+	uint64_t pcs[UNWIND_MAX_FRAMES];
+
+	cr_assert_not_null(u);
+	cr_assert_eq(unwind_test_level1(COPY_MAX), 3);
+	struct unwind_input in = input_of(0);
+
+	unwinder_set_budget(u, 1); /* 1 ns: the first unwind uses it all */
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	cr_assert_geq(res.n, 4);
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), -EBUSY);
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), -EBUSY);
+	unwinder_stats(u, &st);
+	cr_expect_eq(st.over_budget, 2);
+	cr_expect_eq(st.unwinds, 1);
+	usleep(1100000); /* the next second */
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	cr_assert_geq(res.n, 4);
+	unwinder_stats(u, &st);
+	cr_expect_eq(st.unwinds, 2);
+	/* at the real budget, a normal process is never refused */
+	unwinder_set_budget(u, UNWIND_BUDGET_NS);
+	usleep(1100000);
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	unwinder__free(u);
+}
