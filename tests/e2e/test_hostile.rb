@@ -11,9 +11,9 @@ require "socket"
 require "timeout"
 
 class E2E
-  host_only :test_hostile_tenant, :test_hostile_tenant_mixed
-  group :service, :test_hostile_tenant, :test_hostile_tenant_mixed
-  full_only :test_hostile_tenant_mixed
+  host_only :test_hostile_tenant, :test_hostile_tenant_mixed, :test_hostile_tenant_wall
+  group :service, :test_hostile_tenant, :test_hostile_tenant_mixed, :test_hostile_tenant_wall
+  full_only :test_hostile_tenant_mixed, :test_hostile_tenant_wall
 
   LIBRUBY_HOST = "/usr/lib/x86_64-linux-gnu/libruby-#{RbConfig::CONFIG["ruby_version"][/\A\d+\.\d+/]}.so.#{RUBY_VERSION}".freeze
 
@@ -100,6 +100,16 @@ class E2E
   end
 
   def test_hostile_tenant
+    hostile_tenant([])
+  end
+
+  # The same inputs against the wall-clock service: its thread walk reads the same objects and
+  # names, and its BPF iterator runs beside them.
+  def test_hostile_tenant_wall
+    "wall clock: " + hostile_tenant(["--clock", "wall"])
+  end
+
+  def hostile_tenant(flags)
     nobody = Etc.getpwnam("nobody")
     dir = Dir.mktmpdir("rubyprofd-hostile-")
     FileUtils.chmod(0o755, dir)
@@ -128,7 +138,7 @@ class E2E
     FileUtils.chown_R(nobody.uid, nil, tenant)
     port = 20000 + rand(20000)
     conf = "rule = cmdline ~ tests/e2e/run\\.rb => ignore\n"
-    svc = service(["--interval", "1", "--metrics-address", "127.0.0.1:#{port}", "--rescan-interval", "2"], conf: conf)
+    svc = service(["--interval", "1", "--metrics-address", "127.0.0.1:#{port}", "--rescan-interval", "2", *flags], conf: conf)
     begin
       check(svc.wait_note(/READY=1/, 60), "the service never got ready:\n#{svc.log_text}")
       # 12: started by root by hand, it keeps only what it uses (capability(7) numbers:
