@@ -70,6 +70,14 @@ class E2E
     end
   end
 
+  # The tenant's processes killed, the service ended, the tenant's files gone.
+  def end_tenant(pids, svc, dir)
+    pids.each { |p| Process.kill("KILL", p) rescue nil }
+    pids.each { |p| Process.waitpid(p) rescue nil }
+    svc&.kill
+    FileUtils.rm_rf(dir)
+  end
+
   def as_nobody(*cmd, **opts)
     Process.spawn("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", *cmd, **opts)
   end
@@ -216,10 +224,7 @@ class E2E
              want, during, scrapes.size, scrapes.max, hwm, section, file, crc_bytes >> 20, slowest * 1000,
              timed_out, evicted, names.first.inspect)
     ensure
-      pids.each { |p| Process.kill("KILL", p) rescue nil }
-      pids.each { |p| Process.waitpid(p) rescue nil }
-      svc.kill
-      FileUtils.rm_rf(dir)
+      end_tenant(pids, svc, dir)
     end
   end
 
@@ -368,10 +373,7 @@ class E2E
              during, phases.transform_values { |v| v.round(1) }.inspect, scrapes.size, scrapes.max, hwm, counts.inspect,
              unwound, metric_value(body, "rubyprofd_native_elf_bytes").to_i)
     ensure
-      pids.each { |p| Process.kill("KILL", p) rescue nil }
-      pids.each { |p| Process.waitpid(p) rescue nil }
-      svc.kill
-      FileUtils.rm_rf(dir)
+      end_tenant(pids, svc, dir)
     end
   end
 end

@@ -421,12 +421,39 @@ struct copy_child {
 	uint64_t zlibversion; /* zlibVersion in the child's copy */
 };
 
+/* A child that maps lib (dlopen) and waits, killed with the test; returns once lib is mapped. */
+static pid_t hold_library(const char *lib)
+{
+	int p[2];
+	pid_t pid;
+	char c;
+
+	cr_assert_eq(pipe(p), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		/* gone with the test, even when a blocked open made it time out */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (!dlopen(lib, RTLD_NOW))
+			_exit(1);
+		c = 1;
+		if (write(p[1], &c, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	cr_assert_eq(read(p[0], &c, 1), 1, "the child did not map %s", lib);
+	close(p[0]);
+	close(p[1]);
+	return pid;
+}
+
 static void copy_child_start(struct copy_child *cc)
 {
-	char buf[65536], c;
+	char buf[65536];
 	struct proc_maps m = {0};
 	Dl_info info;
-	int in, out, p[2];
+	int in, out;
 	ssize_t n;
 	size_t i;
 
@@ -442,23 +469,7 @@ static void copy_child_start(struct copy_child *cc)
 		cr_assert_eq(write(out, buf, (size_t)n), n);
 	close(in);
 	close(out);
-	cr_assert_eq(pipe(p), 0);
-	cc->pid = fork();
-	cr_assert_geq(cc->pid, 0);
-	if (cc->pid == 0) {
-		/* gone with the test, even when a blocked open made it time out */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (!dlopen(cc->lib, RTLD_NOW))
-			_exit(1);
-		c = 1;
-		if (write(p[1], &c, 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	cr_assert_eq(read(p[0], &c, 1), 1);
-	close(p[0]);
-	close(p[1]);
+	cc->pid = hold_library(cc->lib);
 	cr_assert_eq(procs_read_maps(cc->pid, &m), 0);
 	for (i = 0; i < m.n && !cc->base; i++) {
 		if (m.v[i].path && !strcmp(m.v[i].path, cc->lib) && m.v[i].offset == 0)
@@ -581,7 +592,7 @@ static void run(const char *cmd)
  */
 Test(unwind, debug_file_beside_a_stripped_library_names_its_functions)
 {
-	char dir[] = "/tmp/rp-unwind-dbg-XXXXXX", cmd[1024], lib[96], dbg[96], c;
+	char dir[] = "/tmp/rp-unwind-dbg-XXXXXX", cmd[1024], lib[96], dbg[96];
 	struct unwinder *u = unwinder__new(0);
 	struct unwinder_stats st0, st;
 	struct proc_maps m = {0};
@@ -590,7 +601,6 @@ Test(unwind, debug_file_beside_a_stripped_library_names_its_functions)
 	struct elf_file *ef;
 	struct stat dst;
 	uint64_t base = 0;
-	int p[2];
 	pid_t child;
 	size_t i;
 	FILE *f;
@@ -621,20 +631,7 @@ Test(unwind, debug_file_beside_a_stripped_library_names_its_functions)
 	elf_file__free(ef);
 	cr_assert_eq(stat(dbg, &dst), 0);
 
-	cr_assert_eq(pipe(p), 0);
-	child = fork();
-	cr_assert_geq(child, 0);
-	if (child == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (!dlopen(lib, RTLD_NOW))
-			_exit(1);
-		c = 1;
-		if (write(p[1], &c, 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	cr_assert_eq(read(p[0], &c, 1), 1);
+	child = hold_library(lib);
 	cr_assert_eq(procs_read_maps(child, &m), 0);
 	for (i = 0; i < m.n && !base; i++) {
 		if (m.v[i].path && !strcmp(m.v[i].path, lib) && m.v[i].offset == 0)
