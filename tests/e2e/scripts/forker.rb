@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # A master that forks workers without exec, as Puma, Unicorn and Sidekiq swarm do. Each child
-# spins in child_work for SECONDS and reports its pid and CPU time; the master spins in
-# master_work meanwhile. It forks once the test says go (once the profiler profiles the master):
-# the children's CPU times go to OUT.children. Usage: ruby forker.rb OUT CHILDREN SECONDS
+# spins in child_work for SECONDS and reports its pid, CPU time and wall time (from its fork to
+# its end, by its own clocks); the master spins in master_work meanwhile. It forks once the test
+# says go (once the profiler profiles the master): the children's [CPU, wall] seconds go to
+# OUT.children. Usage: ruby forker.rb OUT CHILDREN SECONDS
 require_relative "common"
 
 OUT = ARGV.fetch(0)
@@ -31,9 +32,10 @@ children = {}
 N.times do
   r, w = IO.pipe
   pid = fork do
+    t0 = monotonic
     r.close
     child_work(SECONDS)
-    w.write(Marshal.dump(cpu))
+    w.write(Marshal.dump([cpu, monotonic - t0]))
     w.close
     exit!(0)
   end
