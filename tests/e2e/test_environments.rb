@@ -59,15 +59,17 @@ class E2E
     end
   end
 
-  # At least 90 % of pid's samples (and at least min_total) hold exactly the stack `want`, leaf
-  # first. Returns [matching, total].
+  # Every one of pid's samples (at least min_total) holds exactly the stack `want`, leaf first:
+  # each target spins on one line that allocates nothing, after it recorded its stack, so no
+  # sample is excused (GC, another thread, a torn read would each be a bug here). Returns
+  # [matching, total].
   private def check_exact_stack(prof, pid, want, min_total:)
     samples = prof.samples_of(pid)
     total = samples.sum(&:count)
     check(total >= min_total, "only #{total} samples of pid #{pid}")
     matching = samples.select { |s| same_stack?(prof, prof.frames(s), want) }.sum(&:count)
     best = samples.max_by(&:count)
-    check(matching >= 0.9 * total,
+    check(matching == total,
           "#{matching}/#{total} samples hold the expected stack:\n  #{show(want)}" \
           "\nmost frequent stack:\n  " + prof.frames(best).map { |l| fmt(l, prof) }.join("\n  "))
     [matching, total]
