@@ -16,6 +16,9 @@
  *
  * An iter/task program reports the thread pointer (fsbase) of each thread of one process, so that
  * the daemon can locate and validate TLS without stopping the process.
+ *
+ * Every pid these programs send or look up is the daemon's (pidns.bpf.h): in a pid namespace
+ * other than the initial one, tasks outside it are neither sampled nor reported.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -24,6 +27,7 @@
 
 #include "rubyprof.h"
 #include "maps.bpf.h"
+#include "pidns.bpf.h"
 #include "walk.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -188,7 +192,7 @@ SEC("perf_event")
 int rp_on_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), t0 = bpf_ktime_get_ns();
-	__u32 tgid = id >> 32, zero = 0;
+	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
 	struct task_struct *task;
 	struct rp_proc *proc;
 	struct rp_scratch *s;
@@ -196,10 +200,15 @@ int rp_on_sample(struct bpf_perf_event_data *ctx)
 	stat_add(RP_STAT_SAMPLES, 1);
 	if (tgid == 0)
 		goto out;
+	/* in a pid namespace: the ids of the daemon's, and no sample of a task it cannot see */
+	if (pidns_ino && !pidns_ids(bpf_get_current_task_btf(), &tgid, &tid)) {
+		stat_add(RP_STAT_OTHER_NS, 1);
+		goto out;
+	}
 	proc = bpf_map_lookup_elem(&procs, &tgid);
 	if (!proc) {
 		if (native_procs != RP_NATIVE_RUBY)
-			rp_sample_alone(ctx, tgid, (__u32)id, t0);
+			rp_sample_alone(ctx, tgid, tid, t0);
 		goto out;
 	}
 	task = bpf_get_current_task_btf();
@@ -226,14 +235,14 @@ int rp_on_sample(struct bpf_perf_event_data *ctx)
 	s->sample.hdr.weight = 1;
 	s->sample.hdr.time_ns = t0;
 	s->sample.hdr.pid = tgid;
-	s->sample.hdr.tid = (__u32)id;
+	s->sample.hdr.tid = tid;
 	bpf_get_current_comm(s->sample.comm, sizeof(s->sample.comm));
 	/* before the Ruby stack, with the seq rp_sample_ruby gives it: the daemon keeps the copy
 	 * until that stack is complete */
 	if (stacks_mixed) {
 		if (kernel_stacks)
-			rp_sample_kstack(ctx, tgid, (__u32)id, s->seq, t0);
-		rp_sample_ustack(task, tgid, (__u32)id, s->seq, t0, 0);
+			rp_sample_kstack(ctx, tgid, tid, s->seq, t0);
+		rp_sample_ustack(task, tgid, tid, s->seq, t0, 0);
 	}
 	rp_sample_ruby(s, proc, task_thread_pointer(task));
 out:
@@ -243,8 +252,9 @@ out:
 
 /* ---- process life cycle ----------------------------------------------------------------- */
 
-static __always_inline void proc_event(struct task_struct *task, __u32 event, __u32 flags,
-				       __u32 ppid)
+/* tgid and tid: task's in the daemon's namespace (pidns_ids). */
+static __always_inline void proc_event(struct task_struct *task, __u32 tgid, __u32 tid,
+				       __u32 event, __u32 flags, __u32 ppid)
 {
 	struct rp_proc_event *e;
 
@@ -260,8 +270,8 @@ static __always_inline void proc_event(struct task_struct *task, __u32 event, __
 	e->hdr.size = sizeof(*e);
 	e->hdr.weight = 0;
 	e->hdr.time_ns = bpf_ktime_get_ns();
-	e->hdr.pid = BPF_CORE_READ(task, tgid);
-	e->hdr.tid = BPF_CORE_READ(task, pid);
+	e->hdr.pid = tgid;
+	e->hdr.tid = tid;
 	e->event = event;
 	e->flags = flags;
 	e->ppid = ppid;
@@ -275,15 +285,18 @@ static __always_inline void proc_event(struct task_struct *task, __u32 event, __
 	stat_add(RP_STAT_PROC_EVENTS, 1);
 }
 
-/* A new program: whatever the daemon knew of this pid is void until it looks again. */
+/* A new program: whatever the daemon knew of this pid is void until it looks again. A process
+ * outside the daemon's namespace is none of its business. */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(rp_on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid), flags = 0;
+	__u32 tgid, tid, flags = 0;
 
+	if (!pidns_ids(p, &tgid, &tid))
+		return 0;
 	if (bpf_map_delete_elem(&procs, &tgid) == 0)
 		flags |= RP_PROC_F_PROFILED;
-	proc_event(p, RP_PROC_EXEC, flags, 0);
+	proc_event(p, tgid, tid, RP_PROC_EXEC, flags, 0);
 	return 0;
 }
 
@@ -296,10 +309,14 @@ int BPF_PROG(rp_on_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(rp_on_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
+	__u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid), ptid, ctid;
 	struct rp_proc *pp, copy;
 
 	if (ptgid == ctgid || BPF_CORE_READ(child, pid) != ctgid)
+		return 0;
+	/* the daemon's pids from here on (a child is in its parent's namespace or one nested
+	 * in it: seen wherever the parent is) */
+	if (!pidns_ids(parent, &ptgid, &ptid) || !pidns_ids(child, &ctgid, &ctid))
 		return 0;
 	pp = bpf_map_lookup_elem(&procs, &ptgid);
 	if (!pp)
@@ -310,7 +327,7 @@ int BPF_PROG(rp_on_fork, struct task_struct *parent, struct task_struct *child)
 	copy.start_time = BPF_CORE_READ(child, start_time);
 	if (bpf_map_update_elem(&procs, &ctgid, &copy, BPF_ANY) == 0) {
 		stat_add(RP_STAT_FORK_COPIED, 1);
-		proc_event(child, RP_PROC_FORK, RP_PROC_F_PROFILED, ptgid);
+		proc_event(child, ctgid, ctid, RP_PROC_FORK, RP_PROC_F_PROFILED, ptgid);
 	}
 	return 0;
 }
@@ -319,12 +336,12 @@ int BPF_PROG(rp_on_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(rp_on_exit, struct task_struct *p)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid);
+	__u32 tgid, tid;
 
-	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+	if (BPF_CORE_READ(p, signal, live.counter) != 0 || !pidns_ids(p, &tgid, &tid))
 		return 0;
 	if (bpf_map_delete_elem(&procs, &tgid) == 0)
-		proc_event(p, RP_PROC_EXIT, RP_PROC_F_PROFILED, 0);
+		proc_event(p, tgid, tid, RP_PROC_EXIT, RP_PROC_F_PROFILED, 0);
 	return 0;
 }
 
@@ -336,16 +353,44 @@ int rp_iter_threads(struct bpf_iter__task *ctx)
 {
 	struct task_struct *task = ctx->task;
 	struct rp_thread_tp out = {};
+	__u32 tgid, tid;
 
-	if (!task || task->tgid != iter_tgid)
+	if (!task || !pidns_ids(task, &tgid, &tid) || tgid != iter_tgid)
 		return 0;
-	out.tid = task->pid;
+	out.tid = tid;
 #if defined(__TARGET_ARCH_x86)
 	out.fsbase = task->thread.fsbase;
 #elif defined(__TARGET_ARCH_arm64)
 	out.fsbase = task->thread.uw.tp_value;
 #endif
 	out.start_time = task->group_leader->start_time;
+	bpf_seq_write(ctx->meta->seq, &out, sizeof(out));
+	return 0;
+}
+
+/*
+ * The daemon's pid namespace, as its level and inode number: an iterator's program runs in the
+ * context of the task that reads it, the daemon. One record, at the first task.
+ */
+SEC("iter/task")
+int rp_iter_pidns(struct bpf_iter__task *ctx)
+{
+	struct task_struct *me = bpf_get_current_task_btf();
+	struct rp_pidns out = {};
+	struct pid_namespace *ns;
+	struct pid *pid;
+	struct upid *up;
+
+	if (ctx->meta->seq_num != 0)
+		return 0;
+	pid = BPF_CORE_READ(me, thread_pid);
+	out.level = BPF_CORE_READ(pid, level);
+	if (out.level > RP_PIDNS_MAX_LEVEL)
+		return 0;
+	up = (struct upid *)((__u8 *)__builtin_preserve_access_index(&pid->numbers[0]) +
+			     out.level * bpf_core_type_size(struct upid));
+	ns = BPF_CORE_READ(up, ns);
+	out.inum = BPF_CORE_READ(ns, ns.inum);
 	bpf_seq_write(ctx->meta->seq, &out, sizeof(out));
 	return 0;
 }

@@ -28,18 +28,36 @@
 /* What the walk's reads go through: the task named by the rctx every call passes down. */
 struct rp_wall_rctx {
 	struct task_struct *task;
+	__u32 ktgid; /* its kernel tgid, which the process's other tasks share */
 };
 
 #define RP_READ_USER(rctx, dst, size, src)                                                         \
 	bpf_copy_from_user_task(dst, size, src, ((struct rp_wall_rctx *)(rctx))->task, 0)
 
 #include "maps.bpf.h"
+#include "pidns.bpf.h"
 #include "walk.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym __weak;
+extern struct task_struct *bpf_task_from_vpid(s32 vpid) __ksym __weak;
 extern void bpf_task_release(struct task_struct *p) __ksym __weak;
+
+/*
+ * The task of a pid of the daemon's namespace, referenced (NULL: none, or no kfunc to find it
+ * with). bpf_task_from_vpid (6.13) looks in the caller's namespace, which is the daemon's: a
+ * run's program runs in the daemon's system call. In the initial namespace the two are the same
+ * lookup, and bpf_task_from_pid (6.2) is the one that older kernels have too.
+ */
+static __always_inline struct task_struct *wall_task(__u32 pid)
+{
+	if (!bpf_task_release)
+		return NULL;
+	if (!pidns_ino)
+		return bpf_task_from_pid ? bpf_task_from_pid((s32)pid) : NULL;
+	return bpf_task_from_vpid ? bpf_task_from_vpid((s32)pid) : NULL;
+}
 
 /* The reassembly slot of wall records in the daemon (its number of possible CPUs). */
 const volatile __u32 wall_cpu;
@@ -450,20 +468,19 @@ static __always_inline void wall_note(struct rp_wall_key *k, struct wall_scratch
  * again. Returns the task, referenced, for the visit to use (NULL: not quiet).
  */
 static __always_inline struct task_struct *wall_quiet(struct wall_scratch *w,
-						      const struct rp_wall_thread *e, __u32 tgid)
+						      const struct rp_wall_thread *e, __u32 ktgid)
 {
 	const struct rp_wall_offsets *o = &wall_params.off;
 	struct task_struct *t;
 	bool quiet;
 
 	if (!w->list_same || !wall_params.reuse || !e || !e->valid || !e->tid || !e->next ||
-	    e->reuse + 1 >= RP_WALL_REUSE_MAX || !(o->th_tid || o->th_nt) || !bpf_task_from_pid ||
-	    !bpf_task_release)
+	    e->reuse + 1 >= RP_WALL_REUSE_MAX || !(o->th_tid || o->th_nt))
 		return NULL;
-	t = bpf_task_from_pid((s32)e->tid);
+	t = wall_task(e->tid);
 	if (!t)
 		return NULL;
-	quiet = t->tgid == tgid && !t->on_cpu && t->nvcsw + t->nivcsw == e->switches &&
+	quiet = t->tgid == ktgid && !t->on_cpu && t->nvcsw + t->nivcsw == e->switches &&
 		t->__state == e->kstate;
 	if (!quiet) {
 		bpf_task_release(t);
@@ -491,6 +508,7 @@ static long wall_thread(__u32 i, void *ctx)
 	const struct rp_wall_offsets *o = &wall_params.off;
 	struct task_struct *t = NULL;
 	__u32 zero = 0, tgid = wall_params.tgid, tid = 0, kstate = 0, on_cpu = 0, state;
+	__u32 ktgid = ((struct rp_wall_rctx *)ctx)->ktgid;
 	struct rp_wall_key key = {.tgid = wall_params.tgid};
 	struct rp_wall_thread *e;
 	struct wall_scratch *w;
@@ -526,7 +544,7 @@ static long wall_thread(__u32 i, void *ctx)
 	}
 	key.th = th;
 	e = bpf_map_lookup_elem(&wall_threads, &key);
-	t = wall_quiet(w, e, tgid);
+	t = wall_quiet(w, e, ktgid);
 	if (t) {
 		/* the entry's header, tid and syscall: the task did not run since */
 		quiet = true;
@@ -561,15 +579,16 @@ static long wall_thread(__u32 i, void *ctx)
 	}
 
 	__builtin_memset(s->sample.comm, 0, sizeof(s->sample.comm));
-	/* The tid is the process's own (its pid namespace): the task is used only if it is in
-	 * this process, i.e. the namespaces agree (the host's, as a rule). */
-	if (!t && tid && bpf_task_from_pid && bpf_task_release)
-		t = bpf_task_from_pid(tid);
+	/* The tid is the process's own (its pid namespace), looked up in the daemon's: the task
+	 * is used only if it is in this process, i.e. the namespaces agree (the process is in
+	 * the daemon's, as a rule). */
+	if (!t && tid)
+		t = wall_task(tid);
 	if (t) {
 		/* first: time the perf samples count is not counted here */
-		if (t->tgid == tgid)
+		if (t->tgid == ktgid)
 			weight = wall_weight(proc, t, th, ec, ctx);
-		if (t->tgid == tgid && weight) {
+		if (t->tgid == ktgid && weight) {
 			has_task = true;
 			kstate = t->__state;
 			on_cpu = t->on_cpu;
@@ -686,12 +705,13 @@ static long wall_skipped(struct bpf_map *map, struct rp_wall_key *k, struct rp_w
 static __always_inline void wall_run(struct task_struct *task)
 {
 	__u64 t0 = bpf_ktime_get_ns(), ec = 0, th = 0, anchor = 0, tp;
-	__u32 zero = 0, tgid = wall_params.tgid;
+	__u32 zero = 0, tgid = wall_params.tgid, ntgid, ntid;
 	struct rp_wall_rctx rc;
 	struct wall_scratch *w;
 	struct rp_proc *proc;
 
-	if (task->pid != tgid || task->tgid != tgid)
+	/* the main task of process tgid, as the daemon knows it */
+	if (!pidns_ids(task, &ntgid, &ntid) || ntid != tgid || ntgid != tgid)
 		return;
 	proc = bpf_map_lookup_elem(&procs, &tgid);
 	if (!proc) {
@@ -706,6 +726,7 @@ static __always_inline void wall_run(struct task_struct *task)
 	if (!w)
 		return;
 	rc.task = task;
+	rc.ktgid = task->tgid;
 #if defined(__TARGET_ARCH_x86)
 	tp = task->thread.fsbase;
 #elif defined(__TARGET_ARCH_arm64)
@@ -769,9 +790,7 @@ int rp_wall_run(void *ctx)
 {
 	struct task_struct *task;
 
-	if (!bpf_task_from_pid || !bpf_task_release)
-		return 0;
-	task = bpf_task_from_pid((s32)wall_params.tgid);
+	task = wall_task(wall_params.tgid);
 	if (!task) {
 		wstat_add(RP_WSTAT_NO_TASK, 1);
 		return 0;
@@ -782,8 +801,9 @@ int rp_wall_run(void *ctx)
 }
 
 /*
- * On 6.1 (no bpf_task_from_pid): a task iterator filtered to the main task (link_info.task.tid),
- * created and read once per run.
+ * On 6.1 (no bpf_task_from_pid), and in a pid namespace on a kernel without bpf_task_from_vpid:
+ * a task iterator filtered to the main task (link_info.task.tid, a pid of the namespace of the
+ * daemon that makes the iterator), created and read once per run.
  */
 SEC("iter.s/task")
 int rp_wall(struct bpf_iter__task *ctx)

@@ -16,9 +16,10 @@
 
 /* clang-format off */
 #define RP_METRICS(FAMILY, VALUE) \
-	FAMILY("rubyprofd_samples_total", COUNTER, ALWAYS, "CPU samples taken, by whether the sampled thread belonged to a profiled Ruby.") \
+	FAMILY("rubyprofd_samples_total", COUNTER, ALWAYS, "CPU samples taken, by whether the sampled thread belonged to a profiled Ruby, to another process, or to a process outside rubyprofd's pid namespace (not looked at: docs/containers.md).") \
 	VALUE(M_SAMPLES_RUBY, "process", "ruby", S->c.sampler.bpf[RP_STAT_RUBY_SAMPLES]) \
-	VALUE(M_SAMPLES_OTHER, "process", "other", (S->c.sampler.bpf[RP_STAT_SAMPLES] - S->c.sampler.bpf[RP_STAT_RUBY_SAMPLES] - S->c.sampler.bpf[RP_STAT_STALE_PID])) \
+	VALUE(M_SAMPLES_OTHER, "process", "other", (S->c.sampler.bpf[RP_STAT_SAMPLES] - S->c.sampler.bpf[RP_STAT_RUBY_SAMPLES] - S->c.sampler.bpf[RP_STAT_STALE_PID] - S->c.sampler.bpf[RP_STAT_OTHER_NS])) \
+	VALUE(M_SAMPLES_OUTSIDE_NAMESPACE, "process", "outside_namespace", S->c.sampler.bpf[RP_STAT_OTHER_NS]) \
 	FAMILY("rubyprofd_ruby_stacks_total", COUNTER, ALWAYS, "Samples that produced a Ruby stack.") \
 	VALUE(M_RUBY_STACKS, NULL, NULL, S->c.sampler.bpf[RP_STAT_RUBY_STACKS]) \
 	FAMILY("rubyprofd_samples_without_ruby_context_total", COUNTER, ALWAYS, "Samples of a Ruby process's thread that runs no Ruby (or not the GVL holder).") \

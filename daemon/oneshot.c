@@ -281,9 +281,15 @@ static void summary(struct run *r, double secs, const char *path)
 	printf("samples: %" PRIu64 " on all CPUs, %" PRIu64 " Ruby, %" PRIu64
 	       " with a Ruby stack, %" PRIu64 " without a Ruby context, %" PRIu64 " in GC, %" PRIu64
 	       " in JIT code\n",
-	       M(M_SAMPLES_RUBY) + M(M_SAMPLES_OTHER) + M(M_DROPPED_SAMPLES_REUSED_PID),
+	       M(M_SAMPLES_RUBY) + M(M_SAMPLES_OTHER) + M(M_DROPPED_SAMPLES_REUSED_PID) +
+		       M(M_SAMPLES_OUTSIDE_NAMESPACE),
 	       M(M_SAMPLES_RUBY), M(M_RUBY_STACKS), M(M_SAMPLES_WITHOUT_RUBY_CONTEXT),
 	       M(M_GC_SAMPLES_KEPT), M(M_JIT_SAMPLES));
+	/* only in a pid namespace (docs/containers.md): the usual summary stays as it is */
+	if (M(M_SAMPLES_OUTSIDE_NAMESPACE))
+		printf("outside the pid namespace: %" PRIu64
+		       " samples of processes rubyprofd cannot see, not looked at\n",
+		       M(M_SAMPLES_OUTSIDE_NAMESPACE));
 	printf("dropped: %" PRIu64 " (ring buffer %" PRIu64 ", incomplete %" PRIu64
 	       ", table full %" PRIu64 ", no memory %" PRIu64 ", refused %" PRIu64
 	       ", unknown process %" PRIu64 "), failed reads: %" PRIu64 " (+%" PRIu64

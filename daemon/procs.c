@@ -171,7 +171,8 @@ int procs_nspid(pid_t pid, pid_t *nspid)
 
 	if (err)
 		return err;
-	/* "NSpid:\t1234\t1": host pid first, innermost namespace last */
+	/* "NSpid:\t1234\t1": the pid in the namespace of this /proc (the daemon's, pidns.c)
+	 * first, the process's innermost namespace last */
 	for (p = buf;; p = end) {
 		v = strtol(p, &end, 10);
 		if (end == p)

@@ -45,6 +45,7 @@ struct sampler {
 	int *pfds; /* perf event of each link (owned by the link) */
 	int nlinks;
 	struct bpf_link *iter_link;
+	uint32_t pidns_level; /* of the daemon's pid namespace (0: the initial one) */
 	struct cpu_asm *cpus;
 	int ncpus; /* possible CPUs */
 	int nasm;  /* reassembly slots: one per CPU, and one for wall-clock records (cpu = ncpus) */
@@ -306,6 +307,45 @@ int sampler_feed(struct sampler *s, void *data, size_t size)
 	return dispatch(s, data, size);
 }
 
+/*
+ * The level of the daemon's pid namespace, which only the kernel knows (a namespace's parent is
+ * hidden from inside it): rp_iter_pidns reads it from the daemon's own task. Set before anything
+ * is attached, so that no pid is translated with the wrong level. 0 or -errno.
+ */
+static int find_pidns_level(struct sampler *s, uint32_t ino)
+{
+	struct bpf_link *link;
+	struct rp_pidns ns = {0};
+	ssize_t r = -1;
+	int fd, err = 0;
+
+	link = bpf_program__attach_iter(s->skel->progs.rp_iter_pidns, NULL);
+	if (!link) {
+		err = -errno;
+		log_error("cannot attach the pid namespace iterator: %s", strerror(-err));
+		return err;
+	}
+	fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd >= 0) {
+		r = read(fd, &ns, sizeof(ns));
+		close(fd);
+	}
+	bpf_link__destroy(link);
+	if (r != (ssize_t)sizeof(ns) || ns.inum != ino || ns.level == 0 ||
+	    ns.level > RP_PIDNS_MAX_LEVEL) {
+		log_error("cannot find the level of rubyprofd's pid namespace (inode %u; the kernel "
+			  "said level %u, inode %u)",
+			  ino, ns.level, ns.inum);
+		return -EIO;
+	}
+	s->skel->bss->pidns_level = ns.level;
+	s->pidns_level = ns.level;
+	log_info("in pid namespace %u (level %u): pids are this namespace's, processes outside "
+		 "it are not profiled",
+		 ino, ns.level);
+	return 0;
+}
+
 struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampler_handlers *h)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oopts);
@@ -367,8 +407,11 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 		s->skel->rodata->native_procs = opts->native_procs;
 	}
 	err = bpf_map__set_max_entries(s->skel->maps.samples, opts->ringbuf_bytes);
+	if (!err)
+		err = bpf_program__set_autoload(s->skel->progs.rp_iter_pidns, opts->pidns_ino != 0);
 	if (err)
 		goto cleanup;
+	s->skel->rodata->pidns_ino = opts->pidns_ino;
 	err = rubyprof_bpf__load(s->skel);
 	if (err) {
 		log_error("cannot load the BPF program: %s", strerror(-err));
@@ -379,6 +422,11 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	}
 	free(s->verifier_log);
 	s->verifier_log = NULL;
+	if (opts->pidns_ino) {
+		err = find_pidns_level(s, opts->pidns_ino);
+		if (err)
+			goto cleanup;
+	}
 	for (i = 0; opts->stacks_mixed && i < opts->nnative_pids; i++) {
 		if (bpf_map__update_elem(s->skel->maps.native_pids, &opts->native_pids[i],
 					 sizeof(uint32_t), &one, sizeof(one), BPF_ANY)) {
@@ -708,5 +756,7 @@ int sampler_shared_maps(const struct sampler *s, struct sampler_maps *out)
 	out->max_frames = s->max_frames;
 	out->slot_blocks = s->skel->rodata->slot_blocks;
 	out->rb_wakeup_bytes = s->skel->rodata->rb_wakeup_bytes;
+	out->pidns_ino = s->skel->rodata->pidns_ino;
+	out->pidns_level = s->pidns_level;
 	return 0;
 }

@@ -28,6 +28,9 @@ struct sampler_opts {
 	unsigned int native_procs; /* mixed: RP_NATIVE_*: processes that are no Ruby sampled too */
 	const uint32_t *native_pids; /* RP_NATIVE_LISTED: those (at most RP_MAX_NATIVE_PIDS) */
 	size_t nnative_pids;
+	/* the daemon's pid namespace (pidns_self): 0 for the initial one, else its inode number,
+	 * into which the BPF programs translate every pid (bpf/pidns.bpf.h) */
+	uint32_t pidns_ino;
 };
 
 /* One complete sample; frames leaf first. `first` is the header of its first chunk. */
@@ -118,6 +121,7 @@ struct sampler_maps {
 	uint32_t extra_cpu;
 	uint32_t max_frames, slot_blocks;
 	uint64_t rb_wakeup_bytes;
+	uint32_t pidns_ino, pidns_level; /* the daemon's pid namespace (0, 0: the initial one) */
 };
 
 /* 0, or -ENODEV for an offline sampler (no BPF object). */

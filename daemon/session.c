@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "appname.h"
 #include "log.h"
+#include "pidns.h"
 #include "session.h"
 
 /* Distinct stacks per interval; past it, samples are dropped and counted. */
@@ -253,6 +254,18 @@ static int enable_native_extras(struct session *s, const struct session_opts *op
 	return 0;
 }
 
+/* Every pid the daemon reads in /proc and gets from BPF is of its own pid namespace. */
+static int own_pidns(struct sampler_opts *sopts)
+{
+	char why[512];
+	int err;
+
+	err = pidns_self(&sopts->pidns_ino, why, sizeof(why));
+	if (err)
+		log_error("%s", why);
+	return err;
+}
+
 struct session *session__new(const struct session_opts *opts)
 {
 	struct sampler_opts sopts = {
@@ -304,6 +317,9 @@ struct session *session__new(const struct session_opts *opts)
 		log_error("out of memory");
 		goto fail;
 	}
+	err = own_pidns(&sopts);
+	if (err)
+		goto fail;
 	s->sampler = sampler__new(&sopts, &h);
 	if (!s->sampler) {
 		err = -errno;

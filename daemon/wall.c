@@ -22,6 +22,9 @@
 /* bpf_task_from_pid, how the iterator finds a thread's task, came with 6.2. */
 #define WALL_TASK_MAJOR 6
 #define WALL_TASK_MINOR 2
+/* In a pid namespace, bpf_task_from_vpid (the pid in the caller's namespace): 6.13. */
+#define WALL_VPID_MAJOR 6
+#define WALL_VPID_MINOR 13
 
 /* An iterator run writes nothing (records go to the ring buffer): one read ends it. */
 #define WALL_READ_BYTES 64
@@ -59,7 +62,9 @@ struct wall {
 	size_t nprocs;
 	int64_t period_ns, next_ns;
 	struct wall_counters c;
-	bool find_tasks;  /* the kernel has bpf_task_from_pid (6.2+): the iterator finds tasks */
+	/* the kernel has bpf_task_from_pid (6.2+), in a pid namespace bpf_task_from_vpid (6.13+):
+	 * the iterator finds tasks */
+	bool find_tasks;
 	bool syscall_run; /* runs are BPF_PROG_RUN of rp_wall_run, not iterator links (6.2+) */
 	bool skip;	  /* ticks of a still process are skipped (the switch hooks are attached) */
 	bool sleep_ok;	  /* and the daemon sleeps through them (wall_wake is read with samples) */
@@ -206,6 +211,8 @@ static int load_object(struct wall *w, const struct sampler_maps *m, char *why, 
 	w->skel->rodata->slot_blocks = m->slot_blocks;
 	w->skel->rodata->rb_wakeup_bytes = m->rb_wakeup_bytes;
 	w->skel->rodata->wall_cpu = m->extra_cpu;
+	w->skel->rodata->pidns_ino = m->pidns_ino;
+	w->skel->bss->pidns_level = m->pidns_level;
 	/* One run at a time (the daemon's thread), sleepable hence movable between CPUs while
 	 * it waits for a page: one scratch space, not one per CPU. */
 	err = bpf_map__set_type(w->skel->maps.scratch, BPF_MAP_TYPE_ARRAY);
@@ -275,7 +282,9 @@ struct wall *wall__new(struct sampler *smp, unsigned int frequency, char *why, s
 	if (!w)
 		return NULL;
 	w->find_tasks =
-		!u.release[0] || wall_kernel_at_least(u.release, WALL_TASK_MAJOR, WALL_TASK_MINOR);
+		!u.release[0] ||
+		(m.pidns_ino ? wall_kernel_at_least(u.release, WALL_VPID_MAJOR, WALL_VPID_MINOR)
+			     : wall_kernel_at_least(u.release, WALL_TASK_MAJOR, WALL_TASK_MINOR));
 	w->procs = calloc(WALL_MAX_PROCS, sizeof(*w->procs));
 	w->copies = wallcopy__new(WALL_COPIES);
 	/* RP_WALL_REUSE=0: walk every thread every tick (the bench's "before"; a diagnosis) */

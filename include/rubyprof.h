@@ -467,7 +467,8 @@ struct rp_wall_out {
 #define RP_STAT_KSTACKS	     21 /* --kernel-stacks: kernel stacks sent */
 #define RP_STAT_KSTACK_LOST  22 /* --kernel-stacks: kernel stack records lost (ring buffer full) */
 #define RP_STAT_NATIVE_ALONE 23 /* --native-processes: samples of processes that are no Ruby */
-#define RP_STAT_MAX	     24
+#define RP_STAT_OTHER_NS     24 /* samples of tasks outside the daemon's pid namespace (not taken) */
+#define RP_STAT_MAX	     25
 
 /* ---- task iterator output (fsbase of each thread of one process) -------------------------- */
 
@@ -478,7 +479,20 @@ struct rp_thread_tp {
 	__u64 start_time; /* the process's (group leader's) start time, as rp_proc.start_time */
 };
 
+/*
+ * The daemon's pid namespace as the kernel sees it (rp_iter_pidns, run by the daemon itself):
+ * its level (0: the initial namespace) and inode number (/proc/self/ns/pid's st_ino).
+ */
+struct rp_pidns {
+	__u32 level;
+	__u32 inum;
+};
+
+/* The kernel's MAX_PID_NS_LEVEL: no namespace is nested deeper. */
+#define RP_PIDNS_MAX_LEVEL 32
+
 #ifndef __cplusplus
+_Static_assert(sizeof(struct rp_pidns) == 8, "rp_pidns layout");
 _Static_assert(sizeof(struct rp_frame) == 24, "rp_frame layout");
 _Static_assert(sizeof(struct rp_vm_offsets) == 24, "rp_vm_offsets layout");
 _Static_assert(sizeof(struct rp_proc) == 88, "rp_proc layout");
