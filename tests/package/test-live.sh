@@ -134,7 +134,6 @@ check "shop.service runs as user shop (pid $shop_pid in the root)" test "$(in_ro
 # ---- 3. enable --now: active once READY=1, STATUS=, a profile per app per interval -----------------
 # An operator's edit: short intervals and a higher frequency, so that the test takes minutes.
 printf '\n# the live test\ninterval = 3\nfrequency = 49\n' >>"$BOOT_ROOT$conf"
-mark=$(jmark)
 in_root systemctl enable --now rubyprofd >"$out/enable.log" 2>&1
 # At once, with no wait: Type=notify made enable --now return after READY=1, which the daemon
 # sends once its sampler is attached, so its perf events are open (one per CPU) already.
@@ -144,10 +143,9 @@ nperf=$(in_root find "/proc/$main/fd" -lname 'anon_inode:\[perf_event\]' | wc -l
 check "enable --now returns active (Type=$(prop rubyprofd Type)) with the sampler attached ($nperf perf events, $ncpu CPUs)" \
 	test "$(prop rubyprofd ActiveState)/$(prop rubyprofd Type)" = active/notify -a "$nperf" -ge "$ncpu"
 check "systemctl status shows the STATUS= line" grep -q 'Status: "profiling' <<<"$(in_root systemctl status --no-pager rubyprofd)"
-poll 60 newer_than shop 0
+check "a profile of shop in the spool" poll 60 newer_than shop 0
 in_root systemctl start jobs
-jobs_pid=$(prop jobs MainPID)
-poll 60 newer_than jobs 0
+check "a profile of jobs, started after the service" poll 60 newer_than jobs 0
 # Two whole intervals after the first of jobs: each has one profile of each app.
 n=$(count jobs)
 poll 60 newer_than jobs $((n + 1))
