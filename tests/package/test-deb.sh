@@ -125,8 +125,10 @@ unit="$alt/usr/local/lib/systemd/system/rubyprofd.service"
 check "prefix=/usr/local: unit in \$prefix/lib/systemd/system, ExecStart names \$prefix/sbin" \
 	grep -qx "ExecStart=$alt/usr/local/sbin/rubyprofd" "$unit"
 if [ -f "$unit" ] && [ -f "$dest/lib/systemd/system/rubyprofd.service" ]; then
-	check "the two installed units differ only in ExecStart" \
-		diff <(grep -v '^ExecStart=' "$unit") <(grep -v '^ExecStart=' "$dest/lib/systemd/system/rubyprofd.service")
+	# (ExecReload's check names the binary too: make install rewrites both)
+	check "the two installed units differ only in the binary's path (ExecStart, ExecReload)" \
+		diff <(grep -vE '^Exec(Start|Reload)=[^ ]*/rubyprofd( |$)' "$unit") \
+		<(grep -vE '^Exec(Start|Reload)=[^ ]*/rubyprofd( |$)' "$dest/lib/systemd/system/rubyprofd.service")
 fi
 echo "frequency = 7" >>"$alt/etc/rubyprofd/rubyprofd.conf"
 make --no-print-directory BUILD="$build" install prefix="$alt/usr/local" sysconfdir="$alt/etc" >"$tmp/alt2.log" 2>&1
