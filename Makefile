@@ -206,8 +206,7 @@ NPROC := $(shell nproc 2>/dev/null || echo 2)
 
 # Every feature once (tests/run-all.sh --set quick): the unit, collector, view and fuzz-corpus
 # tests, every end-to-end test on the host's Ruby, a smoke set on each Debian root and the package
-# under a live systemd (root;
-# skipped with the reason otherwise). One summary line.
+# under a live systemd (root; skipped with the reason otherwise). One summary line.
 test: deps
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) test-build fuzz-build
 	$(Q)tests/run-all.sh --set quick $(BUILD)
