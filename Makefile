@@ -176,7 +176,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(DAEMON_OBJS) | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(DAEMON_OBJS) $(LDLIBS) -lcriterion -o $@
 
-.PHONY: all test test-full test-rest test-asan test-build test-unit test-e2e test-package churn deps check format format-check install deb \
+.PHONY: all test test-full test-rest test-asan test-build test-unit test-e2e test-package test-package-live churn deps check format format-check install deb \
 	clean profile bench readme-flamegraph
 
 test-unit: $(UNIT_BINS) $(FIXTURES)
@@ -189,6 +189,12 @@ test-e2e: $(BUILD)/rubyprofd $(FIXTURES)
 # installed and purged in a fresh Debian root (root; skipped with the reason otherwise).
 test-package:
 	$(Q)tests/package/test-deb.sh $(BUILD)
+
+# make deb, then the package under a live systemd: a Debian 12 root booted by systemd-nspawn, the
+# .deb installed by apt and run there as an operator does (root; skipped with the reason where
+# the root cannot boot). make test runs it.
+test-package-live:
+	$(Q)tests/package/test-live.sh $(BUILD)
 
 # The long churn (root): thousands of short Rubies, exec'd and forked, against one service with
 # the /proc rescan off; `make test` runs a short version. RP_CHURN sets the number per round.
@@ -206,9 +212,10 @@ ASAN_MAKE = $(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) SANITIZE=address,un
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 
 # Every feature once (tests/run-all.sh --set quick): the unit, collector, view and fuzz-corpus
-# tests, every end-to-end test on the host's Ruby and a smoke set on each Debian root (root;
-# skipped with the reason otherwise). One summary line. RP_DEPS_INSTALLED: make deps ran, so a
-# test skipped for a missing dependency fails (tests/run-unit.sh).
+# tests, every end-to-end test on the host's Ruby, a smoke set on each Debian root and the package
+# under a live systemd (root; skipped with the reason otherwise). One summary line.
+# RP_DEPS_INSTALLED: make deps ran, so a test skipped for a missing dependency fails
+# (tests/run-unit.sh).
 test: deps
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) test-build fuzz-build
 	$(Q)RP_DEPS_INSTALLED=1 tests/run-all.sh --set quick $(BUILD)

@@ -919,9 +919,8 @@ static void unknown_key(const char *path, unsigned int line, const char *key)
 
 	k = config_key_find(key, &id);
 	if (k) {
-		fprintf(stderr,
-			"rubyprofd: %s:%u: unknown key '%s' (%s is a command-line flag only)\n",
-			path, line, key, config_key_flag(id, flag, sizeof(flag)));
+		log_line(LOG_LVL_ERROR, "%s:%u: unknown key '%s' (%s is a command-line flag only)",
+			 path, line, key, config_key_flag(id, flag, sizeof(flag)));
 		return;
 	}
 	/* the flag's spelling: say which key is meant */
@@ -930,11 +929,11 @@ static void unknown_key(const char *path, unsigned int line, const char *key)
 	alt[i] = '\0';
 	k = config_key_find(alt, &id);
 	if (!key[i] && k && (k->flags & K_FILE)) {
-		fprintf(stderr, "rubyprofd: %s:%u: unknown key '%s' (did you mean '%s'?)\n", path,
-			line, key, k->name);
+		log_line(LOG_LVL_ERROR, "%s:%u: unknown key '%s' (did you mean '%s'?)", path, line,
+			 key, k->name);
 		return;
 	}
-	fprintf(stderr, "rubyprofd: %s:%u: unknown key '%s'\n", path, line, key);
+	log_line(LOG_LVL_ERROR, "%s:%u: unknown key '%s'", path, line, key);
 }
 
 /*
@@ -953,7 +952,7 @@ static int read_file(struct parse_ctx *ctx, const char *path, bool optional)
 
 	err = safepath_check(path, buf, sizeof(buf));
 	if (err == -EPERM) {
-		fprintf(stderr, "rubyprofd: configuration file refused: %s\n", buf);
+		log_line(LOG_LVL_ERROR, "configuration file refused: %s", buf);
 		return err;
 	}
 	if (!err) {
@@ -966,7 +965,7 @@ static int read_file(struct parse_ctx *ctx, const char *path, bool optional)
 			ctx->cfg->config_file_missing = true;
 			return 0;
 		}
-		fprintf(stderr, "rubyprofd: cannot read '%s': %s\n", path, strerror(-err));
+		log_line(LOG_LVL_ERROR, "cannot read '%s': %s", path, strerror(-err));
 		return err;
 	}
 	for (;;) {
@@ -979,14 +978,14 @@ static int read_file(struct parse_ctx *ctx, const char *path, bool optional)
 			break;
 		line++;
 		if (r == -EFBIG || r == -EINVAL) {
-			fprintf(stderr, "rubyprofd: %s:%u: %s\n", path, line,
-				r == -EFBIG ? "line longer than 4096 bytes"
-					    : "line with a NUL byte");
+			log_line(LOG_LVL_ERROR, "%s:%u: %s", path, line,
+				 r == -EFBIG ? "line longer than 4096 bytes"
+					     : "line with a NUL byte");
 			err = r;
 			goto cleanup;
 		}
 		if (r < 0) {
-			fprintf(stderr, "rubyprofd: cannot read '%s': %s\n", path, strerror(-r));
+			log_line(LOG_LVL_ERROR, "cannot read '%s': %s", path, strerror(-r));
 			err = r;
 			goto cleanup;
 		}
@@ -995,8 +994,7 @@ static int read_file(struct parse_ctx *ctx, const char *path, bool optional)
 			continue;
 		eq = strchr(key, '=');
 		if (!eq || eq == key) {
-			fprintf(stderr, "rubyprofd: %s:%u: line is not 'key = value'\n", path,
-				line);
+			log_line(LOG_LVL_ERROR, "%s:%u: line is not 'key = value'", path, line);
 			err = -EINVAL;
 			goto cleanup;
 		}
@@ -1010,8 +1008,8 @@ static int read_file(struct parse_ctx *ctx, const char *path, bool optional)
 			goto cleanup;
 		}
 		if (seen[id] && !(k->flags & K_REPEAT)) {
-			fprintf(stderr, "rubyprofd: %s:%u: %s: given twice (first on line %u)\n",
-				path, line, key, seen[id]);
+			log_line(LOG_LVL_ERROR, "%s:%u: %s: given twice (first on line %u)", path,
+				 line, key, seen[id]);
 			err = -EINVAL;
 			goto cleanup;
 		}
@@ -1021,7 +1019,7 @@ static int read_file(struct parse_ctx *ctx, const char *path, bool optional)
 		if (!err)
 			err = key_set(ctx, id, val, where);
 		if (err) {
-			fprintf(stderr, "rubyprofd: %s:%u: %s: %s\n", path, line, key, ctx->err);
+			log_line(LOG_LVL_ERROR, "%s:%u: %s: %s", path, line, key, ctx->err);
 			goto cleanup;
 		}
 	}
@@ -1035,9 +1033,9 @@ cleanup:
 static void bad_option(char **argv)
 {
 	if (optopt && optopt < 256)
-		fprintf(stderr, "rubyprofd: unknown or incomplete option '-%c'\n", optopt);
+		log_line(LOG_LVL_ERROR, "unknown or incomplete option '-%c'", optopt);
 	else
-		fprintf(stderr, "rubyprofd: unknown or incomplete option '%s'\n", argv[optind - 1]);
+		log_line(LOG_LVL_ERROR, "unknown or incomplete option '%s'", argv[optind - 1]);
 	fprintf(stderr, "Try 'rubyprofd --help'.\n");
 }
 
@@ -1062,7 +1060,7 @@ static enum config_result scan_mode(struct config *cfg, const struct opts *o, in
 			break;
 		case KEY_CONFIG:
 			if (!*optarg) {
-				fprintf(stderr, "rubyprofd: --config: the file name is empty\n");
+				log_line(LOG_LVL_ERROR, "--config: the file name is empty");
 				return CONFIG_EXIT_BAD;
 			}
 			cfg->config_file = optarg;
@@ -1098,7 +1096,7 @@ static void apply_defaults(struct parse_ctx *ctx, bool service_only)
 		    !def[0])
 			continue;
 		if (key_set(ctx, (enum config_key_id)i, def, "default"))
-			fprintf(stderr, "rubyprofd: the default of %s: %s\n", k->name, ctx->err);
+			log_line(LOG_LVL_ERROR, "the default of %s: %s", k->name, ctx->err);
 	}
 }
 
@@ -1142,17 +1140,17 @@ static enum config_result apply_flags(struct parse_ctx *ctx, const struct opts *
 		}
 		config_key_flag((enum config_key_id)id, flag, sizeof(flag));
 		if ((config_keys[id].flags & K_ONESHOT) && !cfg->oneshot) {
-			fprintf(stderr, "rubyprofd: %s: only with --oneshot\n", flag);
+			log_line(LOG_LVL_ERROR, "%s: only with --oneshot", flag);
 			return CONFIG_EXIT_BAD;
 		}
 		if ((config_keys[id].flags & K_SERVICE) && cfg->oneshot) {
-			fprintf(stderr, "rubyprofd: %s: only for the service, not with --oneshot\n",
-				flag);
+			log_line(LOG_LVL_ERROR, "%s: only for the service, not with --oneshot",
+				 flag);
 			return CONFIG_EXIT_BAD;
 		}
 		/* --kernel-stacks alone says yes */
 		if (key_set(ctx, (enum config_key_id)id, optarg ? optarg : "yes", flag)) {
-			fprintf(stderr, "rubyprofd: %s: %s\n", flag, ctx->err);
+			log_line(LOG_LVL_ERROR, "%s: %s", flag, ctx->err);
 			return CONFIG_EXIT_BAD;
 		}
 	}
@@ -1198,8 +1196,8 @@ enum config_result config_parse_with_default(struct config *cfg, int argc, char 
 	if (res != CONFIG_RUN)
 		return res;
 	if (cfg->check_config && cfg->oneshot) {
-		fprintf(stderr, "rubyprofd: --check-config: checks the service's configuration, "
-				"not with --oneshot\n");
+		log_line(LOG_LVL_ERROR, "--check-config: checks the service's configuration, "
+					"not with --oneshot");
 		return CONFIG_EXIT_BAD;
 	}
 	apply_defaults(&ctx, false);
@@ -1222,19 +1220,18 @@ enum config_result config_parse_with_default(struct config *cfg, int argc, char 
 	flag_rules_first(cfg, ctx.nfile_rules);
 
 	if (cfg->command && !cfg->oneshot) {
-		fprintf(stderr, "rubyprofd: a COMMAND ('%s'): only with --oneshot\n",
-			cfg->command[0]);
+		log_line(LOG_LVL_ERROR, "a COMMAND ('%s'): only with --oneshot", cfg->command[0]);
 		return CONFIG_EXIT_BAD;
 	}
 	if (cfg->command && cfg->npids) {
-		fprintf(stderr, "rubyprofd: give either --pid or a COMMAND, not both\n");
+		log_line(LOG_LVL_ERROR, "give either --pid or a COMMAND, not both");
 		return CONFIG_EXIT_BAD;
 	}
 	/* both add to the native half of a sample, which Ruby-only stacks do not have */
 	if (!cfg->stacks_mixed && (cfg->kernel_stacks || cfg->native_procs != RP_NATIVE_RUBY)) {
-		fprintf(stderr, "rubyprofd: %s: only with stacks = mixed (--stacks mixed)\n",
-			cfg->kernel_stacks ? "kernel_stacks (--kernel-stacks)"
-					   : "native_processes (--native-processes)");
+		log_line(LOG_LVL_ERROR, "%s: only with stacks = mixed (--stacks mixed)",
+			 cfg->kernel_stacks ? "kernel_stacks (--kernel-stacks)"
+					    : "native_processes (--native-processes)");
 		return CONFIG_EXIT_BAD;
 	}
 	if (cfg->oneshot) {

@@ -705,17 +705,17 @@ static bool spool_dir_ok(const struct config *cfg)
 	int err = safepath_check(cfg->spool_dir, why, sizeof(why));
 
 	if (err == -EPERM) {
-		fprintf(stderr, "rubyprofd: spool_dir: refused: %s\n", why);
+		log_line(LOG_LVL_ERROR, "spool_dir: refused: %s", why);
 		return false;
 	}
 	if (err == -ENOENT) {
 		if (!cfg->quiet)
-			fprintf(stderr,
-				"rubyprofd: spool_dir \"%s\" does not exist yet: it will be "
-				"created\n",
-				cfg->spool_dir);
+			log_line(LOG_LVL_INFO,
+				 "spool_dir \"%s\" does not exist yet: it will be "
+				 "created",
+				 cfg->spool_dir);
 	} else if (err) {
-		fprintf(stderr, "rubyprofd: warning: spool_dir: %s\n", why);
+		log_line(LOG_LVL_WARN, "warning: spool_dir: %s", why);
 	}
 	return true;
 }
@@ -732,11 +732,11 @@ static bool ship_ok(const struct config *cfg)
 		return true;
 	u = upload__new(&o.upload, err, sizeof(err), warn, sizeof(warn));
 	if (!u) {
-		fprintf(stderr, "rubyprofd: upload: %s\n", err);
+		log_line(LOG_LVL_ERROR, "upload: %s", err);
 		return false;
 	}
 	if (warn[0])
-		fprintf(stderr, "rubyprofd: warning: upload: %s\n", warn);
+		log_line(LOG_LVL_WARN, "warning: upload: %s", warn);
 	upload__free(u);
 	return true;
 }
@@ -753,14 +753,14 @@ int service_check_config(const struct config *cfg)
 	ok = spool_dir_ok(cfg) && ok;
 	ok = ship_ok(cfg) && ok;
 	if (!ok) {
-		fprintf(stderr, "rubyprofd: %s: the configuration is not valid\n", file);
+		log_line(LOG_LVL_ERROR, "%s: the configuration is not valid", file);
 		return 2;
 	}
 	/* -q (ExecReload's): the answer alone, in the exit status */
 	if (cfg->quiet)
 		return 0;
 	config_print_effective(cfg, stdout);
-	fprintf(stderr, "rubyprofd: %s: the configuration is valid\n", file);
+	log_line(LOG_LVL_INFO, "%s: the configuration is valid", file);
 	return 0;
 }
 

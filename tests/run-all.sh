@@ -9,8 +9,9 @@
 #
 # quick: every feature once. The unit tests, the stand-in collector's self-test
 # (tests/collector), the views in a real browser (tests/views), every fuzz target over its seeds
-# (fuzz-corpus), and the end-to-end tests: all of them on the host's Ruby, the smoke set
-# (E2E.smoke) on each Debian root; several at once (tests/e2e/run.rb).
+# (fuzz-corpus), the end-to-end tests: all of them on the host's Ruby, the smoke set
+# (E2E.smoke) on each Debian root, several at once (tests/e2e/run.rb); and the package under a
+# live systemd (tests/package/test-live.sh: a booted Debian 12 root, package-live), alone.
 # full adds the rest of the matrix (every end-to-end test on every root), the package test
 # (tests/package/test-deb.sh: make deb, lintian, the chroot install), a short run of each fuzz
 # target (FUZZ_SMOKE_SECONDS each), and the unit tests and a part of the end-to-end tests again
@@ -72,6 +73,7 @@ start_roots() {
 	[ "$(id -u)" = 0 ] || return 0
 	IFS=, read -ra vs <<<"${RP_E2E_RUBIES:-host,2.7,3.3,3.4}"
 	[ "$set_name" = quick ] || vs+=(bookworm)
+	[ "$set_name" = rest ] || vs+=(bookworm-boot)
 	for v in "${vs[@]}"; do
 		v=${v// /}
 		case "$v" in host | "") continue ;; esac
@@ -123,6 +125,13 @@ if [ "${RP_ASAN_ONLY:-0}" != 1 ]; then
 	echo "== end-to-end tests ($set_name)"
 	RP_E2E_SET=$set_name ruby tests/e2e/run.rb "$build" ${RP_E2E_FILTER:+"$RP_E2E_FILTER"} | tee -a "$log"
 	suites+=(e2e) rcs+=("${PIPESTATUS[0]}"); took
+
+	# after the end-to-end tests, never beside them: the service it starts in the booted root
+	# samples every CPU of the machine
+	if [ "$set_name" != rest ]; then
+		tests/package/test-live.sh "$build" | tee -a "$log"
+		suites+=(package-live) rcs+=("${PIPESTATUS[0]}"); took
+	fi
 
 	if [ "$set_name" != quick ]; then
 		echo "== package tests"

@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Sourced by tests/package/test-live.sh: a Debian root booted with systemd as PID 1
+# (systemd-nspawn -b), and commands run inside it as its own root user runs them.
+#
+#   boot_root CACHED_ROOT WORK_DIR     boots an overlay of CACHED_ROOT (never written); sets
+#                                      BOOT_ROOT (the root as the host sees it), BOOT_LEADER
+#                                      (its PID 1, as the host sees it); 1 with BOOT_WHY if not
+#   in_root COMMAND...                 runs COMMAND inside: its namespaces, its root, a clean env
+#   halt_root                          powers it off (then kills it), unmounts the overlay
+#
+# Why these ways: --register=no and --keep-unit because the host may run no systemd (nor
+# machined), so `machinectl shell` and `systemd-run --machine` have nothing to talk to; nsenter
+# into the leader's namespaces needs neither. The capabilities are those the packaged unit names
+# (nspawn's default set lacks CAP_BPF and CAP_PERFMON) and bpf and perf_event_open pass nspawn's
+# own system call filter: with less, the service could not run inside at all. The overlay keeps
+# the cached root pristine and costs nothing to make (a copy of the root would take seconds).
+
+BOOT_ROOT= BOOT_LEADER= BOOT_WHY= boot_nspawn= boot_dir=
+
+boot_root() {
+	local cached=$1 i state
+	boot_dir=$2
+	mkdir -p "$boot_dir/upper" "$boot_dir/work" "$boot_dir/root"
+	if ! mount -t overlay overlay -o "lowerdir=$cached,upperdir=$boot_dir/upper,workdir=$boot_dir/work" \
+		"$boot_dir/root" 2>"$boot_dir/mount.err"; then
+		BOOT_WHY="cannot mount an overlay of $cached: $(cat "$boot_dir/mount.err")"
+		return 1
+	fi
+	BOOT_ROOT=$boot_dir/root
+	# The console is only read: the boot's messages, for the reason when it fails. setsid: the
+	# terminal's signals (a ^C of the test) reach the test, which powers the root off itself.
+	setsid systemd-nspawn -D "$BOOT_ROOT" -b --register=no --keep-unit \
+		--capability=CAP_BPF,CAP_PERFMON,CAP_CHECKPOINT_RESTORE,CAP_SYS_PTRACE,CAP_DAC_READ_SEARCH \
+		--system-call-filter='bpf perf_event_open' --console=read-only \
+		</dev/null >"$boot_dir/console.log" 2>&1 &
+	boot_nspawn=$!
+	# The leader is nspawn's child; then systemd inside says when the boot is done.
+	for ((i = 0; i < 600; i++)); do
+		if ! kill -0 "$boot_nspawn" 2>/dev/null; then
+			BOOT_WHY="systemd-nspawn exited during the boot: $(tail -n 3 "$boot_dir/console.log" | tr -d '\r' | tr '\n' ' ')"
+			return 1
+		fi
+		[ -n "$BOOT_LEADER" ] || BOOT_LEADER=$(pgrep -P "$boot_nspawn" | head -n 1)
+		if [ -n "$BOOT_LEADER" ]; then
+			state=$(in_root systemctl is-system-running 2>/dev/null)
+			case "$state" in running | degraded) return 0 ;; esac
+		fi
+		sleep 0.1
+	done
+	BOOT_WHY="no boot within 60 s (system state: ${state:-unknown}): $(tail -n 3 "$boot_dir/console.log" | tr -d '\r' | tr '\n' ' ')"
+	return 1
+}
+
+in_root() {
+	nsenter -t "$BOOT_LEADER" -a env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+		DEBIAN_FRONTEND=noninteractive "$@"
+}
+
+halt_root() {
+	local i
+	if [ -n "$boot_nspawn" ] && kill -0 "$boot_nspawn" 2>/dev/null; then
+		# nspawn turns SIGTERM into the container's poweroff
+		kill -TERM "$boot_nspawn"
+		for ((i = 0; i < 300; i++)); do
+			kill -0 "$boot_nspawn" 2>/dev/null || break
+			sleep 0.1
+		done
+		# a leader that outlives nspawn would keep its pid namespace, and the overlay, alive
+		kill -KILL "$boot_nspawn" 2>/dev/null
+		[ -n "$BOOT_LEADER" ] && kill -KILL "$BOOT_LEADER" 2>/dev/null
+		wait "$boot_nspawn" 2>/dev/null
+	fi
+	[ -n "$BOOT_ROOT" ] && umount "$BOOT_ROOT" 2>/dev/null
+	[ -n "$boot_dir" ] && rm -rf --one-file-system "$boot_dir"
+	boot_nspawn= BOOT_ROOT= boot_dir=
+}

@@ -1,0 +1,323 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The package on a live systemd: a Debian 12 root booted with systemd as PID 1 (boot.sh), and in
+# it, as an operator does it: apt install of the .deb, two Ruby apps as units of their own users,
+# systemctl enable --now, reload, stop and start, a crash, a configuration error, a hung loop,
+# the journal, the mixed and wall modes and the metrics endpoint, apt remove and purge.
+#
+#   tests/package/test-live.sh [BUILD_DIR]
+#
+# Ends with one line: "package-live: N passed, N failed, N skipped"; exits non-zero on a failure.
+# Needs root, systemd-nspawn (systemd-container), go (profiles are read back by go tool pprof,
+# on the host) and the Debian archive (the root, cached by tests/e2e/mkroot.sh bookworm-boot,
+# and the package's dependencies): without one, or where this machine cannot boot the root, the
+# whole test is one skip with the reason. It starts rubyprofd: on a shared machine, run it alone.
+set -u
+build=${1:-build}
+cd "$(dirname "$0")/../.." || exit 1
+. tests/package/boot.sh
+
+pass=0 fail=0 skip=0
+ok() { echo "  PASS $1"; pass=$((pass + 1)); }
+bad() { echo "  FAIL $1: $2"; fail=$((fail + 1)); }
+skipped() { echo "  SKIP $1: $2"; skip=$((skip + 1)); }
+finish() {
+	echo "package-live: $pass passed, $fail failed, $skip skipped"
+	[ "$fail" -eq 0 ]
+	exit
+}
+# check NAME COMMAND...: PASS when COMMAND succeeds, else FAIL with its (short) output.
+check() {
+	local name=$1 out
+	shift
+	if out=$("$@" 2>&1); then ok "$name"; else bad "$name" "$(printf '%s' "$out" | tail -n 5)"; fi
+}
+# poll SECONDS COMMAND...: COMMAND until it succeeds, at most SECONDS; its status.
+poll() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ $SECONDS -ge $end ] && return 1
+		sleep 0.2
+	done
+}
+
+version=$(sed -n 's/^VERSION := //p' Makefile)
+deb="rubyprofd_${version}-1_$(dpkg --print-architecture).deb"
+out="$build/package-live"
+conf=/etc/rubyprofd/rubyprofd.conf
+mkdir -p "$out"
+echo "== package-live: the package under a booted systemd (Debian 12 root)"
+
+[ "$(id -u)" -eq 0 ] || { skipped "live systemd" "needs root (systemd-nspawn, nsenter)"; finish; }
+for tool in systemd-nspawn nsenter go curl; do
+	command -v "$tool" >/dev/null || { skipped "live systemd" "$tool is missing (make deps installs it)"; finish; }
+done
+t0=$SECONDS
+if ! make --no-print-directory BUILD="$build" deb >"$out/deb.log" 2>&1; then
+	bad "make deb" "$(tail -n 5 "$out/deb.log")"
+	finish
+fi
+echo "    make deb: $((SECONDS - t0)) s"
+cached=$(tests/e2e/mkroot.sh bookworm-boot 2>"$out/mkroot.err")
+case $? in
+0) ;;
+77) skipped "live systemd" "$(cat "$out/mkroot.err")"; finish ;;
+*) bad "Debian root" "mkroot.sh bookworm-boot: $(cat "$out/mkroot.err")"; finish ;;
+esac
+
+trap halt_root EXIT
+t0=$SECONDS
+if ! boot_root "$cached" "$(mktemp -d "$(dirname "$cached")/live.XXXXXX")"; then
+	skipped "live systemd" "this machine cannot boot the root: $BOOT_WHY"
+	finish
+fi
+sysver=$(in_root systemctl --version | sed -n '1s/^systemd \([0-9]*\).*/\1/p')
+ok "booted: systemd $sysver is PID 1 of the root, $(in_root systemctl is-system-running) in $((SECONDS - t0)) s"
+spool=$BOOT_ROOT/var/lib/rubyprofd/spool
+prop() { in_root systemctl show -p "$2" --value "$1"; }
+# rubyprofd's journal from a mark on: jmark prints the number of its entries so far; jsince MARK
+# [PRIORITY] their messages after the mark, at PRIORITY or more urgent (a cursor would be the
+# usual mark, but here --after-cursor with -u missed the daemon's own lines); jhas MARK PATTERN
+# [PRIORITY]: one matches (journald takes a moment to store a line: poll it).
+journal() { in_root journalctl -u rubyprofd -o json --no-pager; }
+jmark() { journal | wc -l; }
+jsince() {
+	journal | tail -n +$(($1 + 1)) | python3 -c '
+import json, sys
+top = int(sys.argv[1])
+for line in sys.stdin:
+    e = json.loads(line)
+    if int(e.get("PRIORITY", 6)) <= top:
+        print(e.get("MESSAGE"))' "${2:-7}"
+}
+jhas() { jsince "$1" "${3:-7}" | grep -q -- "$2"; }
+# Sidecars of the spool (host paths), oldest first; of one service with a name.
+sidecars() { ls "$spool"/*-"${1:-*}"-[0-9]*.json 2>/dev/null | sort; }
+count() { sidecars "$@" | wc -l; }
+newer_than() { [ "$(count "$1")" -gt "$2" ]; }
+json() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
+pprof() { (cd "$out" && go tool pprof "$@" 2>&1); }
+
+# ---- 1. apt install ./rubyprofd_*.deb: dependencies from the archive, installed disabled ---------
+cp "$build/$deb" "$BOOT_ROOT/root/$deb"
+install_deb() { in_root sh -c "cd /root && apt-get install -y ./$deb" >>"$out/apt.log" 2>&1; }
+: >"$out/apt.log"
+if ! install_deb && grep -qE 'Failed to fetch|Unable to fetch' "$out/apt.log"; then
+	# the cached root's package lists are old: the archive has moved on
+	in_root apt-get -q -o Acquire::Languages=none update >>"$out/apt.log" 2>&1 && install_deb
+fi
+if ! in_root dpkg-query -W -f='${db:Status-Status}' rubyprofd 2>/dev/null | grep -qx installed; then
+	if grep -qE 'Failed to fetch|Temporary failure resolving|Could not resolve' "$out/apt.log"; then
+		skipped "live systemd" "the archive cannot serve the dependencies: $(grep -E '^E:' "$out/apt.log" | tail -n 1)"
+	else
+		bad "apt install ./$deb" "$(tail -n 5 "$out/apt.log")"
+	fi
+	finish
+fi
+ok "apt install ./$deb: $(grep -c '^Setting up' "$out/apt.log") packages set up"
+check "installed disabled and not started" test "$(in_root systemctl is-enabled rubyprofd)/$(prop rubyprofd ActiveState)" = disabled/inactive
+
+# ---- 2. Ruby apps, each a unit of its own user ------------------------------------------------------
+mkdir -p "$BOOT_ROOT/opt/live"
+cp tests/package/live/app.rb "$BOOT_ROOT/opt/live/app.rb"
+for app in shop jobs; do
+	in_root useradd --system --no-create-home --shell /usr/sbin/nologin "$app"
+	printf '[Unit]\nDescription=the %s app\n[Service]\nUser=%s\nExecStart=/usr/bin/ruby /opt/live/app.rb %s\n' \
+		"$app" "$app" "$app" >"$BOOT_ROOT/etc/systemd/system/$app.service"
+done
+in_root systemctl daemon-reload
+in_root systemctl start shop
+shop_pid=$(prop shop MainPID)
+check "shop.service runs as user shop (pid $shop_pid in the root)" test "$(in_root ps -o user= -p "$shop_pid")" = shop
+
+# ---- 3. enable --now: active once READY=1, STATUS=, a profile per app per interval -----------------
+# An operator's edit: short intervals and a higher frequency, so that the test takes minutes.
+printf '\n# the live test\ninterval = 3\nfrequency = 49\n' >>"$BOOT_ROOT$conf"
+in_root systemctl enable --now rubyprofd >"$out/enable.log" 2>&1
+# At once, with no wait: Type=notify made enable --now return after READY=1, which the daemon
+# sends once its sampler is attached, so its perf events are open (one per CPU) already.
+main=$(prop rubyprofd MainPID)
+ncpu=$(nproc --all)
+nperf=$(in_root find "/proc/$main/fd" -lname 'anon_inode:\[perf_event\]' | wc -l)
+check "enable --now returns active (Type=$(prop rubyprofd Type)) with the sampler attached ($nperf perf events, $ncpu CPUs)" \
+	test "$(prop rubyprofd ActiveState)/$(prop rubyprofd Type)" = active/notify -a "$nperf" -ge "$ncpu"
+check "systemctl status shows the STATUS= line" grep -q 'Status: "profiling' <<<"$(in_root systemctl status --no-pager rubyprofd)"
+check "a profile of shop in the spool" poll 60 newer_than shop 0
+in_root systemctl start jobs
+check "a profile of jobs, started after the service" poll 60 newer_than jobs 0
+# Two whole intervals after the first of jobs: each has one profile of each app.
+n=$(count jobs)
+poll 60 newer_than jobs $((n + 1))
+stamps=$(sidecars jobs | tail -n 2 | sed 's/.*\/\([0-9TZ.]*\)-jobs-0.json/\1/')
+each=
+for s in $stamps; do
+	each+="$s:$(ls "$spool/$s"-*.json | sed 's/.*Z-\(.*\)-[0-9]*.json/\1/' | sort | xargs) "
+done
+check "each interval, one profile per app, named by its unit: $each" \
+	test "$(grep -o 'jobs shop' <<<"$each" | wc -l)" = 2
+check "sidecars name the service: $(json "$(sidecars shop | tail -n 1)" 'd["service"]')" \
+	test "$(json "$(sidecars shop | tail -n 1)" 'd["service"]')" = shop
+modes=$(stat -c '%a %U' "$spool"/* | sort -u | xargs)
+check "spool files are 0640 root: $modes" test "$modes" = "640 root"
+prof=$(sidecars shop | tail -n 1 | sed 's/json$/pb.gz/')
+pprof -top "$prof" >"$out/shop-top.txt"
+check "go tool pprof reads shop's profile: Object#shop_work, no jobs_work" \
+	sh -c "grep -q 'Object#shop_work' '$out/shop-top.txt' && ! grep -q jobs_work '$out/shop-top.txt'"
+pprof -tags "$prof" >"$out/shop-tags.txt"
+check "its pid label is shop.service's MainPID in the root ($shop_pid)" \
+	sh -c "grep -A1 '^ *pid:' '$out/shop-tags.txt' | grep -qE '\\): $shop_pid\$'"
+# the daemon opens a process's files with openat2(RESOLVE_IN_ROOT): a sandbox that denies it
+# leaves only /proc/PID/map_files (and no separate debug files)
+ruby_line=$(jsince 0 | grep "pid $shop_pid: Ruby ")
+ruby_line=${ruby_line%%$'\n'*}
+check "libruby read at its path in the app's root: $ruby_line" \
+	test -n "$ruby_line" -a "${ruby_line/map_files/}" = "$ruby_line"
+check "jobs (started later) is profiled: Object#jobs_work" \
+	grep -q 'Object#jobs_work' <<<"$(pprof -top "$(sidecars jobs | tail -n 1 | sed 's/json$/pb.gz/')")"
+
+# ---- 4. reload: a new label reaches the next sidecar; a broken file is refused ----------------------
+printf 'label = team=live\n' >>"$BOOT_ROOT$conf"
+n=$(count shop)
+check "systemctl reload (a label added)" in_root systemctl reload rubyprofd
+poll 60 newer_than shop "$n"
+check "the next sidecar has the label: $(json "$(sidecars shop | sed -n "$((n + 1))p")" 'd["labels"]')" \
+	test "$(json "$(sidecars shop | sed -n "$((n + 1))p")" 'd["labels"].get("team")')" = live
+cp "$BOOT_ROOT$conf" "$out/good.conf"
+printf 'spool_max_age = soon\n' >>"$BOOT_ROOT$conf"
+bad_line=$(wc -l <"$BOOT_ROOT$conf")
+mark=$(jmark)
+if in_root systemctl reload rubyprofd >"$out/reload.log" 2>&1; then
+	bad "systemctl reload of a broken file fails" "it succeeded"
+else
+	ok "systemctl reload of a broken file fails"
+fi
+check "the journal names $conf:$bad_line at priority err" \
+	poll 10 jhas "$mark" "$conf:$bad_line: spool_max_age" 3
+n=$(count shop)
+poll 60 newer_than shop "$n"
+last=$(sidecars shop | tail -n 1)
+check "the running configuration stays (pid $main, 49 Hz, the label)" \
+	test "$(prop rubyprofd MainPID)/$(json "$last" 'd["sample_rate"]')/$(json "$last" 'd["labels"].get("team")')" = "$main/49/live"
+cp "$out/good.conf" "$BOOT_ROOT$conf"
+
+# ---- 5. stop, start, a crash, a configuration error, a hung loop ----------------------------------
+n=$(count shop)
+before=$(ls "$spool" | wc -l)
+t_stop=$(date +%s%N)
+in_root systemctl stop rubyprofd
+last=$(sidecars shop | tail -n 1)
+took=$(json "$last" '(d["until_ns"] - d["from_ns"]) / 1e9')
+check "systemctl stop writes the interval in progress (${took} s of 3)" \
+	test "$(count shop)" -gt "$n" -a "$(json "$last" "int(d['until_ns'] >= $t_stop)")" = 1
+in_root systemctl start rubyprofd
+check "start again keeps the spool ($before files before the stop)" test "$(ls "$spool" | wc -l)" -ge "$before"
+
+main=$(prop rubyprofd MainPID)
+restarts=$(prop rubyprofd NRestarts)
+t_kill=$(python3 -c 'import time; print(int(time.monotonic() * 1e6))')
+in_root kill -SEGV "$main"
+restarted() { [ "$(prop rubyprofd ActiveState)" = active ] && [ "$(prop rubyprofd MainPID)" != "$main" ]; }
+if poll 60 restarted; then
+	# CLOCK_MONOTONIC is the host's inside too (no time namespace): the new process started
+	# RestartSec (5 s) after the signal
+	gap=$((($(prop rubyprofd ExecMainStartTimestampMonotonic) - t_kill) / 1000))
+	check "kill -SEGV: restarted (NRestarts $restarts -> $(prop rubyprofd NRestarts)) $gap ms later (RestartSec=$(prop rubyprofd RestartUSec))" \
+		test "$(prop rubyprofd NRestarts)" -gt "$restarts" -a "$gap" -ge 4990
+	n=$(count shop)
+	check "profiling resumes after the crash" poll 60 newer_than shop "$n"
+else
+	bad "kill -SEGV: restarted" "state $(prop rubyprofd ActiveState), pid $(prop rubyprofd MainPID)"
+fi
+
+printf 'log_level = loud\n' >>"$BOOT_ROOT$conf"
+mark=$(jmark)
+in_root systemctl restart rubyprofd >/dev/null 2>&1
+settled() { case "$(prop rubyprofd ActiveState)" in failed | inactive | active) return 0 ;; *) return 1 ;; esac; }
+poll 60 settled
+# With Restart=on-failure a restart would be scheduled at once (activating, auto-restart): the
+# state is final here, and the journal says why.
+state=$(prop rubyprofd ActiveState)/$(prop rubyprofd ExecMainStatus)
+poll 10 jhas "$mark" 'Failed with result'
+check "a configuration error: exit 2, failed, not restarted ($state)" \
+	test "$state/$(jsince "$mark" | grep -c 'Scheduled restart')" = failed/2/0
+cp "$out/good.conf" "$BOOT_ROOT$conf"
+
+mkdir -p "$BOOT_ROOT/etc/systemd/system/rubyprofd.service.d"
+# a short watchdog and abort, so that the test waits seconds, not 40
+printf '[Service]\nWatchdogSec=2s\nTimeoutAbortSec=2s\n' >"$BOOT_ROOT/etc/systemd/system/rubyprofd.service.d/watchdog.conf"
+in_root systemctl daemon-reload
+in_root systemctl reset-failed rubyprofd
+in_root systemctl start rubyprofd
+main=$(prop rubyprofd MainPID)
+mark=$(jmark)
+in_root kill -STOP "$main"
+if poll 60 restarted; then
+	check "SIGSTOP: the watchdog restarts it" poll 10 jhas "$mark" 'Watchdog timeout'
+else
+	bad "SIGSTOP: the watchdog restarts it" "state $(prop rubyprofd ActiveState), pid $(prop rubyprofd MainPID)"
+fi
+rm -r "$BOOT_ROOT/etc/systemd/system/rubyprofd.service.d"
+in_root systemctl daemon-reload
+
+# ---- 6. the journal: each line at its priority ------------------------------------------------------
+journal >"$out/journal.json"
+errs=$(in_root journalctl -u rubyprofd -p err -o cat --no-pager | grep '^rubyprofd: ')
+check "journalctl -p err: the configuration's errors, no info line: $(tr '\n' '|' <<<"$errs")" \
+	test "$(grep -c "rubyprofd.conf:[0-9]*: spool_max_age: " <<<"$errs")/$(grep -c "rubyprofd.conf:[0-9]*: log_level: " <<<"$errs")/$(grep -c ': info: ' <<<"$errs")" = 1/1/0
+check "info lines at priority info" \
+	grep -q 'rubyprofd: info: profiling every' <<<"$(in_root journalctl -u rubyprofd -p info..info -o cat --no-pager)"
+
+# ---- 7. stacks = mixed with the metrics endpoint, then clock = wall --------------------------------
+# the root shares the host's network: a free port of the host's, read back from the host
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# restarted_with KEY=VALUE...: the configuration plus those lines, the service restarted, and the
+# first whole interval of shop after it; prints its sidecar
+restarted_with() {
+	cp "$out/good.conf" "$BOOT_ROOT$conf"
+	printf '%s\n' "$@" >>"$BOOT_ROOT$conf"
+	in_root systemctl restart rubyprofd || return 1
+	local n
+	n=$(count shop)
+	poll 60 newer_than shop $((n + 1)) || return 1
+	sidecars shop | sed -n "$((n + 2))p"
+}
+if side=$(restarted_with "stacks = mixed" "metrics_address = 127.0.0.1:$port"); then
+	prof=${side%.json}.pb.gz
+	pprof -raw "$prof" >"$out/mixed-raw.txt"
+	check "stacks = mixed: native frames of libruby and libc under the unit's sandbox" \
+		sh -c "grep -q 'libruby-3.1.so' '$out/mixed-raw.txt' && grep -q 'libc.so.6' '$out/mixed-raw.txt'"
+	curl -s "http://127.0.0.1:$port/metrics" >"$out/metrics.txt"
+	check "the metrics endpoint answers: $(grep '^rubyprofd_samples_total' "$out/metrics.txt" | xargs)" \
+		grep -qE '^rubyprofd_samples_total\{process="ruby"\} [1-9]' "$out/metrics.txt"
+else
+	bad "stacks = mixed" "no profile after the restart: $(prop rubyprofd ActiveState); $(in_root journalctl -u rubyprofd -n 3 -o cat)"
+fi
+if side=$(restarted_with "clock = wall"); then
+	prof=${side%.json}.pb.gz
+	pprof -top "$prof" >"$out/wall-top.txt"
+	# the app sleeps four fifths of its time: wall time shows it, CPU time cannot
+	sleep_pct=$(awk '/Kernel#sleep/ { sub(/%/, "", $2); print int($2) }' "$out/wall-top.txt")
+	check "clock = wall: Kernel#sleep holds ${sleep_pct:-no}% of shop's wall time (it sleeps 80%)" \
+		test "${sleep_pct:-0}" -ge 50
+else
+	bad "clock = wall" "no profile after the restart: $(prop rubyprofd ActiveState); $(in_root journalctl -u rubyprofd -n 3 -o cat)"
+fi
+cp "$out/good.conf" "$BOOT_ROOT$conf"
+
+# ---- 8. apt remove keeps the state; apt purge removes unit, configuration and state ----------------
+n=$(ls "$spool" | wc -l)
+in_root apt-get remove -y rubyprofd >"$out/remove.log" 2>&1
+# (the stop writes the interval in progress: one more profile, or none when shop used no CPU)
+state="$(prop rubyprofd ActiveState), unit $(test -e "$BOOT_ROOT/lib/systemd/system/rubyprofd.service" && echo left || echo gone), $(test -f "$BOOT_ROOT$conf" && echo conf kept || echo conf gone)"
+check "apt remove: $state, $n spool files before, $(ls "$spool" | wc -l) after" \
+	test "$state" = "inactive, unit gone, conf kept" -a "$(ls "$spool" | wc -l)" -ge "$n"
+in_root apt-get purge -y rubyprofd >"$out/purge.log" 2>&1
+left=
+for f in /lib/systemd/system/rubyprofd.service /etc/rubyprofd /var/lib/rubyprofd /usr/sbin/rubyprofd \
+	/etc/systemd/system/multi-user.target.wants/rubyprofd.service; do
+	[ -e "$BOOT_ROOT$f" ] && left+=" $f"
+done
+check "apt purge: unit, configuration and state gone${left:+ (left:$left)}" test -z "$left"
+echo "    systemd $sysver; $((SECONDS - t0)) s from the boot"
+finish
