@@ -61,6 +61,8 @@ bool log_to_journal(void)
  * PRIORITY= (without it every line of a service is info): `journalctl -p err -u rubyprofd`.
  */
 static void log_vline(enum log_level level, const char *word, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
+static void log_vline(enum log_level level, const char *word, const char *fmt, va_list ap)
 {
 	if (log_to_journal())
 		fputs(journal_prefixes[level], stderr);
