@@ -36,6 +36,7 @@ static const struct {
 	[BOUND_NAME] = {"name", BOUND_NAME_BYTES, "kept mangled"},
 	[BOUND_OBJECT] = {"object", BOUND_OBJECT_BYTES, "not read, its frames not unwound"},
 	[BOUND_REGULAR] = {"not_regular", 0, "not read"},
+	[BOUND_MAPS] = {"maps", BOUND_MAPS_BYTES, "the process is not profiled"},
 };
 
 void bounds_set_pid(pid_t pid)

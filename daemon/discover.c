@@ -872,7 +872,11 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 	bounds_set_pid(pid);
 	err = procs_read_maps(pid, &maps);
 	if (err) {
-		say(why, whylen, "cannot read /proc/%d/maps: %s", pid, strerror(-err));
+		if (err == -EFBIG)
+			say(why, whylen, "its /proc/%d/maps is longer than the bound of %llu MiB",
+			    pid, (unsigned long long)(BOUND_MAPS_BYTES >> 20));
+		else
+			say(why, whylen, "cannot read /proc/%d/maps: %s", pid, strerror(-err));
 		st = err == -ENOENT || err == -ESRCH   ? DISCOVER_GONE
 		     : err == -EACCES || err == -EPERM ? DISCOVER_NO_ACCESS
 						       : DISCOVER_REFUSED;

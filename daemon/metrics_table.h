@@ -247,6 +247,7 @@
 	VALUE(M_REFUSED_OBJECTS_NAME, "bound", "name", S->c.bounds.refused[BOUND_NAME]) \
 	VALUE(M_REFUSED_OBJECTS_OBJECT, "bound", "object", S->c.bounds.refused[BOUND_OBJECT]) \
 	VALUE(M_REFUSED_OBJECTS_NOT_REGULAR, "bound", "not_regular", S->c.bounds.refused[BOUND_REGULAR]) \
+	VALUE(M_REFUSED_OBJECTS_MAPS, "bound", "maps", S->c.bounds.refused[BOUND_MAPS]) \
 	FAMILY("rubyprofd_refused_objects_logged_total", COUNTER, ALWAYS, "Of the refused objects, those logged (one line per object and bound).") \
 	VALUE(M_REFUSED_OBJECTS_LOGGED, NULL, NULL, S->c.bounds.logged) \
 	FAMILY("rubyprofd_process_events_total", COUNTER, ALWAYS, "Process life-cycle events from the kernel.") \

@@ -96,6 +96,8 @@ int procs_read_maps(pid_t pid, struct proc_maps *out)
 	char fname[64], *line = NULL;
 	size_t cap = 0, lcap = 0;
 	struct proc_map *nv;
+	uint64_t read = 0;
+	ssize_t n;
 	FILE *f;
 	int err = 0;
 
@@ -105,7 +107,14 @@ int procs_read_maps(pid_t pid, struct proc_maps *out)
 	f = fopen(fname, "re");
 	if (!f)
 		return -errno;
-	while (getline(&line, &lcap, f) > 0) {
+	while ((n = getline(&line, &lcap, f)) > 0) {
+		/* a target chooses how many mappings it has and how long their paths are */
+		read += (uint64_t)n;
+		if (read > BOUND_MAPS_BYTES) {
+			bounds_refuse(BOUND_MAPS, fname, 0, 0, "the list of mappings", read);
+			err = -EFBIG;
+			break;
+		}
 		if (out->n == cap) {
 			cap = cap ? cap * 2 : 64;
 			nv = realloc(out->v, cap * sizeof(*nv));

@@ -25,7 +25,8 @@ struct proc_maps {
 /* Every pid in /proc. *pids is malloc'd. 0 or -errno. */
 int procs_list(pid_t **pids, size_t *n);
 
-/* Parses /proc/PID/maps. 0 or -errno (-ENOENT/-ESRCH: the process is gone). */
+/* Parses /proc/PID/maps. 0 or -errno (-ENOENT/-ESRCH: the process is gone; -EFBIG: past
+ * BOUND_MAPS_BYTES of text, refused, counted and logged once: bounds.h). */
 int procs_read_maps(pid_t pid, struct proc_maps *out);
 void procs_maps_free(struct proc_maps *m);
 /* Parses one maps line into m (path strdup'd). 0 or -EINVAL. Exposed for tests. */

@@ -84,11 +84,12 @@ class E2E
 
   # A process of the tenant that maps `path` (its first page) and sleeps: what rubyprofd finds
   # at its next look at the host's processes.
-  def map_as_nobody(path, ready)
-    as_nobody("/usr/bin/python3", "-c", <<~PY, path, ready)
+  def map_as_nobody(path, ready, times: 1)
+    as_nobody("/usr/bin/python3", "-c", <<~PY, path, ready, times.to_s)
       import mmap, sys, time
       f = open(sys.argv[1], "rb")
-      m = mmap.mmap(f.fileno(), 4096, prot=mmap.PROT_READ)
+      # offsets 0 and 8192 in turn: the mappings are never merged into one
+      ms = [mmap.mmap(f.fileno(), 4096, prot=mmap.PROT_READ, offset=(i % 2) * 8192) for i in range(int(sys.argv[3]))]
       open(sys.argv[2], "w").close()
       time.sleep(3600)
     PY
@@ -140,6 +141,10 @@ class E2E
     FileUtils.mkdir_p(File.dirname(stripped2))
     FileUtils.cp(fixture("fakeruby-stripped"), stripped2)
     File.open(File.join(tenant, "bin2", "fakeruby-hidden.debug"), "w") { |f| f.truncate(250 << 20) }
+    # a list of mappings past its bound: 2,000 mappings of a 3 KB path (6 MB of /proc/PID/maps)
+    long = File.join(tenant, *Array.new(12) { "d" * 250 })
+    FileUtils.mkdir_p(long)
+    File.open(File.join(long, "f"), "w") { |f| f.truncate(16384) }
     # 11: a version string with a terminal escape and a newline
     forged = File.join(tenant, "libruby-forged.so")
     hostile_version(forged)
@@ -160,9 +165,10 @@ class E2E
       pids << as_nobody(@rt.bin, victim, chdir: tenant)
       svc_wait(svc, "the victim's first profile", 60) { by_service(svc)["victim"] }
       # the inputs, all at once
-      ready = (1..2).map { |i| File.join(tenant, "mapped-#{i}") }
+      ready = (1..3).map { |i| File.join(tenant, "mapped-#{i}") }
       pids << map_as_nobody(sparse, ready[0])
       pids << map_as_nobody(forged, ready[1])
+      pids << map_as_nobody(File.join(long, "f"), ready[2], times: 2000)
       pids << as_nobody(stripped, File.join(tenant, "fake.out"), chdir: tenant)
       pids << as_nobody(stripped2, File.join(tenant, "fake2.out"), chdir: tenant)
       svc_wait(svc, "the tenant's processes", 30) { ready.all? { |r| File.exist?(r) } }
@@ -199,7 +205,8 @@ class E2E
       # each refusal counted and logged once
       section = metric_value(body, "rubyprofd_refused_objects_total", 'bound="section"').to_i
       file = metric_value(body, "rubyprofd_refused_objects_total", 'bound="file"').to_i
-      check(section >= 1 && file >= 1, "refusals counted: section #{section}, file #{file}\n#{log}")
+      maps = metric_value(body, "rubyprofd_refused_objects_total", 'bound="maps"').to_i
+      check(section >= 1 && file >= 1 && maps >= 1, "refusals counted: section #{section}, file #{file}, maps #{maps}\n#{log}")
       lines = log.lines.grep(/past the bound/)
       check(lines.grep(/libruby-sparse\.so/).size == 1, "log lines for the sparse .dynsym:\n#{lines.join}")
       check(lines.grep(/fakeruby-hidden\.debug/).size == 1, "log lines for the debug file:\n#{lines.join}")
@@ -219,9 +226,9 @@ class E2E
       evicted = metric_value(body, "rubyprofd_metrics_clients_evicted_total").to_i
       check(Process.kill(0, svc.pid) == 1, "the service is gone")
       format("capabilities %x, no_new_privs; victim: %d profiles in 12 s of attack; %d scrapes, slowest %.2f s; peak RSS %d KiB; " \
-             "refused: %d sections, %d files; %d MiB checksummed off the loop, longest discovery %.0f ms; " \
+             "refused: %d sections, %d files, %d lists of mappings; %d MiB checksummed off the loop, longest discovery %.0f ms; " \
              "slow clients timed out %d, evicted %d; thread name %s",
-             want, during, scrapes.size, scrapes.max, hwm, section, file, crc_bytes >> 20, slowest * 1000,
+             want, during, scrapes.size, scrapes.max, hwm, section, file, maps, crc_bytes >> 20, slowest * 1000,
              timed_out, evicted, names.first.inspect)
     ensure
       end_tenant(pids, svc, dir)
