@@ -38,7 +38,9 @@ static void demangle_piece(const char *s, size_t n, void *arg)
 
 int demangle_cxx(const char *name, char *out, size_t size)
 {
-	struct printed p = {.out = out, .size = size};
+	/* printed here, copied to out only whole: a name refused half way leaves out as it was */
+	char buf[DEMANGLE_MAX];
+	struct printed p = {.out = buf, .size = size < sizeof(buf) ? size : sizeof(buf)};
 	int ok;
 
 	/* only the ABI's own prefix: the demangler also takes bare type names ("i" is "int") */
@@ -53,6 +55,7 @@ int demangle_cxx(const char *name, char *out, size_t size)
 					&p);
 	if (!ok)
 		return -EINVAL;
+	memcpy(out, buf, p.len);
 	out[p.len] = '\0';
 	return 0;
 }

@@ -18,7 +18,8 @@
 #define DEMANGLE_INPUT_MAX 1024
 
 /*
- * Writes the demangled form of name into out (size bytes). 0, or -EINVAL (not a mangled C++
+ * Writes the demangled form of name into out (size bytes, at most DEMANGLE_MAX used; out is
+ * written only on success). 0, or -EINVAL (not a mangled C++
  * name: C symbols are left alone), -ENAMETOOLONG (name is DEMANGLE_INPUT_MAX bytes or longer,
  * or its demangled form does not fit in size: the work stops there, whatever the name).
  */
