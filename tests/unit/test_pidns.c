@@ -35,20 +35,36 @@ Test(pidns, nspid_of_a_proc_above)
 	cr_assert(strstr(why, "not mounted for"), "%s", why);
 }
 
-/* Runs fn in a child made by fork after unshare(flags); its exit status, or -1. */
-static int in_child(int flags, int (*fn)(void))
+/* The exit status of pid, or -1. */
+static int status_of(pid_t pid)
 {
 	int status;
-	pid_t pid;
 
-	if (unshare(flags))
-		return -1;
-	pid = fork();
-	if (pid == 0)
-		_exit(fn());
 	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
 		return -1;
 	return WEXITSTATUS(status);
+}
+
+/*
+ * Runs fn in a grandchild: a child unshares (flags) and forks it, as pid 1 of the new namespace.
+ * The test's process never unshares: past its namespace's pid 1, no process can fork into it,
+ * and LeakSanitizer forks its tracer at the test's exit (the sanitizer suite).
+ */
+static int in_child(int flags, int (*fn)(void))
+{
+	pid_t pid = fork(), grandchild;
+	int st;
+
+	if (pid == 0) {
+		if (unshare(flags))
+			_exit(100);
+		grandchild = fork();
+		if (grandchild == 0)
+			_exit(fn());
+		st = status_of(grandchild);
+		_exit(st < 0 ? 101 : st);
+	}
+	return status_of(pid);
 }
 
 /* pid 1 of a new namespace, with the parent's /proc: refused (exit 0 when so). */
