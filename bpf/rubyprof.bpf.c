@@ -5,8 +5,10 @@
  * For a thread of a Ruby process that the daemon registered in `procs`, find the thread's
  * rb_execution_context_t (TLS or, before Ruby 3.0, a global), then walk the VM control frames from
  * ec->cfp up to the dummy frame at the top of the VM stack, copying RP_CFP_BATCH frames per
- * bpf_probe_read_user. Each frame becomes a raw (address, pc) pair; strings are resolved in
- * userspace. Stacks go to userspace through a ring buffer in chunks of RP_CHUNK_FRAMES frames.
+ * bpf_probe_read_user. Each frame becomes a struct rp_frame (include/rubyprof.h): the iseq or
+ * method entry, the pc and the frame's kind, and the ep[-2] word of a method's own frame; names
+ * and lines are resolved in userspace. Stacks go to userspace through a ring buffer in chunks of
+ * RP_CHUNK_FRAMES frames.
  *
  * The walk itself (walk.bpf.h, rp_sample_ruby) can be called by any program of the project.
  *

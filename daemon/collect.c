@@ -167,13 +167,6 @@ static struct target *find_ruby(const struct collector *c, pid_t pid)
 	return t && !t->alone ? t : NULL;
 }
 
-const struct ruby_target *collector_find(const struct collector *c, pid_t pid)
-{
-	struct target *t = find_ruby(c, pid);
-
-	return t ? &t->t : NULL;
-}
-
 size_t collector_count(const struct collector *c)
 {
 	return c->live;

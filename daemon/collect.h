@@ -66,7 +66,6 @@ int collector_update(struct collector *c, const struct ruby_target *t);
 /* The process exited or exec'd: its symbolizer goes now, its samples stay in the aggregate
  * until the interval ends. */
 void collector_remove(struct collector *c, pid_t pid);
-const struct ruby_target *collector_find(const struct collector *c, pid_t pid);
 /* Processes kept now, and ever. */
 size_t collector_count(const struct collector *c);
 size_t collector_profiled(const struct collector *c);

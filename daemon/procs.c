@@ -268,24 +268,6 @@ bool procs_is_descendant(pid_t pid, pid_t ancestor)
 	return pid == ancestor;
 }
 
-int procs_thread_name(pid_t pid, pid_t tid, char *buf, size_t len)
-{
-	char fname[64];
-	FILE *f;
-	int err = 0;
-
-	snprintf(fname, sizeof(fname), "/proc/%d/task/%d/comm", pid, tid);
-	f = fopen(fname, "re");
-	if (!f)
-		return -errno;
-	if (!fgets(buf, (int)len, f))
-		err = -EIO;
-	else
-		buf[strcspn(buf, "\n")] = '\0';
-	fclose(f);
-	return err;
-}
-
 int procs_root_path(pid_t pid, const char *path, char *buf, size_t len)
 {
 	int n = snprintf(buf, len, "/proc/%d/root%s", pid, path);

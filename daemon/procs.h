@@ -52,8 +52,6 @@ int procs_parse_ppid(const char *value, pid_t *ppid);
 int procs_parse_nspid(const char *value, pid_t *nspid);
 /* Whether pid is `ancestor` or one of its descendants. */
 bool procs_is_descendant(pid_t pid, pid_t ancestor);
-/* Thread name (/proc/PID/task/TID/comm) into buf. 0 or -errno. */
-int procs_thread_name(pid_t pid, pid_t tid, char *buf, size_t len);
 
 /* "/proc/PID/root" + path, for files as the process sees them (containers, chroots). */
 int procs_root_path(pid_t pid, const char *path, char *buf, size_t len);

@@ -90,20 +90,6 @@ const char *ship_failure_name(enum ship_failure f)
 	return (unsigned int)f < SHIP_NFAIL ? names[f] : "unknown";
 }
 
-const char *ship_state_name(enum ship_state st)
-{
-	switch (st) {
-	case SHIP_STATE_UP:
-		return "up";
-	case SHIP_STATE_DOWN:
-		return "down";
-	case SHIP_STATE_AUTH:
-		return "refusing";
-	default:
-		return "unknown";
-	}
-}
-
 static void ship_conf_free(struct ship_conf *c)
 {
 	if (!c)

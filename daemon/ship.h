@@ -104,6 +104,5 @@ void ship_kick(struct ship *s);
 void ship_stats(struct ship *s, struct ship_stats *out);
 
 const char *ship_failure_name(enum ship_failure f);
-const char *ship_state_name(enum ship_state st);
 
 #endif
