@@ -7,10 +7,10 @@
  * thread, or the global EC before 3.0), goes from that EC's thread to the VM or main ractor and
  * walks the living-threads list there: every Ruby thread, running or not, with or without a kernel
  * task of its own (M:N threads, 3.3+), gets one sample weighted with the tick's period, its state
- * decided from the Ruby thread's fields and its task's (docs/wall-clock.md §3), its stack walked
- * with the CPU mode's walk (walk.bpf.h), every read done with bpf_copy_from_user_task on the
- * process's main task (all its threads share the mm). Sleepable: a cold page of a long-idle
- * thread's stack is faulted in instead of failing the read.
+ * decided from the Ruby thread's fields and its task's (docs/internals/wall-clock.md §3), its
+ * stack walked with the CPU mode's walk (walk.bpf.h), every read done with
+ * bpf_copy_from_user_task on the process's main task (all its threads share the mm). Sleepable:
+ * a cold page of a long-idle thread's stack is faulted in instead of failing the read.
  *
  * A separate object from rubyprof.bpf.c so that CPU mode loads on kernels without sleepable
  * iterators; it shares that object's procs, samples and stats maps (reused by fd) and has its
@@ -133,7 +133,7 @@ static __always_inline __u32 th_u32(const struct wall_scratch *w, __u32 off)
 /* waiting_reason flags of an M:N I/O wait: io_read, io_write */
 #define WR_IO		   0x0a
 
-/* docs/wall-clock.md §3, first matching row; the syscall rows are "blocked_io" here. */
+/* docs/internals/wall-clock.md §3, first matching row; the syscall rows are "blocked_io" here. */
 static __always_inline __u32 wall_state(const struct wall_scratch *w, __u64 th, __u32 kstate,
 					__u32 on_cpu, bool has_task)
 {
@@ -214,8 +214,8 @@ struct {
 /*
  * Per process (its slot), a count of switches in and out of the tasks the runs have seen, and of
  * threads they create: while it stands still nothing of the process ran or stopped, and the
- * daemon skips its tick (docs/wall-clock.md, "Skipped ticks"). Read by the daemon through the
- * mapped .bss, no system call.
+ * daemon skips its tick (docs/internals/wall-clock.md, "Skipped ticks"). Read by the daemon
+ * through the mapped .bss, no system call.
  */
 __u64 wall_gen[RP_WALL_MAX_PROCS];
 
@@ -337,7 +337,7 @@ static __always_inline __u64 wall_weight(const struct rp_proc *proc, struct task
 	return w;
 }
 
-/* ---- reuse of an unchanged thread's stack (docs/wall-clock.md, "Reuse and the cursor") ---- */
+/* ---- reuse of an unchanged thread's stack (docs/internals/wall-clock.md, §5) ---- */
 
 /*
  * The fields whose change means the thread may have moved: its header's state fields and its EC
@@ -682,8 +682,8 @@ static long wall_thread(__u32 i, void *ctx)
 }
 
 /*
- * The ticks skipped since the last run (docs/wall-clock.md, "Skipped ticks"), given to every
- * thread that run saw off a CPU with a whole stack, before this run's visits and whether the
+ * The ticks skipped since the last run (docs/internals/wall-clock.md, "Skipped ticks"), given to
+ * every thread that run saw off a CPU with a whole stack, before this run's visits and whether the
  * thread is still there: it stayed so all along (no switch), with that stack and state, and a
  * thread that ended since did so after them. They join its pending visits.
  */
@@ -786,7 +786,7 @@ out:
  * How the daemon runs it on 6.2+: a sleepable syscall program (BPF_PROG_RUN), one system call per
  * run, that finds the process's main task itself. An iterator run is three (BPF_ITER_CREATE, a
  * read, a close) with a file and its seq_file buffer made and freed each time, ≈ 45 µs a run in
- * this VM (docs/wall-clock.md, "Cost").
+ * this VM (docs/internals/wall-clock.md, "Cost").
  */
 SEC("syscall")
 int rp_wall_run(void *ctx)

@@ -787,7 +787,7 @@ static int last_tail_jump(struct elf_file *ef, const char *name, uint64_t *targe
 
 /*
  * rb_vm_exec is hidden from 3.3 on; rb_iseq_eval and rb_iseq_eval_main both end with a tail
- * jump to it (docs/ruby-internals.md, section 12.4). Their common target, inside .text.
+ * jump to it (docs/internals/ruby-internals.md, section 12.4). Their common target, inside .text.
  */
 static int vm_exec_from_tail_jumps(struct elf_file *ef, uint64_t *vm_exec)
 {

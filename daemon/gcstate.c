@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * gcstate.c - locating the GC flags. rb_during_gc() is "return vm->objspace->flags.during_gc"
- * in every version; compiled (Debian builds, docs/ruby-internals.md section 8) it reads:
+ * in every version; compiled (Debian builds, docs/internals/ruby-internals.md section 8) it reads:
  *   mov X(%rip),%rax   (GOT slot of ruby_current_vm_ptr, <= 3.2)  or  lea X(%rip),%rax (3.3+)
  *   mov (%rax),%rax                                 vm
  *   [test %rax,%rax; je ...]

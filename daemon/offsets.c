@@ -4,7 +4,7 @@
  *
  * Sources: Ruby's own headers (vm_core.h, iseq.h, method.h, internal/string.h, id.def) at each
  * release, cross-checked with ../shared/reference/ruby-struct-offsets-x86_64.txt and, where noted
- * in docs/ruby-internals.md, with Debian's binaries. Fields that are the
+ * in docs/internals/ruby-internals.md, with Debian's binaries. Fields that are the
  * same in every release are in RP_COMMON; each row then states what differs. Rows are candidates:
  * the daemon validates them on the live process (discover.c) before any sample is taken.
  */

@@ -33,14 +33,14 @@ struct wall_proc {
 	pid_t pid;
 	struct bpf_link *link;
 	struct rp_wall_offsets off;
-	/* the cursor (docs/wall-clock.md, "Reuse and the cursor") */
+	/* the cursor (docs/internals/wall-clock.md, "Reuse and the cursor") */
 	uint64_t cursor;   /* node the next run starts at (0: the head) */
 	uint32_t runs;	   /* runs made */
 	uint32_t lap;	   /* runs the last complete lap of the list took (1: all in one) */
 	uint32_t lap_runs; /* runs of the lap under way */
 	uint64_t anchor;   /* the list's anchor the last run found (0: find it again) */
 	uint64_t list[3];  /* the list's head and count the last run saw (rp_wall_params.list) */
-	/* skipped ticks (docs/wall-clock.md, "Skipped ticks") */
+	/* skipped ticks (docs/internals/wall-clock.md, "Skipped ticks") */
 	uint64_t gen;	  /* its wall_gen before the last run */
 	uint32_t skipped; /* ticks skipped since the last run */
 	uint32_t taken;	  /* of those, the ticks whose visits wall_flush sent */
@@ -77,7 +77,7 @@ struct wall {
 	uint32_t extra_cpu;	 /* the sampler's slot of wall records */
 };
 
-/* docs/wall-clock.md §1.2 - §1.4 (x86_64). 3.2 is computed only (not validated live). */
+/* docs/internals/wall-clock.md §1.2 - §1.4 (x86_64). 3.2 is computed only (not validated live). */
 struct wall_row {
 	int major, minor;
 	struct rp_wall_offsets off;

@@ -29,7 +29,7 @@ struct wall_counters {
 	uint64_t ticks_late;	  /* ticks that began a whole period late (the weight stays one) */
 	uint64_t refused_version; /* processes of a Ruby without thread-list offsets */
 	uint64_t refused_full;	  /* processes refused at WALL_MAX_PROCS */
-	/* reuse of unchanged stacks (docs/wall-clock.md, "Reuse and the cursor") */
+	/* reuse of unchanged stacks (docs/internals/wall-clock.md, "Reuse and the cursor") */
 	uint64_t reused;	 /* RP_SAMPLE_SAME samples given their thread's last stack */
 	uint64_t reuse_missed;	 /* ... whose stack the daemon did not have (no frames, counted) */
 	uint64_t copies_evicted; /* stack copies evicted at the bound (RP_WALL_CACHE_ENTRIES) */

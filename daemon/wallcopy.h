@@ -2,8 +2,9 @@
 /*
  * wallcopy.h - the daemon's side of wall-clock stack reuse: per Ruby thread (pid, rb_thread_t *),
  * the frames of its last walked stack and the sample (seq) that carried them, which an
- * RP_SAMPLE_SAME record refers to (docs/wall-clock.md, "Reuse and the cursor"). Bounded: a copy
- * needed when full evicts one in turn and names it, so the caller can forget it on the BPF side.
+ * RP_SAMPLE_SAME record refers to (docs/internals/wall-clock.md, "Reuse and the cursor").
+ * Bounded: a copy needed when full evicts one in turn and names it, so the caller can forget it
+ * on the BPF side.
  */
 #ifndef RP_WALLCOPY_H
 #define RP_WALLCOPY_H

@@ -101,7 +101,7 @@ struct rp_frame {
 /* rp_rec.state: the sampled thread's state (0 for records that are not samples) */
 #define RP_TSTATE_NONE	     0
 #define RP_TSTATE_ON_CPU     1 /* a cpu-clock sample: the thread was running */
-/* Wall-clock samples (--clock wall): the Ruby thread's state, decided as in docs/wall-clock.md §3 */
+/* Wall-clock samples (--clock wall): the Ruby thread's state (docs/internals/wall-clock.md §3) */
 #define RP_TSTATE_RUNNING    2 /* holds the GVL (or runs outside it on a CPU) */
 #define RP_TSTATE_GVL_WAIT   3 /* runnable, waiting for the GVL */
 #define RP_TSTATE_SLEEPING   4 /* sleep, Queue#pop, ConditionVariable#wait, Mutex#lock, join */
@@ -316,8 +316,9 @@ struct rp_proc {
 #define RP_MAX_WALL_THREADS 1024
 
 /*
- * Where the Ruby thread list and each thread's state are, per Ruby version (docs/wall-clock.md
- * §1.2 - §1.4); 0 where a field does not exist. "anchor" is th->ractor (3.x) or th->vm (2.7).
+ * Where the Ruby thread list and each thread's state are, per Ruby version
+ * (docs/internals/wall-clock.md §1.2 - §1.4); 0 where a field does not exist. "anchor" is
+ * th->ractor (3.x) or th->vm (2.7).
  */
 struct rp_wall_offsets {
 	__u16 th_anchor; /* rb_thread_t -> anchor */
@@ -343,7 +344,7 @@ struct rp_wall_offsets {
 /* Ticks a stack is reused at most before the thread is walked again (bounds what a lost record
  * or an evicted daemon-side copy can cost). */
 #define RP_WALL_REUSE_MAX     64
-/* Ticks of weight one cursor-sampled thread carries at most (docs/wall-clock.md, cursor). */
+/* Ticks of weight one cursor-sampled thread carries at most (docs/internals/wall-clock.md). */
 #define RP_WALL_LAG_MAX	      256
 
 struct rp_wall_key {
@@ -391,7 +392,7 @@ struct rp_wall_params {
 	__u32 reuse; /* 0: walk every thread (the bench's "before"), 1: reuse unchanged stacks */
 	/* Ticks the daemon skipped since this process's last run, none of its threads having been
 	 * switched in or out since (rp_wall_switch): each thread off a CPU at that run was so, with
-	 * that stack and state, all along (docs/wall-clock.md, "Skipped ticks"). */
+	 * that stack and state, all along (docs/internals/wall-clock.md, "Skipped ticks"). */
 	__u32 skipped;
 	/* The list's anchor (the main ractor, or the VM on 2.7) from an earlier run of this
 	 * process (rp_wall_out.anchor), 0: found from the main thread's EC. It lives as long as

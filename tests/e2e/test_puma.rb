@@ -17,7 +17,7 @@ class E2E
   }.freeze
   # How far the states' shares (gvl_wait aside) may stray from 50/30/20: the backend answering
   # late on a loaded VM and Puma's own work between the phases move them by a few points
-  # (measured: docs/wall-clock.md §6).
+  # (measured: docs/internals/bench-history.md, "Wall clock: the Puma test").
   PUMA_NOMINAL_TOLERANCE = 0.08
   # The same seconds seen by the profile and by the script's clock: a share of ~1500 samples
   # (about 1.3 points of noise), the script's time lines 100 ms apart, and ticks that run late

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Wall-clock mode (--clock wall, issue 13): every Ruby thread gets a sample per tick, running or
-# not, with the stack Ruby itself shows in that state and the state docs/wall-clock.md §3
+# not, with the stack Ruby itself shows in that state and the state docs/internals/wall-clock.md §3
 # decides for it, compared with what the script says of its own threads.
 class E2E
   WALL_HZ = 19
   WALL_SECONDS = 4
-  # The state each thread of wall_states.rb is in, for good (docs/wall-clock.md §1.5).
+  # The state each thread of wall_states.rb is in, for good (docs/internals/wall-clock.md §1.5).
   WALL_STATES = {
     "rp-cpu" => "running",
     "rp-sleep" => "sleeping",
@@ -129,7 +129,7 @@ class E2E
     end
   end
 
-  # Stack reuse (docs/wall-clock.md, "Reuse and the cursor") must never show a stale stack: a
+  # Stack reuse (docs/internals/wall-clock.md, "Reuse and the cursor") must never show a stale stack: a
   # thread that sleeps in alt_a, then in alt_b (same depth, same state, same header but for the
   # stack) shows both stacks in their shares, and one that alternates sleep with IO.select never
   # shows the sleep's stack with the select's state or the reverse.
