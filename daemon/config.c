@@ -24,7 +24,7 @@
 #include "config.h"
 #include "text.h"
 #include "config_keys.h"
-#include "ingest.h"
+#include "protocol.h"
 #include "log.h"
 #include "rubyprof.h"
 #include "safepath.h"
@@ -758,10 +758,10 @@ static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val
 		memcpy(cfg->upload_url, val, n + 1);
 		return 0;
 	case KEY_UPLOAD_PROTOCOL: {
-		enum ingest_protocol p;
+		enum protocol p;
 
 		/* the table's names are the shipper's (a unit test holds them to it) */
-		if (ingest_protocol_parse(val, &p)) {
+		if (protocol_parse(val, &p)) {
 			snprintf(err, errlen, "'%s' is not a protocol of this build", val);
 			return -EINVAL;
 		}

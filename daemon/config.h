@@ -114,7 +114,7 @@ struct config {
 
 	/* Shipping (docs/shipping.md); an empty upload_url: none, the spool is the output. */
 	char upload_url[CONFIG_MAX_URL];
-	unsigned int upload_protocol; /* enum ingest_protocol */
+	unsigned int upload_protocol; /* enum protocol */
 	char upload_token_file[PATH_MAX];
 	char upload_basic_auth_file[PATH_MAX];
 	char upload_tenant_id[256];

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * hash.h - the one string and byte hash of the tree: 64-bit FNV-1a, for hash tables (hmap.h keys)
- * and the push API's sample id (ingest.c). Not for anything an adversary must not collide.
+ * and the push API's sample id (protocol.c). Not for anything an adversary must not collide.
  */
 #ifndef RP_HASH_H
 #define RP_HASH_H

@@ -20,7 +20,7 @@
 #include "appname.h"
 #include "config.h"
 #include "hmap.h"
-#include "ingest.h"
+#include "protocol.h"
 #include "log.h"
 #include "metrics.h"
 #include "metrics_table.h"
@@ -227,8 +227,8 @@ static size_t series_labels(struct service *sv, const struct svc_facts *f, struc
  */
 static unsigned int pprof_flags(const struct config *cfg)
 {
-	bool pyroscope = cfg->upload_url[0] && (cfg->upload_protocol == INGEST_PYROSCOPE ||
-						cfg->upload_protocol == INGEST_PYROSCOPE_PUSH);
+	bool pyroscope = cfg->upload_url[0] && (cfg->upload_protocol == PROTOCOL_PYROSCOPE ||
+						cfg->upload_protocol == PROTOCOL_PYROSCOPE_PUSH);
 
 	if (cfg->thread_names == CONFIG_THREAD_NAMES_NO ||
 	    (cfg->thread_names == CONFIG_THREAD_NAMES_AUTO && pyroscope))
@@ -437,7 +437,7 @@ static struct ship_opts ship_opts_of(const struct config *cfg, const char **head
 		headers[i] = cfg->upload_headers[i];
 	return (struct ship_opts){
 		.url = cfg->upload_url,
-		.protocol = (enum ingest_protocol)cfg->upload_protocol,
+		.protocol = (enum protocol)cfg->upload_protocol,
 		.upload =
 			{
 				.token_file = cfg->upload_token_file,
@@ -478,7 +478,7 @@ static int reload_ship(struct service *sv, const struct config *ncfg, bool *stop
 			return -errno;
 		}
 		log_info("shipping the spool to %s (%s)", ncfg->upload_url,
-			 ingest_protocol_name(o.protocol));
+			 protocol_name(o.protocol));
 		return 0;
 	}
 	r = ship_reconfigure(sv->ship, &o, err, sizeof(err));
@@ -487,7 +487,7 @@ static int reload_ship(struct service *sv, const struct config *ncfg, bool *stop
 	else if (strcmp(ncfg->upload_url, sv->cfg->upload_url) ||
 		 ncfg->upload_protocol != sv->cfg->upload_protocol)
 		log_info("shipping the spool to %s (%s) from now on", ncfg->upload_url,
-			 ingest_protocol_name(o.protocol));
+			 protocol_name(o.protocol));
 	return r;
 }
 
@@ -812,7 +812,7 @@ int service_run(struct config *cfg, int argc, char **argv)
 		sv.metrics ? cfg->metrics_address : "");
 	if (sv.ship)
 		log_info("shipping the spool to %s (%s)", cfg->upload_url,
-			 ingest_protocol_name((enum ingest_protocol)cfg->upload_protocol));
+			 protocol_name((enum protocol)cfg->upload_protocol));
 
 	while (!sv.stop) {
 		deadline = next_deadline(&sv, now);

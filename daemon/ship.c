@@ -36,7 +36,7 @@
 /* The options in force: what ship_opts says, owned, with its transport. */
 struct ship_conf {
 	char *url;
-	enum ingest_protocol protocol;
+	enum protocol protocol;
 	struct upload *up;
 	double max_age, backoff_min, backoff_max, auth_backoff, rejected_max_age;
 	size_t rejected_max_files;
@@ -443,7 +443,7 @@ static void ship_set_state(struct ship *s, enum ship_state to, const char *why)
 	if (to == SHIP_STATE_UP) {
 		if (from == SHIP_STATE_UNKNOWN)
 			log_info("collector %s: up (%s)", s->conf->url,
-				 ingest_protocol_name(s->conf->protocol));
+				 protocol_name(s->conf->protocol));
 		else
 			log_info("collector %s: back up after %.0f s; %" PRIu64
 				 " profiles waiting in the spool",
@@ -491,8 +491,9 @@ static enum ship_failure ship_cause_failure(enum upload_cause c)
 	}
 }
 
-static enum outcome ship_answer(struct ship *s, const char *stem, const struct ingest_request *req,
-				struct upload_result *res, int64_t *wait)
+static enum outcome ship_answer(struct ship *s, const char *stem,
+				const struct protocol_request *req, struct upload_result *res,
+				int64_t *wait)
 {
 	const struct ship_conf *c = s->conf;
 	char why[512], msg[MAX_LOGGED_REPLY + 8], perr[256];
@@ -509,11 +510,11 @@ static enum outcome ship_answer(struct ship *s, const char *stem, const struct i
 	s->st.latency_count++;
 	pthread_mutex_unlock(&s->mu);
 	/* what the server said, readable and bounded, for the one log line */
-	ingest_error_reason(c->protocol, res->headers, res->headers_len, res->body, res->body_len,
-			    msg, sizeof(msg));
+	protocol_error_reason(c->protocol, res->headers, res->headers_len, res->body, res->body_len,
+			      msg, sizeof(msg));
 	if (st >= 200 && st < 300) {
-		if (ingest_check_reply(c->protocol, res->headers, res->headers_len, res->body,
-				       res->body_len, perr, sizeof(perr))) {
+		if (protocol_check_reply(c->protocol, res->headers, res->headers_len, res->body,
+					 res->body_len, perr, sizeof(perr))) {
 			log_error("collector %s: \"%s\" refused despite HTTP %ld: %s; moved to "
 				  "%s/%s/",
 				  c->url, stem, st, perr, spool_dir(s->spool), SHIP_REJECTED_DIR);
@@ -573,7 +574,7 @@ static enum outcome ship_answer(struct ship *s, const char *stem, const struct i
 static enum outcome ship_one(struct ship *s, const struct spool_entry *e, int64_t *wait)
 {
 	const struct ship_conf *c = s->conf;
-	struct ingest_request req = {0};
+	struct protocol_request req = {0};
 	struct upload_result res;
 	struct sidecar *sc = NULL;
 	uint8_t *body = NULL;
@@ -634,7 +635,7 @@ static enum outcome ship_one(struct ship *s, const struct spool_entry *e, int64_
 	if (r == -ENOENT)
 		goto cleanup;
 	if (!r)
-		r = ingest_build(c->protocol, c->url, sc, body, len, &req);
+		r = protocol_build(c->protocol, c->url, sc, body, len, &req);
 	if (r == -ENOMEM) {
 		*wait = NS;
 		out = OUT_RETRY;
@@ -672,7 +673,7 @@ static enum outcome ship_one(struct ship *s, const struct spool_entry *e, int64_
 	out = ship_answer(s, e->stem, &req, &res, wait);
 	upload_result_release(&res);
 cleanup:
-	ingest_request_release(&req);
+	protocol_request_release(&req);
 	sidecar__free(sc);
 	free(body);
 	return out;

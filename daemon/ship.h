@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ingest.h"
+#include "protocol.h"
 #include "spool.h"
 #include "upload.h"
 
@@ -32,8 +32,8 @@
 #define SHIP_REJECTED_DIR		"rejected"
 
 struct ship_opts {
-	const char *url; /* the collector's base URL (ingest_build adds the path) */
-	enum ingest_protocol protocol;
+	const char *url; /* the collector's base URL (protocol_build adds the path) */
+	enum protocol protocol;
 	struct upload_opts upload;
 	double max_age;		     /* s; a profile whose end is older is dropped; 0: none */
 	double backoff_min;	     /* s; 0: SHIP_BACKOFF_MIN_DEFAULT */

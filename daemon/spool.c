@@ -24,6 +24,7 @@
 #include "buf.h"
 #include "fileio.h"
 #include "safepath.h"
+#include "sidecar.h"
 #include "spool.h"
 #include "text.h"
 
@@ -126,48 +127,6 @@ static bool spool_parse_stem(const char *stem, size_t len, int64_t *from_ns)
 		return false;
 	*from_ns = ns;
 	return true;
-}
-
-/* ---- JSON ---------------------------------------------------------------------------------- */
-
-static void jb_put(void *ctx, const char *s, size_t len)
-{
-	buf_put(ctx, s, len);
-}
-
-/* A JSON string: valid JSON and valid UTF-8 whatever the labels hold (text_json). */
-static void jb_str(struct buf *b, const char *s)
-{
-	text_json(s, false, jb_put, b);
-}
-
-static int spool_sidecar(struct buf *b, const struct spool_meta *m, const char *stem, size_t len)
-{
-	size_t i;
-
-	buf_puts(b, "{\"version\":1,\"service\":");
-	jb_str(b, m->service);
-	buf_printf(b, ",\"from_ns\":%" PRId64 ",\"until_ns\":%" PRId64, m->from_ns, m->until_ns);
-	buf_printf(b, ",\"sample_rate\":%u,\"period_ns\":%" PRId64, m->sample_rate, m->period_ns);
-	buf_puts(b, ",\"spy_name\":");
-	jb_str(b, m->spy_name ? m->spy_name : "rubyprofd");
-	if (m->profile_name) {
-		buf_puts(b, ",\"profile_name\":");
-		jb_str(b, m->profile_name);
-	}
-	buf_puts(b, ",\"labels\":{");
-	for (i = 0; i < m->nlabels; i++) {
-		if (i)
-			buf_put(b, ",", 1);
-		jb_str(b, m->labels[i].key);
-		buf_put(b, ":", 1);
-		jb_str(b, m->labels[i].value);
-	}
-	buf_puts(b, "},\"profile\":\"");
-	buf_puts(b, stem); /* [A-Za-z0-9._-] only: nothing to escape */
-	buf_puts(b, PROFILE_SUFFIX "\"");
-	buf_printf(b, ",\"bytes\":%zu}\n", len);
-	return b->err;
 }
 
 /* ---- index --------------------------------------------------------------------------------- */
@@ -654,6 +613,7 @@ int spool_write(struct spool *s, const struct spool_meta *m, const void *profile
 {
 	struct spool_entry e = {0};
 	struct buf json = {0};
+	char name[sizeof(e.stem) + sizeof(PROFILE_SUFFIX)];
 	uint64_t need;
 	int err;
 
@@ -669,7 +629,8 @@ int spool_write(struct spool *s, const struct spool_meta *m, const void *profile
 		err = -ENAMETOOLONG;
 		goto cleanup;
 	}
-	err = spool_sidecar(&json, m, e.stem, len);
+	snprintf(name, sizeof(name), "%s" PROFILE_SUFFIX, e.stem);
+	err = sidecar_write(&json, m, name, len);
 	if (err)
 		goto cleanup;
 	need = (uint64_t)len + json.len;

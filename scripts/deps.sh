@@ -16,7 +16,7 @@ pkgs=(
 	libclang-rt-14-dev						# make fuzz: clang 14's libFuzzer and sanitizer runtimes
 	libcurl4-openssl-dev						# build: the shipper's HTTP transport (daemon/upload.c)
 	musl-tools							# tests: the fake Ruby run by musl libc (Alpine's TLS layout)
-	protobuf-compiler						# test_ingest decodes the collectors' protobuf bodies with protoc
+	protobuf-compiler						# test_protocol decodes the collectors' protobuf bodies with protoc
 	libdw-dev							# build: native stacks unwound with CFI by libdwfl (daemon/unwind.c)
 	libxml2-dev							# make fuzz: fuzz_text parses the SVG views with libxml2
 	puma								# tests: test_puma profiles a real Puma server in wall-clock mode

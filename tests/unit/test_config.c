@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "ingest.h"
+#include "protocol.h"
 #include "log.h"
 #include "rubyprof.h"
 
@@ -974,7 +974,7 @@ Test(conffile, upload_defaults)
 
 	parse_ok(&cfg, argv, "/nonexistent/default.conf");
 	cr_assert_str_empty(cfg.upload_url);
-	cr_assert_eq(cfg.upload_protocol, INGEST_PYROSCOPE);
+	cr_assert_eq(cfg.upload_protocol, PROTOCOL_PYROSCOPE);
 	cr_assert_str_empty(cfg.upload_token_file);
 	cr_assert_str_empty(cfg.upload_basic_auth_file);
 	cr_assert_str_empty(cfg.upload_tenant_id);
@@ -1015,7 +1015,7 @@ Test(conffile, upload_keys_from_the_file_and_flags)
 	argv[2] = p;
 	parse_ok(&cfg, argv, "/nonexistent/default.conf");
 	cr_assert_str_eq(cfg.upload_url, "https://pyroscope.example:4040/prefix");
-	cr_assert_eq(cfg.upload_protocol, INGEST_PARCA);
+	cr_assert_eq(cfg.upload_protocol, PROTOCOL_PARCA);
 	cr_assert_str_eq(cfg.upload_token_file, token);
 	cr_assert_str_eq(cfg.upload_basic_auth_file, basic);
 	cr_assert_str_eq(cfg.upload_tenant_id, "team-a");

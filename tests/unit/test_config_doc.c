@@ -15,7 +15,7 @@
 #include "config.h"
 #include "config_keys.h"
 #include "gendoc.h"
-#include "ingest.h"
+#include "protocol.h"
 #include "view.h"
 
 static char *read_all(const char *path)
@@ -117,11 +117,11 @@ Test(config_doc, listed_values_are_the_modules_own)
 {
 	const struct config_key *p = &config_keys[KEY_UPLOAD_PROTOCOL];
 	const struct config_key *f = &config_keys[KEY_FORMAT];
-	enum ingest_protocol proto;
+	enum protocol proto;
 	size_t i;
 
 	for (i = 0; p->values[i]; i++)
-		cr_expect_eq(ingest_protocol_parse(p->values[i], &proto), 0, "%s", p->values[i]);
+		cr_expect_eq(protocol_parse(p->values[i], &proto), 0, "%s", p->values[i]);
 	for (i = 0; f->values[i]; i++)
 		cr_expect_not_null(view_format_ext(f->values[i]), "%s", f->values[i]);
 }

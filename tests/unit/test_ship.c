@@ -91,7 +91,7 @@ static struct ship_opts opts(void)
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", srv ? srv->port : 1);
 	return (struct ship_opts){
 		.url = url,
-		.protocol = INGEST_PYROSCOPE,
+		.protocol = PROTOCOL_PYROSCOPE,
 		.upload = {.connect_timeout_ms = 5000, .timeout_ms = 30000},
 		.max_age = 3600,
 		.backoff_min = 0.05,
@@ -384,7 +384,7 @@ Test(ship, a_2xx_that_says_failure_moves_aside)
 	put(0, 0);
 	srv = httpd_start(steps, 2);
 	o = opts();
-	o.protocol = INGEST_PARCA;
+	o.protocol = PROTOCOL_PARCA;
 	start(&o);
 	cr_assert(httpd_wait(spool_empty, NULL, 30));
 	st = stats();

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * test_ingest.c - sidecars written by the real spool (hostile labels included) read back, the
+ * test_protocol.c - sidecars written by the real spool (hostile labels included) read back, the
  * strict JSON reader refusing malformed documents, and the collectors' requests decoded by
  * independent readers: protoc --decode_raw (Debian's protobuf-compiler) for the protobuf bodies,
  * a percent-decoder here for Pyroscope's query.
@@ -15,14 +15,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ingest.h"
+#include "protocol.h"
 #include "spool.h"
 
-static char tmpdir[] = "/tmp/test_ingest.XXXXXX";
+static char tmpdir[] = "/tmp/test_protocol.XXXXXX";
 
 static void setup(void)
 {
-	strcpy(tmpdir, "/tmp/test_ingest.XXXXXX");
+	strcpy(tmpdir, "/tmp/test_protocol.XXXXXX");
 	cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
 }
 
@@ -426,12 +426,12 @@ static bool query_get(const char *url, const char *key, char *out, size_t outlen
 
 Test(ingest, pyroscope_ingest_request)
 {
-	struct ingest_request r;
+	struct protocol_request r;
 	char v[512];
 	const char *p;
 
-	cr_assert_eq(ingest_build(INGEST_PYROSCOPE, "https://pyro.example:4040/base/", &test_sc,
-				  profile_bytes, sizeof(profile_bytes), &r),
+	cr_assert_eq(protocol_build(PROTOCOL_PYROSCOPE, "https://pyro.example:4040/base/", &test_sc,
+				    profile_bytes, sizeof(profile_bytes), &r),
 		     0);
 	cr_assert(!strncmp(r.url, "https://pyro.example:4040/base/ingest?name=", 43), "%s", r.url);
 	/* only unreserved characters, '%', '=' and '&' in the query: nothing for Go to misread */
@@ -456,7 +456,7 @@ Test(ingest, pyroscope_ingest_request)
 	cr_assert_null(r.headers[0]);
 	cr_assert_eq(r.len, sizeof(profile_bytes));
 	cr_assert_eq(memcmp(r.body, profile_bytes, r.len), 0);
-	ingest_request_release(&r);
+	protocol_request_release(&r);
 	cr_assert_null(r.url);
 }
 
@@ -531,15 +531,15 @@ static char *protoc(const char *schema, const char *type, const void *data, size
 
 Test(ingest, pyroscope_push_request)
 {
-	struct ingest_request r, r2;
+	struct protocol_request r, r2;
 	struct sidecar sc = test_sc;
 	struct sidecar_label rev[5];
 	const char *id;
 	char *text;
 	size_t i;
 
-	cr_assert_eq(ingest_build(INGEST_PYROSCOPE_PUSH, "http://127.0.0.1:4040", &sc,
-				  profile_bytes, sizeof(profile_bytes), &r),
+	cr_assert_eq(protocol_build(PROTOCOL_PYROSCOPE_PUSH, "http://127.0.0.1:4040", &sc,
+				    profile_bytes, sizeof(profile_bytes), &r),
 		     0);
 	cr_assert_str_eq(r.url, "http://127.0.0.1:4040/push.v1.PusherService/Push");
 	cr_assert_str_eq(r.content_type, "application/proto");
@@ -584,22 +584,22 @@ Test(ingest, pyroscope_push_request)
 	for (i = 0; i < 5; i++)
 		rev[i] = test_labels[4 - i];
 	sc.labels = rev;
-	cr_assert_eq(ingest_build(INGEST_PYROSCOPE_PUSH, "http://127.0.0.1:4040/", &sc,
-				  profile_bytes, sizeof(profile_bytes), &r2),
+	cr_assert_eq(protocol_build(PROTOCOL_PYROSCOPE_PUSH, "http://127.0.0.1:4040/", &sc,
+				    profile_bytes, sizeof(profile_bytes), &r2),
 		     0);
 	cr_assert_str_eq(r2.url, r.url);
 	cr_assert_eq(r2.len, r.len);
 	cr_assert_eq(memcmp(r2.body, r.body, r.len), 0);
-	ingest_request_release(&r2);
+	protocol_request_release(&r2);
 	/* another interval: another ID */
 	sc.from_ns++;
-	cr_assert_eq(ingest_build(INGEST_PYROSCOPE_PUSH, "http://h", &sc, profile_bytes,
-				  sizeof(profile_bytes), &r2),
+	cr_assert_eq(protocol_build(PROTOCOL_PYROSCOPE_PUSH, "http://h", &sc, profile_bytes,
+				    sizeof(profile_bytes), &r2),
 		     0);
 	cr_assert(r2.len == r.len && memcmp(r2.body, r.body, r.len));
-	ingest_request_release(&r2);
+	protocol_request_release(&r2);
 	free(text);
-	ingest_request_release(&r);
+	protocol_request_release(&r);
 }
 
 /* Over Pyroscope's default limits: a series it would refuse whole is fitted, and said so. */
@@ -608,7 +608,7 @@ Test(ingest, pyroscope_series_fits_default_limits)
 	static struct sidecar_label many[41];
 	static char keys[40][16], big[3001];
 	struct sidecar sc = test_sc;
-	struct ingest_request r;
+	struct protocol_request r;
 	char *text, *p;
 	size_t i, n = 0;
 
@@ -625,8 +625,8 @@ Test(ingest, pyroscope_series_fits_default_limits)
 	many[40] = (struct sidecar_label){"service_name", "shop"};
 	sc.labels = many;
 	sc.nlabels = 41;
-	cr_assert_eq(ingest_build(INGEST_PYROSCOPE_PUSH, "http://h", &sc, profile_bytes,
-				  sizeof(profile_bytes), &r),
+	cr_assert_eq(protocol_build(PROTOCOL_PYROSCOPE_PUSH, "http://h", &sc, profile_bytes,
+				    sizeof(profile_bytes), &r),
 		     0);
 	text = protoc(push_proto, "push.v1.PushRequest", r.body, r.len);
 	for (p = text; (p = strstr(p, "  labels {")); p++)
@@ -639,11 +639,11 @@ Test(ingest, pyroscope_series_fits_default_limits)
 	cr_assert(strstr(text, "name: \"service_name\"") &&
 		  strstr(text, "name: \"pyroscope_spy\""));
 	free(text);
-	ingest_request_release(&r);
+	protocol_request_release(&r);
 
 	/* the value cut at 2048 bytes or fewer, at a character boundary */
-	cr_assert_eq(ingest_build(INGEST_PYROSCOPE, "http://h", &sc, profile_bytes,
-				  sizeof(profile_bytes), &r),
+	cr_assert_eq(protocol_build(PROTOCOL_PYROSCOPE, "http://h", &sc, profile_bytes,
+				    sizeof(profile_bytes), &r),
 		     0);
 	{
 		char v[8192];
@@ -653,23 +653,23 @@ Test(ingest, pyroscope_series_fits_default_limits)
 		cr_assert_not_null(p, "%s", v);
 		cr_assert_eq(strcspn(p + 4, ",}"), 2047, "%.60s", p);
 	}
-	ingest_request_release(&r);
+	protocol_request_release(&r);
 	/* Parca has no such limits: everything goes */
-	cr_assert_eq(ingest_build(INGEST_PARCA, "http://h", &sc, profile_bytes,
-				  sizeof(profile_bytes), &r),
+	cr_assert_eq(protocol_build(PROTOCOL_PARCA, "http://h", &sc, profile_bytes,
+				    sizeof(profile_bytes), &r),
 		     0);
 	cr_assert_eq(r.labels_trimmed, 0);
-	ingest_request_release(&r);
+	protocol_request_release(&r);
 }
 
 Test(ingest, parca_request)
 {
-	struct ingest_request r;
+	struct protocol_request r;
 	size_t n;
 	char *text;
 
-	cr_assert_eq(ingest_build(INGEST_PARCA, "http://parca:7070", &test_sc, profile_bytes,
-				  sizeof(profile_bytes), &r),
+	cr_assert_eq(protocol_build(PROTOCOL_PARCA, "http://parca:7070", &test_sc, profile_bytes,
+				    sizeof(profile_bytes), &r),
 		     0);
 	cr_assert_str_eq(
 		r.url,
@@ -699,7 +699,7 @@ Test(ingest, parca_request)
 		"}\n"
 		"normalized: true\n");
 	free(text);
-	ingest_request_release(&r);
+	protocol_request_release(&r);
 }
 
 Test(ingest, build_refuses)
@@ -707,35 +707,35 @@ Test(ingest, build_refuses)
 	struct sidecar_label clash[] = {{"a.b", "1"}, {"a-b", "2"}};
 	struct sidecar_label empty[] = {{"", "1"}};
 	struct sidecar sc = test_sc;
-	struct ingest_request r;
+	struct protocol_request r;
 	static const char *const bad_urls[] = {
 		"ftp://h", "h:4040", "http://", "https:///x", "http://h/?q=1", "http://h/#f", "",
 	};
 	size_t i;
 
 	for (i = 0; i < sizeof(bad_urls) / sizeof(bad_urls[0]); i++)
-		cr_assert_eq(ingest_build(INGEST_PYROSCOPE, bad_urls[i], &sc, profile_bytes,
-					  sizeof(profile_bytes), &r),
+		cr_assert_eq(protocol_build(PROTOCOL_PYROSCOPE, bad_urls[i], &sc, profile_bytes,
+					    sizeof(profile_bytes), &r),
 			     -EINVAL, "%s", bad_urls[i]);
 	cr_assert_null(r.url);
 	sc.labels = clash;
 	sc.nlabels = 2;
-	cr_assert_eq(ingest_build(INGEST_PARCA, "http://h", &sc, profile_bytes,
-				  sizeof(profile_bytes), &r),
+	cr_assert_eq(protocol_build(PROTOCOL_PARCA, "http://h", &sc, profile_bytes,
+				    sizeof(profile_bytes), &r),
 		     -EINVAL);
 	sc.labels = empty;
 	sc.nlabels = 1;
-	cr_assert_eq(ingest_build(INGEST_PARCA, "http://h", &sc, profile_bytes,
-				  sizeof(profile_bytes), &r),
+	cr_assert_eq(protocol_build(PROTOCOL_PARCA, "http://h", &sc, profile_bytes,
+				    sizeof(profile_bytes), &r),
 		     -EINVAL);
 	sc.nlabels = 0;
-	cr_assert_eq(ingest_build((enum ingest_protocol)7, "http://h", &sc, profile_bytes,
-				  sizeof(profile_bytes), &r),
+	cr_assert_eq(protocol_build((enum protocol)7, "http://h", &sc, profile_bytes,
+				    sizeof(profile_bytes), &r),
 		     -EINVAL);
-	cr_assert_eq(ingest_build(INGEST_PARCA, "http://h", &sc, profile_bytes,
-				  sizeof(profile_bytes), &r),
+	cr_assert_eq(protocol_build(PROTOCOL_PARCA, "http://h", &sc, profile_bytes,
+				    sizeof(profile_bytes), &r),
 		     0);
-	ingest_request_release(&r);
+	protocol_request_release(&r);
 }
 
 /* ---- responses ------------------------------------------------------------------------------- */
@@ -767,57 +767,59 @@ Test(ingest, grpcweb_responses)
 	/* an empty WriteRawResponse, then the trailers */
 	n = frame(body, 0, "");
 	n += frame(body + n, 0x80, "grpc-status:0\r\ngrpc-message:\r\n");
-	cr_assert_eq(ingest_check_response(INGEST_PARCA, body, n, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(protocol_check_response(PROTOCOL_PARCA, body, n, err, sizeof(err)), 0, "%s",
+		     err);
 
 	n = frame(body, 0x80, "Grpc-Status: 3\r\nGrpc-Message: invalid label name: a%2Fb%0A\r\n");
-	cr_assert_eq(ingest_check_response(INGEST_PARCA, body, n, err, sizeof(err)), -EPROTO);
+	cr_assert_eq(protocol_check_response(PROTOCOL_PARCA, body, n, err, sizeof(err)), -EPROTO);
 	cr_assert_str_eq(err, "grpc-status 3: invalid label name: a/b");
 
 	/* Trailers-Only: the status among the HTTP headers, an empty body */
-	cr_assert_eq(ingest_check_response(INGEST_PARCA, "", 0, err, sizeof(err)), -EPROTO);
+	cr_assert_eq(protocol_check_response(PROTOCOL_PARCA, "", 0, err, sizeof(err)), -EPROTO);
 	cr_assert(strstr(err, "without a grpc-status"), "%s", err);
-	cr_assert_eq(ingest_check_reply(INGEST_PARCA, TRAILERS_ONLY, strlen(TRAILERS_ONLY), "", 0,
-					err, sizeof(err)),
+	cr_assert_eq(protocol_check_reply(PROTOCOL_PARCA, TRAILERS_ONLY, strlen(TRAILERS_ONLY), "",
+					  0, err, sizeof(err)),
 		     -EPROTO);
 	cr_assert_str_eq(err, "grpc-status 16: no token");
-	cr_assert_eq(
-		ingest_check_reply(INGEST_PARCA, "grpc-status: 0\n", 15, "", 0, err, sizeof(err)),
-		0);
+	cr_assert_eq(protocol_check_reply(PROTOCOL_PARCA, "grpc-status: 0\n", 15, "", 0, err,
+					  sizeof(err)),
+		     0);
 	/* the body's trailer wins over the headers */
 	n = frame(body, 0x80, "grpc-status: 0\r\n");
-	cr_assert_eq(
-		ingest_check_reply(INGEST_PARCA, "grpc-status: 5\n", 15, body, n, err, sizeof(err)),
-		0);
+	cr_assert_eq(protocol_check_reply(PROTOCOL_PARCA, "grpc-status: 5\n", 15, body, n, err,
+					  sizeof(err)),
+		     0);
 
 	/* malformed bodies */
 	n = frame(body, 0x80, "grpc-status: 0\r\n");
-	cr_assert_eq(ingest_check_response(INGEST_PARCA, body, n - 1, err, sizeof(err)), -EPROTO);
+	cr_assert_eq(protocol_check_response(PROTOCOL_PARCA, body, n - 1, err, sizeof(err)),
+		     -EPROTO);
 	cr_assert(strstr(err, "cut short"), "%s", err);
-	cr_assert_eq(ingest_check_response(INGEST_PARCA, body, 3, err, sizeof(err)), -EPROTO);
+	cr_assert_eq(protocol_check_response(PROTOCOL_PARCA, body, 3, err, sizeof(err)), -EPROTO);
 	n = frame(body, 0x81, "grpc-status: 0\r\n");
-	cr_assert_eq(ingest_check_response(INGEST_PARCA, body, n, err, sizeof(err)), -EPROTO);
+	cr_assert_eq(protocol_check_response(PROTOCOL_PARCA, body, n, err, sizeof(err)), -EPROTO);
 	n = frame(body, 0x80, "grpc-status: zero\r\n");
-	cr_assert_eq(ingest_check_response(INGEST_PARCA, body, n, err, sizeof(err)), -EPROTO);
+	cr_assert_eq(protocol_check_response(PROTOCOL_PARCA, body, n, err, sizeof(err)), -EPROTO);
 
 	/* Pyroscope answers in its status code */
-	cr_assert_eq(ingest_check_response(INGEST_PYROSCOPE, "", 0, err, sizeof(err)), 0);
-	cr_assert_eq(ingest_check_response(INGEST_PYROSCOPE_PUSH, "", 0, err, sizeof(err)), 0);
+	cr_assert_eq(protocol_check_response(PROTOCOL_PYROSCOPE, "", 0, err, sizeof(err)), 0);
+	cr_assert_eq(protocol_check_response(PROTOCOL_PYROSCOPE_PUSH, "", 0, err, sizeof(err)), 0);
 }
 
 Test(ingest, protocol_names)
 {
-	enum ingest_protocol p;
+	enum protocol p;
 
-	cr_assert_eq(ingest_protocol_parse("pyroscope", &p), 0);
-	cr_assert_eq(p, INGEST_PYROSCOPE);
-	cr_assert_eq(ingest_protocol_parse("pyroscope-push", &p), 0);
-	cr_assert_eq(p, INGEST_PYROSCOPE_PUSH);
-	cr_assert_eq(ingest_protocol_parse("parca", &p), 0);
-	cr_assert_eq(p, INGEST_PARCA);
-	cr_assert_eq(ingest_protocol_parse("Parca", &p), -EINVAL);
-	cr_assert_eq(ingest_protocol_parse("", &p), -EINVAL);
-	cr_assert_str_eq(ingest_protocol_name(INGEST_PYROSCOPE_PUSH), "pyroscope-push");
-	cr_assert_str_eq(ingest_protocol_name(INGEST_PARCA), "parca");
+	cr_assert_eq(protocol_parse("pyroscope", &p), 0);
+	cr_assert_eq(p, PROTOCOL_PYROSCOPE);
+	cr_assert_eq(protocol_parse("pyroscope-push", &p), 0);
+	cr_assert_eq(p, PROTOCOL_PYROSCOPE_PUSH);
+	cr_assert_eq(protocol_parse("parca", &p), 0);
+	cr_assert_eq(p, PROTOCOL_PARCA);
+	cr_assert_eq(protocol_parse("Parca", &p), -EINVAL);
+	cr_assert_eq(protocol_parse("", &p), -EINVAL);
+	cr_assert_str_eq(protocol_name(PROTOCOL_PYROSCOPE_PUSH), "pyroscope-push");
+	cr_assert_str_eq(protocol_name(PROTOCOL_PARCA), "parca");
 }
 
 Test(ingest, error_reasons)
@@ -831,28 +833,30 @@ Test(ingest, error_reasons)
 	char out[128];
 	size_t n;
 
-	cr_assert_eq(ingest_error_reason(INGEST_PYROSCOPE, NULL, 0, pyro, strlen(pyro), out,
-					 sizeof(out)),
+	cr_assert_eq(protocol_error_reason(PROTOCOL_PYROSCOPE, NULL, 0, pyro, strlen(pyro), out,
+					   sizeof(out)),
 		     0);
 	cr_assert_str_eq(out, "invalid_argument: name: invalid service name: a b: character is not "
 			      "allowed: ' '");
-	cr_assert_eq(ingest_error_reason(INGEST_PYROSCOPE_PUSH, NULL, 0, connect, strlen(connect),
-					 out, sizeof(out)),
+	cr_assert_eq(protocol_error_reason(PROTOCOL_PYROSCOPE_PUSH, NULL, 0, connect,
+					   strlen(connect), out, sizeof(out)),
 		     0);
 	cr_assert_str_eq(out, "unauthenticated: no \"org\"");
-	cr_assert_eq(ingest_error_reason(INGEST_PYROSCOPE, NULL, 0, "upstream\r\ntimed out\n", 20,
-					 out, sizeof(out)),
+	cr_assert_eq(protocol_error_reason(PROTOCOL_PYROSCOPE, NULL, 0, "upstream\r\ntimed out\n",
+					   20, out, sizeof(out)),
 		     0);
 	cr_assert_str_eq(out, "upstream timed out");
-	cr_assert_eq(ingest_error_reason(INGEST_PYROSCOPE, NULL, 0, "<html>", 6, out, sizeof(out)),
-		     -ENOENT);
+	cr_assert_eq(
+		protocol_error_reason(PROTOCOL_PYROSCOPE, NULL, 0, "<html>", 6, out, sizeof(out)),
+		-ENOENT);
 	cr_assert_str_eq(out, "");
-	cr_assert_eq(ingest_error_reason(INGEST_PARCA, "grpc-status: 7\r\ngrpc-message: denied\r\n",
-					 38, "", 0, out, sizeof(out)),
+	cr_assert_eq(protocol_error_reason(PROTOCOL_PARCA,
+					   "grpc-status: 7\r\ngrpc-message: denied\r\n", 38, "", 0,
+					   out, sizeof(out)),
 		     0);
 	cr_assert_str_eq(out, "grpc-status 7: denied");
 	n = frame(body, 0x80, "grpc-status: 8\r\n");
-	cr_assert_eq(ingest_error_reason(INGEST_PARCA, NULL, 0, body, n, out, 10), 0);
+	cr_assert_eq(protocol_error_reason(PROTOCOL_PARCA, NULL, 0, body, n, out, 10), 0);
 	cr_assert_str_eq(out, "grpc-stat", "cut to outlen");
 }
 
@@ -865,20 +869,20 @@ Test(ingest, wall_profiles_ship_as_wall)
 			       .sample_rate = 19,
 			       .period_ns = 5,
 			       .profile_name = "wall"};
-	struct ingest_request r;
+	struct protocol_request r;
 	struct sidecar *sc;
 	char path[600], err[128], *text;
 	static const char bad[] = GOOD_HEAD_FOR_NAME "\"profile_name\":\"wall time\"}";
 
 	sc = spool_roundtrip(&m, path, sizeof(path));
 	cr_assert_str_eq(sc->profile_name, "wall");
-	cr_assert_eq(ingest_build(INGEST_PYROSCOPE_PUSH, "http://h", sc, profile_bytes,
-				  sizeof(profile_bytes), &r),
+	cr_assert_eq(protocol_build(PROTOCOL_PYROSCOPE_PUSH, "http://h", sc, profile_bytes,
+				    sizeof(profile_bytes), &r),
 		     0);
 	text = protoc(push_proto, "push.v1.PushRequest", r.body, r.len);
 	cr_assert_not_null(strstr(text, "name: \"__name__\"\n    value: \"wall\""), "%s", text);
 	free(text);
-	ingest_request_release(&r);
+	protocol_request_release(&r);
 	sidecar__free(sc);
 	/* it becomes a metric name: anything else is refused with the reason */
 	cr_assert_null(sidecar__parse(bad, strlen(bad), err, sizeof(err)));
