@@ -3,7 +3,8 @@
 # test-upgrade.sh), after boot.sh: their counters and checks, and the steps they share.
 #
 #   live_suite SUITE PREFIX     SUITE bookworm or trixie: sets name (PREFIX or PREFIX-trixie,
-#                               the summary line's), debian ("Debian 12"...); 2 if unknown
+#                               the summary line's), debian ("Debian 12"...), cgroups (boot_root's
+#                               third argument); 2 if unknown
 #   ok/bad/skipped NAME [WHY]   one PASS/FAIL/SKIP line, counted
 #   finish                      the summary line "NAME: N passed, N failed, N skipped"; exits
 #   check NAME COMMAND...       PASS when COMMAND succeeds, else FAIL with its (short) output
@@ -19,11 +20,11 @@
 #   json FILE EXPR              EXPR of the JSON document d in FILE
 #   pprof ARGS...               go tool pprof on the host
 
-pass=0 fail=0 skip=0 name= debian= deb= version=
+pass=0 fail=0 skip=0 name= debian= cgroups= deb= version=
 live_suite() {
 	case "$1" in
-	bookworm) name=$2 debian="Debian 12" ;;
-	trixie) name=$2-trixie debian="Debian 13" ;;
+	bookworm) name=$2 debian="Debian 12" cgroups= ;;
+	trixie) name=$2-trixie debian="Debian 13" cgroups=unified ;;
 	*) return 2 ;;
 	esac
 }
@@ -71,11 +72,12 @@ live_boot() {
 	esac
 	trap halt_root EXIT
 	t0=$SECONDS
-	if ! boot_root "$cached" "$(mktemp -d "$(dirname "$cached")/live.XXXXXX")"; then
+	# Debian 13 as its hosts run it: cgroup2 alone (boot.sh says why)
+	if ! boot_root "$cached" "$(mktemp -d "$(dirname "$cached")/live.XXXXXX")" "$cgroups"; then
 		skipped "live systemd" "this machine cannot boot the $debian root: $BOOT_WHY"
 		finish
 	fi
-	ok "booted: $(in_root systemctl --version | head -n 1) is PID 1 of the $debian root, $(in_root systemctl is-system-running) in $((SECONDS - t0)) s"
+	ok "booted: $(in_root systemctl --version | head -n 1) is PID 1 of the $debian root, $(in_root systemctl is-system-running) in $((SECONDS - t0)) s, cgroups: $(in_root stat -f -c %T /sys/fs/cgroup | sed 's/^cgroup2fs$/unified (cgroup2)/; s/^tmpfs$/hybrid (v1 and cgroup2)/')"
 }
 
 apt_why= apt_skip=
