@@ -176,7 +176,8 @@ $(BUILD)/tests/%: tests/unit/%.c $(DAEMON_OBJS) | $(BUILD)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(DAEMON_OBJS) $(LDLIBS) -lcriterion -o $@
 
-.PHONY: all test test-full test-rest test-asan test-build test-unit test-e2e test-package test-package-live churn deps check format format-check install deb \
+.PHONY: all test test-full test-rest test-asan test-build test-unit test-e2e test-package test-package-live \
+	test-package-live-trixie test-package-upgrade churn deps check format format-check install deb \
 	clean profile bench readme-flamegraph
 
 test-unit: $(UNIT_BINS) $(FIXTURES)
@@ -195,6 +196,16 @@ test-package:
 # the root cannot boot). make test runs it.
 test-package-live:
 	$(Q)tests/package/test-live.sh $(BUILD)
+
+# The same in a booted Debian 13 root (systemd 257; the package built here installed there), and
+# the upgrade from an earlier package of this tree in Debian 12 and 13 roots (root; each skipped
+# with the reason where its root cannot boot). make test-full and test-rest run them.
+test-package-live-trixie:
+	$(Q)tests/package/test-live.sh $(BUILD) trixie
+
+test-package-upgrade:
+	$(Q)tests/package/test-upgrade.sh $(BUILD) bookworm; a=$$?; \
+		tests/package/test-upgrade.sh $(BUILD) trixie && exit $$a
 
 # The long churn (root): thousands of short Rubies, exec'd and forked, against one service with
 # the /proc rescan off; `make test` runs a short version. RP_CHURN sets the number per round.

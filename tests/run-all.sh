@@ -13,7 +13,10 @@
 # (E2E.smoke) on each Debian root, several at once (tests/e2e/run.rb); and the package under a
 # live systemd (tests/package/test-live.sh: a booted Debian 12 root, package-live), alone.
 # full adds the rest of the matrix (every end-to-end test on every root), the package test
-# (tests/package/test-deb.sh: make deb, lintian, the chroot install), a short run of each fuzz
+# (tests/package/test-deb.sh: make deb, lintian, the chroot install), the package under a live
+# systemd in a booted Debian 13 root (package-live-trixie), the upgrade from an earlier package
+# in booted Debian 12 and 13 roots (tests/package/test-upgrade.sh: package-upgrade,
+# package-upgrade-trixie), a short run of each fuzz
 # target (FUZZ_SMOKE_SECONDS each), and the unit tests and a part of the end-to-end tests again
 # with the sanitizer build (ASAN_BUILD_DIR, SANITIZE=address,undefined), as the suites asan-unit
 # and asan-e2e. rest is what full runs beyond quick, for CI's second step after `make test`.
@@ -72,8 +75,9 @@ start_roots() {
 	local v vs=() started=()
 	[ "$(id -u)" = 0 ] || return 0
 	IFS=, read -ra vs <<<"${RP_E2E_RUBIES:-host,2.7,3.3,3.4}"
-	[ "$set_name" = quick ] || vs+=(bookworm)
-	[ "$set_name" = rest ] || vs+=(bookworm-boot)
+	# (bookworm-boot: package-live in quick, package-upgrade in rest)
+	vs+=(bookworm-boot)
+	[ "$set_name" = quick ] || vs+=(bookworm trixie-boot)
 	for v in "${vs[@]}"; do
 		v=${v// /}
 		case "$v" in host | "") continue ;; esac
@@ -137,6 +141,14 @@ if [ "${RP_ASAN_ONLY:-0}" != 1 ]; then
 		echo "== package tests"
 		tests/package/test-deb.sh "$build" | tee -a "$log"
 		suites+=(package) rcs+=("${PIPESTATUS[0]}"); took
+
+		# alone, as package-live: each starts rubyprofd in a booted root
+		tests/package/test-live.sh "$build" trixie | tee -a "$log"
+		suites+=(package-live-trixie) rcs+=("${PIPESTATUS[0]}"); took
+		tests/package/test-upgrade.sh "$build" bookworm | tee -a "$log"
+		suites+=(package-upgrade) rcs+=("${PIPESTATUS[0]}"); took
+		tests/package/test-upgrade.sh "$build" trixie | tee -a "$log"
+		suites+=(package-upgrade-trixie) rcs+=("${PIPESTATUS[0]}"); took
 
 		echo "== fuzz smoke"
 		make --no-print-directory BUILD="$build" fuzz-smoke 2>&1 | tee -a "$log"

@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Builds (or reuses) a Debian root holding one Ruby version, for the end-to-end version matrix,
 # or a plain Debian 12 root (no Ruby) for the package test (tests/package/test-deb.sh), or a
-# Debian 12 root that boots (systemd, dbus and the host's Ruby 3.1) for the live package test
+# Debian 12 or 13 root that boots (systemd, dbus and the suite's Ruby) for the live package test
 # (tests/package/test-live.sh, systemd-nspawn -b).
 #
-#   tests/e2e/mkroot.sh [--dev] VERSION [CACHE_DIR]     VERSION: 2.7 | 3.3 | 3.4 | bookworm | bookworm-boot
+#   tests/e2e/mkroot.sh [--dev] VERSION [CACHE_DIR]     VERSION: 2.7 | 3.3 | 3.4 | bookworm |
+#                                                       bookworm-boot | trixie-boot
 #
 # --dev: the root also gets its Ruby's headers (rubyX.Y-dev), for the C extension that the tests
 # build (test_native's cext). They are added on demand to a root that is already complete (their
@@ -34,7 +35,9 @@ bookworm) suite=bookworm pkgs= rubybin= devpkg= ;;
 # systemd as PID 1 and its bus; Ruby for the apps that the service profiles there. The package's
 # own dependencies are left out: the test installs them with apt, as an operator does.
 bookworm-boot) suite=bookworm pkgs=systemd,systemd-sysv,dbus,ruby,procps rubybin= devpkg= ;;
-*) echo "mkroot: unknown version '$ver' (2.7, 3.3, 3.4, bookworm or bookworm-boot)" >&2; exit 2 ;;
+# the same on Debian 13 (systemd 257, Ruby 3.3), for the live test in the full suite
+trixie-boot) suite=trixie pkgs=systemd,systemd-sysv,dbus,ruby,procps rubybin= devpkg= ;;
+*) echo "mkroot: unknown version '$ver' (2.7, 3.3, 3.4, bookworm, bookworm-boot or trixie-boot)" >&2; exit 2 ;;
 esac
 
 # Packages some tests need, added to a root after it was made, each with a stamp of its own

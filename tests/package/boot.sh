@@ -2,9 +2,12 @@
 # Sourced by tests/package/test-live.sh: a Debian root booted with systemd as PID 1
 # (systemd-nspawn -b), and commands run inside it as its own root user runs them.
 #
-#   boot_root CACHED_ROOT WORK_DIR     boots an overlay of CACHED_ROOT (never written); sets
+#   boot_root CACHED_ROOT WORK_DIR [unified]
+#                                      boots an overlay of CACHED_ROOT (never written); sets
 #                                      BOOT_ROOT (the root as the host sees it), BOOT_LEADER
-#                                      (its PID 1, as the host sees it); 1 with BOOT_WHY if not
+#                                      (its PID 1, as the host sees it); 1 with BOOT_WHY if not.
+#                                      unified: the root gets only the unified cgroup hierarchy
+#                                      (cgroup2 at its /sys/fs/cgroup), not the host's layout
 #   in_root COMMAND...                 runs COMMAND inside: its namespaces, its root, a clean env
 #   halt_root                          powers it off (then kills it), unmounts the overlay
 #
@@ -14,12 +17,17 @@
 # (nspawn's default set lacks CAP_BPF and CAP_PERFMON) and bpf and perf_event_open pass nspawn's
 # own system call filter: with less, the service could not run inside at all. The overlay keeps
 # the cached root pristine and costs nothing to make (a copy of the root would take seconds).
+# unified: on this host (cgroups v1, with cgroup2 beside them at /sys/fs/cgroup/unified) nspawn
+# gives a root the host's hybrid layout unless SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 asks for cgroup2
+# alone; Debian 13's systemd 257 boots on both, on the first with the taint "cgroupsv1" (the
+# deprecated support that systemd 258 drops), and a Debian 13 host has cgroup2 alone.
 
 BOOT_ROOT= BOOT_LEADER= BOOT_WHY= boot_nspawn= boot_dir=
 
 boot_root() {
-	local cached=$1 i state
+	local cached=$1 i state unified=
 	boot_dir=$2
+	[ "${3:-}" = unified ] && unified=1
 	mkdir -p "$boot_dir/upper" "$boot_dir/work" "$boot_dir/root"
 	if ! mount -t overlay overlay -o "lowerdir=$cached,upperdir=$boot_dir/upper,workdir=$boot_dir/work" \
 		"$boot_dir/root" 2>"$boot_dir/mount.err"; then
@@ -29,7 +37,8 @@ boot_root() {
 	BOOT_ROOT=$boot_dir/root
 	# The console is only read: the boot's messages, for the reason when it fails. setsid: the
 	# terminal's signals (a ^C of the test) reach the test, which powers the root off itself.
-	setsid systemd-nspawn -D "$BOOT_ROOT" -b --register=no --keep-unit \
+	# (unset, not 0, otherwise: 0 would ask for cgroup v1 alone)
+	env ${unified:+SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1} setsid systemd-nspawn -D "$BOOT_ROOT" -b --register=no --keep-unit \
 		--capability=CAP_BPF,CAP_PERFMON,CAP_CHECKPOINT_RESTORE,CAP_SYS_PTRACE,CAP_DAC_READ_SEARCH \
 		--system-call-filter='bpf perf_event_open' --console=read-only \
 		</dev/null >"$boot_dir/console.log" 2>&1 &

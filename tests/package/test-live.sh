@@ -1,81 +1,37 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# The package on a live systemd: a Debian 12 root booted with systemd as PID 1 (boot.sh), and in
-# it, as an operator does it: apt install of the .deb, two Ruby apps as units of their own users,
+# The package on a live systemd: a Debian 12 (or 13) root booted with systemd as PID 1 (boot.sh),
+# and in it, as an operator does it: apt install of the .deb, two Ruby apps as units of their own users,
 # systemctl enable --now, reload, stop and start, a crash, a configuration error, a hung loop,
-# the journal, the mixed and wall modes and the metrics endpoint, apt remove and purge.
+# the journal, the mixed and wall modes and the metrics endpoint, shipping to the stand-in
+# collector, apt remove and purge.
 #
-#   tests/package/test-live.sh [BUILD_DIR]
+#   tests/package/test-live.sh [BUILD_DIR [SUITE]]
 #
-# Ends with one line: "package-live: N passed, N failed, N skipped"; exits non-zero on a failure.
+# SUITE: bookworm (Debian 12, systemd 252: the default, in make test) or trixie (Debian 13,
+# systemd 257: the package built here, on Debian 12, installed there; in the full suite). The
+# summary line names the suite: package-live, or package-live-trixie.
+#
+# Ends with one line: "package-live[-trixie]: N passed, N failed, N skipped"; non-zero on a failure.
 # Needs root, systemd-nspawn (systemd-container), go (profiles are read back by go tool pprof,
-# on the host) and the Debian archive (the root, cached by tests/e2e/mkroot.sh bookworm-boot,
+# on the host) and the Debian archive (the root, cached by tests/e2e/mkroot.sh SUITE-boot,
 # and the package's dependencies): without one, or where this machine cannot boot the root, the
 # whole test is one skip with the reason. It starts rubyprofd: on a shared machine, run it alone.
 set -u
 build=${1:-build}
+suite=${2:-bookworm}
 cd "$(dirname "$0")/../.." || exit 1
 . tests/package/boot.sh
-
-pass=0 fail=0 skip=0
-ok() { echo "  PASS $1"; pass=$((pass + 1)); }
-bad() { echo "  FAIL $1: $2"; fail=$((fail + 1)); }
-skipped() { echo "  SKIP $1: $2"; skip=$((skip + 1)); }
-finish() {
-	echo "package-live: $pass passed, $fail failed, $skip skipped"
-	[ "$fail" -eq 0 ]
-	exit
-}
-# check NAME COMMAND...: PASS when COMMAND succeeds, else FAIL with its (short) output.
-check() {
-	local name=$1 out
-	shift
-	if out=$("$@" 2>&1); then ok "$name"; else bad "$name" "$(printf '%s' "$out" | tail -n 5)"; fi
-}
-# poll SECONDS COMMAND...: COMMAND until it succeeds, at most SECONDS; its status.
-poll() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.2
-	done
-}
-
-version=$(sed -n 's/^VERSION := //p' Makefile)
-deb="rubyprofd_${version}-1_$(dpkg --print-architecture).deb"
-out="$build/package-live"
+. tests/package/live-lib.sh
+live_suite "$suite" package-live || { echo "test-live.sh: SUITE is bookworm or trixie" >&2; exit 2; }
+out="$build/$name"
 conf=/etc/rubyprofd/rubyprofd.conf
 mkdir -p "$out"
-echo "== package-live: the package under a booted systemd (Debian 12 root)"
-
-[ "$(id -u)" -eq 0 ] || { skipped "live systemd" "needs root (systemd-nspawn, nsenter)"; finish; }
-for tool in systemd-nspawn nsenter go curl; do
-	command -v "$tool" >/dev/null || { skipped "live systemd" "$tool is missing (make deps installs it)"; finish; }
-done
+echo "== $name: the package under a booted systemd ($debian root)"
+live_boot "$build" "$out" "$suite"
 t0=$SECONDS
-if ! make --no-print-directory BUILD="$build" deb >"$out/deb.log" 2>&1; then
-	bad "make deb" "$(tail -n 5 "$out/deb.log")"
-	finish
-fi
-echo "    make deb: $((SECONDS - t0)) s"
-cached=$(tests/e2e/mkroot.sh bookworm-boot 2>"$out/mkroot.err")
-case $? in
-0) ;;
-77) skipped "live systemd" "$(cat "$out/mkroot.err")"; finish ;;
-*) bad "Debian root" "mkroot.sh bookworm-boot: $(cat "$out/mkroot.err")"; finish ;;
-esac
-
-trap halt_root EXIT
-t0=$SECONDS
-if ! boot_root "$cached" "$(mktemp -d "$(dirname "$cached")/live.XXXXXX")"; then
-	skipped "live systemd" "this machine cannot boot the root: $BOOT_WHY"
-	finish
-fi
 sysver=$(in_root systemctl --version | sed -n '1s/^systemd \([0-9]*\).*/\1/p')
-ok "booted: systemd $sysver is PID 1 of the root, $(in_root systemctl is-system-running) in $((SECONDS - t0)) s"
 spool=$BOOT_ROOT/var/lib/rubyprofd/spool
-prop() { in_root systemctl show -p "$2" --value "$1"; }
 # rubyprofd's journal from a mark on: jmark prints the number of its entries so far; jsince MARK
 # [PRIORITY] their messages after the mark, at PRIORITY or more urgent (a cursor would be the
 # usual mark, but here --after-cursor with -u missed the daemon's own lines); jhas MARK PATTERN
@@ -96,26 +52,32 @@ jhas() { jsince "$1" "${3:-7}" | grep -q -- "$2"; }
 sidecars() { ls "$spool"/*-"${1:-*}"-[0-9]*.json 2>/dev/null | sort; }
 count() { sidecars "$@" | wc -l; }
 newer_than() { [ "$(count "$1")" -gt "$2" ]; }
-json() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
-pprof() { (cd "$out" && go tool pprof "$@" 2>&1); }
 
 # ---- 1. apt install ./rubyprofd_*.deb: dependencies from the archive, installed disabled ---------
-cp "$build/$deb" "$BOOT_ROOT/root/$deb"
-install_deb() { in_root sh -c "cd /root && apt-get install -y ./$deb" >>"$out/apt.log" 2>&1; }
-: >"$out/apt.log"
-if ! install_deb && grep -qE 'Failed to fetch|Unable to fetch' "$out/apt.log"; then
-	# the cached root's package lists are old: the archive has moved on
-	in_root apt-get -q -o Acquire::Languages=none update >>"$out/apt.log" 2>&1 && install_deb
-fi
-if ! in_root dpkg-query -W -f='${db:Status-Status}' rubyprofd 2>/dev/null | grep -qx installed; then
-	if grep -qE 'Failed to fetch|Temporary failure resolving|Could not resolve' "$out/apt.log"; then
-		skipped "live systemd" "the archive cannot serve the dependencies: $(grep -E '^E:' "$out/apt.log" | tail -n 1)"
+printf '' >"$out/apt.log"
+if ! apt_install "$out" "$out/apt.log" "$build/$deb"; then
+	if [ -n "$apt_skip" ]; then
+		skipped "live systemd" "$apt_why"
+	elif [ "$suite" = trixie ]; then
+		# the package's Depends name Debian 12's libraries; Debian 13's t64 renames provide
+		# those names on amd64: where they do not, the package must be built on Debian 13
+		bad "apt install ./$deb (built on Debian 12) in $debian" "$apt_why; a user builds the package on $debian instead (make deb there: its Depends then name that release's libraries)"
 	else
-		bad "apt install ./$deb" "$(tail -n 5 "$out/apt.log")"
+		bad "apt install ./$deb" "$apt_why"
 	fi
 	finish
 fi
 ok "apt install ./$deb: $(grep -c '^Setting up' "$out/apt.log") packages set up"
+if [ "$suite" = trixie ]; then
+	# Depends as dpkg-shlibdeps wrote them on Debian 12, and what satisfies each in Debian 13
+	sat=
+	for dep in $(dpkg-deb -f "$build/$deb" Depends | sed 's/([^)]*)//g; s/,/ /g'); do
+		by=$(in_root dpkg-query -W -f='${Package} ${Provides}\n' | awk -v d="$dep" '$1 == d || index(" " $0 ",", " " d " ") || index(" " $0 ",", " " d ",") { print $1; exit }')
+		sat+="$dep:${by:-none} "
+	done
+	check "Debian 12's Depends met in $debian (the t64 libraries provide the old names): $sat" \
+		sh -c "! echo '$sat' | grep -q ':none'"
+fi
 check "installed disabled and not started" test "$(in_root systemctl is-enabled rubyprofd)/$(prop rubyprofd ActiveState)" = disabled/inactive
 
 # ---- 2. Ruby apps, each a unit of its own user ------------------------------------------------------
@@ -268,7 +230,51 @@ check "journalctl -p err: the configuration's errors, no info line: $(tr '\n' '|
 check "info lines at priority info" \
 	grep -q 'rubyprofd: info: profiling every' <<<"$(in_root journalctl -u rubyprofd -p info..info -o cat --no-pager)"
 
-# ---- 7. stacks = mixed with the metrics endpoint, then clock = wall --------------------------------
+# ---- 7. shipping to the stand-in collector on the host ----------------------------------------------
+# The collector (tests/collector/collector.py: Pyroscope's /ingest) listens on the host's loopback,
+# which the root shares; the URL names the host as an operator writes one (localhost: resolved
+# through the root's /etc/hosts by libcurl, under the unit's RestrictAddressFamilies).
+col=$(realpath -m "$out/collector")
+rm -rf "$col" && mkdir -p "$col"
+python3 tests/collector/collector.py --store "$col/store" --port 0 --port-file "$col/ports" \
+	>"$col/log" 2>&1 &
+col_pid=$!
+if poll 60 test -s "$col/ports"; then
+	cport=$(json "$col/ports" 'd["port"]')
+	# shop's entries in the collector's index (one JSON line per stored profile) that begin at
+	# or after SINCE (ns)
+	shipped() { python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e["app"] == "shop" and e["time_nanos"] >= int(sys.argv[2]):
+        print(e["file"], e["protocol"], e["labels"].get("team"), e["sample_rate"], e["samples"])' \
+		"$col/store/index.jsonl" "$1" 2>/dev/null; }
+	# the second: a whole interval
+	has_shipped() { [ "$(shipped "$1" | wc -l)" -ge 2 ]; }
+	# not restarted_with: the shipper empties the spool as it goes
+	cp "$out/good.conf" "$BOOT_ROOT$conf"
+	printf 'upload_url = http://localhost:%s\nupload_protocol = pyroscope\n' "$cport" >>"$BOOT_ROOT$conf"
+	backlog=$(count shop)
+	t_ship=$(date +%s%N)
+	if in_root systemctl restart rubyprofd && poll 60 has_shipped "$t_ship"; then
+		read -r file proto team rate nsamples <<<"$(shipped "$t_ship" | sed -n 2p)"
+		check "shipped from the root: the collector has shop's second profile after the restart ($proto, team=$team, ${rate} Hz, $nsamples stacks; $(shipped 0 | wc -l) of shop in all, $backlog in the spool before)" \
+			test "$proto/$team/$rate" = pyroscope/live/49 -a "$nsamples" -gt 0
+		pprof -top "$col/store/$file" >"$out/shipped-top.txt"
+		check "go tool pprof reads what the collector received: Object#shop_work, no jobs_work" \
+			sh -c "grep -q 'Object#shop_work' '$out/shipped-top.txt' && ! grep -q jobs_work '$out/shipped-top.txt'"
+	else
+		bad "shipping to the collector" "not two profiles of shop after 60 s: $(in_root journalctl -u rubyprofd -n 3 -o cat); collector: $(tail -n 3 "$col/log")"
+	fi
+else
+	bad "shipping to the collector" "the collector did not start: $(tail -n 3 "$col/log")"
+fi
+kill "$col_pid" 2>/dev/null
+wait "$col_pid" 2>/dev/null
+# (the next restart, below, ends the shipping: the spool fills again for apt remove's check)
+
+# ---- 8. stacks = mixed with the metrics endpoint, then clock = wall --------------------------------
 # the root shares the host's network: a free port of the host's, read back from the host
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # restarted_with KEY=VALUE...: the configuration plus those lines, the service restarted, and the
@@ -286,7 +292,7 @@ if side=$(restarted_with "stacks = mixed" "metrics_address = 127.0.0.1:$port"); 
 	prof=${side%.json}.pb.gz
 	pprof -raw "$prof" >"$out/mixed-raw.txt"
 	check "stacks = mixed: native frames of libruby and libc under the unit's sandbox" \
-		sh -c "grep -q 'libruby-3.1.so' '$out/mixed-raw.txt' && grep -q 'libc.so.6' '$out/mixed-raw.txt'"
+		sh -c "grep -q 'libruby-3\.[0-9]*\.so' '$out/mixed-raw.txt' && grep -q 'libc.so.6' '$out/mixed-raw.txt'"
 	curl -s "http://127.0.0.1:$port/metrics" >"$out/metrics.txt"
 	check "the metrics endpoint answers: $(grep '^rubyprofd_samples_total' "$out/metrics.txt" | xargs)" \
 		grep -qE '^rubyprofd_samples_total\{process="ruby"\} [1-9]' "$out/metrics.txt"
@@ -303,15 +309,14 @@ if side=$(restarted_with "clock = wall"); then
 else
 	bad "clock = wall" "no profile after the restart: $(prop rubyprofd ActiveState); $(in_root journalctl -u rubyprofd -n 3 -o cat)"
 fi
-cp "$out/good.conf" "$BOOT_ROOT$conf"
 
-# ---- 8. apt remove keeps the state; apt purge removes unit, configuration and state ----------------
+# ---- 9. apt remove keeps the state; apt purge removes unit, configuration and state ----------------
 n=$(ls "$spool" | wc -l)
 in_root apt-get remove -y rubyprofd >"$out/remove.log" 2>&1
 # (the stop writes the interval in progress: one more profile, or none when shop used no CPU)
 state="$(prop rubyprofd ActiveState), unit $(test -e "$BOOT_ROOT/lib/systemd/system/rubyprofd.service" && echo left || echo gone), $(test -f "$BOOT_ROOT$conf" && echo conf kept || echo conf gone)"
 check "apt remove: $state, $n spool files before, $(ls "$spool" | wc -l) after" \
-	test "$state" = "inactive, unit gone, conf kept" -a "$(ls "$spool" | wc -l)" -ge "$n"
+	test "$state" = "inactive, unit gone, conf kept" -a "$n" -gt 0 -a "$(ls "$spool" | wc -l)" -ge "$n"
 in_root apt-get purge -y rubyprofd >"$out/purge.log" 2>&1
 left=
 for f in /lib/systemd/system/rubyprofd.service /etc/rubyprofd /var/lib/rubyprofd /usr/sbin/rubyprofd \
