@@ -514,7 +514,11 @@ class Job
     data = @io.read_nonblock(1 << 20, exception: false)
     @buf = (@buf || +"") << data if data.is_a?(String)
     if data.nil?
+      before = children_cpu
       _, st = Process.waitpid2(@pid)
+      # the CPU time of the test's process and of every process it waited for (its Rubies, its
+      # rubyprofd): a test that mostly sleeps shows it here
+      @cpu = children_cpu - before
       @io.close
       r = begin
         Marshal.load(@buf.to_s)
@@ -530,6 +534,10 @@ class Job
     @io.close
     [:fail, name, "still running after #{TEST_TIMEOUT} s: killed", Time.now - @started]
   end
+
+  attr_reader :cpu
+
+  def children_cpu = Process.times.then { |t| t.cutime + t.cstime }
 
   def output
     text = File.exist?(@out) ? File.read(@out) : ""
@@ -561,6 +569,8 @@ if Process.uid != 0
 elsif !File.executable?(RUBYPROFD)
   abort "#{RUBYPROFD} is missing: run make first"
 else
+  # name \t seconds \t CPU seconds (its processes')
+  cpu = (File.readlines(TIMES_FILE).to_h { |l| n, _, c = l.split("\t"); [n, c.to_f] } rescue {})
   last = (File.readlines(TIMES_FILE).to_h { |l| n, s = l.split("\t"); [n, s.to_f] } rescue {})
   matrix = Matrix.new(results)
   queue, running, runtimes, seq = [], [], [], 0
@@ -572,15 +582,21 @@ else
       # exclusive tests first (each alone, while nothing else runs yet), then the longest
       queue.sort_by!.with_index { |j, i| [j.exclusive? ? 0 : 1, -(last[j.name] || 0), i] }
     end
-    # start what may start: an exclusive test only when nothing runs; nothing beside one
+    # start what may start: an exclusive test only when nothing runs; nothing beside one. A
+    # group's tests run one after the other, so the group is one long chain: it is weighed by
+    # the time of all its tests still queued, and starts before a single test shorter than that
+    # chain (else the chain is left for the end, one slot working while the other waits).
+    chain = Hash.new(0)
+    queue.each { |j| chain[j.group] += last[j.name] || 0 if j.group }
     until queue.empty? || running.size >= JOBS || running.any?(&:exclusive?)
-      job = queue.find do |j|
+      job = queue.select do |j|
         (j.exclusive? ? running.empty? : true) && (j.group.nil? || running.none? { |r| r.group == j.group })
-      end
+      end.min_by.with_index { |j, i| [j.exclusive? ? 0 : 1, -(j.group ? chain[j.group] : last[j.name] || 0), i] }
       break unless job
       break if job.exclusive? && !running.empty?
 
       queue.delete(job)
+      chain[job.group] -= last[job.name] || 0 if job.group
       job.start
       running << job
     end
@@ -594,13 +610,14 @@ else
       next unless r
 
       running.delete(job)
+      cpu[r[1]] = job.cpu.round(1) if job.cpu
       results << r
       print_result(r, job.output)
     end
   end
   runtimes.each(&:cleanup)
   results.each { |r| last[r[1]] = r[3].round(1) if r[3] }
-  File.write(TIMES_FILE, last.map { |n, secs| "#{n}\t#{secs}\n" }.join) rescue nil
+  File.write(TIMES_FILE, last.map { |n, secs| "#{n}\t#{secs}\t#{cpu[n] || 0}\n" }.join) rescue nil
 end
 pass = results.count { |r| r[0] == :pass }
 fail = results.count { |r| r[0] == :fail }
@@ -612,7 +629,7 @@ timed = results.select { |r| r[3] }
 unless timed.empty?
   puts format("%s time: %.0f s in %d tests (%.0f s of wall-clock time, %d at once); slowest 10:",
               ENV.fetch("RP_SUITE", "e2e"), timed.sum { |r| r[3] }, timed.size, Time.now - wall0, JOBS)
-  timed.max_by(10) { |r| r[3] }.each { |r| puts format("  %6.1fs  %s", r[3], r[1]) }
+  timed.max_by(10) { |r| r[3] }.each { |r| puts format("  %6.1fs  %s (%.1f s of CPU)", r[3], r[1], cpu&.fetch(r[1], nil) || 0) }
 end
 puts "#{ENV.fetch("RP_SUITE", "e2e")}: #{pass} passed, #{fail} failed, #{skip} skipped"
 exit(fail.zero? ? 0 : 1)
