@@ -58,7 +58,7 @@ struct uproc {
 	uint64_t debug_bytes; /* of the debug file copies its Dwfl holds (find_debuginfo) */
 	bool debug_pending;   /* a module's debug file was still being checksummed: made again */
 	int64_t window_start; /* CLOCK_MONOTONIC: the budget's second */
-	int64_t window_ns;    /* unwinding time spent in it */
+	int64_t window_ns;    /* the main loop's CPU time spent unwinding in it */
 	bool budget_logged;
 	const struct unwind_input *in;
 	bool past_copy;
@@ -620,8 +620,9 @@ static bool over_budget(struct unwinder *u, struct uproc *p, int64_t now)
 	u->stats.over_budget++;
 	if (!p->budget_logged) {
 		p->budget_logged = true;
-		log_warn("pid %d: unwinding its native stacks took %lld ms of the main loop in a "
-			 "second (the bound is %lld ms): its samples keep their Ruby frames alone "
+		log_warn("pid %d: unwinding its native stacks took %lld ms of the main loop's CPU "
+			 "in a second (the bound is %lld ms): its samples keep their Ruby frames "
+			 "alone "
 			 "for "
 			 "the rest of each such second",
 			 (int)p->pid, (long long)(p->window_ns / 1000000),
@@ -630,13 +631,16 @@ static bool over_budget(struct unwinder *u, struct uproc *p, int64_t now)
 	return true;
 }
 
-/* Time spent for p since t0, counted in the second that t0 is in. */
-static void spent(struct uproc *p, int64_t t0)
+/* The main loop's CPU time spent for p since cpu0 (its CLOCK_THREAD_CPUTIME_ID then), counted in
+ * the second that t0 is in. CPU time, not the clock's: on a busy host the loop waits for a CPU
+ * in the middle of an unwind, which costs the host nothing, and a budget of the clock's time
+ * would refuse the process's native stacks for that wait alone. */
+static void spent(struct uproc *p, int64_t t0, int64_t cpu0)
 {
 	if (!p)
 		return;
 	roll_window(p, t0);
-	p->window_ns += clock_mono_ns() - t0;
+	p->window_ns += clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 }
 
 void unwinder_set_budget(struct unwinder *u, int64_t ns)
@@ -648,14 +652,14 @@ int unwinder_unwind(struct unwinder *u, const struct unwind_input *in, uint64_t 
 		    struct unwind_result *res)
 {
 	struct uproc *known = uproc_find(u, in->pid);
-	int64_t t0 = clock_mono_ns();
+	int64_t t0 = clock_mono_ns(), cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	int ret;
 
 	memset(res, 0, sizeof(*res));
 	if (known && over_budget(u, known, t0))
 		return -EBUSY;
 	ret = unwind_one(u, in, pcs, max, res);
-	spent(uproc_find(u, in->pid), t0);
+	spent(uproc_find(u, in->pid), t0, cpu0);
 	return ret;
 }
 
@@ -757,10 +761,10 @@ static int symbolize_one(struct unwinder *u, pid_t pid, uint64_t addr, struct un
 /* Its time counts against the process's budget too (not refused: the frames are unwound). */
 int unwinder_symbolize(struct unwinder *u, pid_t pid, uint64_t addr, struct unwind_sym *out)
 {
-	int64_t t0 = clock_mono_ns();
+	int64_t t0 = clock_mono_ns(), cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	int ret = symbolize_one(u, pid, addr, out);
 
-	spent(uproc_find(u, pid), t0);
+	spent(uproc_find(u, pid), t0, cpu0);
 	return ret;
 }
 

@@ -87,8 +87,9 @@ struct unwinder_stats {
 	struct elfcache_stats elf; /* the objects shared by the processes (elfcache.h) */
 };
 
-/* The main loop's time that one process's unwinding and symbolization may take per second;
- * past it, unwinder_unwind refuses its stacks (-EBUSY) until the second is over. */
+/* The main loop's CPU time (its thread's, not the clock's) that one process's unwinding and
+ * symbolization may take per second; past it, unwinder_unwind refuses its stacks (-EBUSY) until
+ * the second is over. */
 #define UNWIND_BUDGET_NS 100000000LL
 
 /* max_procs: processes kept at once (0: UNWIND_MAX_PROCS_DEFAULT); their ELF objects are shared
