@@ -267,7 +267,7 @@ class E2E
     svc = service(["--interval", "2", "--frequency", "999", "--metrics-address", "127.0.0.1:#{port}"],
                   conf: FAULT_CONF)
     begin
-      check(svc.wait_note(/READY=1/, 15), "no READY=1:\n#{svc.log_text}")
+      check(svc.wait_note(/READY=1/, 60), "no READY=1:\n#{svc.log_text}")
       wait_for("a first profile", 20, svc) { metric(port, "rubyprofd_profiles_written_total").to_i >= 1 }
       rb = ->() { metric(port, "rubyprofd_dropped_samples_total", 'cause="ring_buffer_full"').to_i }
       before = rb.call
@@ -328,7 +328,7 @@ class E2E
                               "--metrics-address", "127.0.0.1:#{port}", "--spool-dir", spool], conf: FAULT_CONF)
       svc.instance_variable_set(:@spool, spool)
       begin
-        check(svc.wait_note(/READY=1/, 15), "no READY=1:\n#{svc.log_text}")
+        check(svc.wait_note(/READY=1/, 60), "no READY=1:\n#{svc.log_text}")
         m = ->(name, labels = nil) { metric(port, name, labels).to_i }
         wait_for("a first profile", 20, svc) { m.("rubyprofd_profiles_written_total") >= 1 }
         # full: what is left of the tmpfs taken by a file

@@ -136,7 +136,7 @@ class E2E
     svc = service(["--interval", "1", "--frequency", "199", "--metrics-address", "127.0.0.1:#{port}"],
                   conf: "rule = cmdline ~ tests/e2e/run\\.rb => ignore\n")
     begin
-      check(svc.wait_note(/READY=1/, 15), "no READY=1:\n#{svc.log_text}")
+      check(svc.wait_note(/READY=1/, 60), "no READY=1:\n#{svc.log_text}")
       # a hundred methods run and gone while the service profiles (about 8 s on an idle machine)
       ended = -> { File.foreach(log_path).count { |l| l.start_with?("end ") } }
       first = ended.call
@@ -193,7 +193,7 @@ class E2E
     svc = service(["--interval", "2", "--metrics-address", "127.0.0.1:#{port}"],
                   conf: CONF % 99)
     begin
-      check(svc.wait_note(/READY=1/, 15), "no READY=1 on the notify socket:\n#{svc.log_text}")
+      check(svc.wait_note(/READY=1/, 60), "no READY=1 on the notify socket:\n#{svc.log_text}")
       ready = Time.now
       later = start("app.rb", "-", "later_work")
       # two profiles of each app (three intervals on an idle machine)
@@ -275,7 +275,7 @@ class E2E
       # a restart keeps the spool, and goes on writing into it
       kept = svc.profiles.size
       svc2 = Service.new(svc.dir, ["--interval", "2"])
-      check(svc2.wait_note(/READY=1/, 15), "the restarted service is not ready:\n#{svc2.log_text}")
+      check(svc2.wait_note(/READY=1/, 60), "the restarted service is not ready:\n#{svc2.log_text}")
       svc_wait(svc2, "a profile after the restart", 30) { svc2.profiles.size > kept }
       st2, = svc2.stop("INT")
       check(st2.exitstatus == 0, "SIGINT: exit #{st2.inspect}")
@@ -304,7 +304,7 @@ class E2E
     shop = start("app.rb", "puma 6.4.0 (tcp://0.0.0.0:3000) [shop]", "shop_work")
     svc = service(["--interval", "2", "--rescan-interval", "0", "--frequency", "99"], conf: CHURN_CONF)
     begin
-      check(svc.wait_note(/READY=1/, 15), "not ready:\n#{svc.log_text}")
+      check(svc.wait_note(/READY=1/, 60), "not ready:\n#{svc.log_text}")
       churn = @rt.script("churn.rb")
       # each short Ruby's own account of its CPU time in churn_<pid>
       churn_log = File.join(@rt.workdir, "churn-#{rand(1 << 30)}.log")

@@ -106,7 +106,7 @@ class E2E
     svc = service(["--clock", "wall", "--interval", "2", "--frequency", WALL_HZ.to_s,
                    "--metrics-address", "127.0.0.1:#{port}"], conf: FAULT_CONF)
     begin
-      check(svc.wait_note(/READY=1/, 15), "no READY=1:\n#{svc.log_text}")
+      check(svc.wait_note(/READY=1/, 60), "no READY=1:\n#{svc.log_text}")
       wait_for("the start line naming wall-clock mode", 10, svc) { svc.log_text.include?("(wall clock: every Ruby thread)") }
       meta, path = wait_for("a wall profile of the target", 30, svc) do
         svc.profiles.find { |_, pth| PprofRaw.read(pth).samples_of(pid).sum(&:count) >= WALL_HZ }
