@@ -7,8 +7,8 @@ class E2E
   # method named with its owner (Method#owner) on every version. At 499 Hz, so that the sample
   # count's allowance (samples_ok?) is a small share of it beside CPU hogs. Sabotaged builds,
   # run against this test: one that drops a Ruby sample in ten silently, caught (2,214 samples
-  # for 2,442 +- 25 expected, the machine nearly idle; under load the allowance's arithmetic
-  # catches it above 15 % of a CPU, docs/testing.md); one that names a method without its owner
+  # for 2,442 +- 25 expected, the machine nearly idle; beside two CPU hogs, busy 0.48: 1,062 for
+  # 1,188 +- 51, where the good build had 1,230 for 1,232); one that names a method without its owner
   # one frame lookup in ten, caught (974/2,436 samples exact).
   def test_exact_stack
     r = profile_script("exact_stack.rb", flags: ["--frequency", "499"])
