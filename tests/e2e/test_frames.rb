@@ -6,7 +6,10 @@ class E2E
   # Ruby's own frames that rubyprofd marks: "[JIT code]", "(garbage collection)", ...
   def marks(prof, frames) = frames.take_while { |l| prof.mappings[l.mapping] == "[rubyprofd]" }
 
-  # Every label kind: each case's stack equals what caller_locations said in the same process.
+  # Every label kind: each case's stack equals what caller_locations said in the same process, in
+  # every sample of the case (it spins on one line that allocates nothing), each owner named as
+  # the script knows it: none is excused. A build that names a method without its owner one
+  # frame lookup in ten: caught (62/69 samples of the instance method's case named).
   def test_labels
     script = @rt.script("labels.rb")
     facts_path = File.join(@rt.workdir, "labels-facts")
@@ -28,9 +31,9 @@ class E2E
         f = prof.frames(s)
         owner_labels.all? { |i, label| f[i].name == label }
       end.sum(&:count)
-      if n < 5 || exact < 0.9 * n || named < 0.9 * n
+      if n < 5 || exact < n || named < n
         best = mine.max_by(&:count)
-        failures << "#{name}: owner labels #{owner_labels.inspect}: #{named}/#{n}" if named < 0.9 * n
+        failures << "#{name}: owner labels #{owner_labels.inspect}: #{named}/#{n}" if named < n
         failures << "#{name}: #{exact}/#{n} samples exact; Ruby says:\n  #{show(want)}" +
                     (best ? "\n rubyprofd:\n  " + prof.frames(best).map { |l| fmt(l, prof) }.join("\n  ") : "")
       end
@@ -106,12 +109,20 @@ class E2E
     r
   end
 
-  # Stacks deeper than the default limit arrive whole when the limit is raised.
+  # A sample the daemon itself marks as a failed read of the target's memory (a stack of
+  # thousands of frames read while Ruby writes it; counted in the summary): the one cause that
+  # excuses a sample of these spinning scripts from the exact stack. How many: in the result.
+  def read_failed?(frames) = frames.any? { |l| l.name.start_with?("[partial stack: read failed]", "[stack read failed]") }
+
+  # Stacks deeper than the default limit arrive whole when the limit is raised: every sample but
+  # those marked as a failed read.
   def check_whole(r)
     want = r.facts["frames"]
     exact = r.samples.select { |s| whole?(r.prof.frames(s), want) }.sum(&:count)
-    check(exact >= 0.9 * r.total, "#{exact}/#{r.total} samples hold all #{want.size} frames")
-    "#{exact}/#{r.total} samples with #{want.size} frames"
+    failed = r.samples.select { |s| read_failed?(r.prof.frames(s)) }.sum(&:count)
+    check(exact + failed == r.total && exact.positive?,
+          "#{exact}/#{r.total} samples hold all #{want.size} frames, #{failed} marked as a failed read")
+    "#{exact}/#{r.total} samples with #{want.size} frames, #{failed} marked as a failed read"
   end
 
   def test_deep_5000 = check_whole(deep_stack(5000, 12_000))
@@ -129,8 +140,10 @@ class E2E
           f.last.name == "[truncated: #{w.size - 1000} frames]"
       end
     end.sum(&:count)
-    check(good >= 0.9 * total, "#{good}/#{total} samples keep 1000 leaf frames and a truncation frame")
+    failed = samples.select { |s| read_failed?(prof.frames(s)) }.sum(&:count)
+    check(good + failed == total && good.positive?,
+          "#{good}/#{total} samples keep 1000 leaf frames and a truncation frame, #{failed} marked as a failed read")
     check(stdout =~ /truncated: (\d+)/ && $1.to_i >= good, "the summary does not count them:\n#{stdout}")
-    "#{good}/#{total} samples truncated to 1000 + 1"
+    "#{good}/#{total} samples truncated to 1000 + 1, #{failed} marked as a failed read"
   end
 end

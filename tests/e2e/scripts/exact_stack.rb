@@ -8,10 +8,21 @@ def c_function?(klass, name)
   RubyVM::InstructionSequence.of(klass.instance_method(name)).nil?
 end
 
+# Each frame's label as Ruby 3.4 prints it, with its method's owner (Method#owner), whatever
+# this Ruby prints: rubyprofd names the owner on every version.
+def qualified(label)
+  owners = { "hot" => Outer::Worker.instance_method(:hot), "middle" => Outer::Worker.instance_method(:middle),
+             "run" => Outer::Worker.instance_method(:run), "times" => Integer.instance_method(:times),
+             "loop" => Kernel.instance_method(:loop), "each" => Array.instance_method(:each) }
+  label.sub(/(\A|in )(?:[A-Z][\w:]*[#.])?(\w+)\z/) { (m = owners[$2]) ? "#{$1}#{m.owner.name}##{$2}" : $& }
+end
+
 def record(locs)
-  frames = locs.map { |l| { "label" => l.label, "path" => l.path, "lineno" => l.lineno } }
+  frames = locs.map { |l| { "label" => l.label, "path" => l.path, "lineno" => l.lineno, "qualified" => qualified(l.label) } }
   info = {
     "pid" => Process.pid,
+    "cpu" => Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID), # at the hot line
+    "at" => Process.clock_gettime(Process::CLOCK_REALTIME), # Time.now, which dlhost lacks
     "version" => RUBY_VERSION,
     "frames" => frames,
     "c_functions" => {
