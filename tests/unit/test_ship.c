@@ -21,10 +21,10 @@
 #include "httpd.h"
 #include "ship.h"
 #include "spool.h"
+#include "tmpdir.h"
 
 #define NS 1000000000LL
 
-static char tmpdir[] = "/tmp/test_ship.XXXXXX";
 static char spooldir[256];
 static struct httpd *srv;
 static struct spool *sp;
@@ -32,8 +32,7 @@ static struct ship *sh;
 
 static void setup(void)
 {
-	strcpy(tmpdir, "/tmp/test_ship.XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
+	tmpdir_make("test_ship");
 	snprintf(spooldir, sizeof(spooldir), "%s/spool", tmpdir);
 	sp = spool__new(spooldir, 0, 0, NULL, 0);
 	cr_assert_not_null(sp, "spool__new: %s", strerror(errno));
@@ -41,17 +40,12 @@ static void setup(void)
 	sh = NULL;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
 static void teardown(void)
 {
 	ship__free(sh);
 	httpd_stop(srv);
 	spool__free(sp);
-	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	tmpdir_remove();
 }
 
 TestSuite(ship, .init = setup, .fini = teardown);

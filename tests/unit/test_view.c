@@ -16,6 +16,7 @@
 
 #include "pprof.h"
 #include "pprofread.h"
+#include "tmpdir.h"
 #include "view.h"
 
 #define T0 1700000000000000000LL
@@ -231,23 +232,15 @@ Test(view, speedscope_and_svg)
 
 /* ---- view files: never through a link, not readable by others (fileio.h) ----------------------- */
 
-static char tmpdir[] = "/tmp/test_view.XXXXXX";
-
 static void file_setup(void)
 {
-	strcpy(tmpdir, "/tmp/test_view.XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
+	tmpdir_make("test_view");
 	cr_redirect_stderr();
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	return remove(path);
 }
 
 static void file_teardown(void)
 {
-	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	tmpdir_remove();
 }
 
 /* SVG text stays XML whatever it holds: bytes that are not UTF-8, and U+FFFE, as U+FFFD (a title
