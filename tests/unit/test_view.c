@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "pprof.h"
 #include "pprofread.h"
 #include "tmpdir.h"
@@ -367,4 +368,47 @@ Test(viewfile, views_are_not_readable_by_others)
 	free(prof);
 	free(out);
 	free(beside);
+}
+
+/* The readers' fileio_read_file: the bytes and a NUL after them; a link refused only with
+ * FILEIO_NOFOLLOW; a FIFO refused at once (never waited on); the bound to the byte, also for a
+ * file that holds more than fstat says. */
+Test(viewfile, files_are_read_whole_and_bounded)
+{
+	char *file = in_tmp("f"), *link = in_tmp("l"), *fifo = in_tmp("p");
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	FILE *f = fopen(file, "w");
+
+	cr_assert_not_null(f);
+	fputs("0123456789", f);
+	fclose(f);
+	cr_assert_eq(symlink(file, link), 0);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_eq(fileio_read_file(file, FILEIO_NOFOLLOW, 10, &buf, &len), 0);
+	cr_assert_eq(len, 10);
+	cr_assert_str_eq((char *)buf, "0123456789");
+	free(buf);
+	buf = NULL;
+	cr_assert_eq(fileio_read_file(file, 0, 9, &buf, &len), -EFBIG);
+	cr_assert_null(buf);
+	cr_assert_eq(fileio_read_file(link, FILEIO_NOFOLLOW, 10, &buf, &len), -ELOOP);
+	cr_assert_eq(fileio_read_file(link, 0, 10, &buf, &len), 0);
+	cr_assert_eq(len, 10);
+	free(buf);
+	buf = NULL;
+	/* fstat says 0 bytes of a /proc file: read on past it, up to the bound */
+	cr_assert_eq(fileio_read_file("/proc/self/status", 0, 1 << 16, &buf, &len), 0);
+	cr_assert_gt(len, 100);
+	cr_assert_eq(strlen((char *)buf), len);
+	cr_assert(strstr((char *)buf, "\nPid:"));
+	free(buf);
+	buf = NULL;
+	cr_assert_eq(fileio_read_file("/proc/self/status", 0, 16, &buf, &len), -EFBIG);
+	cr_assert_eq(fileio_read_file(fifo, 0, 10, &buf, &len), -EINVAL);
+	cr_assert_eq(fileio_read_file(tmpdir, 0, 10, &buf, &len), -EINVAL);
+	cr_assert_null(buf);
+	free(file);
+	free(link);
+	free(fifo);
 }
