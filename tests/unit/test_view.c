@@ -102,6 +102,15 @@ static char *render(const struct view_filter *f, const char *format, int nfiles,
 	return text;
 }
 
+/* The collapsed view of one file, filtered by f, is want. */
+static void collapsed_is(const struct view_filter *f, const char *want)
+{
+	char *t = render(f, "collapsed", 1, NULL);
+
+	cr_assert_str_eq(t, want);
+	free(t);
+}
+
 Test(view, collapsed_merged_and_sorted)
 {
 	struct view_filter f = {0};
@@ -121,43 +130,30 @@ Test(view, collapsed_merged_and_sorted)
 Test(view, filters)
 {
 	struct view_filter f = {.pid = 20};
-	char *t = render(&f, "collapsed", 1, NULL);
+	char *t;
 
-	cr_assert_str_eq(t, "main;(garbage collection) 2\n");
-	free(t);
+	collapsed_is(&f, "main;(garbage collection) 2\n");
 
 	memset(&f, 0, sizeof(f));
 	f.thread = "worker";
-	t = render(&f, "collapsed", 1, NULL);
-	cr_assert_str_eq(t, "main;work;Integer#times 5\n");
-	free(t);
+	collapsed_is(&f, "main;work;Integer#times 5\n");
 	f.thread = "12";
-	t = render(&f, "collapsed", 1, NULL);
-	cr_assert_str_eq(t, "main;work 3\n");
-	free(t);
+	collapsed_is(&f, "main;work 3\n");
 	/* a Ruby thread, by its Thread#name or its identity (M:N threads share a tid) */
 	f.thread = "rt-alpha";
-	t = render(&f, "collapsed", 1, NULL);
-	cr_assert_str_eq(t, "main;work;Integer#times 5\n");
-	free(t);
+	collapsed_is(&f, "main;work;Integer#times 5\n");
 	f.thread = "0x1000";
-	t = render(&f, "collapsed", 1, NULL);
-	cr_assert_str_eq(t, "main;work;Integer#times 5\n");
-	free(t);
+	collapsed_is(&f, "main;work;Integer#times 5\n");
 
 	memset(&f, 0, sizeof(f));
 	f.label_key[0] = "container_id";
 	f.label_val[0] = "abc";
 	f.nlabels = 1;
-	t = render(&f, "collapsed", 1, NULL);
-	cr_assert_str_eq(t, "main;(garbage collection) 2\n");
-	free(t);
+	collapsed_is(&f, "main;(garbage collection) 2\n");
 
 	memset(&f, 0, sizeof(f));
 	f.focus = "times$";
-	t = render(&f, "collapsed", 1, NULL);
-	cr_assert_str_eq(t, "main;work;Integer#times 5\n");
-	free(t);
+	collapsed_is(&f, "main;work;Integer#times 5\n");
 	f.focus = "a\\.rb";
 	t = render(&f, "collapsed", 1, NULL);
 	cr_assert_not_null(strstr(t, "main;work 3\n"), "%s", t);
