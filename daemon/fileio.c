@@ -131,6 +131,7 @@ int fileio_open_regular(const char *path, int flags, uint64_t max, struct stat *
 {
 	int fd, err;
 
+	memset(st, 0, sizeof(*st));
 	fd = open(path,
 		  O_RDONLY | O_CLOEXEC | O_NONBLOCK | (flags & FILEIO_NOFOLLOW ? O_NOFOLLOW : 0));
 	if (fd < 0)

@@ -41,7 +41,7 @@ int fileio_check_target(const char *path);
  * Opens path for reading, and only a regular file of at most max bytes: -EINVAL for anything
  * else (a directory, a device, a FIFO: opened O_NONBLOCK, so refused rather than waited on),
  * -EFBIG for a larger file, -ELOOP for a link with FILEIO_NOFOLLOW, else open's -errno. The fd
- * (O_CLOEXEC), its fstat in *st.
+ * (O_CLOEXEC), its fstat in *st (zeroed where open or fstat fails).
  */
 int fileio_open_regular(const char *path, int flags, uint64_t max, struct stat *st);
 
