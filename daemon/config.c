@@ -275,6 +275,22 @@ static bool has_control(const char *s)
 
 /* ---- setting a key, from the file or a flag ------------------------------------------------ */
 
+/* A text key's value into dst when it fits and holds no control character nor one of bad; else
+ * "'VAL' is not WHAT (at most N bytes, RULE)". */
+static int set_text(char *dst, size_t size, const char *val, const char *bad, const char *what,
+		    const char *rule, char *err, size_t errlen)
+{
+	size_t n = strlen(val);
+
+	if (n >= size || strpbrk(val, bad) || has_control(val)) {
+		snprintf(err, errlen, "'%s' is not %s (at most %zu bytes, %s)", val, what, size - 1,
+			 rule);
+		return -EINVAL;
+	}
+	memcpy(dst, val, n + 1);
+	return 0;
+}
+
 /*
  * http:// or https://, a host, no blanks or control characters, and no user:password@ (it
  * would end up in the log: the credentials belong in upload_basic_auth_file).
@@ -708,15 +724,8 @@ static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val
 		return 0;
 	case KEY_HOSTNAME:
 		/* it ends up in file names and labels */
-		if (n >= sizeof(cfg->hostname) || strpbrk(val, "/ \t") || has_control(val)) {
-			snprintf(err, errlen,
-				 "'%s' is not a host name (at most %zu bytes, without '/', blanks "
-				 "or control characters)",
-				 val, sizeof(cfg->hostname) - 1);
-			return -EINVAL;
-		}
-		memcpy(cfg->hostname, val, n + 1);
-		return 0;
+		return set_text(cfg->hostname, sizeof(cfg->hostname), val, "/ \t", "a host name",
+				"without '/', blanks or control characters", err, errlen);
 	case KEY_LABEL:
 		return set_label(ctx, val);
 	case KEY_RULE:
@@ -778,15 +787,8 @@ static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val
 		return check_readable(val, cfg->upload_ca_file, sizeof(cfg->upload_ca_file), err,
 				      errlen);
 	case KEY_UPLOAD_TENANT_ID:
-		if (n >= sizeof(cfg->upload_tenant_id) || has_control(val)) {
-			snprintf(err, errlen,
-				 "'%s' is not a tenant id (at most %zu bytes, no control "
-				 "characters)",
-				 val, sizeof(cfg->upload_tenant_id) - 1);
-			return -EINVAL;
-		}
-		memcpy(cfg->upload_tenant_id, val, n + 1);
-		return 0;
+		return set_text(cfg->upload_tenant_id, sizeof(cfg->upload_tenant_id), val, "",
+				"a tenant id", "no control characters", err, errlen);
 	case KEY_UPLOAD_HEADER:
 		return set_upload_header(ctx, val);
 	case KEY_UPLOAD_CONNECT_TIMEOUT:

@@ -127,6 +127,86 @@ cleanup:
 	return ret;
 }
 
+int fileio_open_regular(const char *path, int flags, uint64_t max, struct stat *st)
+{
+	int fd, err;
+
+	memset(st, 0, sizeof(*st));
+	fd = open(path,
+		  O_RDONLY | O_CLOEXEC | O_NONBLOCK | (flags & FILEIO_NOFOLLOW ? O_NOFOLLOW : 0));
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st))
+		err = -errno;
+	else if (!S_ISREG(st->st_mode))
+		err = -EINVAL;
+	else if ((uint64_t)st->st_size > max)
+		err = -EFBIG;
+	else
+		return fd;
+	close(fd);
+	return err;
+}
+
+int fileio_read_file(const char *path, int flags, size_t max, uint8_t **out, size_t *len)
+{
+	struct stat st;
+	uint8_t *buf = NULL, *grown;
+	size_t got = 0, cap;
+	ssize_t n;
+	int fd, err = 0;
+
+	fd = fileio_open_regular(path, flags, max, &st);
+	if (fd < 0)
+		return fd;
+	/* one byte more than fstat said, so that a file that grew is seen; one more for the NUL */
+	cap = (size_t)st.st_size + 1;
+	buf = malloc(cap + 1);
+	if (!buf) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (;;) {
+		if (got == cap) {
+			if (cap > max) {
+				err = -EFBIG;
+				goto cleanup;
+			}
+			cap = cap > max / 2 ? max + 1 : cap * 2;
+			grown = realloc(buf, cap + 1);
+			if (!grown) {
+				err = -ENOMEM;
+				goto cleanup;
+			}
+			buf = grown;
+		}
+		n = read(fd, buf + got, cap - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = -errno;
+			goto cleanup;
+		}
+		if (!n)
+			break;
+		got += (size_t)n;
+	}
+	if (got > max) {
+		err = -EFBIG;
+		goto cleanup;
+	}
+	buf[got] = 0;
+cleanup:
+	close(fd);
+	if (err) {
+		free(buf);
+		return err;
+	}
+	*out = buf;
+	*len = got;
+	return 0;
+}
+
 const char *fileio_strerror(int err)
 {
 	switch (err) {

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* fileio.h - small file helpers shared by the writers (pprof files, views, the spool). */
+/* fileio.h - small file helpers shared by the writers (pprof files, views, the spool) and the
+ * readers of whole files (the shipper, the sidecar, the pprof reader, the upload's secrets). */
 #ifndef RP_FILEIO_H
 #define RP_FILEIO_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
 
 /*
  * The mode of every file rubyprofd writes for a user (--oneshot's profile, views): the owner
@@ -30,6 +33,24 @@ int fileio_write_file(const char *path, const void *data, size_t len);
  * file; else its error), for a caller that wants to know before it spends a run on the data.
  */
 int fileio_check_target(const char *path);
+
+/* For fileio_open_regular and fileio_read_file: a symbolic link at path is refused (-ELOOP). */
+#define FILEIO_NOFOLLOW 1
+
+/*
+ * Opens path for reading, and only a regular file of at most max bytes: -EINVAL for anything
+ * else (a directory, a device, a FIFO: opened O_NONBLOCK, so refused rather than waited on),
+ * -EFBIG for a larger file, -ELOOP for a link with FILEIO_NOFOLLOW, else open's -errno. The fd
+ * (O_CLOEXEC), its fstat in *st (zeroed where open or fstat fails).
+ */
+int fileio_open_regular(const char *path, int flags, uint64_t max, struct stat *st);
+
+/*
+ * Reads all of a regular file of at most max bytes (fileio_open_regular's checks, and -EFBIG
+ * for a file that grew past max while read) into *out, malloc'ed, with a NUL after its *len
+ * bytes for a caller that parses text. 0 or -errno; *out is untouched on error.
+ */
+int fileio_read_file(const char *path, int flags, size_t max, uint8_t **out, size_t *len);
 
 /* The words for a fileio_write_file error: strerror's, but saying what is in the way. */
 const char *fileio_strerror(int err);

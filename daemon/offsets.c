@@ -42,54 +42,59 @@
 	.insn_info_entry_size = (entry_size), .body_parent_iseq = (parent),                        \
 	.body_local_iseq = (local)
 
+/* 2.6 - 3.1: a class's name is in its ivar table (classext + 24, iv_tbl + 8). */
+#define RP_CLASS_IVTBL .class_names = CLASS_NAMES_IVTBL, .class_ext = 24, .ext_iv_tbl = 8
+
+/* 3.3 on: the name is RClass's classpath field; 4.0 moved the attached object. */
+#define RP_CLASS_FIELD(attached)                                                                   \
+	.class_names = CLASS_NAMES_FIELD, .class_classpath = 152, .class_permanent = 149,          \
+	.class_attached = (attached)
+
+/* Until 3.1: the thread id in the thread, first_lineno a Fixnum, an embedded RString's length
+ * in its flags. */
+#define RP_UNTIL_3_1                                                                               \
+	.thread_id_path = THREAD_ID_DIRECT, .first_lineno_is_fixnum = true,                        \
+	.rstring = RSTRING_LEN_IN_FLAGS
+
+/* 3.2 on: the thread id in the native thread (th->nt), RString's length a field. */
+#define RP_SINCE_3_2 .thread_id_path = THREAD_ID_VIA_NT, .th_nt = 40, .rstring = RSTRING_LEN_FIELD
+
 static const struct ruby_offsets rows[] = {
 	{
 		.first = "2.6.0",
 		.last = "2.6.10",
 		.ec_is_global = true,
-		.class_names = CLASS_NAMES_IVTBL,
-		.class_ext = 24,
-		.ext_iv_tbl = 8,
+		RP_CLASS_IVTBL,
 		.fl_singleton = 0x1000,
 		RP_COMMON,
 		RP_VM(56, 56, 0, 72, 0),
 		RP_INSNS(120, 8, 168, 176),
-		.thread_id_path = THREAD_ID_DIRECT,
-		.first_lineno_is_fixnum = true,
-		.rstring = RSTRING_LEN_IN_FLAGS,
+		RP_UNTIL_3_1,
 		.last_op_id = 164,
 	},
 	{
 		.first = "2.7.0",
 		.last = "2.7.8",
 		.ec_is_global = true,
-		.class_names = CLASS_NAMES_IVTBL,
-		.class_ext = 24,
-		.ext_iv_tbl = 8,
+		RP_CLASS_IVTBL,
 		.fl_singleton = 0x1000,
 		RP_COMMON,
 		RP_VM(56, 56, 0, 72, 0),
 		RP_INSNS(120, 8, 168, 176),
 		.th_name = 360,
-		.thread_id_path = THREAD_ID_DIRECT,
-		.first_lineno_is_fixnum = true,
-		.rstring = RSTRING_LEN_IN_FLAGS,
+		RP_UNTIL_3_1,
 		.last_op_id = 168,
 	},
 	{
 		.first = "3.0.0",
 		.last = "3.0.7",
 		.ractor_running_ec = 520,
-		.class_names = CLASS_NAMES_IVTBL,
-		.class_ext = 24,
-		.ext_iv_tbl = 8,
+		RP_CLASS_IVTBL,
 		.fl_singleton = 0x1000,
 		RP_COMMON,
 		RP_VM(56, 56, 0, 80, 0),
 		RP_INSNS(120, 8, 168, 176),
-		.thread_id_path = THREAD_ID_DIRECT,
-		.first_lineno_is_fixnum = true,
-		.rstring = RSTRING_LEN_IN_FLAGS,
+		RP_UNTIL_3_1,
 		.last_op_id = 168,
 	},
 	{
@@ -97,17 +102,13 @@ static const struct ruby_offsets rows[] = {
 		.last = "3.1.7",
 		.verified = true,
 		.ractor_running_ec = 520,
-		.class_names = CLASS_NAMES_IVTBL,
-		.class_ext = 24,
-		.ext_iv_tbl = 8,
+		RP_CLASS_IVTBL,
 		.fl_singleton = 0x1000,
 		RP_COMMON,
 		RP_VM(48, 64, 56, 80, 0),
 		RP_INSNS(120, 12, 168, 176),
 		.th_name = 352,
-		.thread_id_path = THREAD_ID_DIRECT,
-		.first_lineno_is_fixnum = true,
-		.rstring = RSTRING_LEN_IN_FLAGS,
+		RP_UNTIL_3_1,
 		.last_op_id = 169,
 	},
 	{
@@ -123,46 +124,34 @@ static const struct ruby_offsets rows[] = {
 		RP_COMMON,
 		RP_VM(48, 64, 56, 40, 8),
 		RP_INSNS(112, 12, 160, 168),
-		.thread_id_path = THREAD_ID_VIA_NT,
-		.th_nt = 40,
-		.rstring = RSTRING_LEN_FIELD,
+		RP_SINCE_3_2,
 		.last_op_id = 169,
 	},
 	{
 		.first = "3.3.0",
 		.last = "3.3.12",
-		.class_names = CLASS_NAMES_FIELD,
-		.class_classpath = 152,
-		.class_permanent = 149,
-		.class_attached = 128,
+		RP_CLASS_FIELD(128),
 		.fl_singleton = 0x1000,
 		.ractor_running_ec = 384,
 		RP_COMMON,
 		RP_VM(48, 56, 48, 40, 16),
 		RP_INSNS(112, 12, 160, 168),
 		.th_name = 432,
-		.thread_id_path = THREAD_ID_VIA_NT,
-		.th_nt = 40,
-		.rstring = RSTRING_LEN_FIELD,
+		RP_SINCE_3_2,
 		.last_op_id = 169,
 	},
 	{
 		.first = "3.4.0",
 		.last = "3.4.11",
 		.qualified_labels = true,
-		.class_names = CLASS_NAMES_FIELD,
-		.class_classpath = 152,
-		.class_permanent = 149,
-		.class_attached = 128,
+		RP_CLASS_FIELD(128),
 		.fl_singleton = 0x2000,
 		.ractor_running_ec = 384,
 		RP_COMMON,
 		RP_VM(48, 56, 48, 40, 16),
 		RP_INSNS(112, 12, 160, 168),
 		.th_name = 448,
-		.thread_id_path = THREAD_ID_VIA_NT,
-		.th_nt = 40,
-		.rstring = RSTRING_LEN_FIELD,
+		RP_SINCE_3_2,
 		.last_op_id = 170,
 	},
 	{
@@ -170,19 +159,14 @@ static const struct ruby_offsets rows[] = {
 		.last = "4.0.1",
 		.qualified_labels = true,
 		.internal_as_c = true,
-		.class_names = CLASS_NAMES_FIELD,
-		.class_classpath = 152,
-		.class_permanent = 149,
-		.class_attached = 136,
+		RP_CLASS_FIELD(136),
 		.fl_singleton = 0x2000,
 		/* v4.0.0 and v4.0.1 ractor_core.h (unchanged on the branch to 2026-03) */
 		.ractor_running_ec = 312,
 		RP_COMMON,
 		RP_VM(48, 56, 48, 40, 16),
 		RP_INSNS(112, 12, 168, 176),
-		.thread_id_path = THREAD_ID_VIA_NT,
-		.th_nt = 40,
-		.rstring = RSTRING_LEN_FIELD,
+		RP_SINCE_3_2,
 		.last_op_id = 171,
 	},
 	{
@@ -190,10 +174,7 @@ static const struct ruby_offsets rows[] = {
 		.last = "4.0.6",
 		.qualified_labels = true,
 		.internal_as_c = true,
-		.class_names = CLASS_NAMES_FIELD,
-		.class_classpath = 152,
-		.class_permanent = 149,
-		.class_attached = 136,
+		RP_CLASS_FIELD(136),
 		.fl_singleton = 0x2000,
 		/* the reference table's 4.0.6: a field before threads grew by 8 (4.0.2 - 4.0.5
 		 * unknown: they get the nearest earlier row, flagged inexact) */
@@ -201,9 +182,7 @@ static const struct ruby_offsets rows[] = {
 		RP_COMMON,
 		RP_VM(48, 56, 48, 40, 16),
 		RP_INSNS(112, 12, 168, 176),
-		.thread_id_path = THREAD_ID_VIA_NT,
-		.th_nt = 40,
-		.rstring = RSTRING_LEN_FIELD,
+		RP_SINCE_3_2,
 		.last_op_id = 171,
 	},
 };

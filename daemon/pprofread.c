@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "fileio.h"
 #include "hmap.h"
 #include "pprofread.h"
 #include "text.h"
@@ -813,46 +814,20 @@ struct pprofread *pprofread__open(const char *path, char *err, size_t errlen)
 	struct pprofread *r = NULL;
 	uint8_t *buf = NULL;
 	size_t len = 0;
-	struct stat st;
-	ssize_t n;
-	int fd, e = 0;
+	int e;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		e = errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(e));
-		goto cleanup;
-	}
-	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > PPROFREAD_MAX_BYTES) {
-		e = S_ISREG(st.st_mode) ? EFBIG : EINVAL;
+	e = -fileio_read_file(path, 0, PPROFREAD_MAX_BYTES, &buf, &len);
+	if (e) {
 		snprintf(err, errlen, "%s: %s", path,
-			 e == EFBIG ? "larger than the reader's bound" : "not a regular file");
-		goto cleanup;
-	}
-	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
-	if (!buf) {
-		e = ENOMEM;
-		snprintf(err, errlen, "%s: out of memory", path);
-		goto cleanup;
-	}
-	while (len < (size_t)st.st_size) {
-		n = read(fd, buf + len, (size_t)st.st_size - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			e = n < 0 ? errno : EIO;
-			snprintf(err, errlen, "%s: read: %s", path,
-				 n < 0 ? strerror(e) : "short read");
-			goto cleanup;
-		}
-		len += (size_t)n;
+			 e == EFBIG    ? "larger than the reader's bound"
+			 : e == EINVAL ? "not a regular file"
+			 : e == ENOMEM ? "out of memory"
+				       : strerror(e));
+		errno = e;
+		return NULL;
 	}
 	r = pprofread__new(buf, len, path, err, errlen);
-	if (!r)
-		e = errno;
-cleanup:
-	if (fd >= 0)
-		close(fd);
+	e = errno;
 	free(buf);
 	if (!r)
 		errno = e;

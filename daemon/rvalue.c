@@ -20,6 +20,20 @@ int rvalue_flags(pid_t pid, uint64_t obj, uint64_t *flags)
 	return procmem_u64(pid, obj, flags);
 }
 
+/* A heap object of type's first five words (flags, klass, then its own): 0, -EINVAL (not a
+ * heap object, or of another type), or procmem's -errno. */
+static int read_object(pid_t pid, uint64_t obj, uint64_t type, uint64_t hdr[5])
+{
+	int err;
+
+	if (!rvalue_is_heap(obj))
+		return -EINVAL;
+	err = procmem_read(pid, obj, hdr, 5 * sizeof(hdr[0]));
+	if (err)
+		return err;
+	return (hdr[0] & RUBY_T_MASK) == type ? 0 : -EINVAL;
+}
+
 int rvalue_string(pid_t pid, const struct ruby_offsets *off, uint64_t str, char *buf, size_t len)
 {
 	uint64_t hdr[5]; /* flags, klass, then len/ptr or embedded bytes */
@@ -29,13 +43,9 @@ int rvalue_string(pid_t pid, const struct ruby_offsets *off, uint64_t str, char 
 	if (!len)
 		return -EINVAL;
 	buf[0] = '\0';
-	if (!rvalue_is_heap(str))
-		return -EINVAL;
-	err = procmem_read(pid, str, hdr, sizeof(hdr));
+	err = read_object(pid, str, RUBY_T_STRING, hdr);
 	if (err)
 		return err;
-	if ((hdr[0] & RUBY_T_MASK) != RUBY_T_STRING)
-		return -EINVAL;
 
 	if (hdr[0] & RSTRING_NOEMBED) {
 		n = hdr[2];
@@ -65,13 +75,9 @@ int rvalue_array_entry(pid_t pid, uint64_t ary, uint64_t i, uint64_t *out)
 	uint64_t hdr[5]; /* flags, klass, len | embedded[0..], aux, ptr */
 	int err;
 
-	if (!rvalue_is_heap(ary))
-		return -EINVAL;
-	err = procmem_read(pid, ary, hdr, sizeof(hdr));
+	err = read_object(pid, ary, RUBY_T_ARRAY, hdr);
 	if (err)
 		return err;
-	if ((hdr[0] & RUBY_T_MASK) != RUBY_T_ARRAY)
-		return -EINVAL;
 	if (hdr[0] & RARRAY_EMBED_FLAG) {
 		/* Embedded length bits moved between versions; a small index is all we need here. */
 		if (i >= 8)
@@ -144,10 +150,10 @@ int rvalue_find_id(pid_t pid, const struct ruby_offsets *off, uint64_t symbols, 
 			err = rvalue_array_entry(pid, ids, serial / ID_ENTRY_UNIT, &chunk);
 			if (err)
 				return err == -ERANGE ? -ENOENT : err;
-			err = procmem_read(pid, chunk, hdr, sizeof(hdr));
+			err = read_object(pid, chunk, RUBY_T_ARRAY, hdr);
 			if (err)
-				return err;
-			if ((hdr[0] & RUBY_T_MASK) != RUBY_T_ARRAY || (hdr[0] & RARRAY_EMBED_FLAG))
+				return err == -EINVAL ? -ENOENT : err;
+			if (hdr[0] & RARRAY_EMBED_FLAG)
 				return -ENOENT;
 			entries = hdr[4];
 		}

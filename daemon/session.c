@@ -396,27 +396,35 @@ int session_run(struct session *s, int64_t now)
 	return 0;
 }
 
-int session_drain(struct session *s, int64_t now)
+/*
+ * Reads for at most rounds calls, until a call finds less than it may take (the buffer is
+ * empty), then the visits of parked threads that BPF summed and holds (wall clock), and those
+ * of the ticks slept through until now. 0 or -errno.
+ */
+static int consume_rounds(struct session *s, int64_t now, int rounds)
 {
-	int n, rounds;
+	int n;
 
-	/* everything sampled until now, within reason: a buffer refilled as fast as it is read
-	 * does not hold the caller forever. At most 10 calls (half a second, SAMPLER_CONSUME_NS
-	 * each): longer, and the service's metrics scrapes and the watchdog would wait as long. */
-	for (rounds = 0; rounds < 10; rounds++) {
+	while (rounds-- > 0) {
 		n = consume(s, now);
 		if (n < 0)
 			return n;
 		if (n < SAMPLER_CONSUME_MAX)
 			break;
 	}
-	/* then the visits of parked threads that BPF summed and holds (wall clock), and those of
-	 * the ticks slept through until now */
 	if (s->wall) {
 		wall_catch_up(s->wall, now);
 		wall_flush(s->wall);
 	}
 	return 0;
+}
+
+int session_drain(struct session *s, int64_t now)
+{
+	/* everything sampled until now, within reason: a buffer refilled as fast as it is read
+	 * does not hold the caller forever. At most 10 calls (half a second, SAMPLER_CONSUME_NS
+	 * each): longer, and the service's metrics scrapes and the watchdog would wait as long. */
+	return consume_rounds(s, now, 10);
 }
 
 /* Rounds of session_finish at most: with sampling stopped, the ring buffer empties in a few
@@ -426,21 +434,10 @@ int session_drain(struct session *s, int64_t now)
 
 int session_finish(struct session *s, int64_t now)
 {
-	int err, n, rounds;
+	int err = sampler_pause(s->sampler), r;
 
-	err = sampler_pause(s->sampler);
-	for (rounds = 0; rounds < FINISH_ROUNDS; rounds++) {
-		n = consume(s, now);
-		if (n < 0)
-			return n;
-		if (n < SAMPLER_CONSUME_MAX)
-			break;
-	}
-	if (s->wall) {
-		wall_catch_up(s->wall, now);
-		wall_flush(s->wall);
-	}
-	return err;
+	r = consume_rounds(s, now, FINISH_ROUNDS);
+	return r ? r : err;
 }
 
 int64_t session_read_every(const struct session *s)

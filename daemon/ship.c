@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "fileio.h"
 #include "log.h"
 #include "ship.h"
 
@@ -334,54 +335,12 @@ static int ship_pair_regular(struct ship *s, const char *stem)
 	return 0;
 }
 
-/* O_NOFOLLOW | O_NONBLOCK: a link put there since ship_pair_regular is not followed either. */
+/* Never through a link put there since ship_pair_regular (-ELOOP, as that check says). */
 static int ship_read_file(const char *path, uint8_t **out, size_t *len)
 {
-	struct stat st;
-	uint8_t *buf = NULL;
-	size_t got = 0;
-	ssize_t n;
-	int fd, err = 0;
+	int r = fileio_read_file(path, FILEIO_NOFOLLOW, SHIP_MAX_PROFILE_BYTES, out, len);
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st)) {
-		err = -errno;
-		goto cleanup;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		err = -ELOOP;
-		goto cleanup;
-	}
-	if (st.st_size > SHIP_MAX_PROFILE_BYTES) {
-		err = -EFBIG;
-		goto cleanup;
-	}
-	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
-	if (!buf) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	while (got < (size_t)st.st_size) {
-		n = read(fd, buf + got, (size_t)st.st_size - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			err = n < 0 ? -errno : -EIO;
-			goto cleanup;
-		}
-		got += (size_t)n;
-	}
-cleanup:
-	close(fd);
-	if (err) {
-		free(buf);
-		return err;
-	}
-	*out = buf;
-	*len = got;
-	return 0;
+	return r == -EINVAL ? -ELOOP : r;
 }
 
 static double ship_jitter(struct ship *s, double base)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fileio.h"
 #include "json.h"
 #include "sidecar.h"
 #include "text.h"
@@ -369,77 +370,32 @@ cleanup:
 struct sidecar *sidecar__read(const char *path, char *err, size_t errlen)
 {
 	struct sidecar *sc = NULL;
-	char *buf = NULL, msg[256];
+	uint8_t *buf = NULL;
+	char msg[256];
 	size_t len = 0;
-	struct stat st;
-	ssize_t n;
-	int fd, e = 0;
+	int r, e = 0;
 
 	if (errlen)
 		err[0] = '\0';
-	/* O_NONBLOCK: a FIFO is refused below, not waited on */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0) {
-		e = errno;
-		if (errlen)
-			snprintf(err, errlen, "\"%s\": %s", path, strerror(e));
-		goto cleanup;
-	}
-	if (fstat(fd, &st)) {
-		e = errno;
-		if (errlen)
-			snprintf(err, errlen, "\"%s\": %s", path, strerror(e));
-		goto cleanup;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		e = EINVAL;
-		if (errlen)
+	r = fileio_read_file(path, FILEIO_NOFOLLOW, SIDECAR_MAX_BYTES, &buf, &len);
+	if (r) {
+		e = -r;
+		if (errlen && e == EINVAL)
 			snprintf(err, errlen, "\"%s\": not a regular file", path);
-		goto cleanup;
-	}
-	if (st.st_size > SIDECAR_MAX_BYTES) {
-		e = EFBIG;
-		if (errlen)
+		else if (errlen && e == EFBIG)
 			snprintf(err, errlen, "\"%s\": larger than %u bytes", path,
 				 SIDECAR_MAX_BYTES);
+		else if (errlen && e != ENOMEM)
+			snprintf(err, errlen, "\"%s\": %s", path, strerror(e));
 		goto cleanup;
 	}
-	/* One byte more than the bound, to see a file that grew past it since the fstat. */
-	buf = malloc(SIDECAR_MAX_BYTES + 1);
-	if (!buf) {
-		e = ENOMEM;
-		goto cleanup;
-	}
-	while (len <= SIDECAR_MAX_BYTES) {
-		n = read(fd, buf + len, SIDECAR_MAX_BYTES + 1 - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			e = errno;
-			if (errlen)
-				snprintf(err, errlen, "\"%s\": %s", path, strerror(e));
-			goto cleanup;
-		}
-		if (!n)
-			break;
-		len += (size_t)n;
-	}
-	if (len > SIDECAR_MAX_BYTES) {
-		e = EFBIG;
-		if (errlen)
-			snprintf(err, errlen, "\"%s\": larger than %u bytes", path,
-				 SIDECAR_MAX_BYTES);
-		goto cleanup;
-	}
-	sc = sidecar__parse(buf, len, msg, sizeof(msg));
+	sc = sidecar__parse((const char *)buf, len, msg, sizeof(msg));
 	if (!sc) {
 		e = errno;
 		if (errlen)
 			snprintf(err, errlen, "\"%s\": %s", path, e == EINVAL ? msg : strerror(e));
 	}
 cleanup:
-	if (fd >= 0)
-		close(fd);
 	free(buf);
 	if (!sc)
 		errno = e ? e : EINVAL;

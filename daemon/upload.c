@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "upload.h"
 
 struct upload {
@@ -65,19 +66,12 @@ int upload_read_secret(const char *path, char *buf, size_t len, bool *world_read
 	int fd, err = 0;
 
 	*world_readable = false;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* a link is followed: a mounted secret (Kubernetes', systemd's credentials) is one */
+	fd = fileio_open_regular(path, 0, UPLOAD_MAX_SECRET, &st);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st)) {
-		err = -errno;
-		goto cleanup;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		err = -EINVAL;
-		goto cleanup;
-	}
+		return fd;
 	*world_readable = st.st_mode & S_IROTH;
-	if ((uint64_t)st.st_size > UPLOAD_MAX_SECRET || len <= 1) {
+	if (len <= 1) {
 		err = -EFBIG;
 		goto cleanup;
 	}

@@ -83,6 +83,13 @@ struct wall_row {
 	struct rp_wall_offsets off;
 };
 
+#define WALL_OFF_3_3                                                                               \
+	{                                                                                          \
+		.th_anchor = 24, .list_head = 256, .owner = 328, .th_ec = 48, .th_status = 240,    \
+		.th_brb = 248, .th_ubf = 328, .th_lm = 344, .th_nt = 40, .nt_tid = 24,             \
+		.th_wr = 136                                                                       \
+	}
+
 static const struct wall_row wall_rows[] = {
 	{2,
 	 7,
@@ -117,32 +124,9 @@ static const struct wall_row wall_rows[] = {
 	  .th_lm = 216,
 	  .th_nt = 40,
 	  .nt_tid = 16}},
-	{3,
-	 3,
-	 {.th_anchor = 24,
-	  .list_head = 256,
-	  .owner = 328,
-	  .th_ec = 48,
-	  .th_status = 240,
-	  .th_brb = 248,
-	  .th_ubf = 328,
-	  .th_lm = 344,
-	  .th_nt = 40,
-	  .nt_tid = 24,
-	  .th_wr = 136}},
-	{3,
-	 4,
-	 {.th_anchor = 24,
-	  .list_head = 256,
-	  .owner = 328,
-	  .th_ec = 48,
-	  .th_status = 240,
-	  .th_brb = 248,
-	  .th_ubf = 328,
-	  .th_lm = 344,
-	  .th_nt = 40,
-	  .nt_tid = 24,
-	  .th_wr = 136}},
+	{3, 3, WALL_OFF_3_3},
+	/* 3.4 keeps 3.3.8's offsets in every field read here (§1.2 - §1.4) */
+	{3, 4, WALL_OFF_3_3},
 };
 
 const char *wall_state_name(unsigned int state)

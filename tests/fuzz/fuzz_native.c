@@ -14,24 +14,12 @@
 #include <string.h>
 
 #include "coldpart.h"
+#include "dwfl_offline.h"
 #include "ehframe.h"
 #include "fuzz_common.h"
 
 /* Functions of the table followed at most (a libruby has about 12 000). */
 #define FUZZ_MAX_FUNCS 64
-
-/* No debug file is looked for: the input is the whole object. */
-static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-			const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
-			char **debuginfo_file_name)
-{
-	return -1;
-}
-
-static const Dwfl_Callbacks callbacks = {
-	.find_debuginfo = no_debuginfo,
-	.section_address = dwfl_offline_section_address,
-};
 
 /* A hit of either lookup must hold addr: start at or below it, end 0 or above it. */
 static void check_hit(uint64_t addr, uint64_t start, uint64_t end)
@@ -153,12 +141,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fd = fuzz_memfile(data, size, path, sizeof(path));
 	if (fd < 0)
 		return 0;
-	dwfl = dwfl_begin(&callbacks);
+	/* no debug file is looked for: the input is the whole object */
+	dwfl = offline_open("fuzz", path, &mod);
 	if (!dwfl)
 		goto cleanup;
-	dwfl_report_begin(dwfl);
-	mod = dwfl_report_offline(dwfl, "fuzz", path, -1);
-	dwfl_report_end(dwfl, NULL, NULL);
 	if (mod && dwfl_module_info(mod, NULL, &low, &high, NULL, NULL, NULL, NULL))
 		walk_module(mod, low, high);
 	dwfl_end(dwfl);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aggread.h"
 #include "aggregate.h"
 #include "hmap.h"
 #include "pprofread.h"
@@ -216,17 +217,6 @@ Test(aggregate, pprof_thread_names)
 	agg__free(a);
 }
 
-static const char *sample_label(const struct pprofread *r, const struct pprofread_sample *s,
-				const char *key)
-{
-	size_t i;
-
-	for (i = 0; i < s->nlabels; i++)
-		if (strcmp(pprofread_str(r, s->labels[i].key), key) == 0)
-			return pprofread_str(r, s->labels[i].str);
-	return NULL;
-}
-
 /*
  * Ruby threads sharing one native thread (M:N) are counted apart and labelled with their
  * identity and name, read back by a pprof decoder; AGG_PPROF_NO_THREAD_NAME drops them as it
@@ -242,30 +232,23 @@ Test(aggregate, pprof_ruby_threads)
 	unsigned int flags[] = {0, AGG_PPROF_NO_THREAD_NAME};
 	const struct pprofread_profile *prof;
 	const struct pprofread_sample *s;
-	char err[128];
 
 	cr_assert_eq(agg_add_thread(a, p, &t1, &fp, 1, ONE), 0);
 	cr_assert_eq(agg_add_thread(a, p, &t2, &fp, 1, ONE), 0);
 	cr_assert_eq(agg_add_thread(a, p, &t1, &fp, 1, ONE), 0);
 	cr_assert_eq(agg_nstacks(a), 2);
 	for (int i = 0; i < 2; i++) {
-		struct pprof *pp = pprof__new();
-		struct pprofread *r;
-		uint8_t *out = NULL;
-		size_t len = 0, j;
+		struct pprofread *r = aggread(a, flags[i], false);
+		size_t j;
 
-		cr_assert_eq(agg_to_pprof(a, pp, NULL, flags[i]), 0);
-		cr_assert_eq(pprof_encode(pp, 0, &out, &len), 0);
-		r = pprofread__new(out, len, "agg", err, sizeof(err));
-		cr_assert_not_null(r, "%s", err);
 		prof = pprofread_profile(r);
 		cr_assert_eq(prof->nsamples, 2);
 		for (j = 0; j < prof->nsamples; j++) {
 			const char *id, *name;
 
 			s = &prof->samples[j];
-			id = sample_label(r, s, "ruby_thread");
-			name = sample_label(r, s, "ruby_thread_name");
+			id = aggread_label(r, s, "ruby_thread");
+			name = aggread_label(r, s, "ruby_thread_name");
 			if (i == 1) {
 				cr_assert_null(id);
 				cr_assert_null(name);
@@ -282,8 +265,6 @@ Test(aggregate, pprof_ruby_threads)
 			}
 		}
 		pprofread__free(r);
-		free(out);
-		pprof__free(pp);
 	}
 	agg__free(a);
 }
@@ -300,11 +281,8 @@ Test(aggregate, pprof_thread_state)
 			  cpu = {7, "ruby", "0x1000", "", NULL, NULL};
 	const int64_t wall[2] = {1, 50000000};
 	const struct pprofread_profile *prof;
-	struct pprof *pp = pprof__new();
 	struct pprofread *r;
-	uint8_t *out = NULL;
-	size_t len = 0, j;
-	char err[128];
+	size_t j;
 	int seen = 0;
 
 	cr_assert_eq(agg_add_thread(a, p, &run, &fp, 1, wall), 0);
@@ -312,11 +290,7 @@ Test(aggregate, pprof_thread_state)
 	cr_assert_eq(agg_add_thread(a, p, &run, &fp, 1, wall), 0);
 	cr_assert_eq(agg_add_thread(a, p, &cpu, &fp, 1, ONE), 0);
 	cr_assert_eq(agg_nstacks(a), 3);
-	cr_assert_eq(pprof_set_wall(pp), 0);
-	cr_assert_eq(agg_to_pprof(a, pp, NULL, AGG_PPROF_NO_THREAD_NAME), 0);
-	cr_assert_eq(pprof_encode(pp, 0, &out, &len), 0);
-	r = pprofread__new(out, len, "agg", err, sizeof(err));
-	cr_assert_not_null(r, "%s", err);
+	r = aggread(a, AGG_PPROF_NO_THREAD_NAME, true);
 	prof = pprofread_profile(r);
 	cr_assert_eq(prof->nsample_types, 2);
 	cr_assert_str_eq(prof->strings[prof->sample_types[1].type], "wall");
@@ -325,25 +299,23 @@ Test(aggregate, pprof_thread_state)
 	cr_assert_eq(prof->nsamples, 3);
 	for (j = 0; j < prof->nsamples; j++) {
 		const struct pprofread_sample *s = &prof->samples[j];
-		const char *state = sample_label(r, s, "thread_state");
+		const char *state = aggread_label(r, s, "thread_state");
 
 		if (!state) {
 			seen |= 1; /* the cpu-clock sample has none */
 		} else if (strcmp(state, "running") == 0) {
-			cr_assert_null(sample_label(r, s, "syscall"));
+			cr_assert_null(aggread_label(r, s, "syscall"));
 			cr_assert_eq(s->values[0], 2);
 			cr_assert_eq(s->values[1], 100000000);
 			seen |= 2;
 		} else {
 			cr_assert_str_eq(state, "blocked_io");
-			cr_assert_str_eq(sample_label(r, s, "syscall"), "poll");
+			cr_assert_str_eq(aggread_label(r, s, "syscall"), "poll");
 			cr_assert_eq(s->values[1], 50000000);
 			seen |= 4;
 		}
 	}
 	cr_assert_eq(seen, 7);
 	pprofread__free(r);
-	free(out);
-	pprof__free(pp);
 	agg__free(a);
 }

@@ -533,8 +533,18 @@ Test(appname, rule_empty_expansion_gives_no_name)
 
 Test(appname, rule_fields_cgroup_exe_comm)
 {
+	static const struct {
+		const char *rule, *cgroup, *exe, *service;
+	} cases[] = {
+		{"cgroup ~ ^/$ => name=rooted", HYBRID_ROOT, "/usr/bin/ruby", "rooted"},
+		/* v1 with neither: the first line */
+		{"cgroup ~ ^/$ => name=first", V1_CPU_ONLY, "/usr/bin/ruby", "first"},
+		{"exe ~ ^/opt/(shop)/ => name=$1", V2_ROOT, "/opt/shop/bin/ruby", "shop"},
+		{"comm ~ ^ru => name=by-comm", V2_ROOT, "/usr/bin/ruby", "by-comm"},
+	};
 	struct appname_rules *r;
 	struct app_identity id;
+	size_t i;
 
 	/* v1 without a unified line: the name=systemd path */
 	r = rules1("cgroup ~ ^/system\\.slice/([a-z-]+)\\.service$ => name=v1-$1");
@@ -544,23 +554,12 @@ Test(appname, rule_fields_cgroup_exe_comm)
 	identify(HYBRID_ROOT, APP_RB, "/usr/bin/ruby", r, &id);
 	cr_assert_eq(id.rule, -1);
 	appname_rules__free(r);
-	r = rules1("cgroup ~ ^/$ => name=rooted");
-	identify(HYBRID_ROOT, APP_RB, "/usr/bin/ruby", r, &id);
-	cr_assert_str_eq(id.service, "rooted");
-	appname_rules__free(r);
-	/* v1 with neither: the first line */
-	r = rules1("cgroup ~ ^/$ => name=first");
-	identify(V1_CPU_ONLY, APP_RB, "/usr/bin/ruby", r, &id);
-	cr_assert_str_eq(id.service, "first");
-	appname_rules__free(r);
-	r = rules1("exe ~ ^/opt/(shop)/ => name=$1");
-	identify(V2_ROOT, APP_RB, "/opt/shop/bin/ruby", r, &id);
-	cr_assert_str_eq(id.service, "shop");
-	appname_rules__free(r);
-	r = rules1("comm ~ ^ru => name=by-comm");
-	identify(V2_ROOT, APP_RB, "/usr/bin/ruby", r, &id);
-	cr_assert_str_eq(id.service, "by-comm");
-	appname_rules__free(r);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		r = rules1(cases[i].rule);
+		identify(cases[i].cgroup, APP_RB, cases[i].exe, r, &id);
+		cr_assert_str_eq(id.service, cases[i].service, "%s", cases[i].rule);
+		appname_rules__free(r);
+	}
 }
 
 Test(appname, rule_env)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../fuzz/fakemem.h"
+#include "offsets_row.h"
 #include "collect.h"
 
 #define DEPTH 12
@@ -17,24 +18,11 @@
 static struct fakemem_image img;
 static struct ruby_target target;
 
-static unsigned int row_of(const char *first)
-{
-	const struct ruby_offsets *rows;
-	unsigned int nrows = 0, row;
-
-	rows = ruby_offsets_all(&nrows);
-	for (row = 0; row < nrows; row++)
-		if (strcmp(rows[row].first, first) == 0)
-			return row;
-	cr_assert_fail("no offsets row %s", first);
-	return 0;
-}
-
 static struct collector *setup(struct agg **agg)
 {
 	struct collector *c;
 
-	cr_assert_eq(fakemem_build(&img, row_of("3.1.0")), 0);
+	cr_assert_eq(fakemem_build(&img, offsets_row("3.1.0")), 0);
 	fakemem_map_image(&img);
 	*agg = agg__new(2, 64);
 	cr_assert_not_null(*agg);

@@ -728,41 +728,62 @@ Test(conffile, repeatable_keys_keep_their_order_and_place)
 	free(p);
 }
 
-Test(conffile, at_most_16_labels)
+/*
+ * A repeated key's bound counts the file and the flags together: a file of max lines (head, the
+ * line's number from 0, tail) is taken, one flag more is refused, and a file of max + 1 is refused at its
+ * last line. The file of max lines, parsed into cfg, for the caller's own checks.
+ */
+static char *repeat_bound(const char *key, const char *head, const char *tail, int max,
+			  const char *flag, const char *flagval, const char *what)
 {
-	char text[2048] = "", *p, *want;
+	char text[8192] = "", name[32], *p, *want;
 	int i, n = 0;
 
-	for (i = 0; i < 16; i++)
-		n += snprintf(text + n, sizeof(text) - n, "label = l%d=v\n", i);
-	p = write_conf("16.conf", text);
-	{
-		char *argv[] = {"rubyprofd", "--config", p, NULL};
-		char *more[] = {"rubyprofd", "--config", p, "--label", "x=y", NULL};
-		/* replacing one of the file's is no 17th */
-		char *same[] = {"rubyprofd", "--config", p, "--label", "l3=flag", NULL};
-
-		parse_ok(&cfg, argv, NULL);
-		cr_assert_eq(cfg.nlabels, 16);
-		parse_bad(more, NULL, "rubyprofd: --label: more than 16 labels (file and flags)\n");
-		parse_ok(&cfg, same, NULL);
-		cr_assert_eq(cfg.nlabels, 16);
-		cr_assert_str_eq(cfg.labels[3].value, "flag");
-	}
-	free(p);
-	snprintf(text + n, sizeof(text) - n, "label = l16=v\n");
-	p = write_conf("17.conf", text);
+	for (i = 0; i <= max; i++)
+		n += snprintf(text + n, sizeof(text) - n, "%s%d%s\n", head, i, tail);
+	cr_assert_lt(n, sizeof(text));
+	snprintf(name, sizeof(name), "%d.conf", max + 1);
+	p = write_conf(name, text);
 	{
 		char *argv[] = {"rubyprofd", "--config", p, NULL};
 
 		cr_assert_neq(asprintf(&want,
-				       "rubyprofd: %s:17: label: more than 16 labels (file and "
-				       "flags)\n",
-				       p),
+				       "rubyprofd: %s:%d: %s: more than %d %s (file and flags)\n",
+				       p, max + 1, key, max, what),
 			      -1);
 		parse_bad(argv, NULL, want);
 		free(want);
 	}
+	free(p);
+	/* the same text without its last line */
+	*strrchr(text, '\n') = '\0';
+	*(strrchr(text, '\n') + 1) = '\0';
+	snprintf(name, sizeof(name), "%d.conf", max);
+	p = write_conf(name, text);
+	{
+		char *argv[] = {"rubyprofd", "--config", p, NULL};
+		char *more[] = {"rubyprofd", "--config", p, (char *)flag, (char *)flagval, NULL};
+
+		cr_assert_neq(asprintf(&want, "rubyprofd: %s: more than %d %s (file and flags)\n",
+				       flag, max, what),
+			      -1);
+		parse_bad(more, NULL, want);
+		free(want);
+		parse_ok(&cfg, argv, NULL);
+	}
+	return p;
+}
+
+Test(conffile, at_most_16_labels)
+{
+	char *p = repeat_bound("label", "label = l", "=v", 16, "--label", "x=y", "labels");
+	/* replacing one of the file's is no 17th */
+	char *same[] = {"rubyprofd", "--config", p, "--label", "l3=flag", NULL};
+
+	cr_assert_eq(cfg.nlabels, 16);
+	parse_ok(&cfg, same, NULL);
+	cr_assert_eq(cfg.nlabels, 16);
+	cr_assert_str_eq(cfg.labels[3].value, "flag");
 	free(p);
 }
 
@@ -776,35 +797,11 @@ Test(conffile, a_label_twice_in_the_flags)
 
 Test(conffile, at_most_64_rules)
 {
-	char text[8192] = "", *p, *want;
-	int i, n = 0;
+	char *p = repeat_bound("rule", "rule = comm ~ ^r", "$ => ignore", 64, "--rule",
+			       "comm ~ x => ignore", "rules");
 
-	for (i = 0; i < 64; i++)
-		n += snprintf(text + n, sizeof(text) - n, "rule = comm ~ ^r%d$ => ignore\n", i);
-	p = write_conf("64.conf", text);
-	{
-		char *argv[] = {"rubyprofd", "--config", p, NULL};
-		char *more[] = {"rubyprofd", "--config", p, "--rule", "comm ~ x => ignore", NULL};
-
-		parse_ok(&cfg, argv, NULL);
-		cr_assert_eq(cfg.nrules, 64);
-		cr_assert_str_eq(cfg.rules[63].text, "comm ~ ^r63$ => ignore");
-		parse_bad(more, NULL, "rubyprofd: --rule: more than 64 rules (file and flags)\n");
-	}
-	free(p);
-	snprintf(text + n, sizeof(text) - n, "rule = comm ~ ^r64$ => ignore\n");
-	p = write_conf("65.conf", text);
-	{
-		char *argv[] = {"rubyprofd", "--config", p, NULL};
-
-		cr_assert_neq(asprintf(&want,
-				       "rubyprofd: %s:65: rule: more than 64 rules (file and "
-				       "flags)\n",
-				       p),
-			      -1);
-		parse_bad(argv, NULL, want);
-		free(want);
-	}
+	cr_assert_eq(cfg.nrules, 64);
+	cr_assert_str_eq(cfg.rules[63].text, "comm ~ ^r63$ => ignore");
 	free(p);
 }
 
@@ -1083,13 +1080,9 @@ Test(conffile, upload_errors)
 
 Test(conffile, at_most_16_upload_headers)
 {
-	char text[2048] = "";
-	size_t n = 0;
-	int i;
-
-	for (i = 0; i < 17; i++)
-		n += (size_t)snprintf(text + n, sizeof(text) - n, "upload_header = X-H%d: v\n", i);
-	file_bad(text, "17: upload_header: more than 16 headers (file and flags)");
+	free(repeat_bound("upload_header", "upload_header = X-H", ": v", 16, "--upload-header",
+			  "X-Y: z", "headers"));
+	cr_assert_eq(cfg.nupload_headers, 16);
 }
 
 Test(conffile, upload_keys_only_for_the_service)

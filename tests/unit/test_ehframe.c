@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../fuzz/dwfl_offline.h"
 #include "coldpart.h"
 #include "ehframe.h"
 
@@ -54,18 +55,6 @@ Test(ehframe, search)
 	cr_assert_eq(ehframe_hdr_search(NULL, size, 0x1000, 0x1040, &s, &e), -ENOENT);
 }
 
-static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-			const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
-			char **debuginfo_file_name)
-{
-	return -1;
-}
-
-static const Dwfl_Callbacks callbacks = {
-	.find_debuginfo = no_debuginfo,
-	.section_address = dwfl_offline_section_address,
-};
-
 /* coldfix_split's extent from the table, and its cold part outside it, before coldfix_work. */
 Test(ehframe, object_with_a_cold_part)
 {
@@ -79,10 +68,8 @@ Test(ehframe, object_with_a_cold_part)
 
 	snprintf(path, sizeof(path), "%s/fixtures/libcoldfix.so", dir ? dir : "build");
 	cr_assert(access(path, R_OK) == 0, "fixture %s missing: run make %s first", path, path);
-	dwfl = dwfl_begin(&callbacks);
-	dwfl_report_begin(dwfl);
-	mod = dwfl_report_offline(dwfl, "coldfix", path, -1);
-	dwfl_report_end(dwfl, NULL, NULL);
+	dwfl = offline_open("coldfix", path, &mod);
+	cr_assert_not_null(dwfl);
 	cr_assert_not_null(mod);
 	split = work = 0;
 	n = dwfl_module_getsymtab(mod);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../fuzz/fakemem.h"
+#include "offsets_row.h"
 
 static struct fakemem_image img;
 
@@ -96,20 +97,6 @@ Test(fakemem, frames_named_with_owner_and_line_in_every_version)
 	}
 }
 
-/* The row of a Ruby version ("3.4.0"). */
-static unsigned int row_of(const char *first)
-{
-	const struct ruby_offsets *rows;
-	unsigned int nrows = 0, row;
-
-	rows = ruby_offsets_all(&nrows);
-	for (row = 0; row < nrows; row++)
-		if (strcmp(rows[row].first, first) == 0)
-			return row;
-	cr_assert_fail("no offsets row %s", first);
-	return 0;
-}
-
 /* The body of an iseq of the built image. */
 static uint64_t body_of(uint64_t iseq)
 {
@@ -130,7 +117,7 @@ Test(fakemem, blocks_local_to_each_other_end)
 	struct symbolizer *sym;
 	struct sym_iseq si;
 
-	build(row_of("3.4.0"));
+	build(offsets_row("3.4.0"));
 	block = img.roots[FAKEMEM_ISEQ];
 	fakemem_blocks_local_to_each_other(&img);
 	fakemem.max_reads = FAKEMEM_MAX_READS;
@@ -168,7 +155,7 @@ Test(fakemem, rescue_its_own_parent_ends)
 {
 	uint64_t block = 0, rb;
 
-	build(row_of("3.4.0"));
+	build(offsets_row("3.4.0"));
 	block = img.roots[FAKEMEM_ISEQ];
 	rb = body_of(block);
 	fm_w32(&img, rb + img.off->body_type, ISEQ_TYPE_RESCUE);
@@ -182,7 +169,7 @@ Test(fakemem, cyclic_environment_ends)
 {
 	uint64_t ep;
 
-	build(row_of("3.3.0"));
+	build(offsets_row("3.3.0"));
 	ep = img.roots[FAKEMEM_EP];
 	fm_w64(&img, ep - 16, 0); /* no method entry */
 	fm_w64(&img, ep - 8, ep); /* specval: the previous ep, itself */
@@ -196,7 +183,7 @@ Test(fakemem, huge_string_length_is_cut)
 	uint64_t str;
 	char buf[16];
 
-	build(row_of("3.3.0"));
+	build(offsets_row("3.3.0"));
 	str = img.roots[FAKEMEM_STR];
 	fm_w64(&img, str + 16, 1ULL << 63);
 	cr_assert_eq(rvalue_string(FAKEMEM_PID, img.off, str, buf, sizeof(buf)), 0);
@@ -270,7 +257,7 @@ Test(fakemem, internal_frames_named_as_their_method_on_4_0)
 	int as_c;
 
 	for (i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
-		build(row_of(versions[i]));
+		build(offsets_row(versions[i]));
 		make_block_internal();
 		as_c = img.off->internal_as_c;
 		sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
@@ -297,7 +284,7 @@ Test(fakemem, one_iseq_two_owners)
 	struct symbolizer *sym;
 	struct sym_iseq si;
 
-	build(row_of("3.4.0"));
+	build(offsets_row("3.4.0"));
 	cr_assert_eq(procmem_u64(FAKEMEM_PID, img.roots[FAKEMEM_EP] - 16, &me), 0);
 	cr_assert_eq(procmem_u64(FAKEMEM_PID, me + img.off->me_def, &def), 0);
 	cr_assert_eq(procmem_u64(FAKEMEM_PID, def + 8, &method), 0);

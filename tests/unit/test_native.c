@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "aggread.h"
 #include "aggregate.h"
 #include "native.h"
 #include "pprof.h"
@@ -159,11 +160,8 @@ Test(native, pprof_mapping_per_object_with_build_id)
 	const int64_t one[2] = {1, 10};
 	struct pprofread *r;
 	struct agg_proc *p;
-	struct pprof *pp;
-	uint8_t *out = NULL;
 	uint32_t f[3];
-	size_t len = 0, i, seen = 0;
-	char err[256];
+	size_t i, seen = 0;
 
 	cr_assert_not_null(a);
 	p = agg_proc__new(a, &info);
@@ -177,12 +175,7 @@ Test(native, pprof_mapping_per_object_with_build_id)
 	cr_assert_null(agg_frame_get(p, f[2])->build_id);
 	cr_assert_eq(agg_add(a, p, 1, "", f, 3, one), 0);
 
-	pp = pprof__new();
-	cr_assert_not_null(pp);
-	cr_assert_eq(agg_to_pprof(a, pp, NULL, 0), 0);
-	cr_assert_eq(pprof_encode(pp, 0, &out, &len), 0);
-	r = pprofread__new(out, len, "test", err, sizeof(err));
-	cr_assert_not_null(r, "%s", err);
+	r = aggread(a, 0, false);
 	prof = pprofread_profile(r);
 	/* one mapping per object: libz's two frames share one */
 	cr_assert_eq(prof->nmappings, 2);
@@ -199,7 +192,5 @@ Test(native, pprof_mapping_per_object_with_build_id)
 	}
 	cr_assert_eq(seen, 2);
 	pprofread__free(r);
-	free(out);
-	pprof__free(pp);
 	agg__free(a);
 }

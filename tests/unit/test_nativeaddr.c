@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aggread.h"
 #include "aggregate.h"
 #include "pprof.h"
 #include "pprofread.h"
@@ -23,11 +24,8 @@ Test(nativeaddr, locations_and_mappings_carry_addresses)
 	const int64_t one[2] = {1, 10};
 	struct agg_proc *p1, *p2;
 	struct pprofread *r;
-	struct pprof *pp;
-	uint8_t *out = NULL;
 	uint32_t f1, f2;
-	size_t len = 0, i, found = 0;
-	char err[256];
+	size_t i, found = 0;
 
 	p1 = agg_proc__new(a, &i1);
 	p2 = agg_proc__new(a, &i2);
@@ -48,11 +46,7 @@ Test(nativeaddr, locations_and_mappings_carry_addresses)
 	cr_assert_eq(agg_add(a, p1, 1, "", &f1, 1, one), 0);
 	cr_assert_eq(agg_add(a, p2, 2, "", &f2, 1, one), 0);
 
-	pp = pprof__new();
-	cr_assert_eq(agg_to_pprof(a, pp, NULL, 0), 0);
-	cr_assert_eq(pprof_encode(pp, 0, &out, &len), 0);
-	r = pprofread__new(out, len, "test", err, sizeof(err));
-	cr_assert_not_null(r, "%s", err);
+	r = aggread(a, 0, false);
 	prof = pprofread_profile(r);
 	cr_assert_eq(prof->nlocations, 2, "one location per function and process");
 	cr_assert_eq(prof->nmappings, 2, "one mapping per object and load address");
@@ -70,7 +64,5 @@ Test(nativeaddr, locations_and_mappings_carry_addresses)
 	}
 	cr_assert_eq(found, 2);
 	pprofread__free(r);
-	free(out);
-	pprof__free(pp);
 	agg__free(a);
 }

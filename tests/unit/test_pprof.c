@@ -16,24 +16,17 @@
 #include <zlib.h>
 
 #include "pprof.h"
+#include "tmpdir.h"
 
 /* A per-test temporary directory: profiles, and HOME/GOCACHE for the go tool. */
-static char tmpdir[] = "/tmp/test_pprof.XXXXXX";
-
 static void setup(void)
 {
-	strcpy(tmpdir, "/tmp/test_pprof.XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	return remove(path);
+	tmpdir_make("test_pprof");
 }
 
 static void teardown(void)
 {
-	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	tmpdir_remove();
 }
 
 TestSuite(pprof, .init = setup, .fini = teardown);

@@ -17,23 +17,16 @@
 
 #include "protocol.h"
 #include "spool.h"
-
-static char tmpdir[] = "/tmp/test_protocol.XXXXXX";
+#include "tmpdir.h"
 
 static void setup(void)
 {
-	strcpy(tmpdir, "/tmp/test_protocol.XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	return remove(path);
+	tmpdir_make("test_protocol");
 }
 
 static void teardown(void)
 {
-	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	tmpdir_remove();
 }
 
 TestSuite(ingest, .init = setup, .fini = teardown);

@@ -21,10 +21,10 @@
 #include "httpd.h"
 #include "ship.h"
 #include "spool.h"
+#include "tmpdir.h"
 
 #define NS 1000000000LL
 
-static char tmpdir[] = "/tmp/test_ship.XXXXXX";
 static char spooldir[256];
 static struct httpd *srv;
 static struct spool *sp;
@@ -32,8 +32,7 @@ static struct ship *sh;
 
 static void setup(void)
 {
-	strcpy(tmpdir, "/tmp/test_ship.XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
+	tmpdir_make("test_ship");
 	snprintf(spooldir, sizeof(spooldir), "%s/spool", tmpdir);
 	sp = spool__new(spooldir, 0, 0, NULL, 0);
 	cr_assert_not_null(sp, "spool__new: %s", strerror(errno));
@@ -41,17 +40,12 @@ static void setup(void)
 	sh = NULL;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
 static void teardown(void)
 {
 	ship__free(sh);
 	httpd_stop(srv);
 	spool__free(sp);
-	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	tmpdir_remove();
 }
 
 TestSuite(ship, .init = setup, .fini = teardown);
@@ -153,21 +147,29 @@ static void bodies(char *out, size_t len)
 	pthread_mutex_unlock(&srv->mu);
 }
 
+/* Ships the spool to a server scripted by steps until the spool is empty: got, the bodies it
+ * received, in order. */
+static void ship_all(const struct httpd_step *steps, size_t nsteps, char *got, size_t len)
+{
+	struct ship_opts o;
+
+	srv = httpd_start(steps, nsteps);
+	o = opts();
+	start(&o);
+	cr_assert(httpd_wait(spool_empty, NULL, 30), "spool still has %" PRIu64, spool_files());
+	bodies(got, len);
+}
+
 Test(ship, ok_removes_every_profile_oldest_first)
 {
 	static const struct httpd_step ok[] = {{.status = 200}};
-	struct ship_opts o;
 	struct ship_stats st;
 	char got[512];
 
 	put(0, 0);
 	put(1, 0);
 	put(2, 0);
-	srv = httpd_start(ok, 1);
-	o = opts();
-	start(&o);
-	cr_assert(httpd_wait(spool_empty, NULL, 30), "spool still has %" PRIu64, spool_files());
-	bodies(got, sizeof(got));
+	ship_all(ok, 1, got, sizeof(got));
 	cr_assert_str_eq(got, "profile-0,profile-1,profile-2");
 	cr_assert(!strncmp(srv->reqs[0].head, "POST /ingest?", 13), "%s", srv->reqs[0].head);
 	st = stats();
@@ -211,17 +213,12 @@ Test(ship, server_errors_retry_the_same_profile_in_order)
 {
 	static const struct httpd_step steps[] = {
 		{.status = 500, .body = "boom"}, {.status = 502}, {.status = 200}};
-	struct ship_opts o;
 	struct ship_stats st;
 	char got[512];
 
 	put(0, 0);
 	put(1, 0);
-	srv = httpd_start(steps, 3);
-	o = opts();
-	start(&o);
-	cr_assert(httpd_wait(spool_empty, NULL, 30));
-	bodies(got, sizeof(got));
+	ship_all(steps, 3, got, sizeof(got));
 	cr_assert_str_eq(got, "profile-0,profile-0,profile-0,profile-1");
 	st = stats();
 	cr_assert_eq(st.failures[SHIP_FAIL_HTTP_5XX], 2);
@@ -238,18 +235,13 @@ Test(ship, a_profile_failing_alone_moves_aside_after_the_next_goes_through)
 						  {.status = 500},
 						  {.status = 500},
 						  {.status = 200}};
-	struct ship_opts o;
 	struct ship_stats st;
 	char got[512];
 
 	put(0, 0);
 	put(1, 0);
 	put(2, 0);
-	srv = httpd_start(steps, 6);
-	o = opts();
-	start(&o);
-	cr_assert(httpd_wait(spool_empty, NULL, 30), "spool still has %" PRIu64, spool_files());
-	bodies(got, sizeof(got));
+	ship_all(steps, 6, got, sizeof(got));
 	cr_assert_str_eq(got, "profile-0,profile-0,profile-0,profile-0,profile-0,profile-1,"
 			      "profile-2");
 	st = stats();
@@ -342,7 +334,6 @@ Test(ship, bad_request_moves_the_profile_aside_and_goes_on)
 {
 	static const struct httpd_step steps[] = {{.status = 400, .body = "invalid profile"},
 						  {.status = 200}};
-	struct ship_opts o;
 	struct ship_stats st;
 	char got[512], path[512];
 	struct stat sb;
@@ -353,11 +344,7 @@ Test(ship, bad_request_moves_the_profile_aside_and_goes_on)
 	put(1, 0);
 	cr_assert_eq(spool_list(sp, &v, &n, 0), 0);
 	cr_assert_eq(n, 2);
-	srv = httpd_start(steps, 2);
-	o = opts();
-	start(&o);
-	cr_assert(httpd_wait(spool_empty, NULL, 30));
-	bodies(got, sizeof(got));
+	ship_all(steps, 2, got, sizeof(got));
 	cr_assert_str_eq(got, "profile-0,profile-1");
 	snprintf(path, sizeof(path), "%s/rejected/%s.pb.gz", spooldir, v[0].stem);
 	cr_assert_eq(stat(path, &sb), 0, "%s: %s", path, strerror(errno));
@@ -427,17 +414,12 @@ Test(ship, rejected_dir_is_bounded)
 Test(ship, too_old_is_dropped_not_sent)
 {
 	static const struct httpd_step ok[] = {{.status = 200}};
-	struct ship_opts o;
 	struct ship_stats st;
 	char got[512];
 
 	put(0, 7200);
 	put(1, 0);
-	srv = httpd_start(ok, 1);
-	o = opts();
-	start(&o);
-	cr_assert(httpd_wait(spool_empty, NULL, 30));
-	bodies(got, sizeof(got));
+	ship_all(ok, 1, got, sizeof(got));
 	cr_assert_str_eq(got, "profile-1");
 	st = stats();
 	cr_assert_eq(st.dropped_too_old, 1);
@@ -586,7 +568,6 @@ Test(ship, a_link_or_fifo_in_the_spool_is_not_followed)
 {
 	static const struct httpd_step ok[] = {{.status = 200}};
 	char stem[200], path[512], link_path[512], secret[512], got[512];
-	struct ship_opts o;
 	struct stat st;
 	FILE *f;
 
@@ -608,11 +589,7 @@ Test(ship, a_link_or_fifo_in_the_spool_is_not_followed)
 	cr_assert_eq(unlink(path), 0);
 	cr_assert_eq(mkfifo(path, 0600), 0);
 
-	srv = httpd_start(ok, 1);
-	o = opts();
-	start(&o);
-	cr_assert(httpd_wait(spool_empty, NULL, 30), "spool still has %" PRIu64, spool_files());
-	bodies(got, sizeof(got));
+	ship_all(ok, 1, got, sizeof(got));
 	cr_assert_str_eq(got, "profile-2");
 	cr_assert_eq(stats().not_regular, 2);
 	cr_assert_eq(stats().uploads_ok, 1);

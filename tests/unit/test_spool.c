@@ -17,30 +17,24 @@
 #include <unistd.h>
 
 #include "spool.h"
+#include "tmpdir.h"
 
-static char tmpdir[] = "/tmp/test_spool.XXXXXX";
 static char spooldir[256];
 static bool mounted;
 
 static void setup(void)
 {
-	strcpy(tmpdir, "/tmp/test_spool.XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
+	tmpdir_make("test_spool");
 	snprintf(spooldir, sizeof(spooldir), "%s/spool", tmpdir);
 	umask(022);
 	mounted = false;
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	return remove(path);
 }
 
 static void teardown(void)
 {
 	if (mounted)
 		umount2(tmpdir, MNT_DETACH);
-	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	tmpdir_remove();
 }
 
 TestSuite(spool, .init = setup, .fini = teardown);

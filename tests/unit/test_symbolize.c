@@ -9,53 +9,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../fuzz/succbuild.h"
 #include "symbolize.h"
 
-struct table {
-	uint64_t imm[SUCC_IMM_WORDS];
-	uint8_t *blocks; /* SUCC_BLOCK_SIZE each */
-	int nblocks;
-};
-
 /* Builds a table the way Ruby does, for sorted positions data[0..size). */
-static void build(struct table *t, const int *data, int size)
+static void build(struct succ_table *t, const int *data, int size)
 {
-	int max_pos = data[size - 1], imm_size, i, j, k, r = 0;
+	unsigned int nbits = (unsigned int)data[size - 1] + 1;
+	uint8_t *bitmap = calloc(nbits / 8 + 1, 1);
+	int i;
 
-	memset(t, 0, sizeof(*t));
-	imm_size = (max_pos < SUCC_IMM_SIZE ? max_pos + 8 : SUCC_IMM_SIZE) / 9;
-	t->nblocks = max_pos < SUCC_IMM_SIZE ? 0 : (max_pos - SUCC_IMM_SIZE) / 512 + 1;
-	t->blocks = calloc(t->nblocks ? t->nblocks : 1, SUCC_BLOCK_SIZE);
-	cr_assert_not_null(t->blocks);
-	for (j = 0; j < imm_size; j++) {
-		for (i = 0; i < 9; i++) {
-			if (r < size && data[r] == j * 9 + i)
-				r++;
-			t->imm[j] |= (uint64_t)r << (7 * i);
-		}
-	}
-	for (k = 0; k < t->nblocks; k++) {
-		uint8_t *b = t->blocks + k * SUCC_BLOCK_SIZE;
-		uint32_t rank = (uint32_t)r;
-		uint64_t small_ranks = 0, bits;
-		int small_rank = 0;
-
-		memcpy(b, &rank, sizeof(rank));
-		for (j = 0; j < 8; j++) {
-			bits = 0;
-			if (j)
-				small_ranks |= (uint64_t)small_rank << (9 * (j - 1));
-			for (i = 0; i < 64; i++) {
-				if (r < size && data[r] == k * 512 + j * 64 + i + SUCC_IMM_SIZE) {
-					bits |= 1ULL << i;
-					r++;
-				}
-			}
-			memcpy(b + 16 + j * 8, &bits, sizeof(bits));
-			small_rank += __builtin_popcountll(bits);
-		}
-		memcpy(b + 8, &small_ranks, sizeof(small_ranks));
-	}
+	cr_assert_not_null(bitmap);
+	for (i = 0; i < size; i++)
+		bitmap[data[i] / 8] |= 1u << (data[i] % 8);
+	cr_assert_eq(succ_build(t, bitmap, nbits), 0);
+	free(bitmap);
 }
 
 static unsigned int expected_rank(const int *data, int size, int pos)
@@ -70,19 +38,14 @@ static unsigned int expected_rank(const int *data, int size, int pos)
 
 static void check_all(const int *data, int size)
 {
-	struct table t;
+	struct succ_table t;
 	int pos;
-	const uint8_t *block;
 
 	build(&t, data, size);
-	for (pos = 0; pos <= data[size - 1]; pos++) {
-		block = pos >= SUCC_IMM_SIZE
-				? t.blocks + ((pos - SUCC_IMM_SIZE) / SUCC_BLOCK_BITS) *
-						     SUCC_BLOCK_SIZE
-				: NULL;
-		cr_assert_eq(succ_index_lookup(t.imm, block, (unsigned int)pos),
+	for (pos = 0; pos <= data[size - 1]; pos++)
+		cr_assert_eq(succ_index_lookup(t.imm, succ_block(&t, (unsigned int)pos),
+					       (unsigned int)pos),
 			     expected_rank(data, size, pos), "pos %d", pos);
-	}
 	free(t.blocks);
 }
 

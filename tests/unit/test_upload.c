@@ -17,27 +17,21 @@
 #include <unistd.h>
 
 #include "httpd.h"
+#include "tmpdir.h"
 #include "upload.h"
 
-static char tmpdir[] = "/tmp/test_upload.XXXXXX";
 static struct httpd *srv;
 
 static void setup(void)
 {
-	strcpy(tmpdir, "/tmp/test_upload.XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
+	tmpdir_make("test_upload");
 	srv = NULL;
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	return remove(path);
 }
 
 static void teardown(void)
 {
 	httpd_stop(srv);
-	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	tmpdir_remove();
 }
 
 TestSuite(upload, .init = setup, .fini = teardown);

@@ -14,8 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "pprof.h"
 #include "pprofread.h"
+#include "tmpdir.h"
 #include "view.h"
 
 #define T0 1700000000000000000LL
@@ -100,6 +102,15 @@ static char *render(const struct view_filter *f, const char *format, int nfiles,
 	return text;
 }
 
+/* The collapsed view of one file, filtered by f, is want. */
+static void collapsed_is(const struct view_filter *f, const char *want)
+{
+	char *t = render(f, "collapsed", 1, NULL);
+
+	cr_assert_str_eq(t, want);
+	free(t);
+}
+
 Test(view, collapsed_merged_and_sorted)
 {
 	struct view_filter f = {0};
@@ -119,43 +130,30 @@ Test(view, collapsed_merged_and_sorted)
 Test(view, filters)
 {
 	struct view_filter f = {.pid = 20};
-	char *t = render(&f, "collapsed", 1, NULL);
+	char *t;
 
-	cr_assert_str_eq(t, "main;(garbage collection) 2\n");
-	free(t);
+	collapsed_is(&f, "main;(garbage collection) 2\n");
 
 	memset(&f, 0, sizeof(f));
 	f.thread = "worker";
-	t = render(&f, "collapsed", 1, NULL);
-	cr_assert_str_eq(t, "main;work;Integer#times 5\n");
-	free(t);
+	collapsed_is(&f, "main;work;Integer#times 5\n");
 	f.thread = "12";
-	t = render(&f, "collapsed", 1, NULL);
-	cr_assert_str_eq(t, "main;work 3\n");
-	free(t);
+	collapsed_is(&f, "main;work 3\n");
 	/* a Ruby thread, by its Thread#name or its identity (M:N threads share a tid) */
 	f.thread = "rt-alpha";
-	t = render(&f, "collapsed", 1, NULL);
-	cr_assert_str_eq(t, "main;work;Integer#times 5\n");
-	free(t);
+	collapsed_is(&f, "main;work;Integer#times 5\n");
 	f.thread = "0x1000";
-	t = render(&f, "collapsed", 1, NULL);
-	cr_assert_str_eq(t, "main;work;Integer#times 5\n");
-	free(t);
+	collapsed_is(&f, "main;work;Integer#times 5\n");
 
 	memset(&f, 0, sizeof(f));
 	f.label_key[0] = "container_id";
 	f.label_val[0] = "abc";
 	f.nlabels = 1;
-	t = render(&f, "collapsed", 1, NULL);
-	cr_assert_str_eq(t, "main;(garbage collection) 2\n");
-	free(t);
+	collapsed_is(&f, "main;(garbage collection) 2\n");
 
 	memset(&f, 0, sizeof(f));
 	f.focus = "times$";
-	t = render(&f, "collapsed", 1, NULL);
-	cr_assert_str_eq(t, "main;work;Integer#times 5\n");
-	free(t);
+	collapsed_is(&f, "main;work;Integer#times 5\n");
 	f.focus = "a\\.rb";
 	t = render(&f, "collapsed", 1, NULL);
 	cr_assert_not_null(strstr(t, "main;work 3\n"), "%s", t);
@@ -231,23 +229,15 @@ Test(view, speedscope_and_svg)
 
 /* ---- view files: never through a link, not readable by others (fileio.h) ----------------------- */
 
-static char tmpdir[] = "/tmp/test_view.XXXXXX";
-
 static void file_setup(void)
 {
-	strcpy(tmpdir, "/tmp/test_view.XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
+	tmpdir_make("test_view");
 	cr_redirect_stderr();
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	return remove(path);
 }
 
 static void file_teardown(void)
 {
-	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	tmpdir_remove();
 }
 
 /* SVG text stays XML whatever it holds: bytes that are not UTF-8, and U+FFFE, as U+FFFD (a title
@@ -374,4 +364,47 @@ Test(viewfile, views_are_not_readable_by_others)
 	free(prof);
 	free(out);
 	free(beside);
+}
+
+/* The readers' fileio_read_file: the bytes and a NUL after them; a link refused only with
+ * FILEIO_NOFOLLOW; a FIFO refused at once (never waited on); the bound to the byte, also for a
+ * file that holds more than fstat says. */
+Test(viewfile, files_are_read_whole_and_bounded)
+{
+	char *file = in_tmp("f"), *link = in_tmp("l"), *fifo = in_tmp("p");
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	FILE *f = fopen(file, "w");
+
+	cr_assert_not_null(f);
+	fputs("0123456789", f);
+	fclose(f);
+	cr_assert_eq(symlink(file, link), 0);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_eq(fileio_read_file(file, FILEIO_NOFOLLOW, 10, &buf, &len), 0);
+	cr_assert_eq(len, 10);
+	cr_assert_str_eq((char *)buf, "0123456789");
+	free(buf);
+	buf = NULL;
+	cr_assert_eq(fileio_read_file(file, 0, 9, &buf, &len), -EFBIG);
+	cr_assert_null(buf);
+	cr_assert_eq(fileio_read_file(link, FILEIO_NOFOLLOW, 10, &buf, &len), -ELOOP);
+	cr_assert_eq(fileio_read_file(link, 0, 10, &buf, &len), 0);
+	cr_assert_eq(len, 10);
+	free(buf);
+	buf = NULL;
+	/* fstat says 0 bytes of a /proc file: read on past it, up to the bound */
+	cr_assert_eq(fileio_read_file("/proc/self/status", 0, 1 << 16, &buf, &len), 0);
+	cr_assert_gt(len, 100);
+	cr_assert_eq(strlen((char *)buf), len);
+	cr_assert(strstr((char *)buf, "\nPid:"));
+	free(buf);
+	buf = NULL;
+	cr_assert_eq(fileio_read_file("/proc/self/status", 0, 16, &buf, &len), -EFBIG);
+	cr_assert_eq(fileio_read_file(fifo, 0, 10, &buf, &len), -EINVAL);
+	cr_assert_eq(fileio_read_file(tmpdir, 0, 10, &buf, &len), -EINVAL);
+	cr_assert_null(buf);
+	free(file);
+	free(link);
+	free(fifo);
 }

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * aggread.h - an aggregate's profile as a collector gets it: agg_to_pprof, encoded, and read
+ * back by the pprof reader (daemon/pprofread.c), for the tests of what the aggregate writes.
+ */
+#ifndef RP_TEST_AGGREAD_H
+#define RP_TEST_AGGREAD_H
+
+#include <criterion/criterion.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aggregate.h"
+#include "pprof.h"
+#include "pprofread.h"
+
+/* a's profile of every service (flags: AGG_PPROF_*; wall: a wall-clock profile); free it with
+ * pprofread__free. */
+static inline struct pprofread *aggread(struct agg *a, unsigned int flags, bool wall)
+{
+	struct pprof *pp = pprof__new();
+	struct pprofread *r;
+	uint8_t *out = NULL;
+	size_t len = 0;
+	char err[256];
+
+	cr_assert_not_null(pp);
+	if (wall)
+		cr_assert_eq(pprof_set_wall(pp), 0);
+	cr_assert_eq(agg_to_pprof(a, pp, NULL, flags), 0);
+	cr_assert_eq(pprof_encode(pp, 0, &out, &len), 0);
+	r = pprofread__new(out, len, "agg", err, sizeof(err));
+	cr_assert_not_null(r, "%s", err);
+	free(out);
+	pprof__free(pp);
+	return r;
+}
+
+/* The string value of the sample's label key, NULL without one. */
+static inline const char *aggread_label(const struct pprofread *r,
+					const struct pprofread_sample *s, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < s->nlabels; i++)
+		if (strcmp(pprofread_str(r, s->labels[i].key), key) == 0)
+			return pprofread_str(r, s->labels[i].str);
+	return NULL;
+}
+
+#endif
