@@ -135,6 +135,20 @@ static void context_refused(struct procctx *pc, pid_t pid)
 		 procctx_refusal_name(pc->last), pc->why);
 }
 
+/* Logs a refused context, or the attributes of a context read that were refused, once. */
+static void context_logged(struct procctx *pc, pid_t pid, enum procctx_result res)
+{
+	if (res == PROCCTX_REFUSED) {
+		context_refused(pc, pid);
+	} else if (res == PROCCTX_CHANGED && pc->attrs.refused_values && !pc->logged) {
+		pc->logged = true;
+		log_warn("pid %d: %u attributes of its OpenTelemetry process context are not used "
+			 "(value): not a string of at most %d bytes of UTF-8 without control "
+			 "characters",
+			 (int)pid, pc->attrs.refused_values, PROCCTX_VALUE_MAX);
+	}
+}
+
 static int on_enable(void *ctx, const struct ruby_target *t, bool fresh)
 {
 	struct session *s = ctx;
@@ -149,9 +163,8 @@ static int on_enable(void *ctx, const struct ruby_target *t, bool fresh)
 		/* discovery read its maps just now: no second look at them for a while */
 		if (!t->notel_ctx)
 			pc.polls = 1;
-		if (procctx_poll(&pc, t->pid, t->otel_ctx, t->notel_ctx, &s->ctx_stats) ==
-		    PROCCTX_REFUSED)
-			context_refused(&pc, t->pid);
+		context_logged(&pc, t->pid,
+			       procctx_poll(&pc, t->pid, t->otel_ctx, t->notel_ctx, &s->ctx_stats));
 	}
 	if (s->opts.identify) {
 		err = s->opts.identify(s->opts.identify_ctx, t,
@@ -553,8 +566,7 @@ static void poll_context(void *ctx, const struct ruby_target *t, struct procctx 
 	enum procctx_result res;
 
 	res = procctx_poll(pc, t->pid, NULL, 0, &s->ctx_stats);
-	if (res == PROCCTX_REFUSED)
-		context_refused(pc, t->pid);
+	context_logged(pc, t->pid, res);
 	if (res != PROCCTX_CHANGED && res != PROCCTX_GONE)
 		return;
 	/* named again: its service.name may be new; a rule that would now ignore it does not
