@@ -26,7 +26,7 @@ struct frametab {
 
 struct agg_proc {
 	struct agg_proc_info info; /* strings point into the fields below */
-	char *container, *service, *ruby_version;
+	char *container, *service, *ruby_version, *service_version, *environment, *instance_id;
 	struct frametab ft;
 	uint32_t generation;
 	bool exited;
@@ -201,6 +201,9 @@ static void proc_free(struct agg_proc *p)
 	free(p->container);
 	free(p->service);
 	free(p->ruby_version);
+	free(p->service_version);
+	free(p->environment);
+	free(p->instance_id);
 	free(p);
 }
 
@@ -240,7 +243,11 @@ struct agg_proc *agg_proc__new(struct agg *a, const struct agg_proc_info *info)
 		text_clean(p->service);
 	if (p->ruby_version)
 		text_clean(p->ruby_version);
-	if (!p->container || !p->service || !p->ruby_version || frametab_init(&p->ft)) {
+	p->service_version = strdup(info->service_version ? info->service_version : "");
+	p->environment = strdup(info->environment ? info->environment : "");
+	p->instance_id = strdup(info->instance_id ? info->instance_id : "");
+	if (!p->container || !p->service || !p->ruby_version || !p->service_version ||
+	    !p->environment || !p->instance_id || frametab_init(&p->ft)) {
 		proc_free(p);
 		errno = ENOMEM;
 		return NULL;
@@ -248,6 +255,9 @@ struct agg_proc *agg_proc__new(struct agg *a, const struct agg_proc_info *info)
 	p->info.container = p->container;
 	p->info.service = p->service;
 	p->info.ruby_version = p->ruby_version;
+	p->info.service_version = p->service_version;
+	p->info.environment = p->environment;
+	p->info.instance_id = p->instance_id;
 	p->index = a->nprocs;
 	p->agg = a;
 	a->procs[a->nprocs++] = p;
@@ -616,7 +626,7 @@ static void export_stack(void *ctx, const struct agg_stack *st)
 {
 	struct export_ctx *x = ctx;
 	const struct agg_proc_info *info = &st->proc->info;
-	struct pprof_label labels[9];
+	struct pprof_label labels[10];
 	int64_t values[2];
 	size_t i, nl = 0;
 	uint64_t *nb;
@@ -646,6 +656,10 @@ static void export_stack(void *ctx, const struct agg_stack *st)
 		labels[nl++] = (struct pprof_label){.key = "ns_pid", .num = info->nspid};
 	if (info->container[0])
 		labels[nl++] = (struct pprof_label){.key = "container_id", .str = info->container};
+	/* one per process, as the pid (OpenTelemetry's service.instance.id, with '_' for '.') */
+	if (info->instance_id[0])
+		labels[nl++] = (struct pprof_label){.key = "service_instance_id",
+						    .str = info->instance_id};
 	labels[nl++] = (struct pprof_label){.key = "tid", .num = st->tid};
 	if (!(x->flags & AGG_PPROF_NO_THREAD_NAME)) {
 		if (st->thread_name && st->thread_name[0])

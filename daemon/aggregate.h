@@ -59,6 +59,10 @@ struct agg_proc_info {
 	const char *container;	  /* container id, "" or NULL outside containers */
 	const char *service;	  /* the service (app) it belongs to, "" or NULL: none */
 	const char *ruby_version; /* "3.1.2" */
+	/* from its OpenTelemetry process context (procctx.h), "" or NULL: none */
+	const char *service_version; /* service.version (a series label) */
+	const char *environment;     /* deployment.environment.name (a series label) */
+	const char *instance_id;     /* service.instance.id (a sample label) */
 };
 
 struct agg_proc;
@@ -155,7 +159,7 @@ void agg_cut(struct agg *a);
 
 /*
  * Adds the interval's stacks to a pprof builder as samples [values[0], values[1]] with pid, tid,
- * thread name and Ruby thread (ruby_thread, ruby_thread_name) labels, and ns_pid and container_id where the process has them. service: only
+ * thread name and Ruby thread (ruby_thread, ruby_thread_name) labels, and ns_pid, container_id and service_instance_id where the process has them. service: only
  * the stacks of processes of that service (NULL: all); flags: AGG_PPROF_*. 0 or -errno.
  */
 int agg_to_pprof(const struct agg *a, struct pprof *p, const char *service, unsigned int flags);

@@ -1193,6 +1193,12 @@ int appname_identify_from(const struct appname_input *in, const struct appname_r
 			source = "rule";
 		}
 	}
+	/* what the app says it is, through OpenTelemetry (procctx.h): after the rules (which can
+	 * override anything), before what is guessed from outside it */
+	if (!chosen && in->otel_service && in->otel_service[0]) {
+		chosen = in->otel_service;
+		source = "otel";
+	}
 	if (!chosen && have_unit) {
 		chosen = unit_name;
 		source = "systemd";
@@ -1295,6 +1301,12 @@ static bool gone(int err)
 
 int appname_identify(pid_t pid, const struct appname_rules *rules, struct app_identity *out)
 {
+	return appname_identify_with(pid, rules, NULL, out);
+}
+
+int appname_identify_with(pid_t pid, const struct appname_rules *rules, const char *otel_service,
+			  struct app_identity *out)
+{
 	struct appname_input in = {0};
 	char *cgroup = NULL, *cmdline = NULL, *comm = NULL, *environ_buf = NULL;
 	char path[64], exe[PATH_MAX];
@@ -1340,6 +1352,7 @@ int appname_identify(pid_t pid, const struct appname_rules *rules, struct app_id
 	in.comm = comm ? comm : "";
 	in.environ = environ_buf;
 	in.environ_len = elen;
+	in.otel_service = otel_service;
 	err = appname_identify_from(&in, rules, out);
 	if (!err) {
 		out->environ_err = env_err;

@@ -34,9 +34,9 @@ void appname_rules__free(struct appname_rules *r);
 #define APPNAME_LABEL_VALUE_MAX 129
 
 struct app_identity {
-	char service[APPNAME_MAX];	     /* sanitized, never empty */
-	const char *source;		     /* "rule", "systemd", "container", "title", "script" */
-	char unit[256];			     /* systemd unit as systemd spells it, "" if none */
+	char service[APPNAME_MAX]; /* sanitized, never empty */
+	const char *source;	   /* "rule", "otel", "systemd", "container", "title", "script" */
+	char unit[256];		   /* systemd unit as systemd spells it, "" if none */
 	char container_id[CONTAINER_ID_MAX]; /* full id, "" if none */
 	struct {
 		char key[APPNAME_LABEL_KEY_MAX];
@@ -55,6 +55,10 @@ struct app_identity {
  * (-ESRCH/-ENOENT: the process is gone). rules may be NULL.
  */
 int appname_identify(pid_t pid, const struct appname_rules *rules, struct app_identity *out);
+/* The same with the service.name of the process's OpenTelemetry process context (procctx.h;
+ * NULL or "": none), which names it after the rules and before the systemd unit. */
+int appname_identify_with(pid_t pid, const struct appname_rules *rules, const char *otel_service,
+			  struct app_identity *out);
 
 /* The same from given inputs, for tests and fuzzing (no /proc access). Any field may be NULL. */
 struct appname_input {
@@ -64,7 +68,8 @@ struct appname_input {
 	const char *exe;
 	const char *comm;
 	const char *environ;
-	size_t environ_len; /* NUL-separated NAME=value as in /proc */
+	size_t environ_len;	  /* NUL-separated NAME=value as in /proc */
+	const char *otel_service; /* service.name of its process context, NULL or "": none */
 };
 int appname_identify_from(const struct appname_input *in, const struct appname_rules *rules,
 			  struct app_identity *out);

@@ -35,6 +35,7 @@ struct target {
 	int pidfd;	     /* the process itself (not its pid): -1 when it could not be opened */
 	bool alone;	     /* a process that is no Ruby (--native-processes): no sym, no rth */
 	bool ignored;	     /* alone, and its service said to leave it alone */
+	struct procctx pc;   /* its OpenTelemetry process context */
 	struct hmap frames;  /* (addr, pc or caller frame id) -> agg frame id */
 };
 
@@ -125,6 +126,7 @@ static void target_free(struct target *t)
 		close(t->pidfd);
 	symbolizer__free(t->sym);
 	rthreads__free(t->rth);
+	procctx_release(&t->pc);
 	hmap_clear(&t->frames);
 	free(t);
 }
@@ -216,15 +218,25 @@ void collector_remove(struct collector *c, pid_t pid)
 	target_free(t);
 }
 
-int collector_add(struct collector *c, const struct ruby_target *rt, const char *service)
+static struct agg_proc_info proc_info(const struct ruby_target *rt, const char *service,
+				      const struct procctx *pc)
 {
-	struct agg_proc_info info = {
+	return (struct agg_proc_info){
 		.pid = rt->pid,
 		.nspid = rt->nspid,
 		.container = rt->container_id,
 		.service = service,
 		.ruby_version = rt->version,
+		.service_version = pc->attrs.service_version,
+		.environment = pc->attrs.environment,
+		.instance_id = pc->attrs.instance_id,
 	};
+}
+
+int collector_add(struct collector *c, const struct ruby_target *rt, const char *service,
+		  struct procctx *pc)
+{
+	struct agg_proc_info info;
 	struct target *t;
 
 	/* A pid seen again is a new process (pid reuse, or a validated fork child). */
@@ -241,6 +253,11 @@ int collector_add(struct collector *c, const struct ruby_target *rt, const char 
 	if (t->sym)
 		symbolizer_set_vm(t->sym, rt->vm_ptr);
 	t->rth = rthreads__new(rt->pid, rt->off, &c->stats.rthread);
+	if (pc) {
+		t->pc = *pc;
+		memset(pc, 0, sizeof(*pc));
+	}
+	info = proc_info(rt, service, &t->pc);
 	t->proc = t->sym && t->rth ? agg_proc__new(c->agg, &info) : NULL;
 	if (!t->proc) {
 		target_free(t);
@@ -285,7 +302,54 @@ int collector_fork(struct collector *c, pid_t child, pid_t parent, struct ruby_t
 	rt.nspid = pt->t.nspid == pt->t.pid ? child : 0;
 	if (out)
 		*out = rt;
-	return collector_add(c, &rt, agg_proc_info(pt->proc)->service);
+	/* the parent's context is not the child's (writers map it MADV_DONTFORK) */
+	return collector_add(c, &rt, agg_proc_info(pt->proc)->service, NULL);
+}
+
+struct foreach_ruby {
+	void (*fn)(void *ctx, const struct ruby_target *t, struct procctx *pc);
+	void *ctx;
+};
+
+static void each_ruby(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
+{
+	struct foreach_ruby *x = ctx;
+	struct target *t = (struct target *)(uintptr_t)val;
+
+	if (!t->alone)
+		x->fn(x->ctx, &t->t, &t->pc);
+}
+
+void collector_foreach_ruby(struct collector *c,
+			    void (*fn)(void *ctx, const struct ruby_target *t, struct procctx *pc),
+			    void *ctx)
+{
+	struct foreach_ruby x = {fn, ctx};
+
+	hmap_foreach(&c->by_pid, each_ruby, &x);
+}
+
+int collector_relabel(struct collector *c, pid_t pid, const char *service)
+{
+	struct target *t = find_ruby(c, pid);
+	struct agg_proc_info info;
+	struct agg_proc *np;
+
+	if (!t)
+		return -ENOENT;
+	info = proc_info(&t->t, service ? service : agg_proc_info(t->proc)->service, &t->pc);
+	np = agg_proc__new(c->agg, &info);
+	if (!np)
+		return -ENOMEM;
+	agg_proc_exit(c->agg, t->proc);
+	t->proc = np;
+	/* frame ids cached for the old process are not the new one's */
+	hmap_clear(&t->frames);
+	t->generation = UINT32_MAX;
+	for (size_t i = 0; i < c->ncpus; i++)
+		if (c->cpus[i].pid == pid)
+			c->cpus[i].pid = 0;
+	return 0;
 }
 
 static uint32_t mark(struct target *t, const char *name)

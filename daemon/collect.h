@@ -55,8 +55,10 @@ void collector__free(struct collector *c);
 void collector_set_period(struct collector *c, int64_t period_ns);
 
 /* Starts keeping a validated Ruby process (replacing an earlier process with its pid), under
- * `service`. 0 or -errno. */
-int collector_add(struct collector *c, const struct ruby_target *t, const char *service);
+ * `service`, with its OpenTelemetry process context pc (moved in, *pc left empty; NULL: none
+ * yet). 0 or -errno. */
+int collector_add(struct collector *c, const struct ruby_target *t, const char *service,
+		  struct procctx *pc);
 /* A forked child of a kept process: kept with its parent's layout until it is validated on its
  * own. *out (may be NULL) receives the derived target. 0, -ENOENT (parent unknown), -ENOMEM. */
 int collector_fork(struct collector *c, pid_t child, pid_t parent, struct ruby_target *out);
@@ -66,6 +68,13 @@ int collector_update(struct collector *c, const struct ruby_target *t);
 /* The process exited or exec'd: its symbolizer goes now, its samples stay in the aggregate
  * until the interval ends. */
 void collector_remove(struct collector *c, pid_t pid);
+/* Every kept Ruby and its process context (procctx.h; fn may poll it). */
+void collector_foreach_ruby(struct collector *c,
+			    void (*fn)(void *ctx, const struct ruby_target *t, struct procctx *pc),
+			    void *ctx);
+/* Its service (NULL: the same), or its process context's labels, changed: its samples go under
+ * them from now on (those taken so far stay under the old ones in this interval). 0 or -errno. */
+int collector_relabel(struct collector *c, pid_t pid, const char *service);
 /* Processes kept now, and ever. */
 size_t collector_count(const struct collector *c);
 size_t collector_profiled(const struct collector *c);

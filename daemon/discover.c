@@ -887,6 +887,7 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 		goto cleanup;
 	}
 	loc.musl = uses_musl(&maps);
+	t->notel_ctx = (unsigned int)procctx_find(&maps, t->otel_ctx, PROCCTX_MAPPINGS_MAX);
 	if (procs_nspid(pid, &t->nspid))
 		t->nspid = pid;
 	if (container_id_of(pid, t->container_id, sizeof(t->container_id)))

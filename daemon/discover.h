@@ -15,6 +15,7 @@
 
 #include "container.h"
 #include "offsets.h"
+#include "procctx.h"
 #include "procs.h"
 #include "rubyprof.h"
 
@@ -56,6 +57,9 @@ struct ruby_target {
 	 * mapped (`object_replaced`: an upgrade renamed a new build over it). */
 	bool object_from_map_files;
 	bool object_replaced;
+	/* OTEL_CTX mappings in its maps at discovery (procctx.h), read by the caller */
+	uint64_t otel_ctx[PROCCTX_MAPPINGS_MAX];
+	unsigned int notel_ctx;
 };
 
 /* Thread pointers of every thread of pid (the sampler's task iterator). */

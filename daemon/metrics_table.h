@@ -250,6 +250,15 @@
 	VALUE(M_REFUSED_OBJECTS_MAPS, "bound", "maps", S->c.bounds.refused[BOUND_MAPS]) \
 	FAMILY("rubyprofd_refused_objects_logged_total", COUNTER, ALWAYS, "Of the refused objects, those logged (one line per object and bound).") \
 	VALUE(M_REFUSED_OBJECTS_LOGGED, NULL, NULL, S->c.bounds.logged) \
+	FAMILY("rubyprofd_process_contexts_read_total", COUNTER, ALWAYS, "OpenTelemetry process contexts (OTEP 4719) read and decoded: a process's first, and each update (docs/trace-context.md).") \
+	VALUE(M_PROCESS_CONTEXTS_READ, NULL, NULL, S->c.procctx.reads) \
+	FAMILY("rubyprofd_process_contexts_refused_total", COUNTER, ALWAYS, "OpenTelemetry process contexts not used, by reason: header (no signature, an unknown version), size (payload past its bound), torn (an update in progress at every reading), memory (unreadable), payload (not a Resource), value (an attribute used that is not short clean UTF-8; the rest is used).") \
+	VALUE(M_PROCESS_CONTEXTS_REFUSED_HEADER, "reason", "header", S->c.procctx.refused[PROCCTX_REFUSED_HEADER]) \
+	VALUE(M_PROCESS_CONTEXTS_REFUSED_SIZE, "reason", "size", S->c.procctx.refused[PROCCTX_REFUSED_SIZE]) \
+	VALUE(M_PROCESS_CONTEXTS_REFUSED_TORN, "reason", "torn", S->c.procctx.refused[PROCCTX_REFUSED_TORN]) \
+	VALUE(M_PROCESS_CONTEXTS_REFUSED_MEMORY, "reason", "memory", S->c.procctx.refused[PROCCTX_REFUSED_MEMORY]) \
+	VALUE(M_PROCESS_CONTEXTS_REFUSED_PAYLOAD, "reason", "payload", S->c.procctx.refused[PROCCTX_REFUSED_PAYLOAD]) \
+	VALUE(M_PROCESS_CONTEXTS_REFUSED_VALUE, "reason", "value", S->c.procctx.refused[PROCCTX_REFUSED_VALUE]) \
 	FAMILY("rubyprofd_process_events_total", COUNTER, ALWAYS, "Process life-cycle events from the kernel.") \
 	VALUE(M_PROCESS_EVENTS_EXEC, "event", "exec", S->c.tracker.execs) \
 	VALUE(M_PROCESS_EVENTS_FORK, "event", "fork", S->c.tracker.forks) \

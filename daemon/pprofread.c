@@ -22,6 +22,7 @@
 
 #include "fileio.h"
 #include "hmap.h"
+#include "pbread.h"
 #include "pprofread.h"
 #include "text.h"
 
@@ -98,141 +99,15 @@ static const void *pool_at(const struct pool *p, size_t size, size_t off)
 	return p->data ? (const char *)p->data + size * off : (const void *)none;
 }
 
-/* The decoder's position and its error message. */
-struct dec {
-	struct pprofread *r;
-	const uint8_t *buf;
-	size_t pos, end;
-	const char *name;
-	char *err;
-	size_t errlen;
-	int ret; /* first error, -errno */
-};
-
-/* Keeps the first error and its message ("NAME: byte N: ..."). */
-__attribute__((format(printf, 4, 5))) static void fail_msg(struct dec *d, size_t at, int err,
-							   const char *fmt, ...)
+/* The reader a decoder fills. */
+static struct pprofread *reader(const struct pb_dec *d)
 {
-	char msg[200];
-	va_list ap;
-
-	if (d->ret)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (d->err && d->errlen)
-		snprintf(d->err, d->errlen, "%s: byte %zu: %s", d->name, at, msg);
-	d->ret = err;
+	return d->ctx;
 }
 
-/* Records an error and evaluates to it (a macro: the static analyzer does not follow variadic
- * calls, and must see that every failure path returns non-zero). */
-#define fail(d, at, err, ...) (fail_msg((d), (at), (err), __VA_ARGS__), (err))
-
-static int nomem(struct dec *d)
+static int nomem(struct pb_dec *d)
 {
-	return fail(d, d->pos, -ENOMEM, "out of memory");
-}
-
-static int get_varint(struct dec *d, uint64_t *v)
-{
-	size_t start = d->pos;
-	unsigned int shift = 0;
-	uint64_t x = 0;
-	uint8_t b;
-
-	*v = 0;
-	do {
-		if (d->pos >= d->end)
-			return fail(d, start, -EINVAL, "truncated varint");
-		if (shift > 63)
-			return fail(d, start, -EINVAL, "varint longer than 10 bytes");
-		b = d->buf[d->pos++];
-		x |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-	} while (b & 0x80);
-	*v = x;
-	return 0;
-}
-
-enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
-
-/* One field of a message: its number, wire type, and value (WT_VARINT) or payload (WT_LEN). */
-struct field {
-	unsigned int num, wt;
-	uint64_t v;
-	size_t at;	   /* where its tag starts, for error messages */
-	size_t start, end; /* WT_LEN: the payload; otherwise empty */
-};
-
-/*
- * The field iterator every message reader runs on: steps d over the next field of the message
- * [d->pos, d->end). False at the message's end or once an error is recorded (d->ret), so that a
- * reader's loop is `while (next_field(d, &f))` and it returns d->ret.
- */
-static bool next_field(struct dec *d, struct field *f)
-{
-	uint64_t tag, n;
-
-	if (d->ret || d->pos >= d->end)
-		return false;
-	f->at = d->pos;
-	f->v = 0;
-	f->start = f->end = d->pos;
-	if (get_varint(d, &tag))
-		return false;
-	if ((tag >> 3) == 0 || (tag >> 3) > 0x1fffffff) {
-		fail_msg(d, f->at, -EINVAL, "invalid field number %llu",
-			 (unsigned long long)(tag >> 3));
-		return false;
-	}
-	f->num = (unsigned int)(tag >> 3);
-	f->wt = (unsigned int)(tag & 7);
-	switch (f->wt) {
-	case WT_VARINT:
-		return !get_varint(d, &f->v);
-	case WT_I64:
-	case WT_I32:
-		n = f->wt == WT_I64 ? 8 : 4;
-		if (d->end - d->pos < n) {
-			fail_msg(d, f->at, -EINVAL, "truncated fixed-width field %u", f->num);
-			return false;
-		}
-		d->pos += n;
-		return true;
-	case WT_LEN:
-		if (get_varint(d, &n))
-			return false;
-		if (n > d->end - d->pos) {
-			fail_msg(d, f->at, -EINVAL,
-				 "field %u: length %llu past the end of its message", f->num,
-				 (unsigned long long)n);
-			return false;
-		}
-		f->start = d->pos;
-		f->end = d->pos + n;
-		d->pos += n;
-		return true;
-	default:
-		fail_msg(d, f->at, -EINVAL, "field %u: unsupported wire type %u", f->num, f->wt);
-		return false;
-	}
-}
-
-typedef int (*dec_fn)(struct dec *d, void *obj);
-
-/* Runs fn over the sub-message [start, end) and returns to where d was. */
-static int sub(struct dec *d, size_t start, size_t end, dec_fn fn, void *obj)
-{
-	size_t pos = d->pos, oend = d->end;
-
-	d->pos = start;
-	d->end = end;
-	fn(d, obj);
-	d->pos = pos;
-	d->end = oend;
-	return d->ret;
+	return pb_fail(d, d->pos, -ENOMEM, "out of memory");
 }
 
 /*
@@ -240,35 +115,36 @@ static int sub(struct dec *d, size_t start, size_t end, dec_fn fn, void *obj)
  * are so far (the pool's length, or the parent's count of them, which is bumped); at max the
  * profile is refused.
  */
-static int sub_push(struct dec *d, const struct field *f, struct pool *pool, size_t *count,
-		    uint64_t max, const char *what, dec_fn fn)
+static int sub_push(struct pb_dec *d, const struct pb_field *f, struct pool *pool, size_t *count,
+		    uint64_t max, const char *what, pb_fn fn)
 {
 	void *obj;
 
 	if ((count ? *count : pool->len) >= max)
-		return fail(d, f->at, -EFBIG, "more than %llu %s", (unsigned long long)max, what);
+		return pb_fail(d, f->at, -EFBIG, "more than %llu %s", (unsigned long long)max,
+			       what);
 	obj = pool_push(pool);
 	if (!obj)
 		return nomem(d);
 	if (count)
 		(*count)++;
-	return sub(d, f->start, f->end, fn, obj);
+	return pb_sub(d, f->start, f->end, fn, obj);
 }
 
 /*
- * A repeated scalar: packed (WT_LEN) or one value (WT_VARINT). Appends to pool (8-byte elements);
+ * A repeated scalar: packed (PB_WT_LEN) or one value (PB_WT_VARINT). Appends to pool (8-byte elements);
  * *count is bumped per value, and past max the profile is refused.
  */
-static int repeated(struct dec *d, const struct field *f, struct pool *pool, size_t *count,
+static int repeated(struct pb_dec *d, const struct pb_field *f, struct pool *pool, size_t *count,
 		    uint64_t max, const char *what)
 {
 	size_t pos = d->pos, oend = d->end;
 	uint64_t *slot, v = f->v;
 
-	if (f->wt == WT_VARINT) {
+	if (f->wt == PB_WT_VARINT) {
 		if (*count >= max)
-			return fail(d, pos, -EFBIG, "more than %llu %s", (unsigned long long)max,
-				    what);
+			return pb_fail(d, pos, -EFBIG, "more than %llu %s", (unsigned long long)max,
+				       what);
 		slot = pool_push(pool);
 		if (!slot)
 			return nomem(d);
@@ -276,17 +152,17 @@ static int repeated(struct dec *d, const struct field *f, struct pool *pool, siz
 		(*count)++;
 		return 0;
 	}
-	if (f->wt != WT_LEN)
-		return fail(d, pos, -EINVAL, "%s: wire type %u", what, f->wt);
+	if (f->wt != PB_WT_LEN)
+		return pb_fail(d, pos, -EINVAL, "%s: wire type %u", what, f->wt);
 	d->pos = f->start;
 	d->end = f->end;
 	while (d->pos < d->end && !d->ret) {
 		if (*count >= max) {
-			fail_msg(d, d->pos, -EFBIG, "more than %llu %s", (unsigned long long)max,
-				 what);
+			pb_fail_msg(d, d->pos, -EFBIG, "more than %llu %s", (unsigned long long)max,
+				    what);
 			break;
 		}
-		if (get_varint(d, &v))
+		if (pb_varint(d, &v))
 			break;
 		slot = pool_push(pool);
 		if (!slot) {
@@ -308,18 +184,18 @@ static int repeated(struct dec *d, const struct field *f, struct pool *pool, siz
  * and other wire types are skipped). int64 fields are two's complement varints, stored through
  * a uint64_t pointer (the unsigned type may alias the signed one).
  */
-static void set_varint(const struct field *f, uint64_t *const *slot, size_t n)
+static void set_varint(const struct pb_field *f, uint64_t *const *slot, size_t n)
 {
-	if (f->wt == WT_VARINT && f->num <= n && slot[f->num - 1])
+	if (f->wt == PB_WT_VARINT && f->num <= n && slot[f->num - 1])
 		*slot[f->num - 1] = f->v;
 }
 
 /* A message of varint fields only (see set_varint). */
-static int dec_varints(struct dec *d, uint64_t *const *slot, size_t n)
+static int dec_varints(struct pb_dec *d, uint64_t *const *slot, size_t n)
 {
-	struct field f;
+	struct pb_field f;
 
-	while (next_field(d, &f))
+	while (pb_next_field(d, &f))
 		set_varint(&f, slot, n);
 	return d->ret;
 }
@@ -328,28 +204,28 @@ static int dec_varints(struct dec *d, uint64_t *const *slot, size_t n)
 	dec_varints((d), (uint64_t *const[]){__VA_ARGS__},                                         \
 		    sizeof((uint64_t *const[]){__VA_ARGS__}) / sizeof(uint64_t *))
 
-static int dec_value_type(struct dec *d, void *obj)
+static int dec_value_type(struct pb_dec *d, void *obj)
 {
 	struct pprofread_value_type *vt = obj;
 
 	return DEC_VARINTS(d, &vt->type, &vt->unit);
 }
 
-static int dec_label(struct dec *d, void *obj)
+static int dec_label(struct pb_dec *d, void *obj)
 {
 	struct pprofread_label *l = obj;
 
 	return DEC_VARINTS(d, &l->key, &l->str, (uint64_t *)&l->num, &l->num_unit);
 }
 
-static int dec_line(struct dec *d, void *obj)
+static int dec_line(struct pb_dec *d, void *obj)
 {
 	struct pprofread_line *l = obj;
 
 	return DEC_VARINTS(d, &l->function_id, (uint64_t *)&l->line);
 }
 
-static int dec_function(struct dec *d, void *obj)
+static int dec_function(struct pb_dec *d, void *obj)
 {
 	struct pprofread_function *fn = obj;
 
@@ -357,34 +233,34 @@ static int dec_function(struct dec *d, void *obj)
 			   (uint64_t *)&fn->start_line);
 }
 
-static int dec_mapping(struct dec *d, void *obj)
+static int dec_mapping(struct pb_dec *d, void *obj)
 {
 	struct pprofread_mapping *m = obj;
 
 	return DEC_VARINTS(d, &m->id, &m->start, &m->limit, &m->offset, &m->filename, &m->build_id);
 }
 
-static int dec_sample(struct dec *d, void *obj)
+static int dec_sample(struct pb_dec *d, void *obj)
 {
 	struct rsample *s = obj;
-	struct pprofread *r = d->r;
-	struct field f;
+	struct pprofread *r = reader(d);
+	struct pb_field f;
 
 	s->loc_off = r->locids.len;
 	s->val_off = r->values.len;
 	s->lab_off = r->labels.len;
-	while (next_field(d, &f)) {
+	while (pb_next_field(d, &f)) {
 		if (f.num == 1) {
 			if (r->locids.len >= PPROFREAD_MAX_STACK_TOTAL)
-				return fail(d, f.at, -EFBIG,
-					    "more than %llu location ids in all samples",
-					    (unsigned long long)PPROFREAD_MAX_STACK_TOTAL);
+				return pb_fail(d, f.at, -EFBIG,
+					       "more than %llu location ids in all samples",
+					       (unsigned long long)PPROFREAD_MAX_STACK_TOTAL);
 			repeated(d, &f, &r->locids, &s->nlocs, PPROFREAD_MAX_STACK,
 				 "locations in a sample");
 		} else if (f.num == 2) {
 			repeated(d, &f, &r->values, &s->nvals, PPROFREAD_MAX_VALUES,
 				 "values in a sample");
-		} else if (f.num == 3 && f.wt == WT_LEN) {
+		} else if (f.num == 3 && f.wt == PB_WT_LEN) {
 			sub_push(d, &f, &r->labels, &s->nlabs, PPROFREAD_MAX_LABELS,
 				 "labels in a sample", dec_label);
 		}
@@ -392,16 +268,16 @@ static int dec_sample(struct dec *d, void *obj)
 	return d->ret;
 }
 
-static int dec_location(struct dec *d, void *obj)
+static int dec_location(struct pb_dec *d, void *obj)
 {
 	struct rlocation *rl = obj;
-	struct pprofread *r = d->r;
+	struct pprofread *r = reader(d);
 	uint64_t *const slot[] = {&rl->loc.id, &rl->loc.mapping_id, &rl->loc.address};
-	struct field f;
+	struct pb_field f;
 
 	rl->line_off = r->lines.len;
-	while (next_field(d, &f)) {
-		if (f.wt == WT_LEN && f.num == 4)
+	while (pb_next_field(d, &f)) {
+		if (f.wt == PB_WT_LEN && f.num == 4)
 			sub_push(d, &f, &r->lines, &rl->loc.nlines, PPROFREAD_MAX_LINES,
 				 "lines in a location", dec_line);
 		else
@@ -410,14 +286,14 @@ static int dec_location(struct dec *d, void *obj)
 	return d->ret;
 }
 
-static int add_string(struct dec *d, size_t start, size_t end)
+static int add_string(struct pb_dec *d, size_t start, size_t end)
 {
-	struct pprofread *r = d->r;
+	struct pprofread *r = reader(d);
 	size_t *off, len = end - start, ncap;
 	char *c;
 
 	if (r->strs.len >= PPROFREAD_MAX_STRINGS)
-		return fail(d, start, -EFBIG, "more than %u strings", PPROFREAD_MAX_STRINGS);
+		return pb_fail(d, start, -EFBIG, "more than %u strings", PPROFREAD_MAX_STRINGS);
 	off = pool_push(&r->strs);
 	if (!off)
 		return nomem(d);
@@ -440,21 +316,21 @@ static int add_string(struct dec *d, size_t start, size_t end)
 	return 0;
 }
 
-static int dec_profile(struct dec *d)
+static int dec_profile(struct pb_dec *d)
 {
-	struct pprofread *r = d->r;
+	struct pprofread *r = reader(d);
 	uint64_t *const slot[] = {[8] = (uint64_t *)&r->prof.time_ns,
 				  [9] = (uint64_t *)&r->prof.duration_ns,
 				  [11] = (uint64_t *)&r->prof.period};
-	struct field f;
+	struct pb_field f;
 
-	while (next_field(d, &f)) {
+	while (pb_next_field(d, &f)) {
 		if (f.num == 13) {
 			r->prof.ncomments = r->comments.len;
 			repeated(d, &f, &r->comments, &r->prof.ncomments, 1u << 20, "comments");
 			continue;
 		}
-		if (f.wt != WT_LEN) {
+		if (f.wt != PB_WT_LEN) {
 			set_varint(&f, slot, sizeof(slot) / sizeof(slot[0]));
 			continue;
 		}
@@ -483,7 +359,7 @@ static int dec_profile(struct dec *d)
 			add_string(d, f.start, f.end);
 			break;
 		case 11:
-			sub(d, f.start, f.end, dec_value_type, &r->prof.period_type);
+			pb_sub(d, f.start, f.end, dec_value_type, &r->prof.period_type);
 			break;
 		default:
 			break;
@@ -494,15 +370,16 @@ static int dec_profile(struct dec *d)
 
 /* ---- checks and indexes ------------------------------------------------------------------- */
 
-static int check_str(struct dec *d, uint64_t idx, const char *what, uint64_t id)
+static int check_str(struct pb_dec *d, uint64_t idx, const char *what, uint64_t id)
 {
-	if (idx < d->r->strs.len)
+	if (idx < reader(d)->strs.len)
 		return 0;
-	return fail(d, d->end, -EINVAL, "%s %llu: string index %llu past the table (%zu strings)",
-		    what, (unsigned long long)id, (unsigned long long)idx, d->r->strs.len);
+	return pb_fail(d, d->end, -EINVAL,
+		       "%s %llu: string index %llu past the table (%zu strings)", what,
+		       (unsigned long long)id, (unsigned long long)idx, reader(d)->strs.len);
 }
 
-static int index_ids(struct dec *d, struct hmap *h, const void *base, size_t n, size_t elem,
+static int index_ids(struct pb_dec *d, struct hmap *h, const void *base, size_t n, size_t elem,
 		     const char *what)
 {
 	uint64_t id, old;
@@ -511,10 +388,10 @@ static int index_ids(struct dec *d, struct hmap *h, const void *base, size_t n, 
 	for (i = 0; i < n; i++) {
 		id = *(const uint64_t *)((const char *)base + i * elem);
 		if (!id)
-			return fail(d, d->end, -EINVAL, "%s #%zu has id 0", what, i + 1);
+			return pb_fail(d, d->end, -EINVAL, "%s #%zu has id 0", what, i + 1);
 		if (hmap_get(h, id, 0, &old))
-			return fail(d, d->end, -EINVAL, "%s id %llu appears twice", what,
-				    (unsigned long long)id);
+			return pb_fail(d, d->end, -EINVAL, "%s id %llu appears twice", what,
+				       (unsigned long long)id);
 		if (hmap_put(h, id, 0, i + 1))
 			return nomem(d);
 	}
@@ -541,9 +418,9 @@ static int build_dense(struct pprofread *r)
 }
 
 /* Builds the public view of the pools and checks every reference. */
-static int finish(struct dec *d)
+static int finish(struct pb_dec *d)
 {
-	struct pprofread *r = d->r;
+	struct pprofread *r = reader(d);
 	struct pprofread_profile *p = &r->prof;
 	const struct rsample *rs = r->rsamples.data;
 	const struct rlocation *rl = r->rlocs.data;
@@ -556,7 +433,7 @@ static int finish(struct dec *d)
 	uint64_t v;
 
 	if (r->strs.len == 0 || ((const char *)r->chars.data)[off[0]] != '\0')
-		return fail(d, d->end, -EINVAL, "the string table does not start with \"\"");
+		return pb_fail(d, d->end, -EINVAL, "the string table does not start with \"\"");
 	r->strings = calloc(r->strs.len, sizeof(*r->strings));
 	r->samples = calloc(r->rsamples.len ? r->rsamples.len : 1, sizeof(*r->samples));
 	r->locations = calloc(r->rlocs.len ? r->rlocs.len : 1, sizeof(*r->locations));
@@ -601,22 +478,23 @@ static int finish(struct dec *d)
 		r->locations[i].lines =
 			pool_at(&r->lines, sizeof(struct pprofread_line), rl[i].line_off);
 		if (rl[i].loc.mapping_id && !hmap_get(&r->map_by_id, rl[i].loc.mapping_id, 0, &v))
-			return fail(d, d->end, -EINVAL, "location %llu: no mapping %llu",
-				    (unsigned long long)rl[i].loc.id,
-				    (unsigned long long)rl[i].loc.mapping_id);
+			return pb_fail(d, d->end, -EINVAL, "location %llu: no mapping %llu",
+				       (unsigned long long)rl[i].loc.id,
+				       (unsigned long long)rl[i].loc.mapping_id);
 		for (j = 0; j < rl[i].loc.nlines; j++) {
 			ln = r->locations[i].lines + j;
 			if (ln->function_id && !hmap_get(&r->fn_by_id, ln->function_id, 0, &v))
-				return fail(d, d->end, -EINVAL, "location %llu: no function %llu",
-					    (unsigned long long)rl[i].loc.id,
-					    (unsigned long long)ln->function_id);
+				return pb_fail(d, d->end, -EINVAL,
+					       "location %llu: no function %llu",
+					       (unsigned long long)rl[i].loc.id,
+					       (unsigned long long)ln->function_id);
 		}
 	}
 	for (i = 0; i < r->rsamples.len; i++) {
 		if (rs[i].nvals != nt)
-			return fail(d, d->end, -EINVAL,
-				    "sample %zu: %zu values for %zu sample types", i + 1,
-				    rs[i].nvals, nt);
+			return pb_fail(d, d->end, -EINVAL,
+				       "sample %zu: %zu values for %zu sample types", i + 1,
+				       rs[i].nvals, nt);
 		r->samples[i].location_ids = pool_at(&r->locids, sizeof(uint64_t), rs[i].loc_off);
 		r->samples[i].nlocations = rs[i].nlocs;
 		r->samples[i].values = pool_at(&r->values, sizeof(int64_t), rs[i].val_off);
@@ -625,9 +503,9 @@ static int finish(struct dec *d)
 		r->samples[i].nlabels = rs[i].nlabs;
 		for (j = 0; j < rs[i].nlocs; j++) {
 			if (!pprofread_location_index(r, r->samples[i].location_ids[j]))
-				return fail(d, d->end, -EINVAL, "sample %zu: no location %llu",
-					    i + 1,
-					    (unsigned long long)r->samples[i].location_ids[j]);
+				return pb_fail(d, d->end, -EINVAL, "sample %zu: no location %llu",
+					       i + 1,
+					       (unsigned long long)r->samples[i].location_ids[j]);
 		}
 		for (j = 0; j < rs[i].nlabs; j++) {
 			l = r->samples[i].labels + j;
@@ -661,7 +539,7 @@ static int finish(struct dec *d)
 /* ---- gzip ---------------------------------------------------------------------------------- */
 
 /* Inflates a gzip stream into a malloc'd buffer of at most PPROFREAD_MAX_BYTES. */
-static int gunzip(struct dec *d, const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
+static int gunzip(struct pb_dec *d, const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
 {
 	const size_t piece = 1u << 30; /* zlib's counts are uInt: feed and drain in pieces */
 	size_t cap = len * 4 + 4096, n = 0;
@@ -676,15 +554,15 @@ static int gunzip(struct dec *d, const uint8_t *in, size_t len, uint8_t **out, s
 		return nomem(d);
 	if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
 		free(buf);
-		return fail(d, 0, -ENOMEM, "zlib: inflateInit2 failed");
+		return pb_fail(d, 0, -ENOMEM, "zlib: inflateInit2 failed");
 	}
 	zs.next_in = in;
 	for (;;) {
 		if (n == cap) {
 			if (cap >= PPROFREAD_MAX_BYTES) {
-				ret = fail(d, zs.total_in, -EFBIG,
-					   "gzip: decompresses to more than %llu bytes",
-					   (unsigned long long)PPROFREAD_MAX_BYTES);
+				ret = pb_fail(d, zs.total_in, -EFBIG,
+					      "gzip: decompresses to more than %llu bytes",
+					      (unsigned long long)PPROFREAD_MAX_BYTES);
 				goto cleanup;
 			}
 			cap = cap * 2 > PPROFREAD_MAX_BYTES ? PPROFREAD_MAX_BYTES : cap * 2;
@@ -705,12 +583,12 @@ static int gunzip(struct dec *d, const uint8_t *in, size_t len, uint8_t **out, s
 		if (zret == Z_OK || (zret == Z_BUF_ERROR && zs.avail_out == 0))
 			continue;
 		/* Z_BUF_ERROR with room to write: the input ended inside the stream */
-		ret = fail(d, zs.total_in, zret == Z_MEM_ERROR ? -ENOMEM : -EINVAL,
-			   "gzip: %s at compressed byte %lu",
-			   zret == Z_BUF_ERROR ? "truncated stream"
-			   : zs.msg	       ? zs.msg
-					       : "corrupt stream",
-			   zs.total_in);
+		ret = pb_fail(d, zs.total_in, zret == Z_MEM_ERROR ? -ENOMEM : -EINVAL,
+			      "gzip: %s at compressed byte %lu",
+			      zret == Z_BUF_ERROR ? "truncated stream"
+			      : zs.msg		  ? zs.msg
+						  : "corrupt stream",
+			      zs.total_in);
 		goto cleanup;
 	}
 	*out = buf;
@@ -774,14 +652,14 @@ static struct pprofread *reader_alloc(void)
 struct pprofread *pprofread__new(const uint8_t *data, size_t len, const char *name, char *err,
 				 size_t errlen)
 {
-	struct dec d = {.name = name ? name : "profile", .err = err, .errlen = errlen};
+	struct pb_dec d = {.name = name ? name : "profile", .err = err, .errlen = errlen};
 	uint8_t *plain = NULL;
 	size_t plain_len = len;
 
 	if (err && errlen)
 		err[0] = '\0';
-	d.r = reader_alloc();
-	if (!d.r) {
+	d.ctx = reader_alloc();
+	if (!d.ctx) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -790,8 +668,8 @@ struct pprofread *pprofread__new(const uint8_t *data, size_t len, const char *na
 			goto cleanup;
 		data = plain;
 	} else if (len > PPROFREAD_MAX_BYTES) {
-		fail_msg(&d, 0, -EFBIG, "more than %llu bytes",
-			 (unsigned long long)PPROFREAD_MAX_BYTES);
+		pb_fail_msg(&d, 0, -EFBIG, "more than %llu bytes",
+			    (unsigned long long)PPROFREAD_MAX_BYTES);
 		goto cleanup;
 	}
 	d.buf = data;
@@ -802,11 +680,11 @@ struct pprofread *pprofread__new(const uint8_t *data, size_t len, const char *na
 cleanup:
 	free(plain);
 	if (d.ret) {
-		pprofread__free(d.r);
+		pprofread__free(d.ctx);
 		errno = -d.ret;
 		return NULL;
 	}
-	return d.r;
+	return d.ctx;
 }
 
 struct pprofread *pprofread__open(const char *path, char *err, size_t errlen)

@@ -81,6 +81,8 @@ int procs_parse_maps_line(const char *line, struct proc_map *m)
 	m->inode = inode;
 	path = line + pos;
 	len = strcspn(path, "\n");
+	m->otel_ctx = strncmp(path, "/memfd:OTEL_CTX", 15) == 0 ||
+		      strncmp(path, "[anon_shmem:OTEL_CTX]", 21) == 0;
 	if (len == 0 || path[0] != '/')
 		return 0;
 	if (len > 10 && strncmp(path + len - 10, " (deleted)", 10) == 0) {

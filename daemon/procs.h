@@ -15,6 +15,9 @@ struct proc_map {
 	uint64_t inode; /* and its inode: what a path must still name to be that file */
 	char *path;	/* NULL for anonymous mappings; " (deleted)" stripped, see `deleted` */
 	bool deleted;
+	/* an OpenTelemetry process context (procctx.h): "/memfd:OTEL_CTX..." (path kept) or
+	 * "[anon_shmem:OTEL_CTX]..." (no path) */
+	bool otel_ctx;
 };
 
 struct proc_maps {

@@ -87,14 +87,15 @@ static struct svc *svc_find(struct service *sv, const char *name)
 }
 
 /* session_identify_fn: the service of a validated Ruby, from the rules, its unit, container... */
-static int identify(void *ctx, const struct ruby_target *t, char *service, size_t len)
+static int identify(void *ctx, const struct ruby_target *t, const struct procctx_attrs *otel,
+		    char *service, size_t len)
 {
 	struct service *sv = ctx;
 	struct app_identity id;
 	struct svc *s;
 	int err;
 
-	err = appname_identify(t->pid, sv->rules, &id);
+	err = appname_identify_with(t->pid, sv->rules, otel ? otel->service_name : NULL, &id);
 	if (err)
 		return err;
 	if (id.ignore)
@@ -155,6 +156,9 @@ struct svc_facts {
 	const char *ruby_version;
 	const char *container; /* shared by every process of the service, else NULL */
 	bool mixed_container;
+	/* of its process contexts (procctx.h): shared by every process sampled, else NULL */
+	const char *service_version, *environment;
+	bool mixed_version, mixed_environment;
 	uint64_t samples;
 };
 
@@ -175,12 +179,30 @@ static void facts_of(void *ctx, const struct agg_proc *p)
 	}
 }
 
+/* A value every process of the service shares, or none (*mixed once two differ). */
+static void shared(const char **have, bool *mixed, const char *v)
+{
+	if (*mixed)
+		return;
+	if (!*have)
+		*have = v;
+	else if (strcmp(*have, v) != 0) {
+		*have = NULL;
+		*mixed = true;
+	}
+}
+
 static void samples_of(void *ctx, const struct agg_stack *st)
 {
 	struct svc_facts *f = ctx;
+	const struct agg_proc_info *info = agg_proc_info(st->proc);
 
-	if (strcmp(agg_proc_info(st->proc)->service, f->name) == 0)
-		f->samples += (uint64_t)st->values[0];
+	if (strcmp(info->service, f->name) != 0)
+		return;
+	f->samples += (uint64_t)st->values[0];
+	/* of the processes sampled in this interval (a relabelled one's old entry has none) */
+	shared(&f->service_version, &f->mixed_version, info->service_version);
+	shared(&f->environment, &f->mixed_environment, info->environment);
 }
 
 /* Adds a label unless its key is there already: the first wins. */
@@ -213,6 +235,12 @@ static size_t series_labels(struct service *sv, const struct svc_facts *f, struc
 		add_label(l, &n, max, "ruby_version", f->ruby_version);
 	if (f->container && f->container[0])
 		add_label(l, &n, max, "container_id", f->container);
+	/* OpenTelemetry's resource attributes, named as collectors take label names ('_' for
+	 * '.', as protocol.c's label_name and Prometheus' OTLP translation write them) */
+	if (f->service_version && f->service_version[0])
+		add_label(l, &n, max, "service_version", f->service_version);
+	if (f->environment && f->environment[0])
+		add_label(l, &n, max, "deployment_environment_name", f->environment);
 	for (i = 0; i < sv->cfg->nlabels; i++)
 		add_label(l, &n, max, sv->cfg->labels[i].key, sv->cfg->labels[i].value);
 	for (i = 0; s && i < s->id.nlabels; i++)
@@ -240,7 +268,7 @@ static int write_service(struct service *sv, const char *name, int64_t until_wal
 {
 	struct svc_facts f = {.name = name};
 	unsigned int hz = session_frequency(sv->session);
-	struct spool_label labels[8 + CONFIG_MAX_LABELS + APPNAME_MAX_LABELS];
+	struct spool_label labels[10 + CONFIG_MAX_LABELS + APPNAME_MAX_LABELS];
 	struct spool_meta meta;
 	struct pprof *p;
 	uint8_t *data = NULL;
@@ -328,6 +356,8 @@ static void end_interval(struct service *sv, int64_t now)
 	/* services with no process left are forgotten */
 	hmap_filter(&sv->svcs, unseen, NULL);
 	agg_cut(session_agg(sv->session));
+	/* what the apps published since: labels of the next interval */
+	session_poll_contexts(sv->session);
 	spool_expire(sv->spool, until);
 	/* the shipper's thread takes them from here; the loop never waits for it */
 	if (sv->ship)

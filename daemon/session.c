@@ -45,8 +45,9 @@ struct session {
 	struct agg *agg;
 	struct wall *wall; /* --clock wall, else NULL */
 	unsigned int frequency;
-	int64_t now;	   /* of the records being consumed */
-	int64_t last_read; /* when the ring buffer was last read (CLOCK_MONOTONIC) */
+	int64_t now;			/* of the records being consumed */
+	int64_t last_read;		/* when the ring buffer was last read (CLOCK_MONOTONIC) */
+	struct procctx_stats ctx_stats; /* OpenTelemetry process contexts */
 	/* start time of the last process whose threads the iterator listed */
 	pid_t iter_pid;
 	uint64_t iter_start;
@@ -124,32 +125,73 @@ static void wall_enable(struct session *s, const struct ruby_target *t, struct r
 		bpf->flags |= RP_PROCF_WALL_RUNNING;
 }
 
+/* What a process context that was refused says, once per process. */
+static void context_refused(struct procctx *pc, pid_t pid)
+{
+	if (pc->logged)
+		return;
+	pc->logged = true;
+	log_warn("pid %d: its OpenTelemetry process context is not used (%s): %s", (int)pid,
+		 procctx_refusal_name(pc->last), pc->why);
+}
+
+/* Logs a refused context, or the attributes of a context read that were refused, once. */
+static void context_logged(struct procctx *pc, pid_t pid, enum procctx_result res)
+{
+	if (res == PROCCTX_REFUSED) {
+		context_refused(pc, pid);
+	} else if (res == PROCCTX_CHANGED && pc->attrs.refused_values && !pc->logged) {
+		pc->logged = true;
+		log_warn("pid %d: %u attributes of its OpenTelemetry process context are not used "
+			 "(value): not a string of at most %d bytes of UTF-8 without control "
+			 "characters",
+			 (int)pid, pc->attrs.refused_values, PROCCTX_VALUE_MAX);
+	}
+}
+
 static int on_enable(void *ctx, const struct ruby_target *t, bool fresh)
 {
 	struct session *s = ctx;
+	struct procctx pc = {0};
 	struct rp_thread_tp tp;
 	struct rp_proc bpf = t->bpf;
 	char service[128] = "";
 	size_t n = 0;
 	int err;
 
+	if (fresh) {
+		/* discovery read its maps just now: no second look at them for a while */
+		if (!t->notel_ctx)
+			pc.polls = 1;
+		context_logged(&pc, t->pid,
+			       procctx_poll(&pc, t->pid, t->otel_ctx, t->notel_ctx, &s->ctx_stats));
+	}
 	if (s->opts.identify) {
-		err = s->opts.identify(s->opts.identify_ctx, t, service, sizeof(service));
-		if (err)
+		err = s->opts.identify(s->opts.identify_ctx, t,
+				       pc.published_at_ns ? &pc.attrs : NULL, service,
+				       sizeof(service));
+		if (err) {
+			procctx_release(&pc);
 			return err;
+		}
 	}
 	/* The BPF side walks this pid only while it is this process (not a later one). */
-	if (s->iter_pid != t->pid && threads_of(s, t->pid, &tp, 1, &n) == 0 && !n)
+	if (s->iter_pid != t->pid && threads_of(s, t->pid, &tp, 1, &n) == 0 && !n) {
+		procctx_release(&pc);
 		return -ESRCH;
+	}
 	bpf.start_time = s->iter_pid == t->pid ? s->iter_start : 0;
 	if (!fresh && collector_update(s->coll, t) == 0) {
+		/* a fork child validated on its own: its context (not its parent's) is looked for
+		 * by session_poll_contexts */
 		wall_enable(s, t, &bpf);
 		err = sampler_set_proc(s->sampler, (uint32_t)t->pid, &bpf);
 		if (err && s->wall)
 			wall_remove(s->wall, t->pid);
 		return err;
 	}
-	err = collector_add(s->coll, t, service);
+	err = collector_add(s->coll, t, service, &pc);
+	procctx_release(&pc);
 	if (err)
 		return err;
 	wall_enable(s, t, &bpf);
@@ -223,7 +265,7 @@ static int identify_alone(void *ctx, pid_t pid, char *service, size_t len)
 	struct app_identity id;
 
 	if (s->opts.identify)
-		return s->opts.identify(s->opts.identify_ctx, &t, service, len);
+		return s->opts.identify(s->opts.identify_ctx, &t, NULL, service, len);
 	if (appname_identify(pid, NULL, &id) == 0)
 		snprintf(service, len, "%s", id.service);
 	return 0;
@@ -514,6 +556,33 @@ struct agg *session_agg(struct session *s)
 	return s->agg;
 }
 
+static void poll_context(void *ctx, const struct ruby_target *t, struct procctx *pc)
+{
+	struct session *s = ctx;
+	char service[128] = "";
+	enum procctx_result res;
+
+	res = procctx_poll(pc, t->pid, NULL, 0, &s->ctx_stats);
+	context_logged(pc, t->pid, res);
+	if (res != PROCCTX_CHANGED && res != PROCCTX_GONE)
+		return;
+	/* named again: its service.name may be new; a rule that would now ignore it does not
+	 * stop a process already profiled (it keeps its name) */
+	if (s->opts.identify &&
+	    s->opts.identify(s->opts.identify_ctx, t, pc->published_at_ns ? &pc->attrs : NULL,
+			     service, sizeof(service)))
+		return;
+	if (collector_relabel(s->coll, t->pid, s->opts.identify ? service : NULL))
+		log_warn("pid %d: cannot label its samples from its new process context: out of "
+			 "memory",
+			 (int)t->pid);
+}
+
+void session_poll_contexts(struct session *s)
+{
+	collector_foreach_ruby(s->coll, poll_context, s);
+}
+
 size_t session_active(const struct session *s)
 {
 	return collector_count(s->coll);
@@ -533,6 +602,7 @@ void session_counters(struct session *s, struct session_counters *out)
 	agg_stats(s->agg, &out->agg);
 	bounds_stats(&out->bounds);
 	checksum_stats(&out->checksum);
+	out->procctx = s->ctx_stats;
 	out->native_on = collector_native_stats(s->coll, &out->native);
 	if (s->wall) {
 		out->wall_on = true;

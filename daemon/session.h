@@ -22,9 +22,10 @@
 #include "tracker.h"
 #include "wall.h"
 
-/* Decides the service (app) of a validated Ruby: 0, or -ECANCELED to leave it alone. */
-typedef int (*session_identify_fn)(void *ctx, const struct ruby_target *t, char *service,
-				   size_t len);
+/* Decides the service (app) of a validated Ruby, with what its OpenTelemetry process context
+ * says (NULL: none): 0, or -ECANCELED to leave it alone. */
+typedef int (*session_identify_fn)(void *ctx, const struct ruby_target *t,
+				   const struct procctx_attrs *otel, char *service, size_t len);
 
 struct session_opts {
 	unsigned int frequency;
@@ -54,6 +55,7 @@ struct session_counters {
 	struct bounds_stats
 		bounds; /* objects past a bound (bounds.h): the daemon's, not the session's */
 	struct checksum_stats checksum; /* debug-file CRC32s (checksum.h): the daemon's too */
+	struct procctx_stats procctx;	/* OpenTelemetry process contexts (procctx.h) */
 };
 
 struct session;
@@ -97,6 +99,13 @@ unsigned int session_frequency(const struct session *s);
 /* The aggregate of the current interval; agg_cut() on it starts the next. */
 struct agg *session_agg(struct session *s);
 /* Ruby processes profiled now / ever. */
+/*
+ * Looks again at every profiled Ruby's OpenTelemetry process context (procctx.h): its header
+ * alone while it stays the same, its mapping looked for with a growing delay while it has none.
+ * A process whose context changed is named again and labelled anew from now on. The service
+ * calls it once per interval.
+ */
+void session_poll_contexts(struct session *s);
 size_t session_active(const struct session *s);
 size_t session_profiled(const struct session *s);
 void session_counters(struct session *s, struct session_counters *out);

@@ -254,7 +254,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	a = agg__new(2, 8);
 	run.c = a ? collector__new(a, 10101010) : NULL;
-	if (!run.c || collector_add(run.c, &t, "fuzz"))
+	if (!run.c || collector_add(run.c, &t, "fuzz", NULL))
 		goto cleanup;
 	if (data[1] & 1) {
 		h.on_ustack = on_ustack;

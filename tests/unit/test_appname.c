@@ -821,3 +821,47 @@ Test(appname, too_many_repetitions_refused)
 	appname_rules__free(rules1(
 		"cmdline ~ [+*?{]+\\+\\*\\?\\{ [*+?]* a+ b+ c+ d+ e+ f+ g+ h+ i+ j+ => name=x"));
 }
+
+/* ---- the OpenTelemetry process context's service.name ------------------------------------- */
+
+Test(appname, otel_service_name_after_rules_before_the_unit)
+{
+	const char *texts[] = {"cmdline ~ ^ruby app\\.rb$ => name=from-rule"};
+	const char *other[] = {"cmdline ~ ^ruby app\\.rb$ => team=a"};
+	struct appname_input in = {
+		.cgroup_text = V1_SERVICE, .exe = "/usr/bin/ruby", .comm = "ruby"};
+	struct appname_rules *r, *labels_only;
+	struct app_identity id;
+	size_t bad;
+	char msg[200];
+	struct cmd c;
+
+	mkcmd(&c, APP_RB, 0);
+	in.cmdline = c.buf;
+	in.cmdline_len = c.len;
+	in.otel_service = "billing api";
+	/* before the unit (shop-web), sanitized as every name */
+	cr_assert_eq(appname_identify_from(&in, NULL, &id), 0);
+	cr_assert_str_eq(id.service, "billing_api");
+	cr_assert_str_eq(id.source, "otel");
+	cr_assert_str_eq(id.unit, "shop-web.service");
+	/* a rule that names it still wins */
+	r = appname_rules__new(texts, 1, &bad, msg, sizeof(msg));
+	cr_assert_not_null(r, "%s", msg);
+	cr_assert_eq(appname_identify_from(&in, r, &id), 0);
+	cr_assert_str_eq(id.service, "from-rule");
+	cr_assert_str_eq(id.source, "rule");
+	/* one with labels only does not name it: service.name does */
+	labels_only = appname_rules__new(other, 1, &bad, msg, sizeof(msg));
+	cr_assert_not_null(labels_only, "%s", msg);
+	cr_assert_eq(appname_identify_from(&in, labels_only, &id), 0);
+	cr_assert_str_eq(id.service, "billing_api");
+	cr_assert_eq(id.nlabels, 1);
+	/* empty: the unit, as without a context */
+	in.otel_service = "";
+	cr_assert_eq(appname_identify_from(&in, NULL, &id), 0);
+	cr_assert_str_eq(id.service, "shop-web");
+	cr_assert_str_eq(id.source, "systemd");
+	appname_rules__free(r);
+	appname_rules__free(labels_only);
+}

@@ -34,7 +34,7 @@ static struct collector *setup(struct agg **agg)
 	target.nspid = getpid();
 	target.off = &off;
 	snprintf(target.version, sizeof(target.version), "3.1.2");
-	cr_assert_eq(collector_add(c, &target, "test"), 0);
+	cr_assert_eq(collector_add(c, &target, "test", NULL), 0);
 	return c;
 }
 
@@ -139,7 +139,7 @@ Test(collector, ruby_thread_labels)
 	target.pid = getpid();
 	target.off = &o;
 	snprintf(target.version, sizeof(target.version), "3.3.8");
-	cr_assert_eq(collector_add(c, &target, "test"), 0);
+	cr_assert_eq(collector_add(c, &target, "test", NULL), 0);
 
 	sample(&s, getpid());
 	s.ruby_thread = (uint64_t)(uintptr_t)th;

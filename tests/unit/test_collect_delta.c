@@ -34,7 +34,7 @@ static struct collector *setup(struct agg **agg)
 	target.off = img.off;
 	target.symbols = img.roots[FAKEMEM_SYMBOLS];
 	snprintf(target.version, sizeof(target.version), "3.1.2");
-	cr_assert_eq(collector_add(c, &target, "test"), 0);
+	cr_assert_eq(collector_add(c, &target, "test", NULL), 0);
 	return c;
 }
 
@@ -138,7 +138,7 @@ Test(collector_delta, other_base_or_process_is_not_reused)
 	feed(c, f, 3, 2, DEPTH, FAKEMEM_PID); /* sample 2 was lost */
 	cr_assert_eq(reused(c), 0);
 	collector_remove(c, FAKEMEM_PID);
-	cr_assert_eq(collector_add(c, &target, "test"), 0);
+	cr_assert_eq(collector_add(c, &target, "test", NULL), 0);
 	feed(c, f, 4, 3, DEPTH, FAKEMEM_PID); /* a new process with that pid */
 	cr_assert_eq(reused(c), 0);
 	collector__free(c);
