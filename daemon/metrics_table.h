@@ -77,7 +77,7 @@
 	VALUE(M_NATIVE_UNWIND_PAST_COPY, "event", "past_copy", S->c.native.unw.past_copy) \
 	VALUE(M_NATIVE_UNWIND_NO_MODULES, "event", "no_modules", S->c.native.unw.no_dwfl) \
 	VALUE(M_NATIVE_UNWIND_REFRESHED, "event", "refreshed", S->c.native.unw.refreshed) \
-	FAMILY("rubyprofd_native_unwinds_over_budget_total", COUNTER, NATIVE, "Native stacks not unwound: their process's unwinding had used its 100 ms of the main loop in that second (the samples keep their Ruby frames).") \
+	FAMILY("rubyprofd_native_unwinds_over_budget_total", COUNTER, NATIVE, "Native stacks not unwound: their process's unwinding had used its 100 ms of the main loop's CPU time in that second (the samples keep their Ruby frames).") \
 	VALUE(M_NATIVE_UNWINDS_OVER_BUDGET, NULL, NULL, S->c.native.unw.over_budget) \
 	FAMILY("rubyprofd_native_elf_parsed_total", COUNTER, NATIVE, "ELF objects parsed for unwinding (each once while a process uses it).") \
 	VALUE(M_NATIVE_ELF_PARSED, NULL, NULL, S->c.native.unw.elf.misses) \
