@@ -37,6 +37,7 @@ static const struct {
 	[BOUND_OBJECT] = {"object", BOUND_OBJECT_BYTES, "not read, its frames not unwound"},
 	[BOUND_REGULAR] = {"not_regular", 0, "not read"},
 	[BOUND_MAPS] = {"maps", BOUND_MAPS_BYTES, "the process is not profiled"},
+	[BOUND_SECTIONS] = {"sections", BOUND_SECTION_COUNT, "not read"},
 };
 
 void bounds_set_pid(pid_t pid)
@@ -78,12 +79,15 @@ void bounds_refuse(enum bound_id b, const char *path, uint64_t dev, uint64_t ino
 			 text_clean_copy(path, shown, sizeof(shown)), what, bounds[b].then);
 		return;
 	}
-	if (bounds[b].bytes >= 1ULL << 20)
+	if (b == BOUND_SECTIONS)
+		snprintf(bound, sizeof(bound), "%" PRIu64 " sections", bounds[b].bytes);
+	else if (bounds[b].bytes >= 1ULL << 20)
 		snprintf(bound, sizeof(bound), "%" PRIu64 " MiB", bounds[b].bytes >> 20);
 	else
 		snprintf(bound, sizeof(bound), "%" PRIu64 " bytes", bounds[b].bytes);
 	if (size)
-		snprintf(of, sizeof(of), " of %" PRIu64 " bytes", size);
+		snprintf(of, sizeof(of), " of %" PRIu64 " %s", size,
+			 b == BOUND_SECTIONS ? "sections" : "bytes");
 	log_warn("%s\"%s\": %s%s is past the bound of %s: %s", pid,
 		 text_clean_copy(path, shown, sizeof(shown)), what, of, bound, bounds[b].then);
 }

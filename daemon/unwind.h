@@ -80,7 +80,8 @@ struct unwinder_stats {
 	uint64_t stopped;     /* unwinds that ended at UNWIND_END_STOPPED (truncated) */
 	uint64_t past_copy;   /* unwinds that read above the copied stack */
 	uint64_t no_dwfl;     /* unwinds refused: the process's modules could not be reported */
-	uint64_t evicted;     /* Dwfl dropped at the cache bound */
+	uint64_t evicted;     /* Dwfl dropped: at the bound of processes, or for room in the ELF
+			       * cache (its byte or object bound) */
 	uint64_t refreshed;   /* Dwfl rebuilt: the leaf address was in no module (a new mapping;
 			     * at most once a second per process) */
 	uint64_t over_budget; /* unwinds refused: the process used UNWIND_BUDGET_NS this second */
