@@ -21,6 +21,7 @@ struct logged {
 
 static struct {
 	pid_t pid;
+	bool openat2_logged;
 	struct bounds_stats st;
 	struct logged ring[BOUND_MAX][BOUNDS_LOGGED_MAX];
 	unsigned int next[BOUND_MAX];
@@ -90,6 +91,21 @@ void bounds_refuse(enum bound_id b, const char *path, uint64_t dev, uint64_t ino
 			 b == BOUND_SECTIONS ? "sections" : "bytes");
 	log_warn("%s\"%s\": %s%s is past the bound of %s: %s", pid,
 		 text_clean_copy(path, shown, sizeof(shown)), what, of, bound, bounds[b].then);
+}
+
+void bounds_openat2_unavailable(const char *path)
+{
+	char shown[256], pid[32] = "";
+
+	B.st.openat2_unavailable++;
+	if (B.openat2_logged)
+		return;
+	B.openat2_logged = true;
+	if (B.pid > 0)
+		snprintf(pid, sizeof(pid), "pid %d: ", (int)B.pid);
+	log_error("%s\"%s\": openat2 is not available (ENOSYS: a kernel before 5.6, or a seccomp "
+		  "filter): no file of a profiled process can be opened safely, none is read",
+		  pid, text_clean_copy(path, shown, sizeof(shown)));
 }
 
 void bounds_stats(struct bounds_stats *out)

@@ -48,8 +48,9 @@ enum bound_id {
 };
 
 struct bounds_stats {
-	uint64_t refused[BOUND_MAX]; /* objects refused, by bound (each time one is met) */
-	uint64_t logged;	     /* of those, the ones logged (once per object) */
+	uint64_t refused[BOUND_MAX];  /* objects refused, by bound (each time one is met) */
+	uint64_t logged;	      /* of those, the ones logged (once per object) */
+	uint64_t openat2_unavailable; /* target files not opened: openat2 said ENOSYS */
 };
 
 /*
@@ -66,6 +67,13 @@ void bounds_set_pid(pid_t pid);
  */
 void bounds_refuse(enum bound_id b, const char *path, uint64_t dev, uint64_t ino, const char *what,
 		   uint64_t size);
+
+/*
+ * A target's file not opened because openat2 is not there (ENOSYS: a kernel before 5.6, or a
+ * seccomp filter that refuses it): there is no other safe way to resolve a path inside a
+ * process's root, so the file is not read. Counted; logged once for the daemon's life.
+ */
+void bounds_openat2_unavailable(const char *path);
 
 void bounds_stats(struct bounds_stats *out);
 /* The name of bound b as the metric's label spells it: "section", "file", "name", "object",

@@ -251,6 +251,8 @@
 	VALUE(M_REFUSED_OBJECTS_SECTIONS, "bound", "sections", S->c.bounds.refused[BOUND_SECTIONS]) \
 	FAMILY("rubyprofd_refused_objects_logged_total", COUNTER, ALWAYS, "Of the refused objects, those logged (one line per object and bound).") \
 	VALUE(M_REFUSED_OBJECTS_LOGGED, NULL, NULL, S->c.bounds.logged) \
+	FAMILY("rubyprofd_openat2_unavailable_total", COUNTER, ALWAYS, "Files of profiled processes not opened: openat2 said ENOSYS (a kernel before 5.6, or a seccomp filter), and no other call resolves a path safely inside a process's root (logged once).") \
+	VALUE(M_OPENAT2_UNAVAILABLE, NULL, NULL, S->c.bounds.openat2_unavailable) \
 	FAMILY("rubyprofd_process_events_total", COUNTER, ALWAYS, "Process life-cycle events from the kernel.") \
 	VALUE(M_PROCESS_EVENTS_EXEC, "event", "exec", S->c.tracker.execs) \
 	VALUE(M_PROCESS_EVENTS_FORK, "event", "fork", S->c.tracker.forks) \
