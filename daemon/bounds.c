@@ -21,6 +21,7 @@ struct logged {
 
 static struct {
 	pid_t pid;
+	struct log_limit limit; /* a churn of tenants' new objects cannot flood the journal */
 	bool openat2_logged;
 	struct bounds_stats st;
 	struct logged ring[BOUND_MAX][BOUNDS_LOGGED_MAX];
@@ -71,6 +72,8 @@ void bounds_refuse(enum bound_id b, const char *path, uint64_t dev, uint64_t ino
 		return;
 	B.st.refused[b]++;
 	if (seen(b, dev, ino, path))
+		return;
+	if (!log_limit_take(&B.limit, clock_mono_ns(), "lines about refused files"))
 		return;
 	B.st.logged++;
 	if (B.pid > 0)
