@@ -66,6 +66,11 @@ struct elfcache *elfcache__new(size_t max, uint64_t max_bytes)
 	return c;
 }
 
+void elfcache_set_max_bytes(struct elfcache *c, uint64_t max_bytes)
+{
+	c->max_bytes = max_bytes ? max_bytes : ELFCACHE_BYTES_DEFAULT;
+}
+
 static void obj_free(struct elfcache_obj *o)
 {
 	if (!o)

@@ -45,6 +45,8 @@ struct elfcache_stats {
 /* max: objects at once (0: ELFCACHE_MAX_DEFAULT); max_bytes: their bytes at once (0:
  * ELFCACHE_BYTES_DEFAULT). NULL with errno set. */
 struct elfcache *elfcache__new(size_t max, uint64_t max_bytes);
+/* A new byte bound (0: ELFCACHE_BYTES_DEFAULT); what is held already stays. */
+void elfcache_set_max_bytes(struct elfcache *c, uint64_t max_bytes);
 /* Frees the cache's own references; an Elf handed out stays valid until its holder ends it. */
 void elfcache__free(struct elfcache *c);
 

@@ -681,6 +681,11 @@ void unwinder_set_budget(struct unwinder *u, int64_t ns)
 	u->budget_ns = ns;
 }
 
+void unwinder_set_elf_bytes(struct unwinder *u, uint64_t bytes)
+{
+	elfcache_set_max_bytes(u->elf, bytes);
+}
+
 int unwinder_unwind(struct unwinder *u, const struct unwind_input *in, uint64_t *pcs, size_t max,
 		    struct unwind_result *res)
 {

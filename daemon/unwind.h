@@ -98,6 +98,8 @@ struct unwinder *unwinder__new(size_t max_procs);
 void unwinder__free(struct unwinder *u);
 /* Another budget than UNWIND_BUDGET_NS (tests). */
 void unwinder_set_budget(struct unwinder *u, int64_t ns);
+/* The shared ELF cache's byte bound (0: ELFCACHE_BYTES_DEFAULT), for tests. */
+void unwinder_set_elf_bytes(struct unwinder *u, uint64_t bytes);
 /* The process exited (or exec'd): its Dwfl goes now. */
 void unwinder_forget(struct unwinder *u, pid_t pid);
 
