@@ -21,6 +21,8 @@ struct logged {
 
 static struct {
 	pid_t pid;
+	struct log_limit limit; /* a churn of tenants' new objects cannot flood the journal */
+	bool openat2_logged;
 	struct bounds_stats st;
 	struct logged ring[BOUND_MAX][BOUNDS_LOGGED_MAX];
 	unsigned int next[BOUND_MAX];
@@ -37,6 +39,7 @@ static const struct {
 	[BOUND_OBJECT] = {"object", BOUND_OBJECT_BYTES, "not read, its frames not unwound"},
 	[BOUND_REGULAR] = {"not_regular", 0, "not read"},
 	[BOUND_MAPS] = {"maps", BOUND_MAPS_BYTES, "the process is not profiled"},
+	[BOUND_SECTIONS] = {"sections", BOUND_SECTION_COUNT, "not read"},
 };
 
 void bounds_set_pid(pid_t pid)
@@ -70,6 +73,8 @@ void bounds_refuse(enum bound_id b, const char *path, uint64_t dev, uint64_t ino
 	B.st.refused[b]++;
 	if (seen(b, dev, ino, path))
 		return;
+	if (!log_limit_take(&B.limit, clock_mono_ns(), "lines about refused files"))
+		return;
 	B.st.logged++;
 	if (B.pid > 0)
 		snprintf(pid, sizeof(pid), "pid %d: ", (int)B.pid);
@@ -78,14 +83,32 @@ void bounds_refuse(enum bound_id b, const char *path, uint64_t dev, uint64_t ino
 			 text_clean_copy(path, shown, sizeof(shown)), what, bounds[b].then);
 		return;
 	}
-	if (bounds[b].bytes >= 1ULL << 20)
+	if (b == BOUND_SECTIONS)
+		snprintf(bound, sizeof(bound), "%" PRIu64 " sections", bounds[b].bytes);
+	else if (bounds[b].bytes >= 1ULL << 20)
 		snprintf(bound, sizeof(bound), "%" PRIu64 " MiB", bounds[b].bytes >> 20);
 	else
 		snprintf(bound, sizeof(bound), "%" PRIu64 " bytes", bounds[b].bytes);
 	if (size)
-		snprintf(of, sizeof(of), " of %" PRIu64 " bytes", size);
+		snprintf(of, sizeof(of), " of %" PRIu64 " %s", size,
+			 b == BOUND_SECTIONS ? "sections" : "bytes");
 	log_warn("%s\"%s\": %s%s is past the bound of %s: %s", pid,
 		 text_clean_copy(path, shown, sizeof(shown)), what, of, bound, bounds[b].then);
+}
+
+void bounds_openat2_unavailable(const char *path)
+{
+	char shown[256], pid[32] = "";
+
+	B.st.openat2_unavailable++;
+	if (B.openat2_logged)
+		return;
+	B.openat2_logged = true;
+	if (B.pid > 0)
+		snprintf(pid, sizeof(pid), "pid %d: ", (int)B.pid);
+	log_error("%s\"%s\": openat2 is not available (ENOSYS: a kernel before 5.6, or a seccomp "
+		  "filter): no file of a profiled process can be opened safely, none is read",
+		  pid, text_clean_copy(path, shown, sizeof(shown)));
 }
 
 void bounds_stats(struct bounds_stats *out)

@@ -17,12 +17,17 @@
  * Debian's libruby 2.7-3.4, libstdc++, libxml2 and nokogiri.so is 0.3 MiB (.dynstr of
  * libstdc++); their largest section of any kind 3.1 MiB (.text of libruby 3.4). */
 #define BOUND_SECTION_BYTES (8ULL << 20)
+/* Sections of one object (libelf keeps a structure of ~270 bytes for each that the file claims,
+ * and e_shnum 0 lets section 0's sh_size claim billions): Debian's shared objects and their
+ * debug files have 25-40; a sparse file's 2 million cost libelf 530 MB and 1.3 s. */
+#define BOUND_SECTION_COUNT 4096ULL
 /* One file read whole (the CRC32 of a debug file that .gnu_debuglink names). */
 #define BOUND_FILE_BYTES    (256ULL << 20)
-/* One object read whole into memory for the unwinder (stacks = mixed: its CFI, symbols and
- * code): Debian's libruby 3.1 is 3.7 MiB, libc 1.9, libstdc++ 2.1, libcrypto 4.5; libLLVM-14,
- * the largest shared object here, 105 MiB. */
-#define BOUND_OBJECT_BYTES  (128ULL << 20)
+/* The parts of one object read into memory for the unwinder (stacks = mixed: headers, CFI,
+ * symbol and string tables, notes; elfcache_image), or of one separate debug file: of Debian's
+ * libruby 3.1 (a 3.7 MiB file) 0.5 MiB, libc 0.3, libstdc++ 0.7, libcrypto 0.8; of libLLVM-14,
+ * the largest shared object here (105 MiB), 9.5 MiB. */
+#define BOUND_OBJECT_BYTES  (16ULL << 20)
 /* One C++ name demangled, mangled and demangled (DEMANGLE_INPUT_MAX and DEMANGLE_MAX of
  * demangle.h, with the NUL): past it the name is kept mangled. */
 #define BOUND_NAME_BYTES    1024ULL
@@ -32,18 +37,20 @@
 #define BOUND_MAPS_BYTES    (2ULL << 20)
 
 enum bound_id {
-	BOUND_SECTION, /* a section larger than BOUND_SECTION_BYTES */
-	BOUND_FILE,    /* a file read whole larger than BOUND_FILE_BYTES */
-	BOUND_NAME,    /* a C++ name longer than BOUND_NAME_BYTES, mangled or demangled */
-	BOUND_OBJECT,  /* an object to unwind in larger than BOUND_OBJECT_BYTES */
-	BOUND_REGULAR, /* not a regular file (a FIFO, a device) where a file is read: no size */
-	BOUND_MAPS,    /* a process's list of mappings longer than BOUND_MAPS_BYTES */
+	BOUND_SECTION,	/* a section larger than BOUND_SECTION_BYTES */
+	BOUND_FILE,	/* a file read whole larger than BOUND_FILE_BYTES */
+	BOUND_NAME,	/* a C++ name longer than BOUND_NAME_BYTES, mangled or demangled */
+	BOUND_OBJECT,	/* an object to unwind in whose parts to read pass BOUND_OBJECT_BYTES */
+	BOUND_REGULAR,	/* not a regular file (a FIFO, a device) where a file is read: no size */
+	BOUND_MAPS,	/* a process's list of mappings longer than BOUND_MAPS_BYTES */
+	BOUND_SECTIONS, /* an object that claims more than BOUND_SECTION_COUNT sections */
 	BOUND_MAX,
 };
 
 struct bounds_stats {
-	uint64_t refused[BOUND_MAX]; /* objects refused, by bound (each time one is met) */
-	uint64_t logged;	     /* of those, the ones logged (once per object) */
+	uint64_t refused[BOUND_MAX];  /* objects refused, by bound (each time one is met) */
+	uint64_t logged;	      /* of those, the ones logged (once per object) */
+	uint64_t openat2_unavailable; /* target files not opened: openat2 said ENOSYS */
 };
 
 /*
@@ -61,11 +68,18 @@ void bounds_set_pid(pid_t pid);
 void bounds_refuse(enum bound_id b, const char *path, uint64_t dev, uint64_t ino, const char *what,
 		   uint64_t size);
 
+/*
+ * A target's file not opened because openat2 is not there (ENOSYS: a kernel before 5.6, or a
+ * seccomp filter that refuses it): there is no other safe way to resolve a path inside a
+ * process's root, so the file is not read. Counted; logged once for the daemon's life.
+ */
+void bounds_openat2_unavailable(const char *path);
+
 void bounds_stats(struct bounds_stats *out);
 /* The name of bound b as the metric's label spells it: "section", "file", "name", "object",
- * "not_regular". */
+ * "not_regular", "maps", "sections". */
 const char *bounds_name(enum bound_id b);
-/* A bound's size in bytes. */
+/* A bound's size: bytes, or sections for BOUND_SECTIONS. */
 uint64_t bounds_bytes(enum bound_id b);
 
 #endif

@@ -62,25 +62,37 @@ static const uint8_t *code_of(Elf *elf, GElf_Addr addr, size_t len)
 
 int coldpart_find(Dwfl_Module *mod, uint64_t start, uint64_t end, uint64_t *in_cold)
 {
-	Dwarf_Addr bias = 0, cbias = 0;
-	struct cfa_rule at_jump, there;
+	Dwarf_Addr bias = 0;
 	const uint8_t *code;
-	uint64_t target, site;
-	Dwarf_CFI *cfi;
-	size_t i, len, ilen;
-	int32_t disp;
 	Elf *elf;
 
 	if (!mod || end <= start)
 		return -EINVAL;
 	elf = dwfl_module_getelf(mod, &bias);
-	cfi = dwfl_module_eh_cfi(mod, &cbias);
-	if (!elf || !cfi || start < bias)
+	if (!elf || start < bias)
 		return -ENOENT;
-	len = end - start;
-	code = code_of(elf, start - bias, len);
+	code = code_of(elf, start - bias, end - start);
 	if (!code)
 		return -ENOENT;
+	return coldpart_find_code(mod, start, end, code, in_cold);
+}
+
+int coldpart_find_code(Dwfl_Module *mod, uint64_t start, uint64_t end, const uint8_t *code,
+		       uint64_t *in_cold)
+{
+	struct cfa_rule at_jump, there;
+	Dwarf_Addr cbias = 0;
+	uint64_t target, site;
+	Dwarf_CFI *cfi;
+	size_t i, len, ilen;
+	int32_t disp;
+
+	if (!mod || !code || end <= start)
+		return -EINVAL;
+	cfi = dwfl_module_eh_cfi(mod, &cbias);
+	if (!cfi)
+		return -ENOENT;
+	len = end - start;
 	/*
 	 * Every jmp rel32 (e9) and jcc rel32 (0f 80..8f) that leaves the function. The scan is of
 	 * bytes, not decoded instructions: a match inside another instruction would have to land in

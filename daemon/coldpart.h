@@ -19,5 +19,9 @@
  * file), -EINVAL.
  */
 int coldpart_find(Dwfl_Module *mod, uint64_t start, uint64_t end, uint64_t *in_cold);
+/* The same with the function's bytes given (code: end - start bytes, read from the process: the
+ * unwinder's images hold no code, elfcache.h). */
+int coldpart_find_code(Dwfl_Module *mod, uint64_t start, uint64_t end, const uint8_t *code,
+		       uint64_t *in_cold);
 
 #endif

@@ -121,6 +121,20 @@ static int scn_view(struct elf_file *ef, size_t idx, struct scn_view *v)
 }
 
 /*
+ * Whether string table idx (within the bound) ends in a NUL, as every sound one does. libelf's
+ * elf_strptr looks for the NUL that ends a name from the table's end backwards, on every call:
+ * in a table without one at its end each name costs the table's size, and a symbol table's
+ * worth of names costs its size squared (a 2 MiB .dynstr and 100,000 symbols: minutes).
+ */
+static bool strtab_ends_in_nul(struct elf_file *ef, size_t idx)
+{
+	Elf_Scn *scn = elf_getscn(ef->elf, idx);
+	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+
+	return d && d->d_buf && d->d_size && ((const char *)d->d_buf)[d->d_size - 1] == '\0';
+}
+
+/*
  * A symbol table (or any section that claims to be one through a relocation section's sh_link):
  * right type and entry size, and a string table behind its own sh_link. *strndx receives that.
  */
@@ -145,6 +159,8 @@ static int symtab_view(struct elf_file *ef, size_t idx, struct scn_view *v, size
 	/* elf_strptr reads the string table whole */
 	if (past_bound(ef, v->shdr.sh_link, strshdr.sh_size))
 		return -EFBIG;
+	if (!strtab_ends_in_nul(ef, v->shdr.sh_link))
+		return -EINVAL;
 	*strndx = v->shdr.sh_link;
 	return 0;
 }
@@ -361,10 +377,39 @@ static int elf_file_load_headers(struct elf_file *ef)
 		GElf_Shdr strs;
 
 		if (!gelf_getshdr(elf_getscn(ef->elf, ef->shstrndx), &strs) ||
-		    past_bound(ef, ef->shstrndx, strs.sh_size))
+		    strs.sh_type != SHT_STRTAB || past_bound(ef, ef->shstrndx, strs.sh_size) ||
+		    !strtab_ends_in_nul(ef, ef->shstrndx))
 			ef->shstrndx = SHN_UNDEF;
 	}
 	return 0;
+}
+
+/*
+ * The section count the file claims, before libelf sees it (elf_begin makes a structure for each
+ * claimed section): e_shnum, or with e_shnum 0 section 0's sh_size, at most BOUND_SECTION_COUNT
+ * (past it refused: counted and logged). 0, or -ENOEXEC. What else
+ * the headers say is checked once libelf has read them (elf_file_load_headers).
+ */
+static int section_count_within_bound(struct elf_file *ef)
+{
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh0;
+	uint64_t n;
+
+	if (pread(ef->fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || !eh.e_shoff)
+		return 0; /* not ELF64, or no sections: libelf says what it is */
+	n = eh.e_shnum;
+	if (!n) {
+		if (pread(ef->fd, &sh0, sizeof(sh0), (off_t)eh.e_shoff) != (ssize_t)sizeof(sh0))
+			return 0; /* a table outside the file: refused by the header checks */
+		n = sh0.sh_size;
+	}
+	if (n <= BOUND_SECTION_COUNT)
+		return 0;
+	bounds_refuse(BOUND_SECTIONS, ef->shown ? ef->shown : ef->path, ef->dev, ef->ino,
+		      "the section header table", n);
+	return -ENOEXEC;
 }
 
 struct elf_file *elf_file__open(const char *path)
@@ -410,6 +455,9 @@ struct elf_file *elf_file__open_shown(const char *path, const char *shown)
 		err = -ENOEXEC;
 		goto cleanup;
 	}
+	err = section_count_within_bound(ef);
+	if (err)
+		goto cleanup;
 	ef->elf = elf_begin(ef->fd, ELF_C_READ, NULL);
 	if (!ef->elf) {
 		err = -ENOEXEC;

@@ -5,8 +5,9 @@
  * inode, size, mtime) when it has none. Forked workers of one master map the same files: each
  * object is read and parsed once, not once per process.
  *
- * An object is read whole into memory (never mapped: a target can truncate its file), at most
- * BOUND_OBJECT_BYTES (bounds.h) for one. It is held by references (one per process's Dwfl
+ * An object is never mapped (a target can truncate its file) nor read whole: the parts that
+ * unwinding reads are copied into an image of ours (elfcache_image), at most BOUND_OBJECT_BYTES
+ * (bounds.h) for one. It is held by references (one per process's Dwfl
  * module that uses it) and freed when the last goes. At most `max` objects and `max_bytes`
  * bytes at once: past either a file is refused (its module unwinds without it), and that is
  * counted.
@@ -17,12 +18,14 @@
 #include <libelf.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 /* Objects kept at once, by default. */
 #define ELFCACHE_MAX_DEFAULT   512
-/* Bytes of objects kept at once, by default: a Ruby 3.1 process of Debian's with its usual
- * libraries holds 9 MiB (libruby 3.7, libc 1.9, libstdc++ 2.1 when loaded, docs/security.md). */
-#define ELFCACHE_BYTES_DEFAULT (256ULL << 20)
+/* Bytes of images kept at once, by default: the images of Debian's libruby 3.1, libc and
+ * libstdc++ are 0.5, 0.3 and 0.7 MiB; all the files a Ruby 3.1 with nokogiri maps, ~2 MiB
+ * (docs/security.md). */
+#define ELFCACHE_BYTES_DEFAULT (24ULL << 20)
 
 struct elfcache;
 struct elfcache_obj;
@@ -36,19 +39,21 @@ struct elfcache_stats {
 	uint64_t freed;	     /* objects freed: their last reference went */
 	uint64_t objects;    /* objects held now */
 	uint64_t peak;	     /* most objects held at once */
-	uint64_t bytes;	     /* bytes of the objects held (read into memory) */
+	uint64_t bytes;	     /* bytes of the objects' images held */
 };
 
 /* max: objects at once (0: ELFCACHE_MAX_DEFAULT); max_bytes: their bytes at once (0:
  * ELFCACHE_BYTES_DEFAULT). NULL with errno set. */
 struct elfcache *elfcache__new(size_t max, uint64_t max_bytes);
+/* A new byte bound (0: ELFCACHE_BYTES_DEFAULT); what is held already stays. */
+void elfcache_set_max_bytes(struct elfcache *c, uint64_t max_bytes);
 /* Frees the cache's own references; an Elf handed out stays valid until its holder ends it. */
 void elfcache__free(struct elfcache *c);
 
 /*
  * The object of fd (an open regular file; the call takes it: closed in every case), with one more
  * reference; shown: its path as the process sees it, for the log line of a refusal. NULL with
- * errno: ENOSPC (the cache is at one of its bounds), EFBIG (the file is past
+ * errno: ENOSPC (the cache is at one of its bounds), EFBIG (the parts to read are past
  * BOUND_OBJECT_BYTES: counted and logged by bounds.h), ENOEXEC (not ELF), EIO (it changed while
  * read), or another errno.
  */
@@ -68,6 +73,21 @@ void elfcache_put(struct elfcache *c, struct elfcache_obj *o);
  */
 int elfcache_reserve(struct elfcache *c, uint64_t bytes);
 void elfcache_release(struct elfcache *c, uint64_t bytes);
+
+/*
+ * The image of the ELF object of fd (st: its fstat) in a new memory file, sealed against
+ * shrinking: its ELF header, program headers and section headers, and the sections unwinding
+ * and naming read (symbol tables and the string tables they name, notes, .dynamic, .eh_frame,
+ * .eh_frame_hdr, .debug_frame, .gnu_debuglink, the section names), packed; every other section
+ * is SHT_NOBITS there, and a program header points into the image where a kept section holds
+ * its bytes. At most `max` bytes are read, checked before any section is: past it -EFBIG,
+ * *needed saying what it would have taken. The memory file's fd, its size in *bytes; or
+ * -E2BIG (more than BOUND_SECTION_COUNT sections: *needed says how many), -ENOEXEC (not a
+ * 64-bit little-endian ELF object, more than 1024 program headers, headers outside the file),
+ * -EIO (shorter than st says: changed while read),
+ * -ENOMEM, or another -errno.
+ */
+int elfcache_image(int fd, const struct stat *st, uint64_t max, uint64_t *bytes, uint64_t *needed);
 
 void elfcache_stats(const struct elfcache *c, struct elfcache_stats *out);
 

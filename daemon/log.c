@@ -92,3 +92,23 @@ void log_line(enum log_level level, const char *fmt, ...)
 	log_vline(level, NULL, fmt, ap);
 	va_end(ap);
 }
+
+bool log_limit_take(struct log_limit *l, int64_t now, const char *what)
+{
+	if (!l->window_start || now - l->window_start >= LOG_LIMIT_WINDOW_NS) {
+		if (l->suppressed)
+			log_msg(LOG_LVL_WARN,
+				"%llu %s suppressed in the last minute (at most %d a minute)",
+				(unsigned long long)l->suppressed, what, LOG_LIMIT_LINES);
+		l->window_start = now ? now : 1;
+		l->lines = 0;
+		l->suppressed = 0;
+	}
+	if (l->lines < LOG_LIMIT_LINES) {
+		l->lines++;
+		return true;
+	}
+	l->suppressed++;
+	l->suppressed_total++;
+	return false;
+}

@@ -70,7 +70,7 @@
 	VALUE(M_NATIVE_TRUNCATED, NULL, NULL, S->c.native.truncated) \
 	FAMILY("rubyprofd_native_unpaired_total", COUNTER, NATIVE, "Ruby stacks shown without native frames: their copy was missing.") \
 	VALUE(M_NATIVE_UNPAIRED, NULL, NULL, S->c.native.unpaired) \
-	FAMILY("rubyprofd_native_dwfl_evicted_total", COUNTER, NATIVE, "Per-process unwinding states dropped at their bound.") \
+	FAMILY("rubyprofd_native_dwfl_evicted_total", COUNTER, NATIVE, "Per-process unwinding states dropped: at their bound, or to make room in the shared ELF cache (the least recently used first).") \
 	VALUE(M_NATIVE_DWFL_EVICTED, NULL, NULL, S->c.native.unw.evicted) \
 	FAMILY("rubyprofd_native_unwind_events_total", COUNTER, NATIVE, "Unwinds that stopped early (truncated), read above the copied stack, had no modules to unwind with, and Dwfl states rebuilt for a new mapping.") \
 	VALUE(M_NATIVE_UNWIND_STOPPED, "event", "stopped", S->c.native.unw.stopped) \
@@ -93,7 +93,7 @@
 	VALUE(M_NATIVE_ELF_OBJECTS, NULL, NULL, S->c.native.unw.elf.objects) \
 	FAMILY("rubyprofd_native_elf_objects_peak", GAUGE, NATIVE, "Most ELF objects held for unwinding at once.") \
 	VALUE(M_NATIVE_ELF_OBJECTS_PEAK, NULL, NULL, S->c.native.unw.elf.peak) \
-	FAMILY("rubyprofd_native_elf_bytes", GAUGE, NATIVE, "Bytes of the ELF files held for unwinding (read into memory; bound 256 MiB).") \
+	FAMILY("rubyprofd_native_elf_bytes", GAUGE, NATIVE, "Bytes of the ELF images held for unwinding (the parts of the objects and debug files read into memory; bound 24 MiB).") \
 	VALUE(M_NATIVE_ELF_BYTES, NULL, NULL, S->c.native.unw.elf.bytes) \
 	FAMILY("rubyprofd_kernel_stacks_total", COUNTER, KERNEL, "Kernel stacks put under native frames (kernel_stacks).") \
 	VALUE(M_KERNEL_STACKS, NULL, NULL, S->c.collector.kernel_stacks) \
@@ -248,6 +248,7 @@
 	VALUE(M_REFUSED_OBJECTS_OBJECT, "bound", "object", S->c.bounds.refused[BOUND_OBJECT]) \
 	VALUE(M_REFUSED_OBJECTS_NOT_REGULAR, "bound", "not_regular", S->c.bounds.refused[BOUND_REGULAR]) \
 	VALUE(M_REFUSED_OBJECTS_MAPS, "bound", "maps", S->c.bounds.refused[BOUND_MAPS]) \
+	VALUE(M_REFUSED_OBJECTS_SECTIONS, "bound", "sections", S->c.bounds.refused[BOUND_SECTIONS]) \
 	FAMILY("rubyprofd_refused_objects_logged_total", COUNTER, ALWAYS, "Of the refused objects, those logged (one line per object and bound).") \
 	VALUE(M_REFUSED_OBJECTS_LOGGED, NULL, NULL, S->c.bounds.logged) \
 	FAMILY("rubyprofd_process_contexts_read_total", COUNTER, ALWAYS, "OpenTelemetry process contexts (OTEP 4719) read and decoded: a process's first, and each update (docs/trace-context.md).") \
@@ -259,6 +260,8 @@
 	VALUE(M_PROCESS_CONTEXTS_REFUSED_MEMORY, "reason", "memory", S->c.procctx.refused[PROCCTX_REFUSED_MEMORY]) \
 	VALUE(M_PROCESS_CONTEXTS_REFUSED_PAYLOAD, "reason", "payload", S->c.procctx.refused[PROCCTX_REFUSED_PAYLOAD]) \
 	VALUE(M_PROCESS_CONTEXTS_REFUSED_VALUE, "reason", "value", S->c.procctx.refused[PROCCTX_REFUSED_VALUE]) \
+	FAMILY("rubyprofd_openat2_unavailable_total", COUNTER, ALWAYS, "Files of profiled processes not opened: openat2 said ENOSYS (a kernel before 5.6, or a seccomp filter), and no other call resolves a path safely inside a process's root (logged once).") \
+	VALUE(M_OPENAT2_UNAVAILABLE, NULL, NULL, S->c.bounds.openat2_unavailable) \
 	FAMILY("rubyprofd_process_events_total", COUNTER, ALWAYS, "Process life-cycle events from the kernel.") \
 	VALUE(M_PROCESS_EVENTS_EXEC, "event", "exec", S->c.tracker.execs) \
 	VALUE(M_PROCESS_EVENTS_FORK, "event", "fork", S->c.tracker.forks) \

@@ -319,6 +319,9 @@ int procs_open_in_root(const char *root, const char *path)
 	if (fd < 0)
 		fd = -errno;
 	close(dfd);
+	/* no fallback: a plain openat would follow the target's links out of its root */
+	if (fd == -ENOSYS)
+		bounds_openat2_unavailable(path);
 	return procs_regular(fd, path);
 }
 

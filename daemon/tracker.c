@@ -65,6 +65,7 @@ struct tracker {
 	struct hmap by_pid; /* pid -> struct entry * */
 	int64_t next_due;
 	struct tracker_stats stats;
+	struct log_limit log_limit; /* the lines about processes (log.h): a churn cannot flood */
 };
 
 static int64_t min64(int64_t a, int64_t b)
@@ -231,8 +232,9 @@ static void took_slow(struct tracker *tr, struct entry *e, int64_t ns)
 	if (e->slow_logged)
 		return;
 	e->slow_logged = true;
-	log_warn("pid %d: looking at its Ruby took %lld ms of the main loop (more than %lld ms)",
-		 e->pid, (long long)(ns / 1000000), SLOW_CHECK_NS / 1000000);
+	log_limited(&tr->log_limit, LOG_LVL_WARN,
+		    "pid %d: looking at its Ruby took %lld ms of the main loop (more than %lld ms)",
+		    e->pid, (long long)(ns / 1000000), SLOW_CHECK_NS / 1000000);
 }
 
 /* Runs discovery on a pending (or forked) process and acts on the answer. */
@@ -256,12 +258,14 @@ static void check(struct tracker *tr, struct entry *e, int64_t now)
 	case DISCOVER_READY:
 		err = tr->ops.enable(tr->ops.ctx, &t, fresh);
 		if (err == -ECANCELED) {
-			log_info("pid %d: not profiled: a rule says to ignore it", e->pid);
+			log_limited(&tr->log_limit, LOG_LVL_INFO,
+				    "pid %d: not profiled: a rule says to ignore it", e->pid);
 			refuse(tr, e, TRACKER_REFUSED_IGNORED);
 			return;
 		}
 		if (err) {
-			log_error("pid %d: cannot start profiling: %s", e->pid, strerror(-err));
+			log_limited(&tr->log_limit, LOG_LVL_ERROR,
+				    "pid %d: cannot start profiling: %s", e->pid, strerror(-err));
 			refuse(tr, e, TRACKER_REFUSED_ERROR);
 			return;
 		}
@@ -270,6 +274,8 @@ static void check(struct tracker *tr, struct entry *e, int64_t now)
 			tr->stats.enabled++;
 		}
 		e->state = ST_ACTIVE;
+		if (!log_limit_take(&tr->log_limit, clock_mono_ns(), "per-process lines"))
+			return;
 		log_info("pid %d: Ruby %s%s (%s%s)", e->pid, t.version,
 			 t.exact ? "" : " (unknown patch release, offsets validated)", t.object,
 			 t.object_replaced ? ", replaced on disk since mapped: read through "
@@ -281,12 +287,13 @@ static void check(struct tracker *tr, struct entry *e, int64_t now)
 			 t.how_symbols, t.how_vm_exec, t.how_gc);
 		return;
 	case DISCOVER_REFUSED:
-		log_warn("pid %d: not profiled: %s", e->pid, why);
+		log_limited(&tr->log_limit, LOG_LVL_WARN, "pid %d: not profiled: %s", e->pid, why);
 		refuse(tr, e, TRACKER_REFUSED_UNSUPPORTED);
 		return;
 	case DISCOVER_RETRY:
 		if (e->tries >= MAX_TRIES) {
-			log_warn("pid %d: not profiled: %s", e->pid, why);
+			log_limited(&tr->log_limit, LOG_LVL_WARN, "pid %d: not profiled: %s",
+				    e->pid, why);
 			refuse(tr, e, TRACKER_REFUSED_NOT_READY);
 			return;
 		}

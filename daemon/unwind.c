@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -123,27 +122,64 @@ static bool uproc_holds(const struct uproc *p, const struct elfcache_obj *o)
 	return false;
 }
 
+static void uproc_free(struct uproc *p);
+
+/*
+ * Makes room in the ELF cache for p: the least recently used other process that holds objects
+ * loses its unwinding state (its Dwfl and its references: the objects only it used are freed; it
+ * makes them again at its next sample). Whether one went.
+ */
+static bool evict_for(struct unwinder *u, const struct uproc *p)
+{
+	size_t i, lru = u->n;
+
+	for (i = 0; i < u->n; i++) {
+		if (u->procs[i] != p && u->procs[i]->nobjs &&
+		    (lru == u->n || u->procs[i]->used < u->procs[lru]->used))
+			lru = i;
+	}
+	if (lru == u->n)
+		return false;
+	uproc_free(u->procs[lru]);
+	u->procs[lru] = u->procs[--u->n];
+	u->stats.evicted++;
+	return true;
+}
+
 /*
  * find_elf's answer for an opened file (taken: closed in every case): the shared object's Elf
  * in *elfp (libdwfl then owns a reference of the Elf, and no fd), else none (-1): the cache
- * refused it (full, or the object past its bound: counted there), or it is not ELF. Never the
- * fd: libdwfl would map the file, which its owner can truncate under us (SIGBUS).
+ * refused it (full even after the other processes' states went, or the object past its bound:
+ * counted there), or it is not ELF. Never the fd: libdwfl would map the file, which its owner can
+ * truncate under us (SIGBUS).
  */
 static int share_elf(struct uproc *p, int fd, Elf **elfp, const char *shown)
 {
 	struct elfcache_obj *o, **no;
 	char clean[256];
 	size_t cap;
+	int again;
 
 	bounds_set_pid(p->pid);
-	o = elfcache_get(p->u->elf, fd, shown);
+	for (;;) {
+		again = dup(fd);
+		if (again < 0) {
+			close(fd);
+			return -1;
+		}
+		o = elfcache_get(p->u->elf, again, shown);
+		if (o || errno != ENOSPC || !evict_for(p->u, p))
+			break;
+	}
+	close(fd);
 	if (!o && errno == ENOSPC && !p->u->full_logged) {
 		/* counted per file (rubyprofd_native_elf_refused_total); said once for the process */
 		p->u->full_logged = true;
-		log_warn("the ELF cache is at its bound (%d objects or %llu MiB): objects past it "
-			 "are not unwound, first \"%s\" of pid %d",
-			 ELFCACHE_MAX_DEFAULT, ELFCACHE_BYTES_DEFAULT >> 20,
-			 text_clean_copy(shown, clean, sizeof(clean)), (int)p->pid);
+		log_warn(
+			"the ELF cache is at its bound (%d objects or %llu MiB) with one process's "
+			"objects alone: objects past it are not unwound, first \"%s\" of pid %d",
+			ELFCACHE_MAX_DEFAULT, ELFCACHE_BYTES_DEFAULT >> 20,
+			text_clean_copy(shown, clean, sizeof(clean)), (int)p->pid);
 	}
 	if (!o)
 		return -1;
@@ -203,48 +239,33 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwar
 }
 
 /*
- * A copy of the debug file dbg in a memory file of ours (memfd): libdwfl maps what find_debuginfo
- * returns, and a copy cannot be truncated by the file's owner. At most BOUND_OBJECT_BYTES, and
- * counted against the ELF cache's byte bound until the process's Dwfl goes. An fd, or -1.
+ * The image of the debug file dbg (elfcache_image: its symbols, .debug_frame and notes, at most
+ * BOUND_OBJECT_BYTES read) in a memory file of ours, which libdwfl maps: a copy cannot be
+ * truncated by the file's owner. Counted against the ELF cache's byte bound until the process's
+ * Dwfl goes. An fd, or -1.
  */
 static int debug_copy(struct uproc *p, struct elf_file *dbg, const char *shown)
 {
-	char buf[65536];
+	uint64_t bytes, needed;
 	struct stat st;
-	off_t off = 0;
-	ssize_t n;
 	int in = elf_file_fd(dbg), fd;
 
 	if (fstat(in, &st))
 		return -1;
-	if ((uint64_t)st.st_size > BOUND_OBJECT_BYTES) {
+	fd = elfcache_image(in, &st, BOUND_OBJECT_BYTES, &bytes, &needed);
+	if (fd == -EFBIG)
 		bounds_refuse(BOUND_OBJECT, shown, (uint64_t)st.st_dev, (uint64_t)st.st_ino,
-			      "the debug file", (uint64_t)st.st_size);
+			      "the debug file's parts unwinding reads", needed);
+	else if (fd == -E2BIG)
+		bounds_refuse(BOUND_SECTIONS, shown, (uint64_t)st.st_dev, (uint64_t)st.st_ino,
+			      "the debug file's section header table", needed);
+	if (fd < 0)
+		return -1;
+	if (elfcache_reserve(p->u->elf, bytes)) {
+		close(fd);
 		return -1;
 	}
-	if (elfcache_reserve(p->u->elf, (uint64_t)st.st_size))
-		return -1;
-	fd = memfd_create("rubyprofd-debug", MFD_CLOEXEC);
-	/* no more than fstat said, whatever the file grew to since */
-	while (fd >= 0 && off < st.st_size) {
-		n = pread(in, buf,
-			  (size_t)(st.st_size - off) < sizeof(buf) ? (size_t)(st.st_size - off)
-								   : sizeof(buf),
-			  off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0 || write(fd, buf, (size_t)n) != n) {
-			close(fd);
-			fd = -1;
-			break;
-		}
-		off += n;
-	}
-	if (fd < 0) {
-		elfcache_release(p->u->elf, (uint64_t)st.st_size);
-		return -1;
-	}
-	p->debug_bytes += (uint64_t)st.st_size;
+	p->debug_bytes += bytes;
 	return fd;
 }
 
@@ -546,18 +567,34 @@ static uint64_t func_end(Dwfl *dwfl, uint64_t start)
 	return start + 1;
 }
 
-/* [*start, *end) of the cold part of the function [start, end) (coldpart.h); 0, 0: none. */
-static void func_cold(Dwfl *dwfl, uint64_t start, uint64_t end, uint64_t *cstart, uint64_t *cend)
+/* The longest function whose code is read from the process to find its cold part: Debian's
+ * rb_vm_exec is 2.9 KiB (vm_exec_core, inlined elsewhere, is not the function of interest). */
+#define COLD_CODE_MAX (256U << 10)
+
+/*
+ * [*start, *end) of the cold part of the function [start, end) (coldpart.h); 0, 0: none. Its code
+ * is read from the process (the object's image holds none), at most COLD_CODE_MAX bytes.
+ */
+static void func_cold(struct uproc *p, uint64_t start, uint64_t end, uint64_t *cstart,
+		      uint64_t *cend)
 {
-	Dwfl_Module *mod = dwfl_addrmodule(dwfl, start);
+	Dwfl_Module *mod = dwfl_addrmodule(p->dwfl, start);
 	uint64_t at, s, e;
+	uint8_t *code;
 
 	*cstart = *cend = 0;
-	if (coldpart_find(mod, start, end, &at) == 0 && ehframe_hdr_lookup(mod, at, &s, &e) == 0 &&
-	    e > s && at < e) {
+	if (!mod || end <= start || end - start > COLD_CODE_MAX)
+		return;
+	code = malloc(end - start);
+	if (!code)
+		return;
+	if (procmem_read(p->pid, start, code, end - start) == 0 &&
+	    coldpart_find_code(mod, start, end, code, &at) == 0 &&
+	    ehframe_hdr_lookup(mod, at, &s, &e) == 0 && e > s && at < e) {
 		*cstart = s;
 		*cend = e;
 	}
+	free(code);
 }
 
 struct walk {
@@ -648,6 +685,11 @@ void unwinder_set_budget(struct unwinder *u, int64_t ns)
 	u->budget_ns = ns;
 }
 
+void unwinder_set_elf_bytes(struct unwinder *u, uint64_t bytes)
+{
+	elfcache_set_max_bytes(u->elf, bytes);
+}
+
 int unwinder_unwind(struct unwinder *u, const struct unwind_input *in, uint64_t *pcs, size_t max,
 		    struct unwind_result *res)
 {
@@ -696,7 +738,7 @@ static int unwind_one(struct unwinder *u, const struct unwind_input *in, uint64_
 	if (in->func && in->func != p->func_start) {
 		p->func_start = in->func;
 		p->func_end = func_end(p->dwfl, in->func);
-		func_cold(p->dwfl, p->func_start, p->func_end, &p->cold_start, &p->cold_end);
+		func_cold(p, p->func_start, p->func_end, &p->cold_start, &p->cold_end);
 	}
 	w.func_start = in->func;
 	w.func_end = in->func ? p->func_end : 0;

@@ -80,7 +80,8 @@ struct unwinder_stats {
 	uint64_t stopped;     /* unwinds that ended at UNWIND_END_STOPPED (truncated) */
 	uint64_t past_copy;   /* unwinds that read above the copied stack */
 	uint64_t no_dwfl;     /* unwinds refused: the process's modules could not be reported */
-	uint64_t evicted;     /* Dwfl dropped at the cache bound */
+	uint64_t evicted;     /* Dwfl dropped: at the bound of processes, or for room in the ELF
+			       * cache (its byte or object bound) */
 	uint64_t refreshed;   /* Dwfl rebuilt: the leaf address was in no module (a new mapping;
 			     * at most once a second per process) */
 	uint64_t over_budget; /* unwinds refused: the process used UNWIND_BUDGET_NS this second */
@@ -98,6 +99,8 @@ struct unwinder *unwinder__new(size_t max_procs);
 void unwinder__free(struct unwinder *u);
 /* Another budget than UNWIND_BUDGET_NS (tests). */
 void unwinder_set_budget(struct unwinder *u, int64_t ns);
+/* The shared ELF cache's byte bound (0: ELFCACHE_BYTES_DEFAULT), for tests. */
+void unwinder_set_elf_bytes(struct unwinder *u, uint64_t bytes);
 /* The process exited (or exec'd): its Dwfl goes now. */
 void unwinder_forget(struct unwinder *u, pid_t pid);
 

@@ -253,8 +253,9 @@ class E2E
 
   # The tenant's Ruby for the mixed-mode rows, in phases that the test waits for by files:
   # ready) every library mapped, calls into all but libz-a: rubyprofd reports the modules (libz-a
-  # by its path) and reads libz-b (whose .gnu_debuglink names a FIFO beside it, row 3), libz-c
-  # and the bomb's library (row 5), but not libz-a;
+  # by its path) and reads libz-b (whose .gnu_debuglink names a FIFO beside it, row 3), libz-c,
+  # libz-d, -e and -f (sparse files of 120 MiB: read in part, never whole) and the bomb's library
+  # (row 5), but not libz-a;
   # fifo) libz-a's path is a FIFO now (row 3), and it calls into libz-a too;
   # truncated) from inside libz-c (deflateInit_, whose zalloc calls back into Ruby) libz-c is
   # truncated to 0 bytes (row 4), and the callback spins in Ruby for good, libz-c's frames under it.
@@ -264,7 +265,7 @@ class E2E
     lib = ->(n) { File.join(dir, "libz-#{n}.so") }
     # RTLD_DEEPBIND (8): each copy's own calls stay in the copy (crc32 -> crc32_z), not in the
     # host's libz that Ruby may have loaded already
-    h = %w[a b c].to_h { |n| [n, Fiddle::Handle.new(lib[n], Fiddle::RTLD_NOW | 8)] }
+    h = %w[a b c d e f].to_h { |n| [n, Fiddle::Handle.new(lib[n], Fiddle::RTLD_NOW | 8)] }
     crc = ->(n) { Fiddle::Function.new(h[n]["crc32"], [Fiddle::TYPE_LONG, Fiddle::TYPE_VOIDP, Fiddle::TYPE_INT], Fiddle::TYPE_LONG) }
     spin = Fiddle::Function.new(Fiddle.dlopen(File.join(dir, "libbomb.so"))[bomb], [Fiddle::TYPE_LONG], Fiddle::TYPE_LONG)
     buf = "x" * (1 << 20)
@@ -273,7 +274,7 @@ class E2E
       yield while Time.now - t < secs
     end
     File.write(File.join(dir, "ready"), "")
-    busy(4) { crc["b"].call(0, buf, buf.bytesize); crc["c"].call(0, buf, buf.bytesize); spin.call(3_000_000) }
+    busy(4) { %w[b c d e f].each { |n| crc[n].call(0, buf, buf.bytesize) }; spin.call(3_000_000) }
     File.rename(lib["a"], lib["a"] + ".old")
     File.mkfifo(lib["a"])
     File.write(File.join(dir, "fifo"), "")
@@ -313,7 +314,9 @@ class E2E
     victim = File.join(tenant, "victim.rb")
     File.write(victim, "loop { }\n")
     libz = File.realpath("/lib/x86_64-linux-gnu/libz.so.1")
-    %w[a b c].each { |n| FileUtils.cp(libz, File.join(tenant, "libz-#{n}.so")) }
+    %w[a b c d e f].each { |n| FileUtils.cp(libz, File.join(tenant, "libz-#{n}.so")) }
+    # three copies grown to 120 MiB by a hole: read whole they would take 360 MiB
+    %w[d e f].each { |n| File.truncate(File.join(tenant, "libz-#{n}.so"), 120 << 20) }
     debuglink = `readelf -p .gnu_debuglink #{libz}`.b[/\]\s+(\S+\.debug)/n, 1]
     check(debuglink, "#{libz} has no .gnu_debuglink")
     File.mkfifo(File.join(tenant, debuglink))
@@ -372,6 +375,8 @@ class E2E
       check(frames.flatten(1).include?([bomb, "libbomb.so"]), "no frame named by the bomb's mangled name")
       check(frames.flatten(1).none? { |n, f| f == "libz-a.so" && !n.start_with?("libz-a.so+0x") },
             "a libz-a.so frame was named: #{frames.flatten(1).select { |_, f| f == "libz-a.so" }.inspect}")
+      check(frames.flatten(1).any? { |n, f| f =~ /\Alibz-[def]\.so\z/ && n.start_with?("crc32") },
+            "no crc32 frame named in the sparse copies: #{frames.flatten(1).select { |_, f| f =~ /libz-[def]/ }.uniq.inspect}")
       check(frames.last.include?(["deflateInit_", "libz-c.so"]),
             "the last profile has no deflateInit_ of the truncated libz-c.so: #{frames.last.inspect}")
       check(Process.kill(0, svc.pid) == 1, "the service is gone")

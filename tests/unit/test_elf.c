@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "bounds.h"
+#include "clock.h"
 #include "elf.h"
 
 #define LIBRUBY "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1"
@@ -1061,7 +1062,7 @@ Test(elf, corrupt_string_table)
 	Elf64_Ehdr *eh;
 	size_t len;
 
-	/* .dynstr cut to 4 bytes, without a NUL at its end: no name can be read from it. */
+	/* .dynstr cut to 4 bytes, without a NUL at its end: the table is refused as corrupt. */
 	fixture_path(path, sizeof(path), "libtlsfix.so");
 	file = slurp(path, &len);
 	eh = (Elf64_Ehdr *)file;
@@ -1071,7 +1072,7 @@ Test(elf, corrupt_string_table)
 	file[dynstr->sh_offset + 3] = 'x';
 	ef = open_bytes(file, len);
 	cr_assert_not_null(ef);
-	cr_assert_eq(elf_find_symbol_in(ef, ELF_SYM_DYNSYM, "fix_version", &sym), -ENOENT);
+	cr_assert_eq(elf_find_symbol_in(ef, ELF_SYM_DYNSYM, "fix_version", &sym), -EINVAL);
 	cr_assert_eq(elf_find_symbol(ef, "fix_version", &sym), 0);
 	cr_assert_eq(sym.source, ELF_SYM_SYMTAB);
 	exercise(ef);
@@ -1314,5 +1315,103 @@ Test(elf, sections_within_the_bound_are_read)
 	bounds_stats(&after);
 	cr_expect_eq(after.refused[BOUND_SECTION], before.refused[BOUND_SECTION]);
 	elf_file__free(ef);
+	unlink(path);
+}
+
+/*
+ * A string table with no NUL at its end, 2 MiB of 'x' behind a NUL at offset 0, and a .dynsym of
+ * 100,000 defined symbols whose names start at offset 1: libelf's elf_strptr would scan the
+ * table back from its end for each of them (200 GB; minutes). Refused at once as corrupt.
+ */
+Test(elf, string_table_without_a_final_nul_is_refused_at_once, .timeout = 20)
+{
+	const size_t nsyms = 100000, strsize = 2U << 20;
+	char path[PATH_MAX];
+	unsigned char *file, *big;
+	Elf64_Shdr *dynsym, *dynstr;
+	struct elf_file *ef;
+	struct elf_sym sym;
+	Elf64_Sym *syms;
+	Elf64_Ehdr *eh;
+	size_t len, total, i;
+	int64_t t0;
+
+	fixture_path(path, sizeof(path), "libtlsfix.so");
+	file = slurp(path, &len);
+	len = (len + 7) & ~(size_t)7;
+	total = len + nsyms * sizeof(Elf64_Sym) + strsize;
+	big = calloc(1, total);
+	cr_assert_not_null(big);
+	memcpy(big, file, len);
+	free(file);
+	eh = (Elf64_Ehdr *)big;
+	dynsym = shdr_by_type(big, total, SHT_DYNSYM);
+	dynstr = (Elf64_Shdr *)(big + eh->e_shoff) + dynsym->sh_link;
+	syms = (Elf64_Sym *)(big + len);
+	for (i = 1; i < nsyms; i++) {
+		syms[i].st_name = 1 + (uint32_t)(i % 1000);
+		syms[i].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
+		syms[i].st_shndx = 1;
+	}
+	dynsym->sh_offset = len;
+	dynsym->sh_size = nsyms * sizeof(Elf64_Sym);
+	dynstr->sh_offset = len + nsyms * sizeof(Elf64_Sym);
+	dynstr->sh_size = strsize;
+	memset(big + dynstr->sh_offset + 1, 'x', strsize - 1);
+	ef = open_bytes(big, total);
+	cr_assert_not_null(ef, "%s", strerror(errno));
+	t0 = clock_mono_ns();
+	cr_assert_eq(elf_find_symbol_in(ef, ELF_SYM_DYNSYM, "fix_version", &sym), -EINVAL);
+	/* .symtab is intact: the name is still found */
+	cr_assert_eq(elf_find_symbol(ef, "fix_version", &sym), 0);
+	cr_assert_lt(clock_mono_ns() - t0, 2000000000LL, "%lld ms",
+		     (long long)((clock_mono_ns() - t0) / 1000000));
+	elf_file__free(ef);
+	free(big);
+}
+
+/*
+ * e_shnum 0: the count is section 0's sh_size, here 2 million (a sparse 128 MiB table behind a
+ * real object): libelf would make a structure for each (530 MB, 1.3 s). Refused before libelf
+ * sees it, counted by bound, logged once.
+ */
+Test(elf, extended_section_count_past_the_bound_is_refused)
+{
+	char path[] = "/tmp/rp-elf-shnum-XXXXXX";
+	struct bounds_stats before, after;
+	const uint64_t count = 2000000;
+	Elf64_Shdr sh0;
+	Elf64_Ehdr eh;
+	char src[PATH_MAX], cmd[PATH_MAX * 3];
+	long rss0;
+	int fd, i;
+
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	close(fd);
+	fixture_path(src, sizeof(src), "libtlsfix.so");
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", src, path);
+	cr_assert_eq(system(cmd), 0);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	cr_assert(fd >= 0);
+	cr_assert_eq(pread(fd, &eh, sizeof(eh), 0), (ssize_t)sizeof(eh));
+	cr_assert_eq(pread(fd, &sh0, sizeof(sh0), (off_t)eh.e_shoff), (ssize_t)sizeof(sh0));
+	eh.e_shnum = 0;
+	sh0.sh_size = count;
+	cr_assert_eq(pwrite(fd, &eh, sizeof(eh), 0), (ssize_t)sizeof(eh));
+	cr_assert_eq(pwrite(fd, &sh0, sizeof(sh0), (off_t)eh.e_shoff), (ssize_t)sizeof(sh0));
+	cr_assert_eq(ftruncate(fd, (off_t)(eh.e_shoff + count * sizeof(sh0))), 0);
+	close(fd);
+	bounds_stats(&before);
+	rss0 = maxrss_kib();
+	for (i = 0; i < 2; i++) {
+		cr_assert_null(elf_file__open(path));
+		cr_assert_eq(errno, ENOEXEC);
+	}
+	bounds_stats(&after);
+	cr_expect_lt(maxrss_kib() - rss0, 16 * 1024, "peak RSS grew by %ld KiB",
+		     maxrss_kib() - rss0);
+	cr_expect_eq(after.refused[BOUND_SECTIONS] - before.refused[BOUND_SECTIONS], 2);
+	cr_expect_eq(after.logged - before.logged, 1, "one log line for the object");
 	unlink(path);
 }

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * The shared ELF objects on real files: this test binary, a copy of it (another inode, the same
- * build id), and libc; opened twice, shared once, freed with the last reference.
+ * build id), and libc; opened twice, shared once, freed with the last reference. And hostile
+ * ones: sparse files of 120 MiB, a symbol table past the object's bound, a section count of
+ * millions, a string table with no NUL at its end.
  */
 #include <criterion/criterion.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bounds.h"
 #include "elfcache.h"
 
 static int open_self(void)
@@ -65,7 +69,10 @@ Test(elfcache, same_file_and_same_build_id_are_shared)
 	cr_assert_eq(st.hits, 2);
 	cr_assert_eq(st.objects, 1);
 	cr_assert_eq(stat("/proc/self/exe", &self), 0);
-	cr_assert_eq(st.bytes, (uint64_t)self.st_size);
+	/* the image: headers, CFI, symbols and notes, not the code */
+	cr_assert_gt(st.bytes, 0);
+	cr_assert_lt(st.bytes, (uint64_t)self.st_size / 2, "%llu bytes of %lld",
+		     (unsigned long long)st.bytes, (long long)self.st_size);
 
 	/* a holder's reference outlives the cache's */
 	e = elfcache_obj_elf(a);
@@ -162,14 +169,20 @@ Test(elfcache, truncated_file_is_read_not_mapped)
 Test(elfcache, byte_bound)
 {
 	struct elfcache_stats st;
-	struct stat self;
 	struct elfcache *c;
 	struct elfcache_obj *a;
+	uint64_t image;
 	int fd;
 
-	cr_assert_eq(stat("/proc/self/exe", &self), 0);
-	/* room for this binary, not for libc beside it */
-	c = elfcache__new(0, (uint64_t)self.st_size + 4096);
+	c = elfcache__new(0, 0);
+	a = elfcache_get(c, open_self(), NULL);
+	cr_assert_not_null(a);
+	elfcache_stats(c, &st);
+	image = st.bytes;
+	elfcache_put(c, a);
+	elfcache__free(c);
+	/* room for this binary's image, not for libc's beside it */
+	c = elfcache__new(0, image + 4096);
 	a = elfcache_get(c, open_self(), NULL);
 	cr_assert_not_null(a);
 	fd = open("/lib/x86_64-linux-gnu/libc.so.6", O_RDONLY | O_CLOEXEC);
@@ -179,11 +192,252 @@ Test(elfcache, byte_bound)
 	cr_assert_eq(elfcache_reserve(c, 8192), -ENOSPC);
 	elfcache_stats(c, &st);
 	cr_assert_eq(st.full_bytes, 2);
-	cr_assert_eq(st.bytes, (uint64_t)self.st_size);
+	cr_assert_eq(st.bytes, image);
 	cr_assert_eq(elfcache_reserve(c, 4096), 0);
 	elfcache_release(c, 4096);
 	elfcache_put(c, a);
 	elfcache_stats(c, &st);
 	cr_assert_eq(st.bytes, 0);
+	elfcache__free(c);
+}
+
+/* ---- hostile objects --------------------------------------------------------------------- */
+
+#define SPARSE_SIZE (120ULL << 20)
+
+static void pread_all(int fd, void *buf, size_t len, off_t off)
+{
+	cr_assert_eq(pread(fd, buf, len, off), (ssize_t)len);
+}
+
+static void pwrite_all(int fd, const void *buf, size_t len, off_t off)
+{
+	cr_assert_eq(pwrite(fd, buf, len, off), (ssize_t)len);
+}
+
+/* A copy of this binary, writable, its path in path. */
+static int writable_copy(char *path, size_t size)
+{
+	int fd = open_copy(path, size);
+
+	close(fd);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	return fd;
+}
+
+/* The index of the first section of type `type` of the ELF file fd; its header in *out. */
+static size_t find_section(int fd, uint32_t type, Elf64_Shdr *out)
+{
+	Elf64_Ehdr eh;
+	size_t i;
+
+	pread_all(fd, &eh, sizeof(eh), 0);
+	for (i = 1; i < eh.e_shnum; i++) {
+		pread_all(fd, out, sizeof(*out), (off_t)(eh.e_shoff + i * sizeof(*out)));
+		if (out->sh_type == type)
+			return i;
+	}
+	cr_assert_fail("no section of type %u", type);
+	return 0;
+}
+
+static void write_section(int fd, size_t idx, const Elf64_Shdr *sh)
+{
+	Elf64_Ehdr eh;
+
+	pread_all(fd, &eh, sizeof(eh), 0);
+	pwrite_all(fd, sh, sizeof(*sh), (off_t)(eh.e_shoff + idx * sizeof(*sh)));
+}
+
+/* VmHWM or VmRSS of this process, in KiB. */
+static long status_kib(const char *field)
+{
+	char line[256];
+	long v = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, field, strlen(field)))
+			v = strtol(line + strlen(field) + 1, NULL, 10);
+	}
+	fclose(f);
+	return v;
+}
+
+/*
+ * Three sparse 120 MiB objects held at once: copies of this binary grown to 120 MiB with a hole,
+ * their .text (the largest section) claiming the hole. Read whole they would take 360 MiB (the
+ * third refused at a byte bound); their images take what the real parts take.
+ */
+Test(elfcache, sparse_objects_cost_their_parts)
+{
+	struct elfcache *c = elfcache__new(0, 0);
+	struct elfcache_obj *o[3];
+	struct elfcache_stats st;
+	char path[3][64];
+	long rss0, rss1;
+	Elf64_Shdr sh;
+	Elf64_Ehdr eh;
+	size_t i, idx;
+	int fd;
+
+	rss0 = status_kib("VmRSS:");
+	for (i = 0; i < 3; i++) {
+		fd = writable_copy(path[i], sizeof(path[i]));
+		idx = find_section(fd, SHT_PROGBITS, &sh);
+		/* the .text: the PROGBITS section with code */
+		pread_all(fd, &eh, sizeof(eh), 0);
+		for (; idx < eh.e_shnum; idx++) {
+			pread_all(fd, &sh, sizeof(sh), (off_t)(eh.e_shoff + idx * sizeof(sh)));
+			if (sh.sh_type == SHT_PROGBITS && (sh.sh_flags & SHF_EXECINSTR) &&
+			    sh.sh_size > 65536)
+				break;
+		}
+		cr_assert_lt(idx, eh.e_shnum, "no .text");
+		sh.sh_size = SPARSE_SIZE - (8ULL << 20);
+		write_section(fd, idx, &sh);
+		/* a build id of its own (the last byte of each note): three objects, not one */
+		for (idx = 1; idx < eh.e_shnum; idx++) {
+			unsigned char b;
+
+			pread_all(fd, &sh, sizeof(sh), (off_t)(eh.e_shoff + idx * sizeof(sh)));
+			if (sh.sh_type != SHT_NOTE)
+				continue;
+			pread_all(fd, &b, 1, (off_t)(sh.sh_offset + sh.sh_size - 1));
+			b ^= (unsigned char)(i + 1);
+			pwrite_all(fd, &b, 1, (off_t)(sh.sh_offset + sh.sh_size - 1));
+		}
+		cr_assert_eq(ftruncate(fd, (off_t)SPARSE_SIZE), 0);
+		close(fd);
+		fd = open(path[i], O_RDONLY | O_CLOEXEC);
+		o[i] = elfcache_get(c, fd, path[i]);
+		cr_assert_not_null(o[i], "%s: %s", path[i], strerror(errno));
+	}
+	rss1 = status_kib("VmRSS:");
+	elfcache_stats(c, &st);
+	cr_assert_eq(st.misses, 3);
+	cr_assert_eq(st.objects, 3);
+	cr_assert_lt(st.bytes, 4ULL << 20, "%llu bytes held", (unsigned long long)st.bytes);
+	cr_assert_lt(rss1 - rss0, 16 * 1024, "RSS grew by %ld KiB", rss1 - rss0);
+	cr_assert_lt(status_kib("VmHWM:"), 64 * 1024, "peak RSS %ld KiB", status_kib("VmHWM:"));
+	for (i = 0; i < 3; i++) {
+		elfcache_put(c, o[i]);
+		unlink(path[i]);
+	}
+	elfcache__free(c);
+}
+
+/* A symbol table that claims 100 MiB (sparse): the object is refused before a byte of it is read,
+ * counted by bound and said once. */
+Test(elfcache, parts_past_the_bound_are_refused)
+{
+	struct elfcache *c = elfcache__new(0, 0);
+	struct bounds_stats b0, b1;
+	char path[64];
+	Elf64_Shdr sh;
+	struct stat fst;
+	size_t idx;
+	int fd;
+
+	fd = writable_copy(path, sizeof(path));
+	idx = find_section(fd, SHT_SYMTAB, &sh);
+	cr_assert_eq(fstat(fd, &fst), 0);
+	sh.sh_offset = (uint64_t)fst.st_size;
+	sh.sh_size = (100ULL << 20) / sizeof(Elf64_Sym) * sizeof(Elf64_Sym);
+	write_section(fd, idx, &sh);
+	cr_assert_eq(ftruncate(fd, (off_t)(sh.sh_offset + sh.sh_size)), 0);
+	close(fd);
+	bounds_stats(&b0);
+	cr_assert_null(elfcache_get(c, open(path, O_RDONLY | O_CLOEXEC), path));
+	cr_assert_eq(errno, EFBIG);
+	bounds_stats(&b1);
+	cr_assert_eq(b1.refused[BOUND_OBJECT], b0.refused[BOUND_OBJECT] + 1);
+	cr_assert_eq(b1.logged, b0.logged + 1);
+	/* again: counted, not logged again */
+	cr_assert_null(elfcache_get(c, open(path, O_RDONLY | O_CLOEXEC), path));
+	bounds_stats(&b0);
+	cr_assert_eq(b0.refused[BOUND_OBJECT], b1.refused[BOUND_OBJECT] + 1);
+	cr_assert_eq(b0.logged, b1.logged);
+	unlink(path);
+	elfcache__free(c);
+}
+
+/* e_shnum 0: the count is section 0's sh_size, here 2 million (a sparse 128 MiB table): refused,
+ * never a structure per claimed section. */
+Test(elfcache, extended_section_count_is_bounded)
+{
+	struct elfcache *c = elfcache__new(0, 0);
+	struct bounds_stats b0, b1;
+	uint64_t count = 2000000;
+	char path[64];
+	Elf64_Shdr sh0;
+	Elf64_Ehdr eh;
+	int fd;
+
+	fd = writable_copy(path, sizeof(path));
+	pread_all(fd, &eh, sizeof(eh), 0);
+	pread_all(fd, &sh0, sizeof(sh0), (off_t)eh.e_shoff);
+	eh.e_shnum = 0;
+	sh0.sh_size = count;
+	pwrite_all(fd, &eh, sizeof(eh), 0);
+	pwrite_all(fd, &sh0, sizeof(sh0), (off_t)eh.e_shoff);
+	cr_assert_eq(ftruncate(fd, (off_t)(eh.e_shoff + count * sizeof(sh0))), 0);
+	close(fd);
+	bounds_stats(&b0);
+	cr_assert_null(elfcache_get(c, open(path, O_RDONLY | O_CLOEXEC), path));
+	cr_assert_eq(errno, ENOEXEC);
+	bounds_stats(&b1);
+	cr_assert_eq(b1.refused[BOUND_SECTIONS], b0.refused[BOUND_SECTIONS] + 1);
+	cr_assert_lt(status_kib("VmHWM:"), 64 * 1024);
+	unlink(path);
+	elfcache__free(c);
+}
+
+/* A string table whose last byte is not a NUL: the image's is (libelf's elf_strptr would scan
+ * the table from its end on every name otherwise), and the names before it are intact. */
+Test(elfcache, string_tables_end_in_nul)
+{
+	struct elfcache *c = elfcache__new(0, 0);
+	struct elfcache_obj *o;
+	struct stat st;
+	uint64_t bytes, needed;
+	char path[64], last = 'x', *img;
+	Elf64_Shdr sh, ish;
+	Elf64_Ehdr ieh;
+	size_t idx;
+	int fd, mfd;
+
+	fd = writable_copy(path, sizeof(path));
+	find_section(fd, SHT_SYMTAB, &sh);
+	idx = sh.sh_link;
+	pread_all(fd, &ieh, sizeof(ieh), 0);
+	pread_all(fd, &sh, sizeof(sh), (off_t)(ieh.e_shoff + idx * sizeof(sh)));
+	cr_assert_eq(sh.sh_type, SHT_STRTAB);
+	pwrite_all(fd, &last, 1, (off_t)(sh.sh_offset + sh.sh_size - 1));
+	cr_assert_eq(fstat(fd, &st), 0);
+	mfd = elfcache_image(fd, &st, 16ULL << 20, &bytes, &needed);
+	cr_assert_geq(mfd, 0, "%s", strerror(-mfd));
+	cr_assert_leq(bytes, needed + 64);
+	img = malloc(bytes);
+	pread_all(mfd, img, bytes, 0);
+	memcpy(&ieh, img, sizeof(ieh));
+	memcpy(&ish, img + ieh.e_shoff + idx * sizeof(ish), sizeof(ish));
+	cr_assert_eq(ish.sh_size, sh.sh_size);
+	cr_assert_eq(img[ish.sh_offset + ish.sh_size - 1], '\0');
+	cr_assert_eq(img[ish.sh_offset], '\0', "the table's first byte is its empty name");
+	/* the code is not read: SHT_NOBITS in the image */
+	for (idx = 1; idx < ieh.e_shnum; idx++) {
+		memcpy(&ish, img + ieh.e_shoff + idx * sizeof(ish), sizeof(ish));
+		cr_assert(!(ish.sh_flags & SHF_EXECINSTR) || ish.sh_type == SHT_NOBITS);
+	}
+	free(img);
+	close(mfd);
+	close(fd);
+	o = elfcache_get(c, open(path, O_RDONLY | O_CLOEXEC), path);
+	cr_assert_not_null(o);
+	elfcache_put(c, o);
+	unlink(path);
 	elfcache__free(c);
 }

@@ -84,3 +84,26 @@ Test(log, malformed_journal_stream_is_not_the_journal)
 	cr_assert_not(log_to_journal());
 	unlink(path);
 }
+
+/* Lines about processes within their budget: 20 a minute, then a count of the rest before the
+ * first line of a later minute. */
+Test(log, limited_lines_keep_their_budget_and_say_what_was_suppressed)
+{
+	struct log_limit l = {0};
+	int64_t t0 = 1000000000LL;
+	int i, taken = 0;
+
+	stderr_to_file(false);
+	for (i = 0; i < 25; i++)
+		taken += log_limit_take(&l, t0 + i, "per-process lines");
+	cr_assert_eq(taken, LOG_LIMIT_LINES);
+	cr_assert_eq(l.suppressed, 5);
+	/* still the same minute */
+	cr_assert(!log_limit_take(&l, t0 + LOG_LIMIT_WINDOW_NS - 1, "per-process lines"));
+	cr_assert(log_limit_take(&l, t0 + LOG_LIMIT_WINDOW_NS, "per-process lines"));
+	cr_assert_eq(l.suppressed, 0);
+	cr_assert_eq(l.suppressed_total, 6);
+	cr_assert_str_eq(written(),
+			 "rubyprofd: warning: 6 per-process lines suppressed in the last "
+			 "minute (at most 20 a minute)\n");
+}

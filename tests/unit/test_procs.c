@@ -2,6 +2,11 @@
 /* /proc parsing: the start time that tells a process from a later one with the same pid. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -117,4 +122,37 @@ Test(procs, maps_past_the_bound_are_refused, .timeout = 60)
 	close(fd);
 	snprintf(path, sizeof(path), "rm -rf %s", dir);
 	cr_expect_eq(system(path), 0);
+}
+
+/*
+ * openat2 refused with ENOSYS (a seccomp filter, as a container runtime's may be): the file is not
+ * opened (no fallback that would follow links out of the root), counted each time, logged once.
+ */
+Test(procs, openat2_unavailable_is_counted_and_refused)
+{
+	struct sock_filter filter[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {.len = sizeof(filter) / sizeof(filter[0]), .filter = filter};
+	struct bounds_stats before, after;
+	int fd;
+
+	/* before the filter: the file opens */
+	fd = procs_open_in_root("/", "/etc/passwd");
+	cr_assert_geq(fd, 0, "%s", strerror(-fd));
+	close(fd);
+	cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+	cr_assert_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0, "%s", strerror(errno));
+	bounds_stats(&before);
+	cr_assert_eq(procs_open_in_root("/", "/etc/passwd"), -ENOSYS);
+	cr_assert_eq(procs_open_in_root("/", "/etc/hostname"), -ENOSYS);
+	bounds_stats(&after);
+	cr_assert_eq(after.openat2_unavailable - before.openat2_unavailable, 2);
+	/* only openat2 is filtered: other opens still work */
+	fd = open("/etc/passwd", O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	close(fd);
 }

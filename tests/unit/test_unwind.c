@@ -356,6 +356,52 @@ Test(unwind, forked_processes_share_their_objects)
 	unwinder__free(u);
 }
 
+/*
+ * The ELF cache at its byte bound: a process that needs a new object (libz, where its leaf is)
+ * makes the least recently used other process lose its unwinding state, whose objects only it
+ * held are freed; the object is read and the unwind goes on.
+ */
+Test(unwind, a_full_elf_cache_evicts_the_least_recently_used_process)
+{
+	struct unwinder *u = unwinder__new(0);
+	pid_t a = paused_child(), b = paused_child();
+	struct unwinder_stats st1, st;
+	struct unwind_result res;
+	uint64_t pcs[UNWIND_MAX_FRAMES];
+	struct unwind_sym sym;
+
+	cr_assert_eq(unwind_test_level1(COPY_MAX), 3);
+	struct unwind_input in = input_of(0);
+
+	in.pid = in.tid = a;
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	unwinder_stats(u, &st1);
+	cr_assert_gt(st1.elf.bytes, 0);
+	/* room for what a holds, and not a byte more */
+	unwinder_set_elf_bytes(u, st1.elf.bytes);
+	/* b's leaf in libz, an object a never needed */
+	in.pid = in.tid = b;
+	in.ip = (uint64_t)(uintptr_t)zlibVersion;
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	cr_assert_eq(unwinder_symbolize(u, b, in.ip, &sym), 0);
+	cr_assert_str_eq(sym.name, "zlibVersion");
+	unwinder_stats(u, &st);
+	cr_assert_eq(st.evicted, 1, "a's state went");
+	cr_assert_gt(st.elf.freed, 0, "the objects only a held were freed");
+	cr_assert_leq(st.elf.bytes, st1.elf.bytes);
+	cr_assert_eq(st.elf.full_bytes, 1, "one refusal, before the eviction");
+	/* with room again, a process is made as before (this one: find_frame names its frames) */
+	unwinder_set_elf_bytes(u, 0);
+	in.pid = getpid();
+	in.tid = gettid();
+	in.ip = cap.ip;
+	cr_assert_eq(unwinder_unwind(u, &in, pcs, UNWIND_MAX_FRAMES, &res), 0);
+	cr_assert_eq(find_frame(u, pcs, res.n, "unwind_test_level1"), 2);
+	reap(a);
+	reap(b);
+	unwinder__free(u);
+}
+
 /* A process forgotten while others are kept: the others' unwinding state does not move under
  * their Dwfl (whose callbacks hold it). */
 Test(unwind, forget_keeps_the_others)
