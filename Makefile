@@ -54,7 +54,7 @@ endif
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Iinclude -I$(BUILD) -Ibpf
 
 # Modules of the daemon. main.o is only linked into the binary; the rest is also linked into tests.
-DAEMON_SRCS := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
+DAEMON_SRCS := $(filter-out daemon/cmd/main.c,$(wildcard daemon/*/*.c))
 DAEMON_OBJS := $(patsubst daemon/%.c,$(BUILD)/daemon/%.o,$(DAEMON_SRCS))
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
@@ -86,22 +86,29 @@ $(BUILD)/wall.skel.h: $(BUILD)/wall.bpf.o
 	$(Q){ echo '/* NOLINTBEGIN */' && $(BPFTOOL) gen skeleton $< name wall_bpf && \
 		echo '/* NOLINTEND */'; } > $@
 
-$(BUILD)/daemon/%.o: daemon/%.c $(BUILD)/rubyprof.skel.h $(BUILD)/wall.skel.h | $(BUILD)/daemon
+$(BUILD)/daemon/%.o: daemon/%.c
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-# The flame graph page (daemon/views/flamegraph.html, the template of `rubyprofd report --format
+# A BPF skeleton is a prerequisite only of the objects that include it: an edit of one BPF
+# program rebuilds its loader and the link, nothing else. (Generated headers must exist
+# before the first compile; -MMD records them after.)
+$(BUILD)/daemon/sample/sampler.o $(BUILD)/fuzz/daemon/sample/sampler.o: $(BUILD)/rubyprof.skel.h
+$(BUILD)/daemon/profile/wall.o $(BUILD)/fuzz/daemon/profile/wall.o: $(BUILD)/wall.skel.h
+
+# The flame graph page (daemon/view/flamegraph.html, the template of `rubyprofd report --format
 # flamegraph`) is compiled into the binary as a byte array (od and sed: no tool beyond coreutils):
 # the binary needs no file beside it.
 VIEW_TEMPLATES := $(BUILD)/views/flamegraph_html.h
-$(BUILD)/views/flamegraph_html.h: daemon/views/flamegraph.html
+$(BUILD)/views/flamegraph_html.h: daemon/view/flamegraph.html
 	$(call msg,EMBED,$@)
 	$(Q)mkdir -p $(@D) && { echo '/* Generated from $< by the Makefile: do not edit. */' && \
 		echo 'static const unsigned char view_flamegraph_html[] = {' && \
 		od -An -v -tx1 $< | sed -e 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g' && echo '};'; } > $@
-$(BUILD)/daemon/view_flame.o $(BUILD)/fuzz/daemon/view_flame.o: $(VIEW_TEMPLATES)
+$(BUILD)/daemon/view/view_flame.o $(BUILD)/fuzz/daemon/view/view_flame.o: $(VIEW_TEMPLATES)
 
-$(BUILD)/rubyprofd: $(BUILD)/daemon/main.o $(DAEMON_OBJS)
+$(BUILD)/rubyprofd: $(BUILD)/daemon/cmd/main.o $(DAEMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
@@ -270,7 +277,7 @@ profile: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/profile.sh $(BUILD)/rubyprofd
 
-SRC_FILES := $(wildcard daemon/*.[ch] bpf/*.bpf.[ch] include/*.h tests/unit/*.c tests/fixtures/*.c scripts/*.c)
+SRC_FILES := $(wildcard daemon/*/*.[ch] bpf/*.bpf.[ch] include/*.h tests/unit/*.c tests/fixtures/*.c scripts/*.c)
 
 format:
 	$(Q)clang-format -i $(SRC_FILES)
@@ -279,7 +286,7 @@ format-check:
 	$(Q)clang-format --dry-run --Werror $(SRC_FILES)
 
 check: format-check $(BUILD)/rubyprof.skel.h $(BUILD)/wall.skel.h $(VIEW_TEMPLATES)
-	$(Q)clang-tidy --quiet $(filter %.c,$(wildcard daemon/*.c)) -- $(filter-out -MMD -MP,$(ALL_CFLAGS))
+	$(Q)clang-tidy --quiet $(filter %.c,$(wildcard daemon/*/*.c)) -- $(filter-out -MMD -MP,$(ALL_CFLAGS))
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 		-Iinclude -Idaemon -D__x86_64__ daemon
 
@@ -327,7 +334,7 @@ deb: | $(BUILD)
 clean:
 	rm -rf $(BUILD)
 
-# The parts of the tree generated from the key table (daemon/config_keys.c): the table of
+# The parts of the tree generated from the key table (daemon/cmd/config_keys.c): the table of
 # docs/configuration.md, the man page's OPTIONS and systemd/rubyprofd.conf. test_config_doc fails
 # while a committed one differs from what `make gen` writes.
 $(BUILD)/gendocs: scripts/gendocs.c $(DAEMON_OBJS)
@@ -338,7 +345,7 @@ $(BUILD)/gendocs: scripts/gendocs.c $(DAEMON_OBJS)
 gen: $(BUILD)/gendocs
 	$(Q)$(BUILD)/gendocs .
 
--include $(wildcard $(BUILD)/daemon/*.d $(BUILD)/tests/*.d)
+-include $(wildcard $(BUILD)/daemon/*/*.d $(BUILD)/tests/*.d)
 
 # ---- bench --------------------------------------------------------------------------------------
 
@@ -389,8 +396,9 @@ FUZZ_OBJS := $(patsubst daemon/%.c,$(BUILD)/fuzz/daemon/%.o,$(DAEMON_SRCS))
 $(BUILD)/fuzz/daemon $(BUILD)/fuzz/corpus:
 	$(Q)mkdir -p $@
 
-$(BUILD)/fuzz/daemon/%.o: daemon/%.c $(BUILD)/rubyprof.skel.h $(BUILD)/wall.skel.h | $(BUILD)/fuzz/daemon
+$(BUILD)/fuzz/daemon/%.o: daemon/%.c
 	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -c $< -o $@
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(FUZZ_OBJS)
@@ -432,4 +440,4 @@ fuzz-smoke: fuzz-build
 
 SRC_FILES += $(wildcard tests/fuzz/*.[ch])
 
--include $(wildcard $(BUILD)/fuzz/daemon/*.d $(BUILD)/fuzz/*.d)
+-include $(wildcard $(BUILD)/fuzz/daemon/*/*.d $(BUILD)/fuzz/*.d)

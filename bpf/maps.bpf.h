@@ -105,7 +105,7 @@ struct {
 
 /*
  * Ring-buffer flags of samples: waking the reader costs an irq_work per record (about 8 us here),
- * and the daemon reads on its own tick while a process is profiled (daemon/session.c); wake it
+ * and the daemon reads on its own tick while a process is profiled (daemon/profile/session.c); wake it
  * only when the buffer is filling up. Process events always wake it (rubyprof.bpf.c).
  */
 const volatile __u64 rb_wakeup_bytes = 1u << 20; /* set by the daemon: a quarter of the buffer */

@@ -100,7 +100,7 @@ struct {
 struct rp_wall_out wall_out;
 
 /* Per Ruby thread, its last visit (reuse of unchanged stacks). The daemon owns the entries: it
- * deletes a process's when it goes, and those of threads not seen for a while (daemon/wall.c). */
+ * deletes a process's when it goes, and those of threads not seen for a while (daemon/profile/wall.c). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, RP_WALL_CACHE_ENTRIES);

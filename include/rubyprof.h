@@ -270,7 +270,7 @@ struct rp_kstack {
 /* musl: ec = *(dtv[tls_modid] + tls_block_off), dtv = *(fsbase + 8), 8-byte entries, dtv[0] = count */
 #define RP_EC_TLS_DTV_MUSL 4
 
-/* Offsets of the VM structures that the BPF walk reads; filled from daemon/offsets.c. */
+/* Offsets of the VM structures that the BPF walk reads; filled from daemon/ruby/offsets.c. */
 struct rp_vm_offsets {
 	__u16 ec_vm_stack;
 	__u16 ec_vm_stack_size;

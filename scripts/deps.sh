@@ -14,15 +14,15 @@ pkgs=(
 	debhelper lintian dpkg-dev fakeroot systemd				# make deb, make test-package
 	chromium							# tests/views: the flame graph page and speedscope in headless chromium
 	libclang-rt-14-dev						# make fuzz: clang 14's libFuzzer and sanitizer runtimes
-	libcurl4-openssl-dev						# build: the shipper's HTTP transport (daemon/upload.c)
+	libcurl4-openssl-dev						# build: the shipper's HTTP transport (daemon/output/upload.c)
 	musl-tools							# tests: the fake Ruby run by musl libc (Alpine's TLS layout)
 	protobuf-compiler						# test_protocol decodes the collectors' protobuf bodies with protoc
-	libdw-dev							# build: native stacks unwound with CFI by libdwfl (daemon/unwind.c)
+	libdw-dev							# build: native stacks unwound with CFI by libdwfl (daemon/native/unwind.c)
 	libxml2-dev							# make fuzz: fuzz_text parses the SVG views with libxml2
 	puma								# tests: test_puma profiles a real Puma server in wall-clock mode
 	ruby-nokogiri							# tests: test_native's nokogiri script (libxml2 under Nokogiri's C methods)
 	g++								# tests: test_native_cxx's library; test_demangle compares with libstdc++'s __cxa_demangle
-	libiberty-dev							# build: C++ demangling with a bounded output (daemon/demangle.c)
+	libiberty-dev							# build: C++ demangling with a bounded output (daemon/native/demangle.c)
 	linux-perf							# tests: test_native compares its native depth with perf's
 	systemd-container						# tests: systemd-nspawn boots a Debian root with systemd as PID 1
 )

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * gendocs.c - writes the parts of the tree generated from rubyprofd's tables (daemon/gendoc.c
+ * gendocs.c - writes the parts of the tree generated from rubyprofd's tables (daemon/cmd/gendoc.c
  * lists them: the key table's docs/configuration.md table, the OPTIONS of docs/rubyprofd.8 and
  * systemd/rubyprofd.conf; the metric table's docs/metrics.md). `make gen` runs it;
  * tests/unit/test_config_doc.c fails when what is committed differs from what it would write.
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gendoc.h"
+#include "cmd/gendoc.h"
 
 int main(int argc, char **argv)
 {

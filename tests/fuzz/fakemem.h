@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * fakemem.h - a fake process address space behind procmem_read (the link-time seam in
- * daemon/procmem.h), for the unit tests and fuzz targets of the Ruby object readers. Include it
+ * daemon/proc/procmem.h), for the unit tests and fuzz targets of the Ruby object readers. Include it
  * from exactly one .c file of a binary: it defines the strong procmem_read, which serves
  * FAKEMEM_PID from the fake regions and hands every other pid to the real procmem_vm_read.
  *
- * It also builds the Ruby objects the readers expect, laid out with a row of daemon/offsets.c
+ * It also builds the Ruby objects the readers expect, laid out with a row of daemon/ruby/offsets.c
  * (a String, an Array, the global symbol table, a class, a method, its block, a C function's
  * method entry, a line table), and serializes them in the fuzz input format:
  *
@@ -22,10 +22,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "offsets.h"
-#include "procmem.h"
-#include "rvalue.h"
-#include "symbolize.h"
+#include "proc/procmem.h"
+#include "ruby/offsets.h"
+#include "ruby/rvalue.h"
+#include "ruby/symbolize.h"
 
 /* Above any pid_max (at most 2^22): never a real process. */
 #define FAKEMEM_PID	    0x7ffffff0

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Fuzzes the service naming (daemon/appname.c): rule text (from the configuration) compiled by
+ * Fuzzes the service naming (daemon/proc/appname.c): rule text (from the configuration) compiled by
  * appname_rules__new, then matched against a process's cgroup, cmdline, exe, comm and environ,
  * which the process controls. The input's fields are separated by 0x1e (ASCII record separator):
  *   rules (one per line, at most 8) 0x1e cgroup 0x1e cmdline 0x1e exe 0x1e comm 0x1e environ
@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "appname.h"
 #include "fuzz_common.h"
+#include "proc/appname.h"
 
 #define FUZZ_FIELDS    6
 #define FUZZ_MAX_RULES 8

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Fuzzes the collector's handling of BPF records (daemon/sampler.c's dispatcher and per-CPU
- * reassembly, daemon/collect.c, daemon/wallcopy.c's reuse of wall-clock stacks): the frames a
+ * Fuzzes the collector's handling of BPF records (daemon/sample/sampler.c's dispatcher and per-CPU
+ * reassembly, daemon/profile/collect.c, daemon/sample/wallcopy.c's reuse of wall-clock stacks): the frames a
  * record carries were read from a profiled process's memory (iseq, pc, ep, method entry, its
  * Ruby thread, its thread name, the GC mode), and the symbolizer reads that memory again. The
  * process is the fake one of tests/fuzz/fakemem.h, its Ruby objects built for the row of
- * daemon/offsets.c that byte 0 picks; byte 1 turns on native and kernel stacks (bit 0) and the
+ * daemon/ruby/offsets.c that byte 0 picks; byte 1 turns on native and kernel stacks (bit 0) and the
  * wall-clock hook on the extra CPU slot (bit 1). Then records, each a mode byte, a u16 length
  * and its bytes:
  *   mode bit 0 clear: the bytes fed as they are (the dispatcher's checks), but for the weight,
@@ -17,20 +17,20 @@
  *   image's roots (tests/fuzz/fakemem.h), so that frames reach real objects.
  * Checked: every stack delivered is counted by the collector (stats.stacks), the aggregate
  * holds at least one sample for each stack not counted as dropped, no more than were sent, and
- * its pprof reads back (daemon/pprofread.c) with those samples; no reader loops on garbage
+ * its pprof reads back (daemon/view/pprofread.c) with those samples; no reader loops on garbage
  * (FAKEMEM_MAX_READS).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "collect.h"
 #include "fakemem.h"
 #include "fuzz_common.h"
-#include "pprof.h"
-#include "pprofread.h"
-#include "sampler.h"
-#include "wallcopy.h"
+#include "profile/collect.h"
+#include "profile/pprof.h"
+#include "sample/sampler.h"
+#include "sample/wallcopy.h"
+#include "view/pprofread.h"
 
 #define FUZZ_NCPUS	2
 #define FUZZ_MAX_FRAMES 64

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Fuzzes the configuration file parser (daemon/config.c): the input is the service's file, read
+ * Fuzzes the configuration file parser (daemon/cmd/config.c): the input is the service's file, read
  * by config_parse_with_default as the default file (no arguments). Its error messages go to
  * stderr: tests/fuzz/run.sh passes -close_fd_mask=3, which closes the target's stdout and stderr
  * while libFuzzer and the sanitizers keep reporting on a copy.
@@ -8,7 +8,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "cmd/config.h"
 #include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Fuzzes separate debug file handling (discover_debug_file in daemon/discover.c, then daemon/elf.c
+ * Fuzzes separate debug file handling (discover_debug_file in daemon/ruby/discover.c, then daemon/native/elf.c
  * on the file it takes): the input is the debug file of a fixed real object, the unit tests'
  * stripped fixture (RP_BUILD/fixtures/libtlsfix-stripped.so, RP_BUILD defaulting to "build"),
  * which a process's root (a directory made once) holds where gdb looks for it. The debug file
@@ -23,10 +23,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "checksum.h"
-#include "discover.h"
-#include "elf.h"
 #include "fuzz_common.h"
+#include "native/checksum.h"
+#include "native/elf.h"
+#include "ruby/discover.h"
 
 #define OBJECT_DIR  "/opt/app"
 #define OBJECT_PATH OBJECT_DIR "/libtlsfix-stripped.so"

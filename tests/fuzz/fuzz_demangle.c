@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Fuzzes demangle_cxx (daemon/demangle.c, libstdc++'s __cxa_demangle behind it) on symbol
+ * Fuzzes demangle_cxx (daemon/native/demangle.c, libstdc++'s __cxa_demangle behind it) on symbol
  * names of at most FUZZ_MAX_NAME bytes, the bound a name gets before it is demangled: a
  * library's symbol names are whoever built it. Checked: only "_Z" names are taken, nothing is
  * written for a refused one, and the result does not depend on the buffer beyond fitting in it
@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "demangle.h"
 #include "fuzz_common.h"
+#include "native/demangle.h"
 
 #define FUZZ_MAX_NAME 1024
 

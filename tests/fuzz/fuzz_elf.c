@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Fuzzes the ELF reader (daemon/elf.c) on whole files: the daemon opens every mapped object of
+ * Fuzzes the ELF reader (daemon/native/elf.c) on whole files: the daemon opens every mapped object of
  * every Ruby process, and their contents are the process owner's. The input is the file; every
  * query is made with the names the discovery asks for and the fixture's (tests/fixtures/tlsfix.c).
  */
 #include <elf.h>
 #include <stdint.h>
 
-#include "elf.h"
 #include "fuzz_common.h"
+#include "native/elf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

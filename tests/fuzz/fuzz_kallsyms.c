@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Fuzzes the /proc/kallsyms reader (daemon/kallsyms.c) on whole files: a module's symbol names
+ * Fuzzes the /proc/kallsyms reader (daemon/native/kallsyms.c) on whole files: a module's symbol names
  * are whoever loaded it, and a container may bind another file at the path. The input is the
  * file. Checked against the text itself: every text symbol line of the kernel's exact form
  * ("%016lx %c %s") is found again at its address, every name looked up is a non-empty run of
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "kallsyms.h"
+#include "native/kallsyms.h"
 
 /* kallsyms.c's bound on a function's size, the farthest a lookup may land from its symbol */
 #define FUZZ_MAX_FUNC_SIZE (1u << 20)

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Fuzzes the readers of Ruby objects in another process's memory (daemon/rvalue.c, the
- * symbolizer of daemon/symbolize.c) on a fake address space (tests/fuzz/fakemem.h, behind the
+ * Fuzzes the readers of Ruby objects in another process's memory (daemon/ruby/rvalue.c, the
+ * symbolizer of daemon/ruby/symbolize.c) on a fake address space (tests/fuzz/fakemem.h, behind the
  * procmem_read seam): a profiled process controls every byte they read. The input picks a row of
- * daemon/offsets.c, holds the roots (a String, an Array, the symbol table, an iseq, a pc, an ep,
+ * daemon/ruby/offsets.c, holds the roots (a String, an Array, the symbol table, an iseq, a pc, an ep,
  * a method entry, an st_table) and the regions they point into; each root is also taken for an
- * rb_thread_t (daemon/rthread.c). Every reader must return, within a bounded number of reads,
+ * rb_thread_t (daemon/ruby/rthread.c). Every reader must return, within a bounded number of reads,
  * whatever the bytes: past FAKEMEM_MAX_READS the target aborts.
  */
 #include <stdio.h>
@@ -13,7 +13,7 @@
 
 #include "fakemem.h"
 #include "fuzz_common.h"
-#include "rthread.h"
+#include "ruby/rthread.h"
 
 static void check_bounded(const char *what)
 {

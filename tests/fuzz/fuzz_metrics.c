@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Fuzzes the metrics endpoint's request reader, metrics_parse_request (daemon/metrics.c): any
+ * Fuzzes the metrics endpoint's request reader, metrics_parse_request (daemon/cmd/metrics.c): any
  * local user may connect to the port and send anything. The input is what a client sent, read
  * as the endpoint reads it (at most METRICS_MAX_REQUEST bytes), whole and in the pieces its
  * first byte picks, as recv() may hand them over. Each answer is checked against RFC 9112's
@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmd/metrics.h"
 #include "fuzz_common.h"
-#include "metrics.h"
 
 static bool is_version(const char *v, size_t len)
 {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Fuzzes what the native unwinder reads of an object a process maps, without symbols: the
- * .eh_frame_hdr search table (daemon/ehframe.c) and the cold-part finder (daemon/coldpart.c:
+ * .eh_frame_hdr search table (daemon/native/ehframe.c) and the cold-part finder (daemon/native/coldpart.c:
  * the function's jumps, and libdw's CFI of its .eh_frame). The input is the object, reported to
  * a Dwfl of its own as an offline module (a memfd). The table is walked entry by entry through
  * ehframe_hdr_lookup, each function's cold part looked for as unwind.c does; the input's bytes
@@ -13,10 +13,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "coldpart.h"
 #include "dwfl_offline.h"
-#include "ehframe.h"
 #include "fuzz_common.h"
+#include "native/coldpart.h"
+#include "native/ehframe.h"
 
 /* Functions of the table followed at most (a libruby has about 12 000). */
 #define FUZZ_MAX_FUNCS 64

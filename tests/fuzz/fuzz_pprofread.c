@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Fuzzes the pprof reader (daemon/pprofread.c), which `rubyprofd report` runs on files from a
+ * Fuzzes the pprof reader (daemon/view/pprofread.c), which `rubyprofd report` runs on files from a
  * spool directory or a ticket: the input is a profile, gzip'd or not. Whatever it accepts must be
  * consistent: every reference resolves, every string index is inside the table.
  */
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "pprofread.h"
+#include "view/pprofread.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "container.h"
 #include "fuzz_common.h"
-#include "procs.h"
+#include "proc/container.h"
+#include "proc/procs.h"
 
 /* The last of the numbers in value, read with sscanf; -1 when there is none. */
 static long long last_number(const char *value)

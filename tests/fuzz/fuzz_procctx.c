@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Fuzzes the OpenTelemetry process context reader (daemon/procctx.c): the input is what a
+ * Fuzzes the OpenTelemetry process context reader (daemon/proc/procctx.c): the input is what a
  * process would hold in its OTEL_CTX mapping, a 32-byte header and then the payload. The header
  * is parsed as it is; the payload decoded alone; then the reading protocol runs on a copy in
  * this process's memory (procmem_read of our own pid) with the header's pointer set to the
@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "fuzz_common.h"
-#include "procctx.h"
-#include "text.h"
+#include "lib/text.h"
+#include "proc/procctx.h"
 
 static void check_value(const char *v)
 {

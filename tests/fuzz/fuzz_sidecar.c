@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Fuzzes the spool sidecar reader (sidecar__parse, daemon/protocol.c): the input is the JSON text,
+ * Fuzzes the spool sidecar reader (sidecar__parse, daemon/output/protocol.c): the input is the JSON text,
  * exactly sized (not NUL-terminated), so that a read past its end is an ASan report. A sidecar
  * that parses is then turned into the request of each collector protocol; the same bytes also go
  * to the answer readers (protocol_check_reply, protocol_error_reason), as body and as header block.
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "protocol.h"
+#include "output/protocol.h"
 
 /* What the reader promises of a sidecar it accepts (protocol.h, docs/spool.md). */
 static void fuzz_check(const struct sidecar *sc)

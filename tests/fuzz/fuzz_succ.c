@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ruby/symbolize.h"
 #include "succbuild.h"
-#include "symbolize.h"
 
 #define FUZZ_MAX_POS 4096 /* positions in differential mode: 8 dictionary blocks */
 

@@ -19,14 +19,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "aggregate.h"
+#include "cmd/metrics.h"
 #include "fuzz_common.h"
-#include "metrics.h"
-#include "pprof.h"
-#include "pprofread.h"
-#include "report.h"
-#include "view.h"
-#include "wall.h"
+#include "profile/aggregate.h"
+#include "profile/pprof.h"
+#include "profile/wall.h"
+#include "view/pprofread.h"
+#include "view/report.h"
+#include "view/view.h"
 
 enum { F_NAME1, F_FILE1, F_NAME2, F_THREAD, F_RTHREAD, F_SERVICE, F_TITLE, F_N };
 

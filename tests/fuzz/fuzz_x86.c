@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Fuzzes the x86-64 code recognizers of daemon/discover.c: the bytes are a function's code read
+ * Fuzzes the x86-64 code recognizers of daemon/ruby/discover.c: the bytes are a function's code read
  * from an untrusted object file. The first 8 bytes are its vaddr (the rip-relative arithmetic
  * must not overflow into undefined behaviour); the rest is the code.
  */
 #include <stdint.h>
 #include <string.h>
 
-#include "discover.h"
 #include "fuzz_common.h"
+#include "ruby/discover.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -10,7 +10,7 @@ import sys
 ISEQ, CFUNC = 1, 2
 LAST, TRUNCATED, GC, DELTA, SAME = 0x01, 0x02, 0x40, 0x100, 0x200
 PID = 0x7FFFFFF0  # FAKEMEM_PID
-# rows of daemon/offsets.c: 3 is 3.1, 5 is 3.3, 6 is 3.4
+# rows of daemon/ruby/offsets.c: 3 is 3.1, 5 is 3.3, 6 is 3.4
 ROWS = ((3, "3.1"), (5, "3.3"), (6, "3.4"))
 
 

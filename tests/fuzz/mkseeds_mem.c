@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Writes the seeds of fuzz_mem (tests/fuzz/corpus/mem/): per row of daemon/offsets.c, the Ruby
+ * Writes the seeds of fuzz_mem (tests/fuzz/corpus/mem/): per row of daemon/ruby/offsets.c, the Ruby
  * objects of tests/fuzz/fakemem.h as a fuzz input, plain and with the JIT and small-cache flags;
  * then the regression inputs of the readers' fixed crashes.
  *   mkseeds_mem DIR

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * aggread.h - an aggregate's profile as a collector gets it: agg_to_pprof, encoded, and read
- * back by the pprof reader (daemon/pprofread.c), for the tests of what the aggregate writes.
+ * back by the pprof reader (daemon/view/pprofread.c), for the tests of what the aggregate writes.
  */
 #ifndef RP_TEST_AGGREAD_H
 #define RP_TEST_AGGREAD_H
@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aggregate.h"
-#include "pprof.h"
-#include "pprofread.h"
+#include "profile/aggregate.h"
+#include "profile/pprof.h"
+#include "view/pprofread.h"
 
 /* a's profile of every service (flags: AGG_PPROF_*; wall: a wall-clock profile); free it with
  * pprofread__free. */

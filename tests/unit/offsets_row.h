@@ -6,7 +6,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "offsets.h"
+#include "ruby/offsets.h"
 
 /* The row whose first version is first ("3.4.0"); the test fails without one. */
 static inline unsigned int offsets_row(const char *first)

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#include "procs.h"
+#include "proc/procs.h"
 #include "rubyprof.h"
 
 static __attribute__((unused, noinline, no_sanitize_address)) void

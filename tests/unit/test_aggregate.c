@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "aggread.h"
-#include "aggregate.h"
-#include "hmap.h"
-#include "pprofread.h"
+#include "lib/hmap.h"
+#include "profile/aggregate.h"
+#include "view/pprofread.h"
 
 Test(hmap, put_get_grow_clear)
 {

@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "appname.h"
+#include "proc/appname.h"
 
 #define ID    "4a9c6a1b5e2f3d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c"
 #define SHORT "4a9c6a1b5e2f"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The growable buffer (daemon/buf.c): growth past its first allocation, NUL termination, and the
+ * The growable buffer (daemon/lib/buf.c): growth past its first allocation, NUL termination, and the
  * sticky error that later puts do not clear; fixed storage, cuts at UTF-8 characters, insertion,
  * and the protobuf wire format.
  */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
+#include "lib/buf.h"
 
 Test(buf, grows_and_stays_a_string)
 {

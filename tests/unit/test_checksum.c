@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "checksum.h"
+#include "native/checksum.h"
 
 static char dir[] = "/tmp/rp-checksum-XXXXXX";
 

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "collect.h"
-#include "offsets.h"
+#include "profile/collect.h"
+#include "ruby/offsets.h"
 
 /* Under AddressSanitizer, a failed allocation must return NULL here, as it does without it. */
 const char *__asan_default_options(void);

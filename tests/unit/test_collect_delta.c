@@ -11,7 +11,7 @@
 
 #include "../fuzz/fakemem.h"
 #include "offsets_row.h"
-#include "collect.h"
+#include "profile/collect.h"
 
 #define DEPTH 12
 

@@ -15,9 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "protocol.h"
-#include "log.h"
+#include "cmd/config.h"
+#include "lib/log.h"
+#include "output/protocol.h"
 #include "rubyprof.h"
 
 #define STR_(x) #x

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The key table (daemon/config_keys.c) and what is made of it: the documents in the tree hold
+ * The key table (daemon/cmd/config_keys.c) and what is made of it: the documents in the tree hold
  * what the table gives now (else: make gen), every default passes its own key's checks, every
  * flag of the table is one the parser takes, and the values the table lists for a key are those
  * the module behind it knows.
@@ -12,11 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "config_keys.h"
-#include "gendoc.h"
-#include "protocol.h"
-#include "view.h"
+#include "cmd/config.h"
+#include "cmd/config_keys.h"
+#include "cmd/gendoc.h"
+#include "output/protocol.h"
+#include "view/view.h"
 
 static char *read_all(const char *path)
 {

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <unistd.h>
 
-#include "container.h"
+#include "proc/container.h"
 
 #define ID "4a9c6a1b5e2f3d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c"
 

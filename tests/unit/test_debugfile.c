@@ -19,10 +19,10 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "bounds.h"
-#include "checksum.h"
-#include "discover.h"
-#include "elf.h"
+#include "lib/bounds.h"
+#include "native/checksum.h"
+#include "native/elf.h"
+#include "ruby/discover.h"
 
 /* The object's path as the (imaginary) process sees it. */
 #define OBJECT	"/opt/fake/bin/fakeruby-stripped"

@@ -11,8 +11,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "demangle.h"
+#include "lib/clock.h"
+#include "native/demangle.h"
 
 Test(demangle, cxx_names)
 {

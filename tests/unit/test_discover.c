@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "discover.h"
-#include "elf.h"
+#include "native/elf.h"
+#include "ruby/discover.h"
 
 Test(discover, rip_relative_targets)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The .eh_frame_hdr search table (daemon/ehframe.c): hand-made tables, and a real object's
+ * The .eh_frame_hdr search table (daemon/native/ehframe.c): hand-made tables, and a real object's
  * (tests/fixtures/coldfix.c, built stripped) checked against its .dynsym and its cold part.
  */
 #include <criterion/criterion.h>
@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "../fuzz/dwfl_offline.h"
-#include "coldpart.h"
-#include "ehframe.h"
+#include "native/coldpart.h"
+#include "native/ehframe.h"
 
 /* A version 1 header (pcrel sdata4, udata4, datarel sdata4) and n entries {loc, fde}. */
 static size_t table(uint8_t *buf, const int32_t *locs, uint32_t n)

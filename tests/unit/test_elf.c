@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * test_elf.c - unit tests of daemon/elf.c.
+ * test_elf.c - unit tests of daemon/native/elf.c.
  *
  * Expectations come from binutils' readelf (run through popen and parsed here), from facts about
  * the host's Debian libruby 3.1.2 (see DESIGN.md), and from the fixtures' sources. Corrupt input is
@@ -20,9 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bounds.h"
-#include "clock.h"
-#include "elf.h"
+#include "lib/bounds.h"
+#include "lib/clock.h"
+#include "native/elf.h"
 
 #define LIBRUBY "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1"
 

@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bounds.h"
-#include "elfcache.h"
+#include "lib/bounds.h"
+#include "native/elfcache.h"
 
 static int open_self(void)
 {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The Ruby object readers (daemon/rvalue.c, daemon/symbolize.c) on a fake address space served
- * through the procmem_read seam (tests/fuzz/fakemem.h): for every row of daemon/offsets.c, the
+ * The Ruby object readers (daemon/ruby/rvalue.c, daemon/ruby/symbolize.c) on a fake address space served
+ * through the procmem_read seam (tests/fuzz/fakemem.h): for every row of daemon/ruby/offsets.c, the
  * objects laid out as that Ruby version lays them out are read back and named as Ruby names
  * them; then shapes of garbage that made a reader crash or loop.
  */

@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "hmap.h"
+#include "lib/hmap.h"
 
 /* Every entry lies at or after its home slot with no empty slot in between, and len is right. */
 static void check_invariant(const struct hmap *h)

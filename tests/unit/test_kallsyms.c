@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kallsyms.h"
+#include "native/kallsyms.h"
 
 Test(kallsyms, lookups_in_sorted_text_symbols)
 {

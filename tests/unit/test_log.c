@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "lib/log.h"
 
 static char path[] = "/tmp/rp-test-log-XXXXXX";
 

@@ -10,7 +10,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "procs.h"
+#include "proc/procs.h"
 
 Test(maps_identity, parsed_from_the_line)
 {

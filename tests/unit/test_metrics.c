@@ -21,8 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "metrics.h"
-#include "metrics_table.h"
+#include "cmd/metrics.h"
+#include "cmd/metrics_table.h"
 
 /* ---- writers ------------------------------------------------------------------------------- */
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The metric table (daemon/metrics_table.h): every counter the daemon keeps is in it (each
+ * The metric table (daemon/cmd/metrics_table.h): every counter the daemon keeps is in it (each
  * field of the modules' stats structs, each BPF statistic), its label values are the modules'
  * own names, and what it renders is what promtool's format asks for.
  */
@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metrics_table.h"
-#include "ship.h"
-#include "tracker.h"
+#include "cmd/metrics_table.h"
+#include "output/ship.h"
+#include "profile/tracker.h"
 
 static char *read_all(const char *path)
 {
@@ -33,25 +33,25 @@ static char *read_all(const char *path)
 static const struct {
 	const char *header, *type, *path;
 } structs[] = {
-	{"daemon/sampler.h", "struct sampler_counters", "c.sampler."},
-	{"daemon/collect.h", "struct collector_stats", "c.collector."},
-	{"daemon/symbolize.h", "struct symbolizer_stats", "c.collector.sym."},
-	{"daemon/rthread.h", "struct rthread_stats", "c.collector.rthread."},
-	{"daemon/tracker.h", "struct tracker_stats", "c.tracker."},
-	{"daemon/wall.h", "struct wall_counters", "c.wall."},
-	{"daemon/native.h", "struct native_stats", "c.native."},
-	{"daemon/unwind.h", "struct unwinder_stats", "c.native.unw."},
-	{"daemon/elfcache.h", "struct elfcache_stats", "c.native.unw.elf."},
-	{"daemon/aggregate.h", "struct agg_stats", "c.agg."},
-	{"daemon/spool.h", "struct spool_stats", "spool."},
-	{"daemon/ship.h", "struct ship_stats", "ship."},
-	{"daemon/metrics.h", "struct metrics_stats", "endpoint."},
+	{"daemon/sample/sampler.h", "struct sampler_counters", "c.sampler."},
+	{"daemon/profile/collect.h", "struct collector_stats", "c.collector."},
+	{"daemon/ruby/symbolize.h", "struct symbolizer_stats", "c.collector.sym."},
+	{"daemon/ruby/rthread.h", "struct rthread_stats", "c.collector.rthread."},
+	{"daemon/profile/tracker.h", "struct tracker_stats", "c.tracker."},
+	{"daemon/profile/wall.h", "struct wall_counters", "c.wall."},
+	{"daemon/sample/native.h", "struct native_stats", "c.native."},
+	{"daemon/native/unwind.h", "struct unwinder_stats", "c.native.unw."},
+	{"daemon/native/elfcache.h", "struct elfcache_stats", "c.native.unw.elf."},
+	{"daemon/profile/aggregate.h", "struct agg_stats", "c.agg."},
+	{"daemon/output/spool.h", "struct spool_stats", "spool."},
+	{"daemon/output/ship.h", "struct ship_stats", "ship."},
+	{"daemon/cmd/metrics.h", "struct metrics_stats", "endpoint."},
 };
 
 /* Every uint64_t or double member of every stats struct is read by some entry of the table. */
 Test(metrics_table, every_counter_is_exported)
 {
-	char *table = read_all("daemon/metrics_table.h");
+	char *table = read_all("daemon/cmd/metrics_table.h");
 	char want[160], field[64];
 	size_t i, n, missing = 0;
 
@@ -106,7 +106,7 @@ Test(metrics_table, every_counter_is_exported)
 /* Every BPF statistic (RP_STAT_*, RP_WSTAT_*) is read by some entry. */
 Test(metrics_table, every_bpf_statistic_is_exported)
 {
-	char *table = read_all("daemon/metrics_table.h"), *h = read_all("include/rubyprof.h");
+	char *table = read_all("daemon/cmd/metrics_table.h"), *h = read_all("include/rubyprof.h");
 	char name[64];
 	const char *p;
 	size_t n, missing = 0;

@@ -11,13 +11,13 @@
 #include <unistd.h>
 
 #include "aggread.h"
-#include "aggregate.h"
-#include "native.h"
-#include "pprof.h"
-#include "pprofread.h"
-#include "procs.h"
-#include "sampler.h"
+#include "proc/procs.h"
+#include "profile/aggregate.h"
+#include "profile/pprof.h"
+#include "sample/native.h"
+#include "sample/sampler.h"
 #include "stackcopy.h"
+#include "view/pprofread.h"
 
 #define PAGES 5
 

@@ -12,10 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "aggregate.h"
-#include "collect.h"
-#include "native.h"
-#include "procs.h"
+#include "proc/procs.h"
+#include "profile/aggregate.h"
+#include "profile/collect.h"
+#include "sample/native.h"
 #include "stackcopy.h"
 
 #define PAGES 5

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "aggread.h"
-#include "aggregate.h"
-#include "pprof.h"
-#include "pprofread.h"
+#include "profile/aggregate.h"
+#include "profile/pprof.h"
+#include "view/pprofread.h"
 
 Test(nativeaddr, locations_and_mappings_carry_addresses)
 {

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "notify.h"
+#include "cmd/notify.h"
 
 static char dir[64];
 static int sock = -1;

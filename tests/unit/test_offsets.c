@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "offsets.h"
+#include "ruby/offsets.h"
 
 Test(offsets, parse_version)
 {

@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "pidns.h"
+#include "proc/pidns.h"
 
 Test(pidns, nspid_of_this_namespace)
 {

@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "pprof.h"
+#include "profile/pprof.h"
 #include "tmpdir.h"
 
 /* A per-test temporary directory: profiles, and HOME/GOCACHE for the go tool. */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * test_pprofread.c - the pprof reader against our writer (daemon/pprof.c): a profile with known
+ * test_pprofread.c - the pprof reader against our writer (daemon/profile/pprof.c): a profile with known
  * samples, labels, mappings and comments is encoded, then read back field by field; and malformed
  * inputs (truncations, bad references, bounds) are refused with a message naming the byte.
  */
@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pprof.h"
-#include "pprofread.h"
+#include "profile/pprof.h"
+#include "view/pprofread.h"
 
 #define PERIOD_NS 10000000LL
 

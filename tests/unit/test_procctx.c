@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The OpenTelemetry process context (daemon/procctx.c) over crafted bytes: a Resource payload
+ * The OpenTelemetry process context (daemon/proc/procctx.c) over crafted bytes: a Resource payload
  * encoded here by hand (not by the daemon's writer), headers in this process's own memory read
  * through procmem_read, and a writer that moves the header while it is read (procmem_read is
  * the link-time seam of procmem.h: this file's strong definition lets a test act between two
@@ -15,9 +15,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "procctx.h"
-#include "procmem.h"
-#include "procs.h"
+#include "proc/procctx.h"
+#include "proc/procmem.h"
+#include "proc/procs.h"
 
 /* ---- the seam: a hook that runs before each read of this process's memory ------------------ */
 

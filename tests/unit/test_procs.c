@@ -16,8 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bounds.h"
-#include "procs.h"
+#include "lib/bounds.h"
+#include "proc/procs.h"
 
 Test(procs, start_ticks_from_stat_text)
 {

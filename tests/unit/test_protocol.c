@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "protocol.h"
-#include "spool.h"
+#include "output/protocol.h"
+#include "output/spool.h"
 #include "tmpdir.h"
 
 static void setup(void)

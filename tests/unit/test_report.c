@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aggregate.h"
-#include "report.h"
+#include "profile/aggregate.h"
+#include "view/report.h"
 
 static unsigned int count_rows(const char *text, const char *needle)
 {

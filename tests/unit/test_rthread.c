@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * daemon/rthread.c on a fake address space (tests/fuzz/fakemem.h): for every row of
- * daemon/offsets.c, rb_thread_t structs laid out as that version lays them out (self, name) are
+ * daemon/ruby/rthread.c on a fake address space (tests/fuzz/fakemem.h): for every row of
+ * daemon/ruby/offsets.c, rb_thread_t structs laid out as that version lays them out (self, name) are
  * turned into labels; pointers that are not a live Ruby thread are refused and counted; a name set
  * later is seen in the next interval; the cache keeps its bound.
  */
 #include <criterion/criterion.h>
 
 #include "../fuzz/fakemem.h"
-#include "rthread.h"
+#include "ruby/rthread.h"
 
 static struct fakemem_image img;
 

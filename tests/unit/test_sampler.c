@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sampler.h"
+#include "sample/sampler.h"
 
 #define MAX_FRAMES 4096
 

@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "httpd.h"
-#include "ship.h"
-#include "spool.h"
+#include "output/ship.h"
+#include "output/spool.h"
 #include "tmpdir.h"
 
 #define NS 1000000000LL

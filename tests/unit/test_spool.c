@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "spool.h"
+#include "output/spool.h"
 #include "tmpdir.h"
 
 static char spooldir[256];

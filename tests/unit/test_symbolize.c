@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../fuzz/succbuild.h"
-#include "symbolize.h"
+#include "ruby/symbolize.h"
 
 /* Builds a table the way Ruby does, for sorted positions data[0..size). */
 static void build(struct succ_table *t, const int *data, int size)
@@ -90,7 +90,7 @@ Test(succ_index, every_position)
  */
 #include <unistd.h>
 
-#include "rvalue.h"
+#include "ruby/rvalue.h"
 
 #define OBJ_WORDS 16
 

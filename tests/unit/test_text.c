@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aggregate.h"
-#include "text.h"
+#include "lib/text.h"
+#include "profile/aggregate.h"
 
 Test(text, utf8_len_follows_unicode_table_3_7)
 {

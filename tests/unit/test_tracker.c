@@ -15,9 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "procs.h"
-#include "tracker.h"
+#include "lib/clock.h"
+#include "proc/procs.h"
+#include "profile/tracker.h"
 
 #define NRUBIES	    20
 #define LISTER_MS   30

@@ -17,12 +17,12 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "bounds.h"
-#include "checksum.h"
-#include "clock.h"
-#include "elf.h"
-#include "procs.h"
-#include "unwind.h"
+#include "lib/bounds.h"
+#include "lib/clock.h"
+#include "native/checksum.h"
+#include "native/elf.h"
+#include "native/unwind.h"
+#include "proc/procs.h"
 #include "stackcopy.h"
 
 #define COPY_MAX 16384

@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "httpd.h"
+#include "output/upload.h"
 #include "tmpdir.h"
-#include "upload.h"
 
 static struct httpd *srv;
 

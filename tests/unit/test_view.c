@@ -14,11 +14,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fileio.h"
-#include "pprof.h"
-#include "pprofread.h"
+#include "lib/fileio.h"
+#include "profile/pprof.h"
 #include "tmpdir.h"
-#include "view.h"
+#include "view/pprofread.h"
+#include "view/view.h"
 
 #define T0 1700000000000000000LL
 

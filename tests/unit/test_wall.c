@@ -5,8 +5,8 @@
  */
 #include <criterion/criterion.h>
 
+#include "profile/wall.h"
 #include "rubyprof.h"
-#include "wall.h"
 
 Test(wall, kernel_gate)
 {

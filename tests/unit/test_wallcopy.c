@@ -7,7 +7,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 
-#include "wallcopy.h"
+#include "sample/wallcopy.h"
 
 static void frames_of(struct rp_frame *f, size_t n, uint64_t tag)
 {

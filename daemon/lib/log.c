@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* log.c - leveled logging to stderr, prefixed with the program name and level. */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/log.h"
+
+/* The logger's level is process-wide configuration, set once from the parsed options. */
+static enum log_level log_level = LOG_LVL_INFO;
+
+static const char *const level_names[] = {
+	[LOG_LVL_ERROR] = "error",
+	[LOG_LVL_WARN] = "warning",
+	[LOG_LVL_INFO] = "info",
+	[LOG_LVL_DEBUG] = "debug",
+};
+
+void log_set_level(enum log_level level)
+{
+	log_level = level;
+}
+
+enum log_level log_get_level(void)
+{
+	return log_level;
+}
+
+/* syslog priorities (sd-daemon(3): SD_ERR, SD_WARNING, SD_INFO, SD_DEBUG) */
+static const char *const journal_prefixes[] = {
+	[LOG_LVL_ERROR] = "<3>",
+	[LOG_LVL_WARN] = "<4>",
+	[LOG_LVL_INFO] = "<6>",
+	[LOG_LVL_DEBUG] = "<7>",
+};
+
+/*
+ * Whether stderr is the journal: systemd sets JOURNAL_STREAM to "DEVICE:INODE" of the stream it
+ * connects a service's stdout and stderr to. Checked on every line (lines are rare), so a stderr
+ * redirected later, or a child's, is judged as it is; a terminal or a file never gets the prefix.
+ */
+bool log_to_journal(void)
+{
+	const char *env = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+	char tail;
+
+	if (!env || sscanf(env, "%llu:%llu%c", &dev, &ino, &tail) != 2)
+		return false;
+	if (fstat(STDERR_FILENO, &st) != 0)
+		return false;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
+/*
+ * In the journal each line starts with its priority, which journald strips and stores as
+ * PRIORITY= (without it every line of a service is info): `journalctl -p err -u rubyprofd`.
+ */
+static void log_vline(enum log_level level, const char *word, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
+static void log_vline(enum log_level level, const char *word, const char *fmt, va_list ap)
+{
+	if (log_to_journal())
+		fputs(journal_prefixes[level], stderr);
+	fputs("rubyprofd: ", stderr);
+	if (word)
+		fprintf(stderr, "%s: ", word);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level > log_level)
+		return;
+	va_start(ap, fmt);
+	log_vline(level, level_names[level], fmt, ap);
+	va_end(ap);
+}
+
+void log_line(enum log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_vline(level, NULL, fmt, ap);
+	va_end(ap);
+}
+
+bool log_limit_take(struct log_limit *l, int64_t now, const char *what)
+{
+	if (!l->window_start || now - l->window_start >= LOG_LIMIT_WINDOW_NS) {
+		if (l->suppressed)
+			log_msg(LOG_LVL_WARN,
+				"%llu %s suppressed in the last minute (at most %d a minute)",
+				(unsigned long long)l->suppressed, what, LOG_LIMIT_LINES);
+		l->window_start = now ? now : 1;
+		l->lines = 0;
+		l->suppressed = 0;
+	}
+	if (l->lines < LOG_LIMIT_LINES) {
+		l->lines++;
+		return true;
+	}
+	l->suppressed++;
+	l->suppressed_total++;
+	return false;
+}
