@@ -17,7 +17,7 @@ pkgs=(
 	libcurl4-openssl-dev						# build: the shipper's HTTP transport (daemon/output/upload.c)
 	musl-tools							# tests: the fake Ruby run by musl libc (Alpine's TLS layout)
 	protobuf-compiler						# test_protocol decodes the collectors' protobuf bodies with protoc
-	libdw-dev							# build: native stacks unwound with CFI by libdwfl (daemon/native/unwind.c)
+	libdw-dev							# build: native stacks unwound with CFI by libdwfl (daemon/native/unwinder.c)
 	libxml2-dev							# make fuzz: fuzz_text parses the SVG views with libxml2
 	puma								# tests: test_puma profiles a real Puma server in wall-clock mode
 	ruby-nokogiri							# tests: test_native's nokogiri script (libxml2 under Nokogiri's C methods)

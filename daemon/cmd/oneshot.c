@@ -189,7 +189,7 @@ static int write_profile(struct run *r, const char *path, int64_t duration_ns, c
 		 r->cfg->frequency, session_wall(r->session) ? ", wall clock" : "");
 	err = pprof_add_comment(p, comment);
 	if (!err)
-		err = agg_to_pprof(session_agg(r->session), p, NULL, 0);
+		err = aggregate_to_pprof(session_agg(r->session), p, NULL, 0);
 	if (!err) {
 		err = pprof_write_file(p, path);
 		if (err) {

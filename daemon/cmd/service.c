@@ -127,10 +127,10 @@ struct names {
 	struct service *sv;
 };
 
-static void collect_service(void *ctx, const struct agg_proc *p)
+static void collect_service(void *ctx, const struct aggregate_proc *p)
 {
 	struct names *x = ctx;
-	const char *name = agg_proc_info(p)->service;
+	const char *name = aggregate_proc_info(p)->service;
 	struct svc *s = svc_find(x->sv, name);
 	const char **nv;
 	size_t i;
@@ -162,10 +162,10 @@ struct svc_facts {
 	uint64_t samples;
 };
 
-static void facts_of(void *ctx, const struct agg_proc *p)
+static void facts_of(void *ctx, const struct aggregate_proc *p)
 {
 	struct svc_facts *f = ctx;
-	const struct agg_proc_info *info = agg_proc_info(p);
+	const struct aggregate_proc_info *info = aggregate_proc_info(p);
 
 	if (strcmp(info->service, f->name) != 0)
 		return;
@@ -192,10 +192,10 @@ static void shared(const char **have, bool *mixed, const char *v)
 	}
 }
 
-static void samples_of(void *ctx, const struct agg_stack *st)
+static void samples_of(void *ctx, const struct aggregate_stack *st)
 {
 	struct svc_facts *f = ctx;
-	const struct agg_proc_info *info = agg_proc_info(st->proc);
+	const struct aggregate_proc_info *info = aggregate_proc_info(st->proc);
 
 	if (strcmp(info->service, f->name) != 0)
 		return;
@@ -276,8 +276,8 @@ static int write_service(struct service *sv, const char *name, int64_t until_wal
 	char comment[200], path[4096];
 	int err;
 
-	agg_foreach_proc(session_agg(sv->session), facts_of, &f);
-	agg_foreach(session_agg(sv->session), samples_of, &f);
+	aggregate_foreach_proc(session_agg(sv->session), facts_of, &f);
+	aggregate_foreach(session_agg(sv->session), samples_of, &f);
 	if (!f.samples)
 		return 0; /* nothing ran: no profile (an idle app costs nothing in the spool) */
 	p = pprof__new();
@@ -293,7 +293,7 @@ static int write_service(struct service *sv, const char *name, int64_t until_wal
 		 name, hz);
 	err = pprof_add_comment(p, comment);
 	if (!err)
-		err = agg_to_pprof(session_agg(sv->session), p, name, pprof_flags(sv->cfg));
+		err = aggregate_to_pprof(session_agg(sv->session), p, name, pprof_flags(sv->cfg));
 	if (!err)
 		err = pprof_encode(p, 1, &data, &len);
 	pprof__free(p);
@@ -341,7 +341,7 @@ static void end_interval(struct service *sv, int64_t now)
 	int err;
 
 	session_drain(sv->session, now); /* what was sampled until now belongs to this interval */
-	agg_foreach_proc(session_agg(sv->session), collect_service, &x);
+	aggregate_foreach_proc(session_agg(sv->session), collect_service, &x);
 	for (i = 0; i < x.n; i++) {
 		err = write_service(sv, x.v[i], until);
 		if (err) {
@@ -355,7 +355,7 @@ static void end_interval(struct service *sv, int64_t now)
 	free(x.v);
 	/* services with no process left are forgotten */
 	hmap_filter(&sv->svcs, unseen, NULL);
-	agg_cut(session_agg(sv->session));
+	aggregate_cut(session_agg(sv->session));
 	/* what the apps published since: labels of the next interval */
 	session_poll_contexts(sv->session);
 	spool_expire(sv->spool, until);

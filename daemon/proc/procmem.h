@@ -3,7 +3,7 @@
  * procmem.h - reads another process's memory with process_vm_readv: no ptrace, no stop.
  * Errors: -ESRCH (the process is gone), -EFAULT (unmapped address), -EPERM (needs CAP_SYS_PTRACE).
  *
- * The seam for tests and fuzzers: every reader of a target's memory (rvalue.c, symbolize.c,
+ * The seam for tests and fuzzers: every reader of a target's memory (rvalue.c, symbolizer.c,
  * discover.c, gcstate.c) goes through procmem_read; procmem_u64/u32 call it too. In procmem.o it
  * is a weak alias of procmem_vm_read, so a test or fuzz binary that links its own (strong)
  * procmem_read replaces it at link time for every caller, and may call procmem_vm_read for the

@@ -17,48 +17,48 @@ struct frametab {
 	char **strs; /* id -> string; 0 is "" */
 	uint32_t *str_next;
 	size_t nstrs, strs_cap;
-	struct hmap str_index;	  /* (fnv hash, len) -> first id + 1, chained through str_next */
-	struct agg_frame *frames; /* id -> frame (index 0 unused) */
+	struct hmap str_index; /* (fnv hash, len) -> first id + 1, chained through str_next */
+	struct aggregate_frame *frames; /* id -> frame (index 0 unused) */
 	size_t nframes, frames_cap;
 	struct hmap frame_index; /* packed frame key -> id */
 	uint64_t bytes;
 };
 
-struct agg_proc {
-	struct agg_proc_info info; /* strings point into the fields below */
+struct aggregate_proc {
+	struct aggregate_proc_info info; /* strings point into the fields below */
 	char *container, *service, *ruby_version, *service_version, *environment, *instance_id;
 	struct frametab ft;
 	uint32_t generation;
 	bool exited;
-	bool full;	 /* the frame table refused a frame in this interval */
-	size_t index;	 /* in agg.procs */
-	struct agg *agg; /* its owner (for the counters) */
+	bool full;	       /* the frame table refused a frame in this interval */
+	size_t index;	       /* in agg.procs */
+	struct aggregate *agg; /* its owner (for the counters) */
 };
 
 struct stack_entry {
 	uint64_t hash;
-	struct agg_proc *proc;
+	struct aggregate_proc *proc;
 	pid_t tid;
 	uint32_t nframes;
 	char *thread_name;
 	char *ruby_thread, *ruby_thread_name;
-	const char *state;   /* static: agg_thread.state */
-	const char *syscall; /* static: agg_thread.syscall */
+	const char *state;   /* static: aggregate_thread.state */
+	const char *syscall; /* static: aggregate_thread.syscall */
 	uint32_t *frames;
 	uint32_t next; /* index + 1 of the next entry with the same hash, 0: none */
 	int64_t values[AGG_MAX_VALUES];
 };
 
-struct agg {
+struct aggregate {
 	size_t nvalues, max_stacks;
-	struct agg_proc **procs;
+	struct aggregate_proc **procs;
 	size_t nprocs, procs_cap;
 	struct stack_entry *stacks;
 	size_t nstacks, stacks_cap;
 	struct hmap stack_index; /* hash -> first index + 1, chained through stack_entry.next */
 	uint64_t total;
 	uint32_t cuts; /* intervals ended */
-	struct agg_stats stats;
+	struct aggregate_stats stats;
 };
 
 /* ---- per-process frame table ------------------------------------------------------------ */
@@ -162,9 +162,9 @@ static uint32_t intern(struct frametab *ft, const char *s)
 
 /* ---- agg ---------------------------------------------------------------------------------- */
 
-struct agg *agg__new(size_t nvalues, size_t max_stacks)
+struct aggregate *aggregate__new(size_t nvalues, size_t max_stacks)
 {
-	struct agg *a;
+	struct aggregate *a;
 
 	if (nvalues == 0 || nvalues > AGG_MAX_VALUES) {
 		errno = EINVAL;
@@ -178,7 +178,7 @@ struct agg *agg__new(size_t nvalues, size_t max_stacks)
 	return a;
 }
 
-static void free_stacks(struct agg *a)
+static void free_stacks(struct aggregate *a)
 {
 	size_t i;
 
@@ -193,7 +193,7 @@ static void free_stacks(struct agg *a)
 	hmap_clear(&a->stack_index);
 }
 
-static void proc_free(struct agg_proc *p)
+static void proc_free(struct aggregate_proc *p)
 {
 	if (!p)
 		return;
@@ -207,7 +207,7 @@ static void proc_free(struct agg_proc *p)
 	free(p);
 }
 
-void agg__free(struct agg *a)
+void aggregate__free(struct aggregate *a)
 {
 	size_t i;
 
@@ -221,9 +221,10 @@ void agg__free(struct agg *a)
 	free(a);
 }
 
-struct agg_proc *agg_proc__new(struct agg *a, const struct agg_proc_info *info)
+struct aggregate_proc *aggregate_proc__new(struct aggregate *a,
+					   const struct aggregate_proc_info *info)
 {
-	struct agg_proc *p, **np;
+	struct aggregate_proc *p, **np;
 
 	if (a->nprocs == a->procs_cap) {
 		np = realloc(a->procs, (a->procs_cap ? a->procs_cap * 2 : 16) * sizeof(*np));
@@ -264,33 +265,33 @@ struct agg_proc *agg_proc__new(struct agg *a, const struct agg_proc_info *info)
 	return p;
 }
 
-void agg_proc_exit(struct agg *a, struct agg_proc *p)
+void aggregate_proc_exit(struct aggregate *a, struct aggregate_proc *p)
 {
 	p->exited = true;
 }
 
-const struct agg_proc_info *agg_proc_info(const struct agg_proc *p)
+const struct aggregate_proc_info *aggregate_proc_info(const struct aggregate_proc *p)
 {
 	return &p->info;
 }
 
-uint32_t agg_proc_generation(const struct agg_proc *p)
+uint32_t aggregate_proc_generation(const struct aggregate_proc *p)
 {
 	return p->generation;
 }
 
-uint32_t agg_cuts(const struct agg *a)
+uint32_t aggregate_cuts(const struct aggregate *a)
 {
 	return a->cuts;
 }
 
-uint32_t agg_frame_id(struct agg_proc *p, enum agg_frame_kind kind, const char *name,
-		      const char *file, int64_t start_line, int64_t line)
+uint32_t aggregate_frame_id(struct aggregate_proc *p, enum aggregate_frame_kind kind,
+			    const char *name, const char *file, int64_t start_line, int64_t line)
 {
 	struct frametab *ft = &p->ft;
 	uint32_t name_id, file_id, id;
 	uint64_t k1, k2, val;
-	struct agg_frame *nf, *f;
+	struct aggregate_frame *nf, *f;
 
 	if (ft->nframes >= AGG_MAX_FRAMES_PER_PROC || !ft->strs) {
 		p->full = true;
@@ -335,10 +336,10 @@ uint32_t agg_frame_id(struct agg_proc *p, enum agg_frame_kind kind, const char *
 	return id;
 }
 
-uint32_t agg_native_frame_id(struct agg_proc *p, const char *name, const char *file,
-			     const char *build_id)
+uint32_t aggregate_native_frame_id(struct aggregate_proc *p, const char *name, const char *file,
+				   const char *build_id)
 {
-	uint32_t id = agg_frame_id(p, AGG_FRAME_NATIVE, name, file, 0, 0), bid;
+	uint32_t id = aggregate_frame_id(p, AGG_FRAME_NATIVE, name, file, 0, 0), bid;
 
 	if (!id || !build_id || !build_id[0] || p->ft.frames[id].build_id)
 		return id;
@@ -349,20 +350,21 @@ uint32_t agg_native_frame_id(struct agg_proc *p, const char *name, const char *f
 	return id;
 }
 
-void agg_native_frame_at(struct agg_proc *p, uint32_t id, const struct agg_native_addr *at)
+void aggregate_native_frame_at(struct aggregate_proc *p, uint32_t id,
+			       const struct aggregate_native_addr *at)
 {
-	struct agg_frame *f = id && id < p->ft.nframes ? &p->ft.frames[id] : NULL;
+	struct aggregate_frame *f = id && id < p->ft.nframes ? &p->ft.frames[id] : NULL;
 
 	if (f && f->kind == AGG_FRAME_NATIVE && !f->at.addr)
 		f->at = *at;
 }
 
-const struct agg_frame *agg_frame_get(const struct agg_proc *p, uint32_t id)
+const struct aggregate_frame *aggregate_frame_get(const struct aggregate_proc *p, uint32_t id)
 {
 	return id && id < p->ft.nframes ? &p->ft.frames[id] : NULL;
 }
 
-static uint64_t stack_hash(const struct agg_proc *p, const struct agg_thread *th,
+static uint64_t stack_hash(const struct aggregate_proc *p, const struct aggregate_thread *th,
 			   const uint32_t *frames, size_t n)
 {
 	uint64_t h = HASH_INIT;
@@ -378,7 +380,7 @@ static uint64_t stack_hash(const struct agg_proc *p, const struct agg_thread *th
 	return hash_bytes(h, frames, n * sizeof(*frames));
 }
 
-static bool same_thread(const struct stack_entry *e, const struct agg_thread *th)
+static bool same_thread(const struct stack_entry *e, const struct aggregate_thread *th)
 {
 	return e->tid == th->tid && strcmp(e->thread_name, th->name) == 0 &&
 	       strcmp(e->ruby_thread, th->ruby_thread) == 0 &&
@@ -386,18 +388,19 @@ static bool same_thread(const struct stack_entry *e, const struct agg_thread *th
 	       strcmp(e->state, th->state) == 0 && strcmp(e->syscall, th->syscall) == 0;
 }
 
-int agg_add(struct agg *a, struct agg_proc *p, pid_t tid, const char *thread_name,
-	    const uint32_t *frames, size_t nframes, const int64_t *values)
+int aggregate_add(struct aggregate *a, struct aggregate_proc *p, pid_t tid, const char *thread_name,
+		  const uint32_t *frames, size_t nframes, const int64_t *values)
 {
-	struct agg_thread th = {.tid = tid, .name = thread_name};
+	struct aggregate_thread th = {.tid = tid, .name = thread_name};
 
-	return agg_add_thread(a, p, &th, frames, nframes, values);
+	return aggregate_add_thread(a, p, &th, frames, nframes, values);
 }
 
-int agg_add_thread(struct agg *a, struct agg_proc *p, const struct agg_thread *thread,
-		   const uint32_t *frames, size_t nframes, const int64_t *values)
+int aggregate_add_thread(struct aggregate *a, struct aggregate_proc *p,
+			 const struct aggregate_thread *thread, const uint32_t *frames,
+			 size_t nframes, const int64_t *values)
 {
-	struct agg_thread th = {
+	struct aggregate_thread th = {
 		.tid = thread->tid,
 		.name = thread->name ? thread->name : "",
 		.ruby_thread = thread->ruby_thread ? thread->ruby_thread : "",
@@ -468,9 +471,10 @@ int agg_add_thread(struct agg *a, struct agg_proc *p, const struct agg_thread *t
 	return 0;
 }
 
-void agg_foreach(const struct agg *a, void (*fn)(void *ctx, const struct agg_stack *st), void *ctx)
+void aggregate_foreach(const struct aggregate *a,
+		       void (*fn)(void *ctx, const struct aggregate_stack *st), void *ctx)
 {
-	struct agg_stack st;
+	struct aggregate_stack st;
 	size_t i;
 
 	for (i = 0; i < a->nstacks; i++) {
@@ -489,8 +493,8 @@ void agg_foreach(const struct agg *a, void (*fn)(void *ctx, const struct agg_sta
 	}
 }
 
-void agg_foreach_proc(const struct agg *a, void (*fn)(void *ctx, const struct agg_proc *p),
-		      void *ctx)
+void aggregate_foreach_proc(const struct aggregate *a,
+			    void (*fn)(void *ctx, const struct aggregate_proc *p), void *ctx)
 {
 	size_t i;
 
@@ -498,17 +502,17 @@ void agg_foreach_proc(const struct agg *a, void (*fn)(void *ctx, const struct ag
 		fn(ctx, a->procs[i]);
 }
 
-uint64_t agg_total(const struct agg *a)
+uint64_t aggregate_total(const struct aggregate *a)
 {
 	return a->total;
 }
 
-size_t agg_nstacks(const struct agg *a)
+size_t aggregate_nstacks(const struct aggregate *a)
 {
 	return a->nstacks;
 }
 
-void agg_stats(const struct agg *a, struct agg_stats *out)
+void aggregate_stats(const struct aggregate *a, struct aggregate_stats *out)
 {
 	size_t i;
 
@@ -523,10 +527,10 @@ void agg_stats(const struct agg *a, struct agg_stats *out)
 	}
 }
 
-void agg_cut(struct agg *a)
+void aggregate_cut(struct aggregate *a)
 {
 	size_t i, n = 0;
-	struct agg_proc *p;
+	struct aggregate_proc *p;
 
 	a->cuts++;
 	free_stacks(a);
@@ -566,7 +570,7 @@ void agg_cut(struct agg *a)
 /* pprof export ------------------------------------------------------------------------------ */
 
 struct export_ctx {
-	const struct agg *a;
+	const struct aggregate *a;
 	struct pprof *p;
 	const char *service;
 	unsigned int flags; /* AGG_PPROF_* */
@@ -584,9 +588,9 @@ static const char *const kind_mapping[] = {
 	[AGG_FRAME_NATIVE] = "[native]",
 };
 
-static uint64_t frame_location(struct export_ctx *x, const struct agg_proc *proc, uint32_t id)
+static uint64_t frame_location(struct export_ctx *x, const struct aggregate_proc *proc, uint32_t id)
 {
-	const struct agg_frame *f = agg_frame_get(proc, id);
+	const struct aggregate_frame *f = aggregate_frame_get(proc, id);
 	uint64_t fn, *locs;
 
 	if (!f)
@@ -622,10 +626,10 @@ static uint64_t frame_location(struct export_ctx *x, const struct agg_proc *proc
 	return locs[id];
 }
 
-static void export_stack(void *ctx, const struct agg_stack *st)
+static void export_stack(void *ctx, const struct aggregate_stack *st)
 {
 	struct export_ctx *x = ctx;
-	const struct agg_proc_info *info = &st->proc->info;
+	const struct aggregate_proc_info *info = &st->proc->info;
 	struct pprof_label labels[10];
 	int64_t values[2];
 	size_t i, nl = 0;
@@ -682,7 +686,8 @@ static void export_stack(void *ctx, const struct agg_stack *st)
 	x->err = pprof_add_sample(x->p, x->buf, st->nframes, values, labels, nl);
 }
 
-int agg_to_pprof(const struct agg *a, struct pprof *p, const char *service, unsigned int flags)
+int aggregate_to_pprof(const struct aggregate *a, struct pprof *p, const char *service,
+		       unsigned int flags)
 {
 	struct export_ctx x = {.a = a, .p = p, .service = service, .flags = flags};
 	size_t i;
@@ -690,7 +695,7 @@ int agg_to_pprof(const struct agg *a, struct pprof *p, const char *service, unsi
 	x.locs = calloc(a->nprocs ? a->nprocs : 1, sizeof(*x.locs));
 	if (!x.locs)
 		return -ENOMEM;
-	agg_foreach(a, export_stack, &x);
+	aggregate_foreach(a, export_stack, &x);
 	for (i = 0; i < a->nprocs; i++)
 		free(x.locs[i]);
 	free(x.locs);

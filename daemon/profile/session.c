@@ -41,8 +41,8 @@ struct session {
 	struct session_opts opts;
 	struct sampler *sampler;
 	struct tracker *tracker;
-	struct collector *coll;
-	struct agg *agg;
+	struct stacks *coll;
+	struct aggregate *agg;
 	struct wall *wall; /* --clock wall, else NULL */
 	unsigned int frequency;
 	int64_t now;			/* of the records being consumed */
@@ -181,7 +181,7 @@ static int on_enable(void *ctx, const struct ruby_target *t, bool fresh)
 		return -ESRCH;
 	}
 	bpf.start_time = s->iter_pid == t->pid ? s->iter_start : 0;
-	if (!fresh && collector_update(s->coll, t) == 0) {
+	if (!fresh && stacks_update(s->coll, t) == 0) {
 		/* a fork child validated on its own: its context (not its parent's) is looked for
 		 * by session_poll_contexts */
 		wall_enable(s, t, &bpf);
@@ -190,7 +190,7 @@ static int on_enable(void *ctx, const struct ruby_target *t, bool fresh)
 			wall_remove(s->wall, t->pid);
 		return err;
 	}
-	err = collector_add(s->coll, t, service, &pc);
+	err = stacks_add(s->coll, t, service, &pc);
 	procctx_release(&pc);
 	if (err)
 		return err;
@@ -199,7 +199,7 @@ static int on_enable(void *ctx, const struct ruby_target *t, bool fresh)
 	if (err) {
 		if (s->wall)
 			wall_remove(s->wall, t->pid);
-		collector_remove(s->coll, t->pid);
+		stacks_remove(s->coll, t->pid);
 	}
 	return err;
 }
@@ -208,7 +208,7 @@ static int on_fork(void *ctx, pid_t child, pid_t parent)
 {
 	struct session *s = ctx;
 
-	return collector_fork(s->coll, child, parent, NULL);
+	return stacks_fork(s->coll, child, parent, NULL);
 }
 
 static void on_disable(void *ctx, pid_t pid)
@@ -218,7 +218,7 @@ static void on_disable(void *ctx, pid_t pid)
 	sampler_del_proc(s->sampler, (uint32_t)pid);
 	if (s->wall)
 		wall_remove(s->wall, pid);
-	collector_remove(s->coll, pid);
+	stacks_remove(s->coll, pid);
 }
 
 /* ---- the dispatcher's callbacks --------------------------------------------------------- */
@@ -229,7 +229,7 @@ static void on_proc_event(void *ctx, const struct rp_proc_event *ev)
 
 	/* a process that is no Ruby, kept for its native samples, runs another program now */
 	if (ev->event == RP_PROC_EXEC)
-		collector_forget_alone(s->coll, (pid_t)ev->hdr.pid);
+		stacks_forget_alone(s->coll, (pid_t)ev->hdr.pid);
 	tracker_on_event(s->tracker, ev, s->now);
 }
 
@@ -237,25 +237,25 @@ static void on_stack(void *ctx, const struct sampler_stack *st)
 {
 	struct session *s = ctx;
 
-	collector_on_stack(s->coll, st);
+	stacks_on_stack(s->coll, st);
 }
 
 static void on_ustack(void *ctx, const struct rp_ustack *u, size_t size)
 {
 	struct session *s = ctx;
 
-	collector_on_ustack(s->coll, u, size);
+	stacks_on_ustack(s->coll, u, size);
 }
 
 static void on_kstack(void *ctx, const struct rp_kstack *k)
 {
 	struct session *s = ctx;
 
-	collector_on_kstack(s->coll, k);
+	stacks_on_kstack(s->coll, k);
 }
 
 /*
- * collector_identify_fn of a process that is no Ruby: the service's own naming (its rules, unit,
+ * stacks_identify_fn of a process that is no Ruby: the service's own naming (its rules, unit,
  * container), or without one (--oneshot) appname's: its unit, container, or program name.
  */
 static int identify_alone(void *ctx, pid_t pid, char *service, size_t len)
@@ -277,7 +277,7 @@ static int enable_native_extras(struct session *s, const struct session_opts *op
 	int err;
 
 	if (opts->kernel_stacks) {
-		err = collector_enable_kernel(s->coll, NULL);
+		err = stacks_enable_kernel(s->coll, NULL);
 		if (err == -EACCES)
 			log_warn("kernel stacks: /proc/kallsyms shows every address as 0 "
 				 "(kernel.kptr_restrict): rubyprofd lacks CAP_SYSLOG; kernel "
@@ -292,7 +292,7 @@ static int enable_native_extras(struct session *s, const struct session_opts *op
 				 strerror(-err));
 	}
 	if (opts->native_procs != RP_NATIVE_RUBY)
-		return collector_enable_alone(s->coll, 0, identify_alone, s);
+		return stacks_enable_alone(s->coll, 0, identify_alone, s);
 	return 0;
 }
 
@@ -347,10 +347,10 @@ struct session *session__new(const struct session_opts *opts)
 	s->frequency = opts->frequency;
 	tops.ctx = s;
 	h.ctx = s;
-	s->agg = agg__new(2, MAX_STACKS);
-	s->coll = s->agg ? collector__new(s->agg, period_ns(opts->frequency)) : NULL;
+	s->agg = aggregate__new(2, MAX_STACKS);
+	s->coll = s->agg ? stacks__new(s->agg, period_ns(opts->frequency)) : NULL;
 	if (s->coll && opts->stacks_mixed &&
-	    (collector_enable_native(s->coll, 0) || enable_native_extras(s, opts))) {
+	    (stacks_enable_native(s->coll, 0) || enable_native_extras(s, opts))) {
 		log_error("out of memory");
 		goto fail;
 	}
@@ -398,8 +398,8 @@ void session__free(struct session *s)
 	wall__free(s->wall);
 	sampler__free(s->sampler);
 	tracker__free(s->tracker);
-	collector__free(s->coll);
-	agg__free(s->agg);
+	stacks__free(s->coll);
+	aggregate__free(s->agg);
 	free(s);
 }
 
@@ -495,7 +495,7 @@ int64_t session_next_due(const struct session *s)
 
 	/* without a profiled process no sample can arrive: nothing to read on a timer (but
 	 * --native-processes samples other processes too) */
-	if (collector_count(s->coll) || s->opts.native_procs != RP_NATIVE_RUBY) {
+	if (stacks_count(s->coll) || s->opts.native_procs != RP_NATIVE_RUBY) {
 		read = s->last_read + session_read_every(s);
 		if (read < due)
 			due = read;
@@ -511,7 +511,7 @@ void session_scan(struct session *s, int64_t now)
 	consume(s, now);
 	tracker_scan(s->tracker, now);
 	/* processes kept for their native samples alone: freed once they are gone */
-	collector_sweep_alone(s->coll);
+	stacks_sweep_alone(s->coll);
 }
 
 bool session_has_lifecycle(const struct session *s)
@@ -540,7 +540,7 @@ int session_set_frequency(struct session *s, unsigned int frequency)
 	if (err)
 		return err;
 	s->frequency = frequency;
-	collector_set_period(s->coll, period_ns(frequency));
+	stacks_set_period(s->coll, period_ns(frequency));
 	if (s->wall)
 		wall_set_frequency(s->wall, frequency);
 	return 0;
@@ -551,7 +551,7 @@ unsigned int session_frequency(const struct session *s)
 	return s->frequency;
 }
 
-struct agg *session_agg(struct session *s)
+struct aggregate *session_agg(struct session *s)
 {
 	return s->agg;
 }
@@ -572,7 +572,7 @@ static void poll_context(void *ctx, const struct ruby_target *t, struct procctx 
 	    s->opts.identify(s->opts.identify_ctx, t, pc->published_at_ns ? &pc->attrs : NULL,
 			     service, sizeof(service)))
 		return;
-	if (collector_relabel(s->coll, t->pid, s->opts.identify ? service : NULL))
+	if (stacks_relabel(s->coll, t->pid, s->opts.identify ? service : NULL))
 		log_warn("pid %d: cannot label its samples from its new process context: out of "
 			 "memory",
 			 (int)t->pid);
@@ -580,30 +580,30 @@ static void poll_context(void *ctx, const struct ruby_target *t, struct procctx 
 
 void session_poll_contexts(struct session *s)
 {
-	collector_foreach_ruby(s->coll, poll_context, s);
+	stacks_foreach_ruby(s->coll, poll_context, s);
 }
 
 size_t session_active(const struct session *s)
 {
-	return collector_count(s->coll);
+	return stacks_count(s->coll);
 }
 
 size_t session_profiled(const struct session *s)
 {
-	return collector_profiled(s->coll);
+	return stacks_profiled(s->coll);
 }
 
 void session_counters(struct session *s, struct session_counters *out)
 {
 	memset(out, 0, sizeof(*out));
 	sampler_counters(s->sampler, &out->sampler);
-	collector_stats(s->coll, &out->collector);
+	stacks_stats(s->coll, &out->collector);
 	tracker_stats(s->tracker, &out->tracker);
-	agg_stats(s->agg, &out->agg);
+	aggregate_stats(s->agg, &out->agg);
 	bounds_stats(&out->bounds);
 	checksum_stats(&out->checksum);
 	out->procctx = s->ctx_stats;
-	out->native_on = collector_native_stats(s->coll, &out->native);
+	out->native_on = stacks_native_stats(s->coll, &out->native);
 	if (s->wall) {
 		out->wall_on = true;
 		wall_counters(s->wall, &out->wall);

@@ -15,7 +15,7 @@
 #include "lib/bounds.h"
 #include "native/checksum.h"
 #include "profile/aggregate.h"
-#include "profile/collect.h"
+#include "profile/stacks.h"
 #include "profile/tracker.h"
 #include "profile/wall.h"
 #include "ruby/discover.h"
@@ -45,9 +45,9 @@ struct session_opts {
 
 struct session_counters {
 	struct sampler_counters sampler;
-	struct collector_stats collector;
+	struct stacks_stats collector;
 	struct tracker_stats tracker;
-	struct agg_stats agg;
+	struct aggregate_stats agg;
 	bool native_on; /* --stacks mixed: `native` holds its counters */
 	struct native_stats native;
 	bool wall_on; /* wall-clock mode: `wall` is filled */
@@ -96,8 +96,8 @@ void session_report_pending(const struct session *s);
 int session_set_frequency(struct session *s, unsigned int frequency);
 unsigned int session_frequency(const struct session *s);
 
-/* The aggregate of the current interval; agg_cut() on it starts the next. */
-struct agg *session_agg(struct session *s);
+/* The aggregate of the current interval; aggregate_cut() on it starts the next. */
+struct aggregate *session_agg(struct session *s);
 /* Ruby processes profiled now / ever. */
 /*
  * Looks again at every profiled Ruby's OpenTelemetry process context (procctx.h): its header

@@ -512,7 +512,7 @@ int wall_add(struct wall *w, const struct ruby_target *t)
 	int major, minor, teeny;
 	size_t i;
 
-	if (ruby_version_parse(t->version, &major, &minor, &teeny) == 0) {
+	if (offsets_parse_version(t->version, &major, &minor, &teeny) == 0) {
 		for (i = 0; i < sizeof(wall_rows) / sizeof(wall_rows[0]); i++) {
 			if (wall_rows[i].major == major && wall_rows[i].minor == minor)
 				row = &wall_rows[i];
@@ -855,9 +855,10 @@ static unsigned int state_of(const char *name)
 }
 
 /* The stack's time under its leaf function, in its state. */
-static void add_leaf(struct wall_report *r, unsigned int state, const struct agg_stack *st)
+static void add_leaf(struct wall_report *r, unsigned int state, const struct aggregate_stack *st)
 {
-	const struct agg_frame *f = st->nframes ? agg_frame_get(st->proc, st->frames[0]) : NULL;
+	const struct aggregate_frame *f =
+		st->nframes ? aggregate_frame_get(st->proc, st->frames[0]) : NULL;
 	const char *name = f ? f->name : "[no frames]";
 	struct wall_leaf *l = r->leaves[state];
 	size_t i;
@@ -883,7 +884,7 @@ static int leaf_cmp(const void *a, const void *b)
 	return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : strcmp(x->name, y->name);
 }
 
-static void report_stack(void *ctx, const struct agg_stack *st)
+static void report_stack(void *ctx, const struct aggregate_stack *st)
 {
 	struct wall_report *r = ctx;
 	struct wall_row_sum *row = NULL;
@@ -910,7 +911,7 @@ static void report_stack(void *ctx, const struct agg_stack *st)
 	add_leaf(r, state_of(st->state), st);
 }
 
-void wall_report(FILE *f, const struct agg *a)
+void wall_report(FILE *f, const struct aggregate *a)
 {
 	struct wall_report *r = calloc(1, sizeof(*r));
 	unsigned int k;
@@ -918,7 +919,7 @@ void wall_report(FILE *f, const struct agg *a)
 
 	if (!r)
 		return;
-	agg_foreach(a, report_stack, r);
+	aggregate_foreach(a, report_stack, r);
 	fprintf(f, "wall time per thread and state:\n");
 	for (i = 0; i < r->n; i++) {
 		fprintf(f, "  pid %d thread %s (%s): %.3f s", (int)r->rows[i].pid,

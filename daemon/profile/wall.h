@@ -90,7 +90,7 @@ const char *wall_state_name(unsigned int state);
 const char *wall_syscall_name(uint32_t syscall);
 
 /* Prints each Ruby thread's wall time and its share per state (the oneshot summary). */
-void wall_report(FILE *f, const struct agg *a);
+void wall_report(FILE *f, const struct aggregate *a);
 
 /* Whether this kernel (uname release) is at least major.minor. */
 int wall_kernel_at_least(const char *release, int major, int minor);

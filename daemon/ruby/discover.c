@@ -935,7 +935,7 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 	t->version[sizeof(t->version) - 1] = '\0';
 	/* the target's bytes: a log line and a label get no newline or escape from it */
 	text_clean(t->version);
-	t->off = ruby_offsets_find(t->version, &t->exact);
+	t->off = offsets_find(t->version, &t->exact);
 	if (!t->off) {
 		say(why, whylen, "Ruby %s is not supported (rubyprofd knows 2.6 to 4.0)",
 		    t->version);

@@ -187,7 +187,7 @@ static const struct ruby_offsets rows[] = {
 	},
 };
 
-int ruby_version_parse(const char *s, int *major, int *minor, int *teeny)
+int offsets_parse_version(const char *s, int *major, int *minor, int *teeny)
 {
 	char tail;
 
@@ -214,18 +214,18 @@ static int version_cmp(int a1, int b1, int c1, int a2, int b2, int c2)
  * The row whose range holds the version is exact; otherwise the last row of that minor starting
  * at or before it (its nearest known neighbour), or the minor's first row, flagged inexact.
  */
-const struct ruby_offsets *ruby_offsets_find(const char *version, bool *exact)
+const struct ruby_offsets *offsets_find(const char *version, bool *exact)
 {
 	int ma, mi, te, fa, fi, ft, la, li, lt;
 	const struct ruby_offsets *near = NULL;
 	size_t i;
 
 	*exact = false;
-	if (ruby_version_parse(version, &ma, &mi, &te))
+	if (offsets_parse_version(version, &ma, &mi, &te))
 		return NULL;
 	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		if (ruby_version_parse(rows[i].first, &fa, &fi, &ft) ||
-		    ruby_version_parse(rows[i].last, &la, &li, &lt))
+		if (offsets_parse_version(rows[i].first, &fa, &fi, &ft) ||
+		    offsets_parse_version(rows[i].last, &la, &li, &lt))
 			continue;
 		if (ma != fa || mi != fi)
 			continue;
@@ -240,7 +240,7 @@ const struct ruby_offsets *ruby_offsets_find(const char *version, bool *exact)
 	return near;
 }
 
-const struct ruby_offsets *ruby_offsets_all(unsigned int *n)
+const struct ruby_offsets *offsets_all(unsigned int *n)
 {
 	*n = sizeof(rows) / sizeof(rows[0]);
 	return rows;

@@ -101,15 +101,15 @@ struct ruby_offsets {
 };
 
 /* Parses "3.1.2" into major/minor/teeny. 0 or -EINVAL. */
-int ruby_version_parse(const char *s, int *major, int *minor, int *teeny);
+int offsets_parse_version(const char *s, int *major, int *minor, int *teeny);
 
 /*
  * The row for a Ruby version. Exact ranges first; an unknown patch release of a known minor
  * version gets that minor's row with *exact = false. NULL when the minor version is unknown.
  */
-const struct ruby_offsets *ruby_offsets_find(const char *version, bool *exact);
+const struct ruby_offsets *offsets_find(const char *version, bool *exact);
 
 /* Every row, for the support table and tests. */
-const struct ruby_offsets *ruby_offsets_all(unsigned int *n);
+const struct ruby_offsets *offsets_all(unsigned int *n);
 
 #endif

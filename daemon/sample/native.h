@@ -2,7 +2,7 @@
 /*
  * native.h - the native half of a mixed sample (--stacks mixed): keeps each CPU's last
  * RP_REC_USTACK record (user registers and stack copy) until the Ruby stack of the same sample
- * (cpu, seq) is complete, then unwinds it with the unwinder (unwind.h).
+ * (cpu, seq) is complete, then unwinds it with the unwinder (unwinder.h).
  */
 #ifndef RP_NATIVE_H
 #define RP_NATIVE_H
@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "native/unwind.h"
+#include "native/unwinder.h"
 #include "rubyprof.h"
 
 /* CPUs whose copies are kept (a record of a higher CPU number is counted and dropped). */

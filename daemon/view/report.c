@@ -11,7 +11,7 @@
 struct fn_row {
 	const char *name;
 	const char *file;
-	enum agg_frame_kind kind;
+	enum aggregate_frame_kind kind;
 	uint64_t self, total;
 	uint64_t last_stack; /* stack number that last counted `total`, to count it once */
 	size_t next;	     /* index + 1 of the next row with the same hash */
@@ -30,7 +30,7 @@ struct top_ctx {
  * processes is one line of the summary. A C function's file is its caller's (as in Ruby's
  * backtraces), not its own: it is one function wherever it is called from.
  */
-static struct fn_row *row_of(struct top_ctx *x, const struct agg_frame *f)
+static struct fn_row *row_of(struct top_ctx *x, const struct aggregate_frame *f)
 {
 	const char *file = f->kind == AGG_FRAME_RUBY ? f->file : "";
 	uint64_t h = hash_str(hash_str(HASH_INIT, f->name), file), head = 0;
@@ -63,7 +63,7 @@ static struct fn_row *row_of(struct top_ctx *x, const struct agg_frame *f)
 	return nr;
 }
 
-static void count_stack(void *ctx, const struct agg_stack *st)
+static void count_stack(void *ctx, const struct aggregate_stack *st)
 {
 	struct top_ctx *x = ctx;
 	struct fn_row *r;
@@ -73,7 +73,7 @@ static void count_stack(void *ctx, const struct agg_stack *st)
 		return;
 	x->nstack++;
 	for (i = 0; i < st->nframes; i++) {
-		r = row_of(x, agg_frame_get(st->proc, st->frames[i]));
+		r = row_of(x, aggregate_frame_get(st->proc, st->frames[i]));
 		if (!r) {
 			x->err = -ENOMEM;
 			return;
@@ -98,13 +98,13 @@ static int by_self(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-int report_top(FILE *out, const struct agg *a, unsigned int top)
+int report_top(FILE *out, const struct aggregate *a, unsigned int top)
 {
 	struct top_ctx x = {0};
-	uint64_t total = agg_total(a);
+	uint64_t total = aggregate_total(a);
 	size_t i;
 
-	agg_foreach(a, count_stack, &x);
+	aggregate_foreach(a, count_stack, &x);
 	if (x.err)
 		goto cleanup;
 	qsort(x.rows, x.nrows, sizeof(*x.rows), by_self);

@@ -8,6 +8,6 @@
 #include "profile/aggregate.h"
 
 /* Prints the `top` functions by self samples, with self and total share. 0 or -ENOMEM. */
-int report_top(FILE *out, const struct agg *a, unsigned int top);
+int report_top(FILE *out, const struct aggregate *a, unsigned int top);
 
 #endif

@@ -36,8 +36,8 @@ struct view {
 	size_t nnodes, nodes_cap;
 	struct hmap child;	/* (parent << 32 | frame, 0) -> node */
 	uint32_t refused_frame; /* "[too many frames]", 0 until needed */
-	struct agg *agg;	/* for top */
-	struct agg_proc *aproc;
+	struct aggregate *agg;	/* for top */
+	struct aggregate_proc *aproc;
 	uint32_t *path_frames, *path_nodes; /* the last stack added, root first, and its nodes */
 	size_t path_len, path_cap;
 	struct view_stats st;
@@ -69,7 +69,7 @@ void view__free(struct view *v)
 	hmap_clear(&v->child);
 	if (v->has_focus)
 		regfree(&v->focus);
-	agg__free(v->agg);
+	aggregate__free(v->agg);
 	free(v->path_frames);
 	free(v->path_nodes);
 	free(v);
@@ -77,7 +77,7 @@ void view__free(struct view *v)
 
 struct view *view__new(const struct view_filter *f, char *err, size_t errlen)
 {
-	struct agg_proc_info info = {.pid = 1};
+	struct aggregate_proc_info info = {.pid = 1};
 	struct view *v = calloc(1, sizeof(*v));
 	int e = ENOMEM, rc;
 
@@ -105,8 +105,8 @@ struct view *view__new(const struct view_filter *f, char *err, size_t errlen)
 	v->nodes_cap = 1024;
 	v->nnodes = 1; /* the root */
 	if (f->want_top) {
-		v->agg = agg__new(1, VIEW_MAX_STACKS);
-		v->aproc = v->agg ? agg_proc__new(v->agg, &info) : NULL;
+		v->agg = aggregate__new(1, VIEW_MAX_STACKS);
+		v->aproc = v->agg ? aggregate_proc__new(v->agg, &info) : NULL;
 		if (!v->aproc)
 			goto fail;
 	}
@@ -384,12 +384,12 @@ static int resolve_locations(struct view *v, struct file_ctx *x, const struct pp
 						return -ENOMEM;
 					file = lined;
 				}
-				id = agg_frame_id(v->aproc,
-						  kind == VIEW_RUBY    ? AGG_FRAME_RUBY
-						  : kind == VIEW_CFUNC ? AGG_FRAME_CFUNC
-								       : AGG_FRAME_MARK,
-						  name, file, fn ? fn->start_line : 0,
-						  l->nlines ? l->lines[j].line : 0);
+				id = aggregate_frame_id(v->aproc,
+							kind == VIEW_RUBY    ? AGG_FRAME_RUBY
+							: kind == VIEW_CFUNC ? AGG_FRAME_CFUNC
+									     : AGG_FRAME_MARK,
+							name, file, fn ? fn->start_line : 0,
+							l->nlines ? l->lines[j].line : 0);
 				free(lined);
 				lined = NULL;
 				ret = id ? lf_push(x, id) : -errno;
@@ -534,8 +534,8 @@ static int add_samples(struct view *v, struct file_ctx *x, const struct pprofrea
 			if (x->stack_cap < 1 && grow_stack(x, 1))
 				return -ENOMEM;
 			x->stack[0] = frame_intern(v, VIEW_OTHER, "[no frames]", "", 0);
-			x->astack[0] = v->agg ? agg_frame_id(v->aproc, AGG_FRAME_MARK,
-							     "[no frames]", "", 0, 0)
+			x->astack[0] = v->agg ? aggregate_frame_id(v->aproc, AGG_FRAME_MARK,
+								   "[no frames]", "", 0, 0)
 					      : 0;
 			if (!x->stack[0] || (v->agg && !x->astack[0]))
 				return -ENOMEM;
@@ -549,8 +549,9 @@ static int add_samples(struct view *v, struct file_ctx *x, const struct pprofrea
 			const struct pprofread_label *tl = label_get(r, s, "tid");
 			const struct pprofread_label *tn = label_get(r, s, "thread_name");
 
-			ret = agg_add(v->agg, v->aproc, tl ? (pid_t)tl->num : 0,
-				      tn ? pprofread_str(r, tn->str) : "", x->astack, n, &val);
+			ret = aggregate_add(v->agg, v->aproc, tl ? (pid_t)tl->num : 0,
+					    tn ? pprofread_str(r, tn->str) : "", x->astack, n,
+					    &val);
 			if (ret == -ENOSPC)
 				v->st.top_dropped++;
 			else if (ret)

@@ -25,7 +25,7 @@
 #include "proc/procmem.h"
 #include "ruby/offsets.h"
 #include "ruby/rvalue.h"
-#include "ruby/symbolize.h"
+#include "ruby/symbolizer.h"
 
 /* Above any pid_max (at most 2^22): never a real process. */
 #define FAKEMEM_PID	    0x7ffffff0
@@ -399,7 +399,7 @@ static inline int fakemem_build(struct fakemem_image *img, unsigned int row)
 	const char *name;
 	char other[16];
 
-	off = ruby_offsets_all(&nrows);
+	off = offsets_all(&nrows);
 	memset(img, 0, sizeof(*img));
 	img->row = row % nrows;
 	img->off = off = &off[img->row];

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Fuzzes the collector's handling of BPF records (daemon/sample/sampler.c's dispatcher and per-CPU
- * reassembly, daemon/profile/collect.c, daemon/sample/wallcopy.c's reuse of wall-clock stacks): the frames a
+ * reassembly, daemon/profile/stacks.c, daemon/sample/wallcopy.c's reuse of wall-clock stacks): the frames a
  * record carries were read from a profiled process's memory (iseq, pc, ep, method entry, its
  * Ruby thread, its thread name, the GC mode), and the symbolizer reads that memory again. The
  * process is the fake one of tests/fuzz/fakemem.h, its Ruby objects built for the row of
@@ -26,7 +26,7 @@
 
 #include "fakemem.h"
 #include "fuzz_common.h"
-#include "profile/collect.h"
+#include "profile/stacks.h"
 #include "profile/pprof.h"
 #include "sample/sampler.h"
 #include "sample/wallcopy.h"
@@ -37,7 +37,7 @@
 #define FUZZ_RECORD_MAX 4096
 
 struct fuzz_run {
-	struct collector *c;
+	struct stacks *c;
 	struct wallcopy *copies;
 	uint64_t delivered, sent; /* stacks, and the samples they stand for */
 };
@@ -50,17 +50,17 @@ static void on_stack(void *ctx, const struct sampler_stack *st)
 
 	r->delivered++;
 	r->sent += h->wunit == RP_WEIGHT_NS ? (st->samples ? st->samples : 1) : h->weight;
-	collector_on_stack(r->c, st);
+	stacks_on_stack(r->c, st);
 }
 
 static void on_ustack(void *ctx, const struct rp_ustack *u, size_t size)
 {
-	collector_on_ustack(((struct fuzz_run *)ctx)->c, u, size);
+	stacks_on_ustack(((struct fuzz_run *)ctx)->c, u, size);
 }
 
 static void on_kstack(void *ctx, const struct rp_kstack *k)
 {
-	collector_on_kstack(((struct fuzz_run *)ctx)->c, k);
+	stacks_on_kstack(((struct fuzz_run *)ctx)->c, k);
 }
 
 static void on_wall(void *ctx, struct sampler_stack *st)
@@ -169,7 +169,7 @@ static size_t fix_record(uint8_t *buf, size_t len, unsigned int mode,
 }
 
 /* The aggregate as a pprof, read back: its samples' first values add up to the total. */
-static void check_pprof(const struct agg *a)
+static void check_pprof(const struct aggregate *a)
 {
 	const struct pprofread_profile *p;
 	struct pprof *pp = pprof__new();
@@ -179,7 +179,7 @@ static void check_pprof(const struct agg *a)
 	size_t len = 0, i;
 	char err[256];
 
-	if (!pp || agg_to_pprof(a, pp, NULL, 0) || pprof_encode(pp, 0, &bytes, &len)) {
+	if (!pp || aggregate_to_pprof(a, pp, NULL, 0) || pprof_encode(pp, 0, &bytes, &len)) {
 		pprof__free(pp);
 		return; /* out of memory: nothing to check */
 	}
@@ -191,10 +191,10 @@ static void check_pprof(const struct agg *a)
 	p = pprofread_profile(r);
 	for (i = 0; i < p->nsamples; i++)
 		total += (uint64_t)p->samples[i].values[0];
-	if (p->nsample_types < 1 || total != agg_total(a)) {
+	if (p->nsample_types < 1 || total != aggregate_total(a)) {
 		fprintf(stderr,
 			"fuzz_collect: the profile holds %llu samples, the aggregate %llu\n",
-			(unsigned long long)total, (unsigned long long)agg_total(a));
+			(unsigned long long)total, (unsigned long long)aggregate_total(a));
 		abort();
 	}
 	pprofread__free(r);
@@ -202,12 +202,12 @@ static void check_pprof(const struct agg *a)
 	pprof__free(pp);
 }
 
-static void check_counts(const struct fuzz_run *r, const struct agg *a)
+static void check_counts(const struct fuzz_run *r, const struct aggregate *a)
 {
-	struct collector_stats st;
+	struct stacks_stats st;
 	uint64_t dropped, kept;
 
-	collector_stats(r->c, &st);
+	stacks_stats(r->c, &st);
 	dropped = st.unknown_pid + st.agg_dropped + st.dropped_nomem + st.dropped_error;
 	if (st.stacks != r->delivered || dropped > r->delivered) {
 		fprintf(stderr, "fuzz_collect: %llu stacks delivered, the collector counts %llu\n",
@@ -215,11 +215,11 @@ static void check_counts(const struct fuzz_run *r, const struct agg *a)
 		abort();
 	}
 	kept = r->delivered - dropped;
-	if (agg_total(a) < kept || agg_total(a) > r->sent) {
+	if (aggregate_total(a) < kept || aggregate_total(a) > r->sent) {
 		fprintf(stderr,
 			"fuzz_collect: %llu samples in the aggregate for %llu stacks kept "
 			"of %llu samples sent\n",
-			(unsigned long long)agg_total(a), (unsigned long long)kept,
+			(unsigned long long)aggregate_total(a), (unsigned long long)kept,
 			(unsigned long long)r->sent);
 		abort();
 	}
@@ -235,7 +235,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sampler_handlers h = {.on_stack = on_stack, .ctx = &run};
 	struct ruby_target t = {.pid = FAKEMEM_PID, .nspid = 7};
 	struct sampler *s = NULL;
-	struct agg *a;
+	struct aggregate *a;
 	size_t pos = 2, len, fed;
 	unsigned int mode;
 
@@ -252,16 +252,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	t.symbols = img.roots[FAKEMEM_SYMBOLS];
 	snprintf(t.version, sizeof(t.version), "%s", img.off->first);
 
-	a = agg__new(2, 8);
-	run.c = a ? collector__new(a, 10101010) : NULL;
-	if (!run.c || collector_add(run.c, &t, "fuzz", NULL))
+	a = aggregate__new(2, 8);
+	run.c = a ? stacks__new(a, 10101010) : NULL;
+	if (!run.c || stacks_add(run.c, &t, "fuzz", NULL))
 		goto cleanup;
 	if (data[1] & 1) {
 		h.on_ustack = on_ustack;
 		h.on_kstack = on_kstack;
-		if (collector_enable_native(run.c, 2))
+		if (stacks_enable_native(run.c, 2))
 			goto cleanup;
-		(void)collector_enable_kernel(run.c, kallsyms_path());
+		(void)stacks_enable_kernel(run.c, kallsyms_path());
 	}
 	s = sampler__new_offline(&opts, &h, FUZZ_NCPUS);
 	if (!s)
@@ -269,7 +269,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	run.copies = data[1] & 2 ? wallcopy__new(2) : NULL;
 	if (run.copies)
 		sampler_set_extra_hook(s, on_wall, run.copies);
-	check_bounded("collector_add");
+	check_bounded("stacks_add");
 
 	while (pos + 3 <= size) {
 		mode = data[pos];
@@ -296,7 +296,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 cleanup:
 	sampler__free(s);
 	wallcopy__free(run.copies);
-	collector__free(run.c);
-	agg__free(a);
+	stacks__free(run.c);
+	aggregate__free(a);
 	return 0;
 }

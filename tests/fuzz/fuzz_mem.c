@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Fuzzes the readers of Ruby objects in another process's memory (daemon/ruby/rvalue.c, the
- * symbolizer of daemon/ruby/symbolize.c) on a fake address space (tests/fuzz/fakemem.h, behind the
+ * symbolizer of daemon/ruby/symbolizer.c) on a fake address space (tests/fuzz/fakemem.h, behind the
  * procmem_read seam): a profiled process controls every byte they read. The input picks a row of
  * daemon/ruby/offsets.c, holds the roots (a String, an Array, the symbol table, an iseq, a pc, an ep,
  * a method entry, an st_table) and the regions they point into; each root is also taken for an
- * rb_thread_t (daemon/ruby/rthread.c). Every reader must return, within a bounded number of reads,
+ * rb_thread_t (daemon/ruby/rthreads.c). Every reader must return, within a bounded number of reads,
  * whatever the bytes: past FAKEMEM_MAX_READS the target aborts.
  */
 #include <stdio.h>
@@ -13,7 +13,7 @@
 
 #include "fakemem.h"
 #include "fuzz_common.h"
-#include "ruby/rthread.h"
+#include "ruby/rthreads.h"
 
 static void check_bounded(const char *what)
 {
@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fakemem_load(data, size, &row, &flags, roots))
 		return 0;
 	fakemem.max_reads = FAKEMEM_MAX_READS;
-	rows = ruby_offsets_all(&nrows);
+	rows = offsets_all(&nrows);
 	off = &rows[row % nrows];
 
 	(void)rvalue_string(FAKEMEM_PID, off, roots[FAKEMEM_STR], buf, sizeof(buf));
@@ -80,19 +80,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		symbolizer_set_limits(sym, 1, 1, 1);
 	/* twice: the second call takes the cached paths (or a reset with small bounds) */
 	for (i = 0; i < 2; i++) {
-		(void)symbolize_iseq(sym, roots[FAKEMEM_ISEQ], roots[FAKEMEM_PC],
-				     flags & FAKEMEM_F_JIT, roots[FAKEMEM_EP], &si);
-		check_bounded("symbolize_iseq");
-		(void)symbolize_cfunc(sym, roots[FAKEMEM_ME], &name);
-		check_bounded("symbolize_cfunc");
+		(void)symbolizer_iseq(sym, roots[FAKEMEM_ISEQ], roots[FAKEMEM_PC],
+				      flags & FAKEMEM_F_JIT, roots[FAKEMEM_EP], &si);
+		check_bounded("symbolizer_iseq");
+		(void)symbolizer_cfunc(sym, roots[FAKEMEM_ME], &name);
+		check_bounded("symbolizer_cfunc");
 	}
 	/* the other roots as iseqs and method entries: any pointer may be one */
-	symbolize_method_entry(sym, roots[FAKEMEM_ISEQ], roots[FAKEMEM_ME]);
-	(void)symbolize_iseq(sym, roots[FAKEMEM_ISEQ], roots[FAKEMEM_PC], 0, 0, &si);
-	check_bounded("symbolize_method_entry");
-	(void)symbolize_iseq(sym, roots[FAKEMEM_ME], roots[FAKEMEM_PC], 0, roots[FAKEMEM_EP], &si);
-	(void)symbolize_cfunc(sym, roots[FAKEMEM_ISEQ], &name);
-	check_bounded("symbolize_iseq/cfunc on other roots");
+	symbolizer_method_entry(sym, roots[FAKEMEM_ISEQ], roots[FAKEMEM_ME]);
+	(void)symbolizer_iseq(sym, roots[FAKEMEM_ISEQ], roots[FAKEMEM_PC], 0, 0, &si);
+	check_bounded("symbolizer_method_entry");
+	(void)symbolizer_iseq(sym, roots[FAKEMEM_ME], roots[FAKEMEM_PC], 0, roots[FAKEMEM_EP], &si);
+	(void)symbolizer_cfunc(sym, roots[FAKEMEM_ISEQ], &name);
+	check_bounded("symbolizer_iseq/cfunc on other roots");
 	symbolizer__free(sym);
 	return 0;
 }

@@ -4,7 +4,7 @@
  * .eh_frame_hdr search table (daemon/native/ehframe.c) and the cold-part finder (daemon/native/coldpart.c:
  * the function's jumps, and libdw's CFI of its .eh_frame). The input is the object, reported to
  * a Dwfl of its own as an offline module (a memfd). The table is walked entry by entry through
- * ehframe_hdr_lookup, each function's cold part looked for as unwind.c does; the input's bytes
+ * ehframe_hdr_lookup, each function's cold part looked for as unwinder.c does; the input's bytes
  * are also taken for a table and searched, and where they are sorted the answer must be a
  * plain scan's.
  */

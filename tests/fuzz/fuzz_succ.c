@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ruby/symbolize.h"
+#include "ruby/symbolizer.h"
 #include "succbuild.h"
 
 #define FUZZ_MAX_POS 4096 /* positions in differential mode: 8 dictionary blocks */

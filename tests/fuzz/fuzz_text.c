@@ -305,36 +305,36 @@ static void mem_close(struct mem *m)
 }
 
 /* The aggregate of one sample of f's frames and threads. */
-static struct agg *aggregate(char **f)
+static struct aggregate *aggregate(char **f)
 {
-	struct agg_proc_info info = {
+	struct aggregate_proc_info info = {
 		.pid = 42, .nspid = 7, .service = f[F_SERVICE], .ruby_version = "3.3.8"};
-	struct agg_thread th = {.tid = 43,
-				.name = f[F_THREAD],
-				.ruby_thread = "0x10",
-				.ruby_thread_name = f[F_RTHREAD],
-				.state = "sleeping"};
+	struct aggregate_thread th = {.tid = 43,
+				      .name = f[F_THREAD],
+				      .ruby_thread = "0x10",
+				      .ruby_thread_name = f[F_RTHREAD],
+				      .state = "sleeping"};
 	const int64_t values[2] = {1, 10000000};
-	struct agg *a = agg__new(2, 16);
+	struct aggregate *a = aggregate__new(2, 16);
 	uint32_t ids[3];
-	struct agg_proc *p;
+	struct aggregate_proc *p;
 
-	p = a ? agg_proc__new(a, &info) : NULL;
+	p = a ? aggregate_proc__new(a, &info) : NULL;
 	if (!p)
 		goto fail;
-	ids[0] = agg_frame_id(p, AGG_FRAME_RUBY, f[F_NAME1], f[F_FILE1], 3, 5);
-	ids[1] = agg_frame_id(p, AGG_FRAME_CFUNC, f[F_NAME2], "", 0, 0);
-	ids[2] = agg_native_frame_id(p, f[F_NAME2], f[F_FILE1], "00ff");
-	if (!ids[0] || !ids[1] || !ids[2] || agg_add_thread(a, p, &th, ids, 3, values))
+	ids[0] = aggregate_frame_id(p, AGG_FRAME_RUBY, f[F_NAME1], f[F_FILE1], 3, 5);
+	ids[1] = aggregate_frame_id(p, AGG_FRAME_CFUNC, f[F_NAME2], "", 0, 0);
+	ids[2] = aggregate_native_frame_id(p, f[F_NAME2], f[F_FILE1], "00ff");
+	if (!ids[0] || !ids[1] || !ids[2] || aggregate_add_thread(a, p, &th, ids, 3, values))
 		goto fail;
 	return a;
 fail:
-	agg__free(a);
+	aggregate__free(a);
 	return NULL;
 }
 
 /* The aggregate as a pprof, read back as `rubyprofd report` reads it. */
-static struct view *view_of(const struct agg *a)
+static struct view *view_of(const struct aggregate *a)
 {
 	struct view_filter filter = {.want_top = true};
 	struct pprofread *r = NULL;
@@ -344,7 +344,7 @@ static struct view *view_of(const struct agg *a)
 	size_t len = 0;
 	char err[256];
 
-	if (!pp || agg_to_pprof(a, pp, NULL, 0) || pprof_encode(pp, 0, &bytes, &len))
+	if (!pp || aggregate_to_pprof(a, pp, NULL, 0) || pprof_encode(pp, 0, &bytes, &len))
 		goto cleanup;
 	r = pprofread__new(bytes, len, "fuzz", err, sizeof(err));
 	v = r ? view__new(&filter, err, sizeof(err)) : NULL;
@@ -366,7 +366,7 @@ static void page_counts(size_t *lt, size_t *amp)
 	static size_t n_lt, n_amp;
 	static bool done;
 	char *f[F_N] = {plain, plain, plain, plain, plain, plain, plain};
-	struct agg *a;
+	struct aggregate *a;
 	struct view *v;
 	struct mem m;
 
@@ -381,7 +381,7 @@ static void page_counts(size_t *lt, size_t *amp)
 		}
 		free(m.buf);
 		view__free(v);
-		agg__free(a);
+		aggregate__free(a);
 	}
 	if (!done)
 		abort(); /* plain names must make a page */
@@ -434,7 +434,7 @@ static void writers(const struct view *v, const char *title)
 	}
 }
 
-static void summaries(const struct agg *a)
+static void summaries(const struct aggregate *a)
 {
 	struct mem m;
 
@@ -459,7 +459,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static bool init;
 	char *text, *f[F_N], *p, empty[] = "";
-	struct agg *a;
+	struct aggregate *a;
 	struct view *v;
 	int i;
 
@@ -485,7 +485,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			writers(v, f[F_TITLE]);
 			view__free(v);
 		}
-		agg__free(a);
+		aggregate__free(a);
 	}
 	free(text);
 	return 0;

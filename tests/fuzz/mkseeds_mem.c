@@ -23,7 +23,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s DIR\n", argv[0]);
 		return 2;
 	}
-	ruby_offsets_all(&nrows);
+	offsets_all(&nrows);
 	for (row = 0; row < nrows; row++) {
 		if (fakemem_build(&img, row)) {
 			fprintf(stderr, "mkseeds_mem: row %u does not fit the image\n", row);

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ruby/symbolize.h"
+#include "ruby/symbolizer.h"
 
 struct succ_table {
 	uint64_t imm[SUCC_IMM_WORDS];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * aggread.h - an aggregate's profile as a collector gets it: agg_to_pprof, encoded, and read
+ * aggread.h - an aggregate's profile as a collector gets it: aggregate_to_pprof, encoded, and read
  * back by the pprof reader (daemon/view/pprofread.c), for the tests of what the aggregate writes.
  */
 #ifndef RP_TEST_AGGREAD_H
@@ -17,7 +17,7 @@
 
 /* a's profile of every service (flags: AGG_PPROF_*; wall: a wall-clock profile); free it with
  * pprofread__free. */
-static inline struct pprofread *aggread(struct agg *a, unsigned int flags, bool wall)
+static inline struct pprofread *aggread(struct aggregate *a, unsigned int flags, bool wall)
 {
 	struct pprof *pp = pprof__new();
 	struct pprofread *r;
@@ -28,7 +28,7 @@ static inline struct pprofread *aggread(struct agg *a, unsigned int flags, bool 
 	cr_assert_not_null(pp);
 	if (wall)
 		cr_assert_eq(pprof_set_wall(pp), 0);
-	cr_assert_eq(agg_to_pprof(a, pp, NULL, flags), 0);
+	cr_assert_eq(aggregate_to_pprof(a, pp, NULL, flags), 0);
 	cr_assert_eq(pprof_encode(pp, 0, &out, &len), 0);
 	r = pprofread__new(out, len, "agg", err, sizeof(err));
 	cr_assert_not_null(r, "%s", err);

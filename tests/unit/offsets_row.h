@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* offsets_row.h - the index in ruby_offsets_all of the row that starts at a Ruby version. */
+/* offsets_row.h - the index in offsets_all of the row that starts at a Ruby version. */
 #ifndef RP_TEST_OFFSETS_ROW_H
 #define RP_TEST_OFFSETS_ROW_H
 
@@ -14,7 +14,7 @@ static inline unsigned int offsets_row(const char *first)
 	const struct ruby_offsets *rows;
 	unsigned int nrows = 0, row;
 
-	rows = ruby_offsets_all(&nrows);
+	rows = offsets_all(&nrows);
 	for (row = 0; row < nrows; row++)
 		if (strcmp(rows[row].first, first) == 0)
 			return row;

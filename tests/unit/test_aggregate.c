@@ -35,7 +35,7 @@ struct sum {
 	uint64_t count, stacks;
 };
 
-static void add_up(void *ctx, const struct agg_stack *st)
+static void add_up(void *ctx, const struct aggregate_stack *st)
 {
 	struct sum *s = ctx;
 
@@ -43,10 +43,10 @@ static void add_up(void *ctx, const struct agg_stack *st)
 	s->stacks++;
 }
 
-static struct agg_proc *proc(struct agg *a, pid_t pid, const char *service)
+static struct aggregate_proc *proc(struct aggregate *a, pid_t pid, const char *service)
 {
-	struct agg_proc_info info = {.pid = pid, .nspid = pid, .service = service};
-	struct agg_proc *p = agg_proc__new(a, &info);
+	struct aggregate_proc_info info = {.pid = pid, .nspid = pid, .service = service};
+	struct aggregate_proc *p = aggregate_proc__new(a, &info);
 
 	cr_assert_not_null(p);
 	return p;
@@ -56,113 +56,113 @@ static const int64_t ONE[2] = {1, 10}, TWO[2] = {2, 20}, FOUR[2] = {4, 40};
 
 Test(aggregate, frames_are_interned_per_process)
 {
-	struct agg *a = agg__new(2, 100);
-	struct agg_proc *p = proc(a, 1, "app"), *q = proc(a, 2, "app");
+	struct aggregate *a = aggregate__new(2, 100);
+	struct aggregate_proc *p = proc(a, 1, "app"), *q = proc(a, 2, "app");
 	uint32_t x, y, z;
 
-	x = agg_frame_id(p, AGG_FRAME_RUBY, "foo", "/a.rb", 1, 10);
-	y = agg_frame_id(p, AGG_FRAME_RUBY, "foo", "/a.rb", 1, 10);
-	z = agg_frame_id(p, AGG_FRAME_RUBY, "foo", "/a.rb", 1, 11);
+	x = aggregate_frame_id(p, AGG_FRAME_RUBY, "foo", "/a.rb", 1, 10);
+	y = aggregate_frame_id(p, AGG_FRAME_RUBY, "foo", "/a.rb", 1, 10);
+	z = aggregate_frame_id(p, AGG_FRAME_RUBY, "foo", "/a.rb", 1, 11);
 	cr_assert_neq(x, 0);
 	cr_assert_eq(x, y);
 	cr_assert_neq(x, z);
 	/* the same name as a C function is another frame */
-	cr_assert_neq(agg_frame_id(p, AGG_FRAME_CFUNC, "foo", "/a.rb", 1, 10), x);
-	cr_assert_str_eq(agg_frame_get(p, z)->name, "foo");
-	cr_assert_eq(agg_frame_get(p, z)->line, 11);
-	cr_assert_null(agg_frame_get(p, 0));
+	cr_assert_neq(aggregate_frame_id(p, AGG_FRAME_CFUNC, "foo", "/a.rb", 1, 10), x);
+	cr_assert_str_eq(aggregate_frame_get(p, z)->name, "foo");
+	cr_assert_eq(aggregate_frame_get(p, z)->line, 11);
+	cr_assert_null(aggregate_frame_get(p, 0));
 	/* another process has its own table */
-	cr_assert_null(agg_frame_get(q, z));
-	cr_assert_eq(agg_frame_id(q, AGG_FRAME_RUBY, "bar", "/b.rb", 1, 1), 1);
-	agg__free(a);
+	cr_assert_null(aggregate_frame_get(q, z));
+	cr_assert_eq(aggregate_frame_id(q, AGG_FRAME_RUBY, "bar", "/b.rb", 1, 1), 1);
+	aggregate__free(a);
 }
 
 Test(aggregate, stacks_are_counted_per_thread)
 {
-	struct agg *a = agg__new(2, 100);
-	struct agg_proc *p = proc(a, 10, "app");
+	struct aggregate *a = aggregate__new(2, 100);
+	struct aggregate_proc *p = proc(a, 10, "app");
 	uint32_t f[3];
 	struct sum s = {0};
 
-	f[0] = agg_frame_id(p, AGG_FRAME_RUBY, "leaf", "/a.rb", 1, 2);
-	f[1] = agg_frame_id(p, AGG_FRAME_RUBY, "mid", "/a.rb", 5, 6);
-	f[2] = agg_frame_id(p, AGG_FRAME_RUBY, "<main>", "/a.rb", 0, 9);
-	cr_assert_eq(agg_add(a, p, 10, "ruby", f, 3, ONE), 0);
-	cr_assert_eq(agg_add(a, p, 10, "ruby", f, 3, TWO), 0);
-	cr_assert_eq(agg_add(a, p, 11, "worker", f, 3, ONE), 0);   /* another thread */
-	cr_assert_eq(agg_add(a, p, 10, "ruby", f + 1, 2, ONE), 0); /* another stack */
-	cr_assert_eq(agg_nstacks(a), 3);
-	cr_assert_eq(agg_total(a), 5);
-	agg_foreach(a, add_up, &s);
+	f[0] = aggregate_frame_id(p, AGG_FRAME_RUBY, "leaf", "/a.rb", 1, 2);
+	f[1] = aggregate_frame_id(p, AGG_FRAME_RUBY, "mid", "/a.rb", 5, 6);
+	f[2] = aggregate_frame_id(p, AGG_FRAME_RUBY, "<main>", "/a.rb", 0, 9);
+	cr_assert_eq(aggregate_add(a, p, 10, "ruby", f, 3, ONE), 0);
+	cr_assert_eq(aggregate_add(a, p, 10, "ruby", f, 3, TWO), 0);
+	cr_assert_eq(aggregate_add(a, p, 11, "worker", f, 3, ONE), 0);	 /* another thread */
+	cr_assert_eq(aggregate_add(a, p, 10, "ruby", f + 1, 2, ONE), 0); /* another stack */
+	cr_assert_eq(aggregate_nstacks(a), 3);
+	cr_assert_eq(aggregate_total(a), 5);
+	aggregate_foreach(a, add_up, &s);
 	cr_assert_eq(s.count, 5);
 	cr_assert_eq(s.stacks, 3);
-	agg__free(a);
+	aggregate__free(a);
 }
 
 Test(aggregate, full_table_counts_drops)
 {
-	struct agg *a = agg__new(2, 2);
-	struct agg_proc *p = proc(a, 1, "");
-	uint32_t f = agg_frame_id(p, AGG_FRAME_RUBY, "x", "", 0, 0);
-	struct agg_stats st;
+	struct aggregate *a = aggregate__new(2, 2);
+	struct aggregate_proc *p = proc(a, 1, "");
+	uint32_t f = aggregate_frame_id(p, AGG_FRAME_RUBY, "x", "", 0, 0);
+	struct aggregate_stats st;
 
-	cr_assert_eq(agg_add(a, p, 1, "", &f, 1, ONE), 0);
-	cr_assert_eq(agg_add(a, p, 2, "", &f, 1, ONE), 0);
-	cr_assert_eq(agg_add(a, p, 3, "", &f, 1, FOUR), -ENOSPC);
-	agg_stats(a, &st);
+	cr_assert_eq(aggregate_add(a, p, 1, "", &f, 1, ONE), 0);
+	cr_assert_eq(aggregate_add(a, p, 2, "", &f, 1, ONE), 0);
+	cr_assert_eq(aggregate_add(a, p, 3, "", &f, 1, FOUR), -ENOSPC);
+	aggregate_stats(a, &st);
 	cr_assert_eq(st.dropped_full, 4);
 	/* existing stacks still count */
-	cr_assert_eq(agg_add(a, p, 1, "", &f, 1, ONE), 0);
-	cr_assert_eq(agg_total(a), 3);
-	agg__free(a);
+	cr_assert_eq(aggregate_add(a, p, 1, "", &f, 1, ONE), 0);
+	cr_assert_eq(aggregate_total(a), 3);
+	aggregate__free(a);
 }
 
 Test(aggregate, many_stacks)
 {
-	struct agg *a = agg__new(2, 1u << 20);
-	struct agg_proc *p = proc(a, 1, "");
+	struct aggregate *a = aggregate__new(2, 1u << 20);
+	struct aggregate_proc *p = proc(a, 1, "");
 	uint32_t f[2];
 	struct sum s = {0};
 	int i;
 
-	f[1] = agg_frame_id(p, AGG_FRAME_RUBY, "root", "/r.rb", 0, 1);
+	f[1] = aggregate_frame_id(p, AGG_FRAME_RUBY, "root", "/r.rb", 0, 1);
 	for (i = 0; i < 5000; i++) {
 		f[0] = (uint32_t)(i % 1000) + 1000; /* ids need not be interned for counting */
-		cr_assert_eq(agg_add(a, p, i / 1000, "t", f, 2, ONE), 0);
+		cr_assert_eq(aggregate_add(a, p, i / 1000, "t", f, 2, ONE), 0);
 	}
-	cr_assert_eq(agg_nstacks(a), 5000);
-	agg_foreach(a, add_up, &s);
+	cr_assert_eq(aggregate_nstacks(a), 5000);
+	aggregate_foreach(a, add_up, &s);
 	cr_assert_eq(s.count, 5000);
-	agg__free(a);
+	aggregate__free(a);
 }
 
 /* An interval ends: counts go, frames stay; an exited process goes after its last interval. */
 Test(aggregate, cut_keeps_frames_and_frees_exited)
 {
-	struct agg *a = agg__new(2, 100);
-	struct agg_proc *p = proc(a, 1, "a"), *q = proc(a, 2, "b");
-	uint32_t fp = agg_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2);
-	uint32_t fq = agg_frame_id(q, AGG_FRAME_RUBY, "y", "/y.rb", 1, 2);
-	struct agg_stats st;
+	struct aggregate *a = aggregate__new(2, 100);
+	struct aggregate_proc *p = proc(a, 1, "a"), *q = proc(a, 2, "b");
+	uint32_t fp = aggregate_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2);
+	uint32_t fq = aggregate_frame_id(q, AGG_FRAME_RUBY, "y", "/y.rb", 1, 2);
+	struct aggregate_stats st;
 
-	cr_assert_eq(agg_add(a, p, 1, "", &fp, 1, ONE), 0);
-	cr_assert_eq(agg_add(a, q, 2, "", &fq, 1, TWO), 0);
-	agg_proc_exit(a, q);
+	cr_assert_eq(aggregate_add(a, p, 1, "", &fp, 1, ONE), 0);
+	cr_assert_eq(aggregate_add(a, q, 2, "", &fq, 1, TWO), 0);
+	aggregate_proc_exit(a, q);
 	/* its stacks are still in this interval */
-	cr_assert_eq(agg_total(a), 3);
-	agg_stats(a, &st);
+	cr_assert_eq(aggregate_total(a), 3);
+	aggregate_stats(a, &st);
 	cr_assert_eq(st.procs, 2);
-	agg_cut(a);
-	agg_stats(a, &st);
-	cr_assert_eq(agg_total(a), 0);
-	cr_assert_eq(agg_nstacks(a), 0);
+	aggregate_cut(a);
+	aggregate_stats(a, &st);
+	cr_assert_eq(aggregate_total(a), 0);
+	cr_assert_eq(aggregate_nstacks(a), 0);
 	cr_assert_eq(st.procs, 1);
 	cr_assert_eq(st.procs_freed, 1);
 	/* p's frames are still interned under the same id */
-	cr_assert_eq(agg_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2), fp);
-	cr_assert_eq(agg_add(a, p, 1, "", &fp, 1, ONE), 0);
-	cr_assert_eq(agg_total(a), 1);
-	agg__free(a);
+	cr_assert_eq(aggregate_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2), fp);
+	cr_assert_eq(aggregate_add(a, p, 1, "", &fp, 1, ONE), 0);
+	cr_assert_eq(aggregate_total(a), 1);
+	aggregate__free(a);
 }
 
 struct count_svc {
@@ -171,41 +171,41 @@ struct count_svc {
 
 Test(aggregate, pprof_per_service)
 {
-	struct agg *a = agg__new(2, 100);
-	struct agg_proc *p = proc(a, 1, "shop"), *q = proc(a, 2, "jobs");
-	uint32_t fp = agg_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2);
-	uint32_t fq = agg_frame_id(q, AGG_FRAME_RUBY, "y", "/y.rb", 1, 2);
+	struct aggregate *a = aggregate__new(2, 100);
+	struct aggregate_proc *p = proc(a, 1, "shop"), *q = proc(a, 2, "jobs");
+	uint32_t fp = aggregate_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2);
+	uint32_t fq = aggregate_frame_id(q, AGG_FRAME_RUBY, "y", "/y.rb", 1, 2);
 	struct pprof *pp = pprof__new();
 	uint8_t *out = NULL;
 	size_t len = 0;
 
-	cr_assert_eq(agg_add(a, p, 1, "", &fp, 1, ONE), 0);
-	cr_assert_eq(agg_add(a, q, 2, "", &fq, 1, TWO), 0);
-	cr_assert_eq(agg_to_pprof(a, pp, "shop", 0), 0);
+	cr_assert_eq(aggregate_add(a, p, 1, "", &fp, 1, ONE), 0);
+	cr_assert_eq(aggregate_add(a, q, 2, "", &fq, 1, TWO), 0);
+	cr_assert_eq(aggregate_to_pprof(a, pp, "shop", 0), 0);
 	cr_assert_eq(pprof_encode(pp, 0, &out, &len), 0);
 	/* only shop's frame is in it */
 	cr_assert_not_null(memmem(out, len, "/x.rb", 5));
 	cr_assert_null(memmem(out, len, "/y.rb", 5));
 	free(out);
 	pprof__free(pp);
-	agg__free(a);
+	aggregate__free(a);
 }
 
 /* Thread names are sample labels, unless the caller asks for none (profiles for Pyroscope). */
 Test(aggregate, pprof_thread_names)
 {
-	struct agg *a = agg__new(2, 100);
-	struct agg_proc *p = proc(a, 1, "shop");
-	uint32_t fp = agg_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2);
+	struct aggregate *a = aggregate__new(2, 100);
+	struct aggregate_proc *p = proc(a, 1, "shop");
+	uint32_t fp = aggregate_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2);
 	unsigned int flags[] = {0, AGG_PPROF_NO_THREAD_NAME};
 
-	cr_assert_eq(agg_add(a, p, 1, "puma srv tp 001", &fp, 1, ONE), 0);
+	cr_assert_eq(aggregate_add(a, p, 1, "puma srv tp 001", &fp, 1, ONE), 0);
 	for (int i = 0; i < 2; i++) {
 		struct pprof *pp = pprof__new();
 		uint8_t *out = NULL;
 		size_t len = 0;
 
-		cr_assert_eq(agg_to_pprof(a, pp, NULL, flags[i]), 0);
+		cr_assert_eq(aggregate_to_pprof(a, pp, NULL, flags[i]), 0);
 		cr_assert_eq(pprof_encode(pp, 0, &out, &len), 0);
 		cr_assert_eq(memmem(out, len, "thread_name", 11) != NULL, i == 0);
 		cr_assert_eq(memmem(out, len, "puma srv tp 001", 15) != NULL, i == 0);
@@ -214,7 +214,7 @@ Test(aggregate, pprof_thread_names)
 		free(out);
 		pprof__free(pp);
 	}
-	agg__free(a);
+	aggregate__free(a);
 }
 
 /*
@@ -224,19 +224,19 @@ Test(aggregate, pprof_thread_names)
  */
 Test(aggregate, pprof_ruby_threads)
 {
-	struct agg *a = agg__new(2, 100);
-	struct agg_proc *p = proc(a, 1, "shop");
-	uint32_t fp = agg_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2);
-	struct agg_thread t1 = {7, "ruby", "0x1000", "worker-1", NULL, NULL},
-			  t2 = {7, "ruby", "0x2000", "", NULL, NULL};
+	struct aggregate *a = aggregate__new(2, 100);
+	struct aggregate_proc *p = proc(a, 1, "shop");
+	uint32_t fp = aggregate_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2);
+	struct aggregate_thread t1 = {7, "ruby", "0x1000", "worker-1", NULL, NULL},
+				t2 = {7, "ruby", "0x2000", "", NULL, NULL};
 	unsigned int flags[] = {0, AGG_PPROF_NO_THREAD_NAME};
 	const struct pprofread_profile *prof;
 	const struct pprofread_sample *s;
 
-	cr_assert_eq(agg_add_thread(a, p, &t1, &fp, 1, ONE), 0);
-	cr_assert_eq(agg_add_thread(a, p, &t2, &fp, 1, ONE), 0);
-	cr_assert_eq(agg_add_thread(a, p, &t1, &fp, 1, ONE), 0);
-	cr_assert_eq(agg_nstacks(a), 2);
+	cr_assert_eq(aggregate_add_thread(a, p, &t1, &fp, 1, ONE), 0);
+	cr_assert_eq(aggregate_add_thread(a, p, &t2, &fp, 1, ONE), 0);
+	cr_assert_eq(aggregate_add_thread(a, p, &t1, &fp, 1, ONE), 0);
+	cr_assert_eq(aggregate_nstacks(a), 2);
 	for (int i = 0; i < 2; i++) {
 		struct pprofread *r = aggread(a, flags[i], false);
 		size_t j;
@@ -266,30 +266,30 @@ Test(aggregate, pprof_ruby_threads)
 		}
 		pprofread__free(r);
 	}
-	agg__free(a);
+	aggregate__free(a);
 }
 
 /* Wall-clock samples: a stack per thread state, each with its thread_state label; the sample
  * and period types say wall/nanoseconds. */
 Test(aggregate, pprof_thread_state)
 {
-	struct agg *a = agg__new(2, 100);
-	struct agg_proc *p = proc(a, 1, "shop");
-	uint32_t fp = agg_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2);
-	struct agg_thread run = {7, "ruby", "0x1000", "", "running", NULL},
-			  io = {7, "ruby", "0x1000", "", "blocked_io", "poll"},
-			  cpu = {7, "ruby", "0x1000", "", NULL, NULL};
+	struct aggregate *a = aggregate__new(2, 100);
+	struct aggregate_proc *p = proc(a, 1, "shop");
+	uint32_t fp = aggregate_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2);
+	struct aggregate_thread run = {7, "ruby", "0x1000", "", "running", NULL},
+				io = {7, "ruby", "0x1000", "", "blocked_io", "poll"},
+				cpu = {7, "ruby", "0x1000", "", NULL, NULL};
 	const int64_t wall[2] = {1, 50000000};
 	const struct pprofread_profile *prof;
 	struct pprofread *r;
 	size_t j;
 	int seen = 0;
 
-	cr_assert_eq(agg_add_thread(a, p, &run, &fp, 1, wall), 0);
-	cr_assert_eq(agg_add_thread(a, p, &io, &fp, 1, wall), 0);
-	cr_assert_eq(agg_add_thread(a, p, &run, &fp, 1, wall), 0);
-	cr_assert_eq(agg_add_thread(a, p, &cpu, &fp, 1, ONE), 0);
-	cr_assert_eq(agg_nstacks(a), 3);
+	cr_assert_eq(aggregate_add_thread(a, p, &run, &fp, 1, wall), 0);
+	cr_assert_eq(aggregate_add_thread(a, p, &io, &fp, 1, wall), 0);
+	cr_assert_eq(aggregate_add_thread(a, p, &run, &fp, 1, wall), 0);
+	cr_assert_eq(aggregate_add_thread(a, p, &cpu, &fp, 1, ONE), 0);
+	cr_assert_eq(aggregate_nstacks(a), 3);
 	r = aggread(a, AGG_PPROF_NO_THREAD_NAME, true);
 	prof = pprofread_profile(r);
 	cr_assert_eq(prof->nsample_types, 2);
@@ -317,5 +317,5 @@ Test(aggregate, pprof_thread_state)
 	}
 	cr_assert_eq(seen, 7);
 	pprofread__free(r);
-	agg__free(a);
+	aggregate__free(a);
 }

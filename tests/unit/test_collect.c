@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "profile/collect.h"
+#include "profile/stacks.h"
 #include "ruby/offsets.h"
 
 /* Under AddressSanitizer, a failed allocation must return NULL here, as it does without it. */
@@ -22,19 +22,19 @@ const char *__asan_default_options(void)
 static const struct ruby_offsets off;
 static struct ruby_target target;
 
-static struct collector *setup(struct agg **agg)
+static struct stacks *setup(struct aggregate **agg)
 {
-	struct collector *c;
+	struct stacks *c;
 
-	*agg = agg__new(2, 16);
+	*agg = aggregate__new(2, 16);
 	cr_assert_not_null(*agg);
-	c = collector__new(*agg, 10000000);
+	c = stacks__new(*agg, 10000000);
 	cr_assert_not_null(c);
 	target.pid = getpid();
 	target.nspid = getpid();
 	target.off = &off;
 	snprintf(target.version, sizeof(target.version), "3.1.2");
-	cr_assert_eq(collector_add(c, &target, "test", NULL), 0);
+	cr_assert_eq(stacks_add(c, &target, "test", NULL), 0);
 	return c;
 }
 
@@ -52,14 +52,14 @@ Test(collector, dropped_without_memory_is_counted)
 {
 	struct rp_sample s;
 	struct sampler_stack st = {.first = &s, .nframes = SIZE_MAX / 8};
-	struct collector_stats stats;
-	struct agg *agg;
-	struct collector *c = setup(&agg);
+	struct stacks_stats stats;
+	struct aggregate *agg;
+	struct stacks *c = setup(&agg);
 
 	sample(&s, getpid());
 	st.frames = s.frames;
-	collector_on_stack(c, &st);
-	collector_stats(c, &stats);
+	stacks_on_stack(c, &st);
+	stacks_stats(c, &stats);
 	cr_assert_eq(stats.stacks, 1);
 	cr_assert_eq(stats.dropped_nomem, 1, "the dropped sample was not counted");
 	cr_assert_eq(stats.agg_dropped + stats.dropped_error + stats.unknown_pid, 0);
@@ -67,13 +67,13 @@ Test(collector, dropped_without_memory_is_counted)
 	/* the collector still works afterwards: a sample without a Ruby context is added */
 	st.nframes = 0;
 	st.flags = RP_SAMPLE_NO_EC;
-	collector_on_stack(c, &st);
-	collector_stats(c, &stats);
+	stacks_on_stack(c, &st);
+	stacks_stats(c, &stats);
 	cr_assert_eq(stats.stacks, 2);
 	cr_assert_eq(stats.no_ec, 1);
 	cr_assert_eq(stats.dropped_nomem, 1);
-	collector__free(c);
-	agg__free(agg);
+	stacks__free(c);
+	aggregate__free(agg);
 }
 
 /* A stack of a process that is not kept: counted under unknown_pid, nothing else. */
@@ -81,17 +81,17 @@ Test(collector, unknown_process_is_counted)
 {
 	struct rp_sample s;
 	struct sampler_stack st = {.first = &s, .flags = RP_SAMPLE_NO_EC};
-	struct collector_stats stats;
-	struct agg *agg;
-	struct collector *c = setup(&agg);
+	struct stacks_stats stats;
+	struct aggregate *agg;
+	struct stacks *c = setup(&agg);
 
 	sample(&s, getpid() + 1);
-	collector_on_stack(c, &st);
-	collector_stats(c, &stats);
+	stacks_on_stack(c, &st);
+	stacks_stats(c, &stats);
 	cr_assert_eq(stats.unknown_pid, 1);
 	cr_assert_eq(stats.dropped_nomem + stats.agg_dropped + stats.dropped_error, 0);
-	collector__free(c);
-	agg__free(agg);
+	stacks__free(c);
+	aggregate__free(agg);
 }
 
 struct seen {
@@ -99,7 +99,7 @@ struct seen {
 	size_t stacks;
 };
 
-static void look(void *ctx, const struct agg_stack *st)
+static void look(void *ctx, const struct aggregate_stack *st)
 {
 	struct seen *s = ctx;
 
@@ -121,10 +121,10 @@ Test(collector, ruby_thread_labels)
 	static uint64_t obj[5], th[4], name[5], junk[5];
 	struct rp_sample s;
 	struct sampler_stack st = {.first = &s, .flags = RP_SAMPLE_NO_EC};
-	struct collector_stats stats;
+	struct stacks_stats stats;
 	struct seen seen = {0};
-	struct agg *agg;
-	struct collector *c;
+	struct aggregate *agg;
+	struct stacks *c;
 	char want[32];
 
 	obj[0] = 0x0c;
@@ -134,44 +134,44 @@ Test(collector, ruby_thread_labels)
 	name[0] = 0x05;
 	name[2] = 8;
 	memcpy(&name[3], "rt-alpha", 8);
-	agg = agg__new(2, 16);
-	c = collector__new(agg, 10000000);
+	agg = aggregate__new(2, 16);
+	c = stacks__new(agg, 10000000);
 	target.pid = getpid();
 	target.off = &o;
 	snprintf(target.version, sizeof(target.version), "3.3.8");
-	cr_assert_eq(collector_add(c, &target, "test", NULL), 0);
+	cr_assert_eq(stacks_add(c, &target, "test", NULL), 0);
 
 	sample(&s, getpid());
 	s.ruby_thread = (uint64_t)(uintptr_t)th;
-	collector_on_stack(c, &st);
-	agg_foreach(agg, look, &seen);
+	stacks_on_stack(c, &st);
+	aggregate_foreach(agg, look, &seen);
 	snprintf(want, sizeof(want), "0x%llx", (unsigned long long)(uintptr_t)th);
 	cr_assert_eq(seen.stacks, 1);
 	cr_assert_str_eq(seen.ruby_thread, want);
 	cr_assert_str_eq(seen.ruby_thread_name, "rt-alpha");
 
-	agg_cut(agg);
+	aggregate_cut(agg);
 	s.ruby_thread = (uint64_t)(uintptr_t)junk;
-	collector_on_stack(c, &st);
+	stacks_on_stack(c, &st);
 	seen = (struct seen){0};
-	agg_foreach(agg, look, &seen);
+	aggregate_foreach(agg, look, &seen);
 	cr_assert_eq(seen.stacks, 1);
 	cr_assert_str_eq(seen.ruby_thread, "");
 	cr_assert_str_eq(seen.ruby_thread_name, "");
-	collector_stats(c, &stats);
+	stacks_stats(c, &stats);
 	cr_assert_eq(stats.rthread.invalid, 1);
 	cr_assert_eq(stats.no_ec, 2);
-	collector__free(c);
-	agg__free(agg);
+	stacks__free(c);
+	aggregate__free(agg);
 }
 
 struct first_frame {
-	const struct agg_proc *proc;
+	const struct aggregate_proc *proc;
 	uint32_t frame;
 	size_t nframes, stacks;
 };
 
-static void first_frame(void *ctx, const struct agg_stack *st)
+static void first_frame(void *ctx, const struct aggregate_stack *st)
 {
 	struct first_frame *f = ctx;
 
@@ -190,24 +190,24 @@ Test(collector, empty_ruby_stack_is_marked)
 {
 	struct rp_sample s;
 	struct sampler_stack st = {.first = &s};
-	struct collector_stats stats;
+	struct stacks_stats stats;
 	struct first_frame f = {0};
-	const struct agg_frame *af;
-	struct agg *agg;
-	struct collector *c = setup(&agg);
+	const struct aggregate_frame *af;
+	struct aggregate *agg;
+	struct stacks *c = setup(&agg);
 
 	sample(&s, getpid());
 	st.frames = s.frames;
-	collector_on_stack(c, &st);
-	agg_foreach(agg, first_frame, &f);
+	stacks_on_stack(c, &st);
+	aggregate_foreach(agg, first_frame, &f);
 	cr_assert_eq(f.stacks, 1);
 	cr_assert_eq(f.nframes, 1, "an empty Ruby stack kept %zu frames", f.nframes);
-	af = agg_frame_get(f.proc, f.frame);
+	af = aggregate_frame_get(f.proc, f.frame);
 	cr_assert_not_null(af);
 	cr_assert_str_eq(af->name, "[no Ruby frames]");
-	collector_stats(c, &stats);
+	stacks_stats(c, &stats);
 	cr_assert_eq(stats.empty_stacks, 1);
 	cr_assert_eq(stats.agg_dropped + stats.dropped_nomem + stats.dropped_error, 0);
-	collector__free(c);
-	agg__free(agg);
+	stacks__free(c);
+	aggregate__free(agg);
 }

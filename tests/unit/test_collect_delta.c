@@ -11,22 +11,22 @@
 
 #include "../fuzz/fakemem.h"
 #include "offsets_row.h"
-#include "profile/collect.h"
+#include "profile/stacks.h"
 
 #define DEPTH 12
 
 static struct fakemem_image img;
 static struct ruby_target target;
 
-static struct collector *setup(struct agg **agg)
+static struct stacks *setup(struct aggregate **agg)
 {
-	struct collector *c;
+	struct stacks *c;
 
 	cr_assert_eq(fakemem_build(&img, offsets_row("3.1.0")), 0);
 	fakemem_map_image(&img);
-	*agg = agg__new(2, 64);
+	*agg = aggregate__new(2, 64);
 	cr_assert_not_null(*agg);
-	c = collector__new(*agg, 10000000);
+	c = stacks__new(*agg, 10000000);
 	cr_assert_not_null(c);
 	memset(&target, 0, sizeof(target));
 	target.pid = FAKEMEM_PID;
@@ -34,7 +34,7 @@ static struct collector *setup(struct agg **agg)
 	target.off = img.off;
 	target.symbols = img.roots[FAKEMEM_SYMBOLS];
 	snprintf(target.version, sizeof(target.version), "3.1.2");
-	cr_assert_eq(collector_add(c, &target, "test", NULL), 0);
+	cr_assert_eq(stacks_add(c, &target, "test", NULL), 0);
 	return c;
 }
 
@@ -58,8 +58,8 @@ static void frames(struct rp_frame *f, size_t n)
 }
 
 /* Sample seq of CPU 1, a delta of sample base with nshared frames at the root end (0: whole). */
-static void feed(struct collector *c, struct rp_frame *f, uint32_t seq, uint32_t base,
-		 size_t nshared, pid_t pid)
+static void feed(struct stacks *c, struct rp_frame *f, uint32_t seq, uint32_t base, size_t nshared,
+		 pid_t pid)
 {
 	struct rp_sample s;
 	struct sampler_stack st = {.first = &s, .frames = f, .nframes = DEPTH, .nshared = nshared};
@@ -71,7 +71,7 @@ static void feed(struct collector *c, struct rp_frame *f, uint32_t seq, uint32_t
 	s.cpu = 1;
 	s.seq = seq;
 	s.base_seq = base;
-	collector_on_stack(c, &st);
+	stacks_on_stack(c, &st);
 }
 
 struct seen {
@@ -81,7 +81,7 @@ struct seen {
 	char root[64]; /* name of the root frame */
 };
 
-static void count(void *ctx, const struct agg_stack *st)
+static void count(void *ctx, const struct aggregate_stack *st)
 {
 	struct seen *s = ctx;
 
@@ -89,14 +89,14 @@ static void count(void *ctx, const struct agg_stack *st)
 	s->samples += st->values[0];
 	s->n = st->nframes;
 	snprintf(s->root, sizeof(s->root), "%s",
-		 agg_frame_get(st->proc, st->frames[st->nframes - 1])->name);
+		 aggregate_frame_get(st->proc, st->frames[st->nframes - 1])->name);
 }
 
-static uint64_t reused(struct collector *c)
+static uint64_t reused(struct stacks *c)
 {
-	struct collector_stats stats;
+	struct stacks_stats stats;
 
-	collector_stats(c, &stats);
+	stacks_stats(c, &stats);
 	return stats.frames_reused;
 }
 
@@ -105,8 +105,8 @@ Test(collector_delta, shared_frames_reuse_their_ids)
 {
 	struct rp_frame f[DEPTH];
 	struct seen seen = {0};
-	struct agg *agg;
-	struct collector *c = setup(&agg);
+	struct aggregate *agg;
+	struct stacks *c = setup(&agg);
 
 	frames(f, DEPTH);
 	feed(c, f, 1, 0, 0, FAKEMEM_PID);
@@ -117,41 +117,41 @@ Test(collector_delta, shared_frames_reuse_their_ids)
 	/* the same stack again: every frame */
 	feed(c, f, 3, 2, DEPTH, FAKEMEM_PID);
 	cr_assert_eq(reused(c), DEPTH - 2 + DEPTH);
-	agg_foreach(agg, count, &seen);
+	aggregate_foreach(agg, count, &seen);
 	cr_assert_eq(seen.stacks, 1, "%zu stacks: a delta resolved otherwise", seen.stacks);
 	cr_assert_eq(seen.samples, 3);
 	cr_assert_eq(seen.n, DEPTH);
 	cr_assert(strncmp(seen.root, "block in ", 9) == 0, "root frame \"%s\"", seen.root);
-	collector__free(c);
-	agg__free(agg);
+	stacks__free(c);
+	aggregate__free(agg);
 }
 
 /* A delta of another sample than the one kept, or of another process: looked up afresh. */
 Test(collector_delta, other_base_or_process_is_not_reused)
 {
 	struct rp_frame f[DEPTH];
-	struct agg *agg;
-	struct collector *c = setup(&agg);
+	struct aggregate *agg;
+	struct stacks *c = setup(&agg);
 
 	frames(f, DEPTH);
 	feed(c, f, 1, 0, 0, FAKEMEM_PID);
 	feed(c, f, 3, 2, DEPTH, FAKEMEM_PID); /* sample 2 was lost */
 	cr_assert_eq(reused(c), 0);
-	collector_remove(c, FAKEMEM_PID);
-	cr_assert_eq(collector_add(c, &target, "test", NULL), 0);
+	stacks_remove(c, FAKEMEM_PID);
+	cr_assert_eq(stacks_add(c, &target, "test", NULL), 0);
 	feed(c, f, 4, 3, DEPTH, FAKEMEM_PID); /* a new process with that pid */
 	cr_assert_eq(reused(c), 0);
-	collector__free(c);
-	agg__free(agg);
+	stacks__free(c);
+	aggregate__free(agg);
 }
 
 /* A frame that could not be named is looked up again (it may be named later), never reused. */
 Test(collector_delta, unnamed_frame_is_not_reused)
 {
 	struct rp_frame f[DEPTH];
-	struct collector_stats stats;
-	struct agg *agg;
-	struct collector *c = setup(&agg);
+	struct stacks_stats stats;
+	struct aggregate *agg;
+	struct stacks *c = setup(&agg);
 
 	frames(f, DEPTH);
 	/* the root frame is no iseq ("[unknown Ruby frame]"): nothing is cached from the root */
@@ -159,8 +159,8 @@ Test(collector_delta, unnamed_frame_is_not_reused)
 	feed(c, f, 1, 0, 0, FAKEMEM_PID);
 	feed(c, f, 2, 1, DEPTH, FAKEMEM_PID);
 	cr_assert_eq(reused(c), 0);
-	collector_stats(c, &stats);
+	stacks_stats(c, &stats);
 	cr_assert_eq(stats.frames_failed, 2, "the unnamed frame was not looked up again");
-	collector__free(c);
-	agg__free(agg);
+	stacks__free(c);
+	aggregate__free(agg);
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The Ruby object readers (daemon/ruby/rvalue.c, daemon/ruby/symbolize.c) on a fake address space served
+ * The Ruby object readers (daemon/ruby/rvalue.c, daemon/ruby/symbolizer.c) on a fake address space served
  * through the procmem_read seam (tests/fuzz/fakemem.h): for every row of daemon/ruby/offsets.c, the
  * objects laid out as that Ruby version lays them out are read back and named as Ruby names
  * them; then shapes of garbage that made a reader crash or loop.
@@ -36,7 +36,7 @@ Test(fakemem, strings_arrays_and_ids_of_every_version)
 	char buf[128], small[6];
 	uint64_t v, id;
 
-	rows = ruby_offsets_all(&nrows);
+	rows = offsets_all(&nrows);
 	for (row = 0; row < nrows; row++) {
 		build(row);
 		cr_assert_eq(rvalue_string(FAKEMEM_PID, img.off, img.roots[FAKEMEM_STR], buf,
@@ -72,15 +72,15 @@ Test(fakemem, frames_named_with_owner_and_line_in_every_version)
 	const char *name;
 	int named;
 
-	rows = ruby_offsets_all(&nrows);
+	rows = offsets_all(&nrows);
 	for (row = 0; row < nrows; row++) {
 		build(row);
 		named = rows[row].class_names != CLASS_NAMES_NONE;
 		sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
 		cr_assert_not_null(sym);
 		symbolizer_set_vm(sym, img.vm_ptr);
-		cr_assert_eq(symbolize_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
-					    img.roots[FAKEMEM_EP], &si),
+		cr_assert_eq(symbolizer_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
+					     img.roots[FAKEMEM_EP], &si),
 			     0, "%s", rows[row].first);
 		cr_assert_str_eq(si.label, named ? "block in Foo#foo" : "block in foo", "%s: %s",
 				 rows[row].first, si.label);
@@ -89,7 +89,7 @@ Test(fakemem, frames_named_with_owner_and_line_in_every_version)
 		cr_assert_eq(si.line, 5, "%s: line %lld", rows[row].first, (long long)si.line);
 		cr_assert_eq(si.type, ISEQ_TYPE_BLOCK);
 		cr_assert(si.label_final);
-		cr_assert_eq(symbolize_cfunc(sym, img.roots[FAKEMEM_ME], &name), 0, "%s",
+		cr_assert_eq(symbolizer_cfunc(sym, img.roots[FAKEMEM_ME], &name), 0, "%s",
 			     rows[row].first);
 		cr_assert_str_eq(name, named ? "Foo.times" : "times", "%s: %s", rows[row].first,
 				 name);
@@ -125,7 +125,7 @@ Test(fakemem, blocks_local_to_each_other_end)
 	sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
 	cr_assert_not_null(sym);
 	cr_assert_eq(
-		symbolize_iseq(sym, block, img.roots[FAKEMEM_PC], 0, img.roots[FAKEMEM_EP], &si),
+		symbolizer_iseq(sym, block, img.roots[FAKEMEM_PC], 0, img.roots[FAKEMEM_EP], &si),
 		0);
 	cr_assert_not(fakemem.over, "more than %d reads", FAKEMEM_MAX_READS);
 	cr_assert_str_eq(si.label, "block in foo", "%s", si.label);
@@ -143,7 +143,7 @@ static void symbolize_bounded(uint64_t iseq, uint64_t ep, const char *label)
 	fakemem.max_reads = FAKEMEM_MAX_READS;
 	sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
 	cr_assert_not_null(sym);
-	cr_assert_eq(symbolize_iseq(sym, iseq, img.roots[FAKEMEM_PC], 0, ep, &si), 0);
+	cr_assert_eq(symbolizer_iseq(sym, iseq, img.roots[FAKEMEM_PC], 0, ep, &si), 0);
 	cr_assert_not(fakemem.over, "more than %d reads", FAKEMEM_MAX_READS);
 	cr_assert_str_eq(si.label, label, "%s", si.label);
 	cr_assert_not(si.label_final, "a label from torn memory was cached");
@@ -203,7 +203,7 @@ Test(fakemem, owner_from_the_sampled_method_entry)
 	struct symbolizer *sym;
 	struct sym_iseq si;
 
-	rows = ruby_offsets_all(&nrows);
+	rows = offsets_all(&nrows);
 	for (row = 0; row < nrows; row++) {
 		if (rows[row].class_names == CLASS_NAMES_NONE)
 			continue;
@@ -214,16 +214,16 @@ Test(fakemem, owner_from_the_sampled_method_entry)
 		sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
 		cr_assert_not_null(sym);
 		symbolizer_set_vm(sym, img.vm_ptr);
-		cr_assert_eq(symbolize_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
-					    0, &si),
+		cr_assert_eq(symbolizer_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
+					     0, &si),
 			     0);
 		cr_assert_str_eq(si.label, "block in foo", "%s: %s", rows[row].first, si.label);
 		cr_assert(!si.label_final, "%s: a bare label cached", rows[row].first);
 		/* another method's entry is not taken for foo's */
-		symbolize_method_entry(sym, img.roots[FAKEMEM_ISEQ], me);
-		symbolize_method_entry(sym, method, me);
-		cr_assert_eq(symbolize_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
-					    0, &si),
+		symbolizer_method_entry(sym, img.roots[FAKEMEM_ISEQ], me);
+		symbolizer_method_entry(sym, method, me);
+		cr_assert_eq(symbolizer_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
+					     0, &si),
 			     0);
 		cr_assert_str_eq(si.label, "block in Foo#foo", "%s: %s", rows[row].first, si.label);
 		cr_assert(si.label_final);
@@ -262,8 +262,8 @@ Test(fakemem, internal_frames_named_as_their_method_on_4_0)
 		as_c = img.off->internal_as_c;
 		sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
 		cr_assert_not_null(sym);
-		cr_assert_eq(symbolize_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
-					    img.roots[FAKEMEM_EP], &si),
+		cr_assert_eq(symbolizer_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
+					     img.roots[FAKEMEM_EP], &si),
 			     0);
 		cr_assert_str_eq(si.path, "<internal:kern>");
 		cr_assert_eq(si.internal, as_c, "%s", versions[i]);
@@ -301,29 +301,29 @@ Test(fakemem, one_iseq_two_owners)
 
 	sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
 	cr_assert_not_null(sym);
-	cr_assert_eq(symbolize_method_frame(sym, method, pc, 0, me, &si), 0);
+	cr_assert_eq(symbolizer_method_frame(sym, method, pc, 0, me, &si), 0);
 	cr_assert_str_eq(si.label, "Foo#foo");
 	cr_assert_not(si.owner_varies);
-	cr_assert_eq(symbolize_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
-				    img.roots[FAKEMEM_EP], &si),
+	cr_assert_eq(symbolizer_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
+				     img.roots[FAKEMEM_EP], &si),
 		     0);
 	cr_assert_str_eq(si.label, "block in Foo#foo");
 	gen = symbolizer_generation(sym);
-	cr_assert_eq(symbolize_method_frame(sym, method, pc, 0, me2, &si), 0);
+	cr_assert_eq(symbolizer_method_frame(sym, method, pc, 0, me2, &si), 0);
 	cr_assert_str_eq(si.label, "Bar#foo");
 	cr_assert(si.owner_varies && si.label_final);
 	cr_assert_neq(symbolizer_generation(sym), gen, "cached labels may name Foo");
-	cr_assert_eq(symbolize_method_frame(sym, method, pc, 0, me, &si), 0);
+	cr_assert_eq(symbolizer_method_frame(sym, method, pc, 0, me, &si), 0);
 	cr_assert_str_eq(si.label, "Foo#foo");
 	/* the block, through its frame's entry (Foo's), not the last owner seen */
-	cr_assert_eq(symbolize_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
-				    img.roots[FAKEMEM_EP], &si),
+	cr_assert_eq(symbolizer_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
+				     img.roots[FAKEMEM_EP], &si),
 		     0);
 	cr_assert_str_eq(si.label, "block in Foo#foo");
 	cr_assert(si.owner_varies);
 	/* its frame gone: not named with a guess */
-	cr_assert_eq(symbolize_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0, 0, &si),
-		     0);
+	cr_assert_eq(
+		symbolizer_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0, 0, &si), 0);
 	cr_assert_not(si.label_final);
 	symbolizer__free(sym);
 }

@@ -151,29 +151,29 @@ Test(native, malformed_copies_are_refused)
 /* In pprof, native frames have a Mapping per object, with the object's build id. */
 Test(native, pprof_mapping_per_object_with_build_id)
 {
-	struct agg_proc_info info = {.pid = 1, .nspid = 1, .service = "s"};
+	struct aggregate_proc_info info = {.pid = 1, .nspid = 1, .service = "s"};
 	const char *libz = "/usr/lib/libz.so.1", *libc = "/usr/lib/libc.so.6";
 	const char *bid = "0123456789abcdef0123456789abcdef01234567";
 	const struct pprofread_profile *prof;
 	const struct pprofread_mapping *m;
-	struct agg *a = agg__new(2, 100);
+	struct aggregate *a = aggregate__new(2, 100);
 	const int64_t one[2] = {1, 10};
 	struct pprofread *r;
-	struct agg_proc *p;
+	struct aggregate_proc *p;
 	uint32_t f[3];
 	size_t i, seen = 0;
 
 	cr_assert_not_null(a);
-	p = agg_proc__new(a, &info);
+	p = aggregate_proc__new(a, &info);
 	cr_assert_not_null(p);
-	f[0] = agg_native_frame_id(p, "deflate", libz, bid);
-	f[1] = agg_native_frame_id(p, "libz.so.1+0x4970", libz, bid);
-	f[2] = agg_native_frame_id(p, "__libc_start_main", libc, "");
+	f[0] = aggregate_native_frame_id(p, "deflate", libz, bid);
+	f[1] = aggregate_native_frame_id(p, "libz.so.1+0x4970", libz, bid);
+	f[2] = aggregate_native_frame_id(p, "__libc_start_main", libc, "");
 	cr_assert(f[0] && f[1] && f[2]);
-	cr_assert_eq(agg_native_frame_id(p, "deflate", libz, bid), f[0]);
-	cr_assert_str_eq(agg_frame_get(p, f[0])->build_id, bid);
-	cr_assert_null(agg_frame_get(p, f[2])->build_id);
-	cr_assert_eq(agg_add(a, p, 1, "", f, 3, one), 0);
+	cr_assert_eq(aggregate_native_frame_id(p, "deflate", libz, bid), f[0]);
+	cr_assert_str_eq(aggregate_frame_get(p, f[0])->build_id, bid);
+	cr_assert_null(aggregate_frame_get(p, f[2])->build_id);
+	cr_assert_eq(aggregate_add(a, p, 1, "", f, 3, one), 0);
 
 	r = aggread(a, 0, false);
 	prof = pprofread_profile(r);
@@ -192,5 +192,5 @@ Test(native, pprof_mapping_per_object_with_build_id)
 	}
 	cr_assert_eq(seen, 2);
 	pprofread__free(r);
-	agg__free(a);
+	aggregate__free(a);
 }

@@ -14,7 +14,7 @@
 
 #include "proc/procs.h"
 #include "profile/aggregate.h"
-#include "profile/collect.h"
+#include "profile/stacks.h"
 #include "sample/native.h"
 #include "stackcopy.h"
 
@@ -60,7 +60,7 @@ struct seen {
 	char service[32];
 };
 
-static void on_stack(void *ctx, const struct agg_stack *st)
+static void on_stack(void *ctx, const struct aggregate_stack *st)
 {
 	struct seen *s = ctx;
 	size_t i;
@@ -70,9 +70,9 @@ static void on_stack(void *ctx, const struct agg_stack *st)
 	s->n = st->nframes < 64 ? st->nframes : 64;
 	for (i = 0; i < s->n; i++)
 		snprintf(s->names[i], sizeof(s->names[i]), "%s",
-			 agg_frame_get(st->proc, st->frames[i])->name);
+			 aggregate_frame_get(st->proc, st->frames[i])->name);
 	snprintf(s->thread, sizeof(s->thread), "%s", st->thread_name);
-	snprintf(s->service, sizeof(s->service), "%s", agg_proc_info(st->proc)->service);
+	snprintf(s->service, sizeof(s->service), "%s", aggregate_proc_info(st->proc)->service);
 }
 
 static int find(const struct seen *s, const char *name)
@@ -103,17 +103,17 @@ TestSuite(alone, .init = setup, .fini = teardown);
 
 Test(alone, a_lone_stack_is_a_whole_sample_with_its_kernel_frames)
 {
-	struct agg *a = agg__new(2, 1024);
-	struct collector *c = a ? collector__new(a, 10101010) : NULL;
+	struct aggregate *a = aggregate__new(2, 1024);
+	struct stacks *c = a ? stacks__new(a, 10101010) : NULL;
 	struct rp_kstack k = {0};
-	struct collector_stats st;
+	struct stacks_stats st;
 	struct seen s = {0};
 	int leaf, caller;
 
 	cr_assert_not_null(c);
-	cr_assert_eq(collector_enable_native(c, 0), 0);
-	cr_assert_eq(collector_enable_kernel(c, "tests/fixtures/kallsyms.txt"), 0);
-	cr_assert_eq(collector_enable_alone(c, 0, identify, NULL), 0);
+	cr_assert_eq(stacks_enable_native(c, 0), 0);
+	cr_assert_eq(stacks_enable_kernel(c, "tests/fixtures/kallsyms.txt"), 0);
+	cr_assert_eq(stacks_enable_alone(c, 0, identify, NULL), 0);
 	/* the kernel stack of sample (1, 0) of this thread: vfs_read, then two return addresses */
 	k.hdr.version = RP_REC_VERSION;
 	k.hdr.kind = RP_REC_KSTACK;
@@ -125,10 +125,10 @@ Test(alone, a_lone_stack_is_a_whole_sample_with_its_kernel_frames)
 	k.ips[0] = 0xffffffff81003010;
 	k.ips[1] = 0xffffffff81003401;
 	k.ips[2] = 0xffffffff81004001;
-	collector_on_kstack(c, &k);
+	stacks_on_kstack(c, &k);
 	alone_test_caller(1, 0);
-	collector_on_ustack(c, rec, rec_size);
-	agg_foreach(a, on_stack, &s);
+	stacks_on_ustack(c, rec, rec_size);
+	aggregate_foreach(a, on_stack, &s);
 	cr_assert_eq(s.stacks, 1);
 	cr_assert_eq(s.samples, 1);
 	cr_assert_eq(identified, 1);
@@ -146,9 +146,9 @@ Test(alone, a_lone_stack_is_a_whole_sample_with_its_kernel_frames)
 	cr_assert_geq(find(&s, "criterion_internal_test_main"), caller);
 	/* a second sample of the same process: kept once, no kernel stack this time */
 	alone_test_caller(1, 0);
-	collector_on_ustack(c, rec, rec_size);
+	stacks_on_ustack(c, rec, rec_size);
 	cr_assert_eq(identified, 1);
-	collector_stats(c, &st);
+	stacks_stats(c, &st);
 	cr_assert_eq(st.alone, 2);
 	cr_assert_eq(st.alone_procs, 1);
 	cr_assert_eq(st.alone_failed, 0);
@@ -156,57 +156,57 @@ Test(alone, a_lone_stack_is_a_whole_sample_with_its_kernel_frames)
 	cr_assert_eq(st.kernel_frames, 3);
 	cr_assert_eq(st.kernel_unsymbolized, 0);
 	/* an exec makes it another program: kept again from its next sample */
-	collector_forget_alone(c, getpid());
-	collector_on_ustack(c, rec, rec_size);
+	stacks_forget_alone(c, getpid());
+	stacks_on_ustack(c, rec, rec_size);
 	cr_assert_eq(identified, 2);
 	/* alive: kept by a sweep */
-	collector_sweep_alone(c);
-	collector_on_ustack(c, rec, rec_size);
+	stacks_sweep_alone(c);
+	stacks_on_ustack(c, rec, rec_size);
 	cr_assert_eq(identified, 2);
-	collector__free(c);
-	agg__free(a);
+	stacks__free(c);
+	aggregate__free(a);
 }
 
 Test(alone, a_kernel_stack_of_another_sample_is_not_used)
 {
-	struct agg *a = agg__new(2, 1024);
-	struct collector *c = a ? collector__new(a, 10101010) : NULL;
+	struct aggregate *a = aggregate__new(2, 1024);
+	struct stacks *c = a ? stacks__new(a, 10101010) : NULL;
 	struct rp_kstack k = {0};
-	struct collector_stats st;
+	struct stacks_stats st;
 	struct seen s = {0};
 
 	cr_assert_not_null(c);
-	cr_assert_eq(collector_enable_native(c, 0), 0);
+	cr_assert_eq(stacks_enable_native(c, 0), 0);
 	/* a hidden table: frames kept unnamed, and said */
-	cr_assert_eq(collector_enable_kernel(c, "tests/fixtures/kallsyms-hidden.txt"), -EACCES);
-	cr_assert_eq(collector_enable_alone(c, 0, NULL, NULL), 0);
+	cr_assert_eq(stacks_enable_kernel(c, "tests/fixtures/kallsyms-hidden.txt"), -EACCES);
+	cr_assert_eq(stacks_enable_alone(c, 0, NULL, NULL), 0);
 	k.hdr.pid = (uint32_t)getpid();
 	k.hdr.tid = (uint32_t)gettid() + 1; /* another thread */
 	k.cpu = 1;
 	k.n = 1;
 	k.ips[0] = 0xffffffff81003010;
-	collector_on_kstack(c, &k);
+	stacks_on_kstack(c, &k);
 	alone_test_caller(1, 0);
-	collector_on_ustack(c, rec, rec_size);
-	agg_foreach(a, on_stack, &s);
+	stacks_on_ustack(c, rec, rec_size);
+	aggregate_foreach(a, on_stack, &s);
 	cr_assert_eq(s.stacks, 1);
 	cr_assert_str_eq(s.names[0], "alone_test_sample");
-	collector_stats(c, &st);
+	stacks_stats(c, &st);
 	cr_assert_eq(st.kernel_unpaired, 1);
 	cr_assert_eq(st.kernel_stacks, 0);
 	/* the same thread now: unnamed, one frame for the run of them */
 	k.hdr.tid = (uint32_t)gettid();
 	k.n = 2;
 	k.ips[1] = 0xffffffff81003401;
-	collector_on_kstack(c, &k);
-	collector_on_ustack(c, rec, rec_size);
+	stacks_on_kstack(c, &k);
+	stacks_on_ustack(c, rec, rec_size);
 	memset(&s, 0, sizeof(s));
-	agg_foreach(a, on_stack, &s);
+	aggregate_foreach(a, on_stack, &s);
 	cr_assert_eq(s.stacks, 2);
-	collector_stats(c, &st);
+	stacks_stats(c, &st);
 	cr_assert_eq(st.kernel_stacks, 1);
 	cr_assert_eq(st.kernel_unsymbolized, 2);
 	cr_assert_eq(st.kernel_frames, 1);
-	collector__free(c);
-	agg__free(a);
+	stacks__free(c);
+	aggregate__free(a);
 }

@@ -14,37 +14,37 @@
 
 Test(nativeaddr, locations_and_mappings_carry_addresses)
 {
-	struct agg_proc_info i1 = {.pid = 1, .nspid = 1, .service = "s"};
-	struct agg_proc_info i2 = {.pid = 2, .nspid = 2, .service = "s"};
+	struct aggregate_proc_info i1 = {.pid = 1, .nspid = 1, .service = "s"};
+	struct aggregate_proc_info i2 = {.pid = 2, .nspid = 2, .service = "s"};
 	const char *libz = "/usr/lib/libz.so.1", *bid = "0123456789abcdef0123456789abcdef01234567";
 	const struct pprofread_profile *prof;
 	const struct pprofread_location *l;
 	const struct pprofread_mapping *m;
-	struct agg *a = agg__new(2, 100);
+	struct aggregate *a = aggregate__new(2, 100);
 	const int64_t one[2] = {1, 10};
-	struct agg_proc *p1, *p2;
+	struct aggregate_proc *p1, *p2;
 	struct pprofread *r;
 	uint32_t f1, f2;
 	size_t i, found = 0;
 
-	p1 = agg_proc__new(a, &i1);
-	p2 = agg_proc__new(a, &i2);
+	p1 = aggregate_proc__new(a, &i1);
+	p2 = aggregate_proc__new(a, &i2);
 	cr_assert(p1 && p2);
 	/* the same function of libz in two processes that mapped it at different addresses */
-	f1 = agg_native_frame_id(p1, "deflate", libz, bid);
-	agg_native_frame_at(p1, f1,
-			    &(struct agg_native_addr){.addr = 0x7f0000004970,
-						      .map_start = 0x7f0000000000,
-						      .map_limit = 0x7f0000020000});
+	f1 = aggregate_native_frame_id(p1, "deflate", libz, bid);
+	aggregate_native_frame_at(p1, f1,
+				  &(struct aggregate_native_addr){.addr = 0x7f0000004970,
+								  .map_start = 0x7f0000000000,
+								  .map_limit = 0x7f0000020000});
 	/* its other addresses are the same frame: the first entry stays */
-	agg_native_frame_at(p1, f1, &(struct agg_native_addr){.addr = 0x7f0000004999});
-	f2 = agg_native_frame_id(p2, "deflate", libz, bid);
-	agg_native_frame_at(p2, f2,
-			    &(struct agg_native_addr){.addr = 0x7e0000004970,
-						      .map_start = 0x7e0000000000,
-						      .map_limit = 0x7e0000020000});
-	cr_assert_eq(agg_add(a, p1, 1, "", &f1, 1, one), 0);
-	cr_assert_eq(agg_add(a, p2, 2, "", &f2, 1, one), 0);
+	aggregate_native_frame_at(p1, f1, &(struct aggregate_native_addr){.addr = 0x7f0000004999});
+	f2 = aggregate_native_frame_id(p2, "deflate", libz, bid);
+	aggregate_native_frame_at(p2, f2,
+				  &(struct aggregate_native_addr){.addr = 0x7e0000004970,
+								  .map_start = 0x7e0000000000,
+								  .map_limit = 0x7e0000020000});
+	cr_assert_eq(aggregate_add(a, p1, 1, "", &f1, 1, one), 0);
+	cr_assert_eq(aggregate_add(a, p2, 2, "", &f2, 1, one), 0);
 
 	r = aggread(a, 0, false);
 	prof = pprofread_profile(r);
@@ -64,5 +64,5 @@ Test(nativeaddr, locations_and_mappings_carry_addresses)
 	}
 	cr_assert_eq(found, 2);
 	pprofread__free(r);
-	agg__free(a);
+	aggregate__free(a);
 }

@@ -26,23 +26,23 @@ static unsigned int count_rows(const char *text, const char *needle)
 Test(report, a_c_function_called_from_two_files_is_one_row)
 {
 	static const int64_t one[1] = {1};
-	struct agg_proc_info info = {.pid = 1, .nspid = 1, .service = "app"};
-	struct agg *a = agg__new(1, 100);
-	struct agg_proc *p;
+	struct aggregate_proc_info info = {.pid = 1, .nspid = 1, .service = "app"};
+	struct aggregate *a = aggregate__new(1, 100);
+	struct aggregate_proc *p;
 	uint32_t f[2];
 	char *text = NULL;
 	size_t len = 0;
 	FILE *out;
 
 	cr_assert_not_null(a);
-	p = agg_proc__new(a, &info);
+	p = aggregate_proc__new(a, &info);
 	cr_assert_not_null(p);
-	f[0] = agg_frame_id(p, AGG_FRAME_CFUNC, "Kernel#require", "/app/a.rb", 0, 3);
-	f[1] = agg_frame_id(p, AGG_FRAME_RUBY, "<main>", "/app/a.rb", 1, 3);
-	cr_assert_eq(agg_add(a, p, 1, "ruby", f, 2, one), 0);
-	f[0] = agg_frame_id(p, AGG_FRAME_CFUNC, "Kernel#require", "/app/b.rb", 0, 7);
-	f[1] = agg_frame_id(p, AGG_FRAME_RUBY, "<main>", "/app/b.rb", 1, 7);
-	cr_assert_eq(agg_add(a, p, 1, "ruby", f, 2, one), 0);
+	f[0] = aggregate_frame_id(p, AGG_FRAME_CFUNC, "Kernel#require", "/app/a.rb", 0, 3);
+	f[1] = aggregate_frame_id(p, AGG_FRAME_RUBY, "<main>", "/app/a.rb", 1, 3);
+	cr_assert_eq(aggregate_add(a, p, 1, "ruby", f, 2, one), 0);
+	f[0] = aggregate_frame_id(p, AGG_FRAME_CFUNC, "Kernel#require", "/app/b.rb", 0, 7);
+	f[1] = aggregate_frame_id(p, AGG_FRAME_RUBY, "<main>", "/app/b.rb", 1, 7);
+	cr_assert_eq(aggregate_add(a, p, 1, "ruby", f, 2, one), 0);
 	out = open_memstream(&text, &len);
 	cr_assert_not_null(out);
 	cr_assert_eq(report_top(out, a, 20), 0);
@@ -52,5 +52,5 @@ Test(report, a_c_function_called_from_two_files_is_one_row)
 	cr_assert(strstr(text, "       2  Kernel#require [c]\n"), "both samples on one row: %s",
 		  text);
 	free(text);
-	agg__free(a);
+	aggregate__free(a);
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * daemon/ruby/rthread.c on a fake address space (tests/fuzz/fakemem.h): for every row of
+ * daemon/ruby/rthreads.c on a fake address space (tests/fuzz/fakemem.h): for every row of
  * daemon/ruby/offsets.c, rb_thread_t structs laid out as that version lays them out (self, name) are
  * turned into labels; pointers that are not a live Ruby thread are refused and counted; a name set
  * later is seen in the next interval; the cache keeps its bound.
@@ -8,7 +8,7 @@
 #include <criterion/criterion.h>
 
 #include "../fuzz/fakemem.h"
-#include "ruby/rthread.h"
+#include "ruby/rthreads.h"
 
 static struct fakemem_image img;
 
@@ -17,7 +17,7 @@ static void start(unsigned int row)
 	const struct ruby_offsets *rows;
 	unsigned int nrows;
 
-	rows = ruby_offsets_all(&nrows);
+	rows = offsets_all(&nrows);
 	memset(&img, 0, sizeof(img));
 	img.row = row % nrows;
 	img.off = &rows[img.row];
@@ -52,7 +52,7 @@ Test(rthread, names_and_identities_of_every_version)
 	struct rthreads *r;
 	char want[32];
 
-	rows = ruby_offsets_all(&nrows);
+	rows = offsets_all(&nrows);
 	for (row = 0; row < nrows; row++) {
 		start(row);
 		/* nil, or any special constant: no name */
@@ -85,9 +85,8 @@ Test(rthread, the_measured_versions_know_the_name)
 
 	static const char *const measured[] = {"2.7.4", "3.1.2", "3.3.8", "3.4.11"};
 	for (i = 0; i < 4; i++)
-		cr_assert_neq(ruby_offsets_find(measured[i], &exact)->th_name, 0, "%s",
-			      measured[i]);
-	rows = ruby_offsets_all(&nrows);
+		cr_assert_neq(offsets_find(measured[i], &exact)->th_name, 0, "%s", measured[i]);
+	rows = offsets_all(&nrows);
 	for (i = 0; i < nrows; i++)
 		known += rows[i].th_name != 0;
 	cr_assert_geq(known, 4);

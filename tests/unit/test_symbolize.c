@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../fuzz/succbuild.h"
-#include "ruby/symbolize.h"
+#include "ruby/symbolizer.h"
 
 /* Builds a table the way Ruby does, for sorted positions data[0..size). */
 static void build(struct succ_table *t, const int *data, int size)
@@ -180,7 +180,7 @@ Test(symbolizer, cache_reset_waits_for_the_next_call)
 	cr_assert_not_null(sym);
 	symbolizer_set_limits(sym, 1, 0, 0);
 
-	cr_assert_eq(symbolize_iseq(sym, block, 0, 0, addr(&env[2]), &si), 0);
+	cr_assert_eq(symbolizer_iseq(sym, block, 0, 0, addr(&env[2]), &si), 0);
 	cr_assert_str_eq(si.label, "block in Foo#foo");
 	cr_assert_str_eq(si.path, "/app/foo.rb");
 	cr_assert_eq(si.first_lineno, 3);
@@ -190,7 +190,7 @@ Test(symbolizer, cache_reset_waits_for_the_next_call)
 	cr_assert_eq(symbolizer_generation(sym), 0);
 
 	/* two iseqs cached, the bound is 1: this call starts with a reset, then names it again */
-	cr_assert_eq(symbolize_iseq(sym, block, 0, 0, addr(&env[2]), &si), 0);
+	cr_assert_eq(symbolizer_iseq(sym, block, 0, 0, addr(&env[2]), &si), 0);
 	cr_assert_str_eq(si.label, "block in Foo#foo");
 	symbolizer_stats(sym, &stats);
 	cr_assert_eq(stats.cache_resets, 1);
@@ -210,7 +210,7 @@ static void collapse(const char *in, char *out)
 			   : in[i] == 'C' ? SYM_FRAME_C
 			   : in[i] == 'I' ? SYM_FRAME_INTERNAL
 					  : SYM_FRAME_NONE;
-	symbolize_collapse_internal(kinds, n);
+	symbolizer_collapse_internal(kinds, n);
 	for (i = 0; i < n; i++)
 		out[i] = "-RCI"[kinds[i]];
 	out[n] = '\0';

@@ -69,42 +69,44 @@ Test(text, json_is_valid_json_and_utf8)
 	cr_expect_str_eq(out, "\"\\u003c/script\\u003e\\u0026\"");
 }
 
-static void last_stack(void *ctx, const struct agg_stack *st)
+static void last_stack(void *ctx, const struct aggregate_stack *st)
 {
-	*(struct agg_stack *)ctx = *st;
+	*(struct aggregate_stack *)ctx = *st;
 }
 
 /* The profile's labels and names: an escape sequence in a thread name, invalid UTF-8 in a
  * function name reach the profile cleaned, and two raw names that clean alike are one. */
 Test(text, profile_names_and_thread_labels_are_cleaned)
 {
-	struct agg *a = agg__new(2, 64);
-	struct agg_proc_info info = {.pid = 42, .service = "svc\n", .ruby_version = "3.1\x1b"};
-	struct agg_thread th = {.tid = 43, .name = "w\x1b]0;x\x07", .ruby_thread_name = "n\xff"};
-	struct agg_stack st = {0};
-	const struct agg_frame *fr;
-	struct agg_proc *p;
+	struct aggregate *a = aggregate__new(2, 64);
+	struct aggregate_proc_info info = {
+		.pid = 42, .service = "svc\n", .ruby_version = "3.1\x1b"};
+	struct aggregate_thread th = {
+		.tid = 43, .name = "w\x1b]0;x\x07", .ruby_thread_name = "n\xff"};
+	struct aggregate_stack st = {0};
+	const struct aggregate_frame *fr;
+	struct aggregate_proc *p;
 	int64_t one[2] = {1, 1};
 	uint32_t f1, f2;
 
 	cr_assert_not_null(a);
-	p = agg_proc__new(a, &info);
+	p = aggregate_proc__new(a, &info);
 	cr_assert_not_null(p);
-	f1 = agg_frame_id(p, AGG_FRAME_RUBY, "Object#\x1b[2Jwipe", "/app/\xfe.rb", 1, 2);
-	f2 = agg_frame_id(p, AGG_FRAME_RUBY, "Object#\x1b[2Jwipe", "/app/\xfe.rb", 1, 2);
+	f1 = aggregate_frame_id(p, AGG_FRAME_RUBY, "Object#\x1b[2Jwipe", "/app/\xfe.rb", 1, 2);
+	f2 = aggregate_frame_id(p, AGG_FRAME_RUBY, "Object#\x1b[2Jwipe", "/app/\xfe.rb", 1, 2);
 	cr_assert_neq(f1, 0);
 	cr_expect_eq(f1, f2);
-	fr = agg_frame_get(p, f1);
+	fr = aggregate_frame_get(p, f1);
 	cr_assert_not_null(fr);
 	cr_expect_str_eq(fr->name, "Object#?[2Jwipe");
 	cr_expect_str_eq(fr->file, "/app/?.rb");
-	cr_assert_eq(agg_add_thread(a, p, &th, &f1, 1, one), 0);
-	cr_assert_eq(agg_add_thread(a, p, &th, &f1, 1, one), 0);
-	agg_foreach(a, last_stack, &st);
+	cr_assert_eq(aggregate_add_thread(a, p, &th, &f1, 1, one), 0);
+	cr_assert_eq(aggregate_add_thread(a, p, &th, &f1, 1, one), 0);
+	aggregate_foreach(a, last_stack, &st);
 	cr_expect_str_eq(st.thread_name, "w?]0;x?");
 	cr_expect_str_eq(st.ruby_thread_name, "n?");
 	cr_expect_eq(st.values[0], 2, "one stack for the two samples");
-	agg__free(a);
+	aggregate__free(a);
 }
 
 Test(text, parse_u64_takes_digits_only)

@@ -21,7 +21,7 @@
 #include "lib/clock.h"
 #include "native/checksum.h"
 #include "native/elf.h"
-#include "native/unwind.h"
+#include "native/unwinder.h"
 #include "proc/procs.h"
 #include "stackcopy.h"
 

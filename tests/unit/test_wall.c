@@ -38,21 +38,21 @@ Test(wall, state_names)
  * its biggest leaf functions, from the aggregate's wall samples (cpu-clock samples left out). */
 Test(wall, report)
 {
-	struct agg_proc_info info = {.pid = 42, .nspid = 42, .service = "app"};
-	struct agg *a = agg__new(2, 100);
-	struct agg_proc *p = agg_proc__new(a, &info);
+	struct aggregate_proc_info info = {.pid = 42, .nspid = 42, .service = "app"};
+	struct aggregate *a = aggregate__new(2, 100);
+	struct aggregate_proc *p = aggregate_proc__new(a, &info);
 	uint32_t sl, rd, run, top;
-	struct agg_thread t1 = {.tid = 43,
-				.name = "w",
-				.ruby_thread = "0x10",
-				.ruby_thread_name = "worker",
-				.state = "sleeping"};
-	struct agg_thread t1io = t1, t2 = {.tid = 44,
-					   .name = "spin",
-					   .ruby_thread = "0x20",
-					   .ruby_thread_name = "",
-					   .state = "running"};
-	struct agg_thread cpu = {.tid = 44, .name = "spin", .ruby_thread = "0x20"};
+	struct aggregate_thread t1 = {.tid = 43,
+				      .name = "w",
+				      .ruby_thread = "0x10",
+				      .ruby_thread_name = "worker",
+				      .state = "sleeping"};
+	struct aggregate_thread t1io = t1, t2 = {.tid = 44,
+						 .name = "spin",
+						 .ruby_thread = "0x20",
+						 .ruby_thread_name = "",
+						 .state = "running"};
+	struct aggregate_thread cpu = {.tid = 44, .name = "spin", .ruby_thread = "0x20"};
 	const int64_t tick[2] = {1, 250000000}, one[2] = {1, 10000000};
 	uint32_t st_sleep[2], st_read[2], st_run[2];
 	char *out = NULL;
@@ -60,21 +60,21 @@ Test(wall, report)
 	FILE *f;
 
 	cr_assert_not_null(p);
-	sl = agg_frame_id(p, AGG_FRAME_CFUNC, "Kernel#sleep", "", 0, 0);
-	rd = agg_frame_id(p, AGG_FRAME_CFUNC, "IO#read", "", 0, 0);
-	run = agg_frame_id(p, AGG_FRAME_RUBY, "Object#spin", "/a.rb", 1, 2);
-	top = agg_frame_id(p, AGG_FRAME_RUBY, "<main>", "/a.rb", 1, 9);
+	sl = aggregate_frame_id(p, AGG_FRAME_CFUNC, "Kernel#sleep", "", 0, 0);
+	rd = aggregate_frame_id(p, AGG_FRAME_CFUNC, "IO#read", "", 0, 0);
+	run = aggregate_frame_id(p, AGG_FRAME_RUBY, "Object#spin", "/a.rb", 1, 2);
+	top = aggregate_frame_id(p, AGG_FRAME_RUBY, "<main>", "/a.rb", 1, 9);
 	st_sleep[0] = sl, st_sleep[1] = top;
 	st_read[0] = rd, st_read[1] = top;
 	st_run[0] = run, st_run[1] = top;
 	t1io.state = "blocked_io";
 	/* worker: 3 ticks sleeping, 1 blocked in read; spin: 4 ticks running */
 	for (int i = 0; i < 3; i++)
-		cr_assert_eq(agg_add_thread(a, p, &t1, st_sleep, 2, tick), 0);
-	cr_assert_eq(agg_add_thread(a, p, &t1io, st_read, 2, tick), 0);
+		cr_assert_eq(aggregate_add_thread(a, p, &t1, st_sleep, 2, tick), 0);
+	cr_assert_eq(aggregate_add_thread(a, p, &t1io, st_read, 2, tick), 0);
 	for (int i = 0; i < 4; i++)
-		cr_assert_eq(agg_add_thread(a, p, &t2, st_run, 2, tick), 0);
-	cr_assert_eq(agg_add_thread(a, p, &cpu, st_run, 2, one), 0);
+		cr_assert_eq(aggregate_add_thread(a, p, &t2, st_run, 2, tick), 0);
+	cr_assert_eq(aggregate_add_thread(a, p, &cpu, st_run, 2, one), 0);
 
 	f = open_memstream(&out, &len);
 	cr_assert_not_null(f);
@@ -89,7 +89,7 @@ Test(wall, report)
 			      "  sleeping      0.750 s: 100.0% Kernel#sleep\n"
 			      "  blocked_io    0.250 s: 100.0% IO#read\n");
 	free(out);
-	agg__free(a);
+	aggregate__free(a);
 }
 
 Test(wall, syscall_names)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-# More methods than a symbolizer's iseq cache holds (daemon/ruby/symbolize.c: 65,536 iseqs), so that a
+# More methods than a symbolizer's iseq cache holds (daemon/ruby/symbolizer.c: 65,536 iseqs), so that a
 # profiler sampling it fast drops and refills its caches again and again while it symbolizes:
 # NCLASSES classes and modules of NMETHODS methods each, every method calling a block (through its
 # own copy of Kernel#catch) that calls a block (through another copy) in which it calls the next

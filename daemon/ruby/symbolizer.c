@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* symbolize.c - iseq and method-entry symbolization with per-process caches. */
+/* symbolizer.c - iseq and method-entry symbolization with per-process caches. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 #include "lib/text.h"
 #include "proc/procmem.h"
 #include "ruby/rvalue.h"
-#include "ruby/symbolize.h"
+#include "ruby/symbolizer.h"
 
 /* Default bounds of the per-process caches; past them the caches are dropped and refilled. */
 #define MAX_ISEQS  65536
@@ -857,7 +857,7 @@ static int owner_in_label(struct symbolizer *sym, struct iseq_info *info, struct
 	return n >= 0 && (size_t)n < len;
 }
 
-void symbolize_method_entry(struct symbolizer *sym, uint64_t method_iseq, uint64_t me_cref)
+void symbolizer_method_entry(struct symbolizer *sym, uint64_t method_iseq, uint64_t me_cref)
 {
 	if (sym->off->class_names == CLASS_NAMES_NONE)
 		return;
@@ -883,7 +883,7 @@ static int internal_label(struct symbolizer *sym, struct iseq_info *info, struct
 	return qualified_label(sym, local, src, buf, len, 0);
 }
 
-size_t symbolize_collapse_internal(uint8_t *kinds, size_t n)
+size_t symbolizer_collapse_internal(uint8_t *kinds, size_t n)
 {
 	size_t i, j, start = 0, dropped = 0;
 	bool pending = false;
@@ -926,8 +926,8 @@ static const char *scratch(struct symbolizer *sym, const char *label, const char
 	return sym->scratch_label ? sym->scratch_label : fallback;
 }
 
-static int symbolize_frame(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit,
-			   struct owner_src *src, struct sym_iseq *out)
+static int symbolizer_frame(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit,
+			    struct owner_src *src, struct sym_iseq *out)
 {
 	char buf[RVALUE_STR_MAX + 64];
 	struct iseq_info *info;
@@ -1001,25 +1001,25 @@ static int symbolize_frame(struct symbolizer *sym, uint64_t iseq, uint64_t pc, i
 	return 0;
 }
 
-int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit, uint64_t ep,
-		   struct sym_iseq *out)
+int symbolizer_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit, uint64_t ep,
+		    struct sym_iseq *out)
 {
 	struct owner_src src = {.ep = ep};
 
-	return symbolize_frame(sym, iseq, pc, jit, &src, out);
+	return symbolizer_frame(sym, iseq, pc, jit, &src, out);
 }
 
-int symbolize_method_frame(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit,
-			   uint64_t me_cref, struct sym_iseq *out)
+int symbolizer_method_frame(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit,
+			    uint64_t me_cref, struct sym_iseq *out)
 {
 	struct owner_src src = {0};
 
 	if (sym->off->class_names != CLASS_NAMES_NONE)
 		src.me = check_me(sym, me_cref, 1);
-	return symbolize_frame(sym, iseq, pc, jit, &src, out);
+	return symbolizer_frame(sym, iseq, pc, jit, &src, out);
 }
 
-int symbolize_cfunc(struct symbolizer *sym, uint64_t me, const char **name)
+int symbolizer_cfunc(struct symbolizer *sym, uint64_t me, const char **name)
 {
 	char buf[RVALUE_STR_MAX + 1], full[2 * RVALUE_STR_MAX + 2];
 	uint64_t val, flags, def, id, owner;

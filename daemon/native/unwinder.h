@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * unwind.h - native stacks from a copy of the user stack and three registers, unwound with CFI
+ * unwinder.h - native stacks from a copy of the user stack and three registers, unwound with CFI
  * (.eh_frame / .debug_frame) by elfutils' libdwfl, frame pointers where a function has no CFI.
  *
  * Nothing is stopped and nothing is fetched from the network: ELF files are opened through
@@ -14,8 +14,8 @@
  * is parsed once, by whichever process needed it first, and freed when the last process using
  * it goes.
  */
-#ifndef RP_UNWIND_H
-#define RP_UNWIND_H
+#ifndef RP_UNWINDER_H
+#define RP_UNWINDER_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* unwind.c - native stacks from copied user stacks, with libdwfl's CFI unwinder. */
+/* unwinder.c - native stacks from copied user stacks, with libdwfl's CFI unwinder. */
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 #include <errno.h>
@@ -23,7 +23,7 @@
 #include "native/ehframe.h"
 #include "native/elf.h"
 #include "native/elfcache.h"
-#include "native/unwind.h"
+#include "native/unwinder.h"
 #include "proc/procmem.h"
 #include "proc/procs.h"
 #include "ruby/discover.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * rthread.h - the Ruby thread of a sample, as labels: an identity that can be read from outside
+ * rthreads.h - the Ruby thread of a sample, as labels: an identity that can be read from outside
  * the process and the thread's name (Thread#name).
  *
  * The identity is the rb_thread_t address the BPF walk read from the sampled EC (thread_ptr). Ruby
@@ -13,8 +13,8 @@
  * Per process, bounded (RTHREAD_MAX_PER_PROC, counted when hit), owned by the collector's target:
  * it dies with the process.
  */
-#ifndef RP_RTHREAD_H
-#define RP_RTHREAD_H
+#ifndef RP_RTHREADS_H
+#define RP_RTHREADS_H
 
 #include <stdint.h>
 #include <sys/types.h>

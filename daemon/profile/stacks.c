@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* collect.c - sampled stacks to aggregated, symbolized frames. */
+/* stacks.c - sampled stacks to aggregated, symbolized frames. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -10,9 +10,9 @@
 
 #include "lib/hmap.h"
 #include "native/kallsyms.h"
-#include "profile/collect.h"
+#include "profile/stacks.h"
 #include "profile/wall.h"
-#include "ruby/symbolize.h"
+#include "ruby/symbolizer.h"
 #include "sample/native.h"
 
 /* Entries of a process's frame cache before it is dropped and refilled. */
@@ -28,9 +28,9 @@ struct target {
 	struct ruby_target t;
 	struct symbolizer *sym;
 	struct rthreads *rth; /* Ruby thread labels */
-	struct agg_proc *proc;
-	uint32_t generation; /* agg_proc_generation() that `frames` holds ids of */
-	uint32_t cuts;	     /* agg_cuts() when `frames` was started */
+	struct aggregate_proc *proc;
+	uint32_t generation; /* aggregate_proc_generation() that `frames` holds ids of */
+	uint32_t cuts;	     /* aggregate_cuts() when `frames` was started */
 	uint64_t sym_gen;    /* symbolizer_generation() when `frames` was started */
 	int pidfd;	     /* the process itself (not its pid): -1 when it could not be opened */
 	bool alone;	     /* a process that is no Ruby (--native-processes): no sym, no rth */
@@ -66,8 +66,8 @@ struct cpu_ids {
 /* enum sym_frame_kind values fit below it: c->kind[i] carries it when frame i is in the cache. */
 #define KIND_CACHED 0x80
 
-struct collector {
-	struct agg *agg;
+struct stacks {
+	struct aggregate *agg;
 	int64_t period_ns;
 	struct hmap by_pid; /* pid -> struct target * */
 	size_t live, profiled;
@@ -76,7 +76,7 @@ struct collector {
 	size_t buf_cap;
 	struct cpu_ids *cpus; /* by CPU, grown to the highest seen */
 	size_t ncpus;
-	struct collector_stats stats;
+	struct stacks_stats stats;
 	struct native *native;	/* --stacks mixed; NULL otherwise */
 	bool kernel_on;		/* --kernel-stacks */
 	struct kallsyms *ksyms; /* its names; NULL when /proc/kallsyms could not be read */
@@ -84,13 +84,13 @@ struct collector {
 	size_t nkcpus;
 	bool alone_on; /* --native-processes */
 	size_t alone_max, nalone;
-	collector_identify_fn identify;
+	stacks_identify_fn identify;
 	void *identify_ctx;
 };
 
-struct collector *collector__new(struct agg *agg, int64_t period_ns)
+struct stacks *stacks__new(struct aggregate *agg, int64_t period_ns)
 {
-	struct collector *c = calloc(1, sizeof(*c));
+	struct stacks *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
@@ -99,7 +99,7 @@ struct collector *collector__new(struct agg *agg, int64_t period_ns)
 	return c;
 }
 
-void collector_set_period(struct collector *c, int64_t period_ns)
+void stacks_set_period(struct stacks *c, int64_t period_ns)
 {
 	c->period_ns = period_ns;
 }
@@ -136,7 +136,7 @@ static void free_target(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
 	target_free((struct target *)(uintptr_t)val);
 }
 
-void collector__free(struct collector *c)
+void stacks__free(struct stacks *c)
 {
 	if (!c)
 		return;
@@ -153,7 +153,7 @@ void collector__free(struct collector *c)
 	free(c);
 }
 
-static struct target *find(const struct collector *c, pid_t pid)
+static struct target *find(const struct stacks *c, pid_t pid)
 {
 	uint64_t val;
 
@@ -162,19 +162,19 @@ static struct target *find(const struct collector *c, pid_t pid)
 }
 
 /* A kept Ruby (not a process kept for its native samples alone, which has no symbolizer). */
-static struct target *find_ruby(const struct collector *c, pid_t pid)
+static struct target *find_ruby(const struct stacks *c, pid_t pid)
 {
 	struct target *t = find(c, pid);
 
 	return t && !t->alone ? t : NULL;
 }
 
-size_t collector_count(const struct collector *c)
+size_t stacks_count(const struct stacks *c)
 {
 	return c->live;
 }
 
-size_t collector_profiled(const struct collector *c)
+size_t stacks_profiled(const struct stacks *c)
 {
 	return c->profiled;
 }
@@ -194,7 +194,7 @@ static void sym_stats_add(struct symbolizer_stats *sum, const struct symbolizer 
 	sum->iseq_reused += st.iseq_reused;
 }
 
-void collector_remove(struct collector *c, pid_t pid)
+void stacks_remove(struct stacks *c, pid_t pid)
 {
 	struct target *t = find(c, pid);
 
@@ -206,7 +206,7 @@ void collector_remove(struct collector *c, pid_t pid)
 			c->cpus[i].pid = 0;
 	/* Its samples so far are interned in the aggregate, which keeps them until the interval
 	 * ends; the symbolizer and caches die with the process. */
-	agg_proc_exit(c->agg, t->proc);
+	aggregate_proc_exit(c->agg, t->proc);
 	if (c->native)
 		native_forget(c->native, pid);
 	hmap_del(&c->by_pid, (uint64_t)pid, 0, NULL);
@@ -218,10 +218,10 @@ void collector_remove(struct collector *c, pid_t pid)
 	target_free(t);
 }
 
-static struct agg_proc_info proc_info(const struct ruby_target *rt, const char *service,
-				      const struct procctx *pc)
+static struct aggregate_proc_info proc_info(const struct ruby_target *rt, const char *service,
+					    const struct procctx *pc)
 {
-	return (struct agg_proc_info){
+	return (struct aggregate_proc_info){
 		.pid = rt->pid,
 		.nspid = rt->nspid,
 		.container = rt->container_id,
@@ -233,14 +233,14 @@ static struct agg_proc_info proc_info(const struct ruby_target *rt, const char *
 	};
 }
 
-int collector_add(struct collector *c, const struct ruby_target *rt, const char *service,
-		  struct procctx *pc)
+int stacks_add(struct stacks *c, const struct ruby_target *rt, const char *service,
+	       struct procctx *pc)
 {
-	struct agg_proc_info info;
+	struct aggregate_proc_info info;
 	struct target *t;
 
 	/* A pid seen again is a new process (pid reuse, or a validated fork child). */
-	collector_remove(c, rt->pid);
+	stacks_remove(c, rt->pid);
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
@@ -258,13 +258,13 @@ int collector_add(struct collector *c, const struct ruby_target *rt, const char 
 		memset(pc, 0, sizeof(*pc));
 	}
 	info = proc_info(rt, service, &t->pc);
-	t->proc = t->sym && t->rth ? agg_proc__new(c->agg, &info) : NULL;
+	t->proc = t->sym && t->rth ? aggregate_proc__new(c->agg, &info) : NULL;
 	if (!t->proc) {
 		target_free(t);
 		return -ENOMEM;
 	}
 	if (hmap_put(&c->by_pid, (uint64_t)rt->pid, 0, (uintptr_t)t)) {
-		agg_proc_exit(c->agg, t->proc);
+		aggregate_proc_exit(c->agg, t->proc);
 		target_free(t);
 		return -ENOMEM;
 	}
@@ -273,7 +273,7 @@ int collector_add(struct collector *c, const struct ruby_target *rt, const char 
 	return 0;
 }
 
-int collector_update(struct collector *c, const struct ruby_target *rt)
+int stacks_update(struct stacks *c, const struct ruby_target *rt)
 {
 	struct target *t = find_ruby(c, rt->pid);
 
@@ -289,7 +289,7 @@ int collector_update(struct collector *c, const struct ruby_target *rt)
 	return 0;
 }
 
-int collector_fork(struct collector *c, pid_t child, pid_t parent, struct ruby_target *out)
+int stacks_fork(struct stacks *c, pid_t child, pid_t parent, struct ruby_target *out)
 {
 	struct target *pt = find_ruby(c, parent);
 	struct ruby_target rt;
@@ -303,7 +303,7 @@ int collector_fork(struct collector *c, pid_t child, pid_t parent, struct ruby_t
 	if (out)
 		*out = rt;
 	/* the parent's context is not the child's (writers map it MADV_DONTFORK) */
-	return collector_add(c, &rt, agg_proc_info(pt->proc)->service, NULL);
+	return stacks_add(c, &rt, aggregate_proc_info(pt->proc)->service, NULL);
 }
 
 struct foreach_ruby {
@@ -320,28 +320,28 @@ static void each_ruby(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
 		x->fn(x->ctx, &t->t, &t->pc);
 }
 
-void collector_foreach_ruby(struct collector *c,
-			    void (*fn)(void *ctx, const struct ruby_target *t, struct procctx *pc),
-			    void *ctx)
+void stacks_foreach_ruby(struct stacks *c,
+			 void (*fn)(void *ctx, const struct ruby_target *t, struct procctx *pc),
+			 void *ctx)
 {
 	struct foreach_ruby x = {fn, ctx};
 
 	hmap_foreach(&c->by_pid, each_ruby, &x);
 }
 
-int collector_relabel(struct collector *c, pid_t pid, const char *service)
+int stacks_relabel(struct stacks *c, pid_t pid, const char *service)
 {
 	struct target *t = find_ruby(c, pid);
-	struct agg_proc_info info;
-	struct agg_proc *np;
+	struct aggregate_proc_info info;
+	struct aggregate_proc *np;
 
 	if (!t)
 		return -ENOENT;
-	info = proc_info(&t->t, service ? service : agg_proc_info(t->proc)->service, &t->pc);
-	np = agg_proc__new(c->agg, &info);
+	info = proc_info(&t->t, service ? service : aggregate_proc_info(t->proc)->service, &t->pc);
+	np = aggregate_proc__new(c->agg, &info);
 	if (!np)
 		return -ENOMEM;
-	agg_proc_exit(c->agg, t->proc);
+	aggregate_proc_exit(c->agg, t->proc);
 	t->proc = np;
 	/* frame ids cached for the old process are not the new one's */
 	hmap_clear(&t->frames);
@@ -354,7 +354,7 @@ int collector_relabel(struct collector *c, pid_t pid, const char *service)
 
 static uint32_t mark(struct target *t, const char *name)
 {
-	return agg_frame_id(t->proc, AGG_FRAME_MARK, name, "", 0, 0);
+	return aggregate_frame_id(t->proc, AGG_FRAME_MARK, name, "", 0, 0);
 }
 
 /*
@@ -362,9 +362,9 @@ static uint32_t mark(struct target *t, const char *name)
  * interval: in the next, each frame is symbolized again on its first sight, so that the
  * symbolizer checks its iseq is still the one cached (GC frees iseqs and reuses addresses).
  */
-static void check_generation(struct collector *c, struct target *t)
+static void check_generation(struct stacks *c, struct target *t)
 {
-	uint32_t gen = agg_proc_generation(t->proc), cuts = agg_cuts(c->agg);
+	uint32_t gen = aggregate_proc_generation(t->proc), cuts = aggregate_cuts(c->agg);
 	uint64_t sym_gen = t->sym ? symbolizer_generation(t->sym) : 0;
 
 	if (gen != t->generation || cuts != t->cuts || sym_gen != t->sym_gen) {
@@ -419,7 +419,7 @@ static void iseq_key(const struct rp_frame *f, uint64_t *k1, uint64_t *k2)
 /* Frame cache values of Ruby frames: agg id, iseq type << 32, internal (4.0+) at bit 40. */
 #define FRAME_INTERNAL (1ULL << 40)
 
-static uint32_t iseq_frame(struct collector *c, struct target *t, const struct rp_frame *f,
+static uint32_t iseq_frame(struct stacks *c, struct target *t, const struct rp_frame *f,
 			   enum iseq_type *type, int *internal, bool *cached)
 {
 	uint64_t pc = rp_frame_pc(f), key1, key2, val;
@@ -437,9 +437,9 @@ static uint32_t iseq_frame(struct collector *c, struct target *t, const struct r
 	*cached = false;
 	*internal = 0;
 	if (has_me(f))
-		err = symbolize_method_frame(t->sym, f->addr, pc, jit, f->ep, &si);
+		err = symbolizer_method_frame(t->sym, f->addr, pc, jit, f->ep, &si);
 	else
-		err = symbolize_iseq(t->sym, f->addr, pc, jit, f->ep, &si);
+		err = symbolizer_iseq(t->sym, f->addr, pc, jit, f->ep, &si);
 	if (err || !still_alive(t)) {
 		c->stats.frames_failed++;
 		*type = ISEQ_TYPE_METHOD;
@@ -447,7 +447,8 @@ static uint32_t iseq_frame(struct collector *c, struct target *t, const struct r
 	}
 	*type = si.type;
 	*internal = si.internal;
-	id = agg_frame_id(t->proc, AGG_FRAME_RUBY, si.label, si.path, si.first_lineno, si.line);
+	id = aggregate_frame_id(t->proc, AGG_FRAME_RUBY, si.label, si.path, si.first_lineno,
+				si.line);
 	/* a block of a method run under several owners: named through its own frame each time */
 	if (!id || !si.label_final || (si.owner_varies && !has_me(f)))
 		return id;
@@ -460,7 +461,7 @@ static uint32_t iseq_frame(struct collector *c, struct target *t, const struct r
 	return id;
 }
 
-static uint32_t cfunc_frame(struct collector *c, struct target *t, const struct rp_frame *f,
+static uint32_t cfunc_frame(struct stacks *c, struct target *t, const struct rp_frame *f,
 			    const struct caller *caller, bool *cached)
 {
 	const char *name;
@@ -472,13 +473,13 @@ static uint32_t cfunc_frame(struct collector *c, struct target *t, const struct 
 	if (hmap_get(&t->frames, f->addr, (1ULL << 62) | caller->frame, &val))
 		return (uint32_t)val;
 	*cached = false;
-	if (symbolize_cfunc(t->sym, f->addr, &name) || !still_alive(t)) {
+	if (symbolizer_cfunc(t->sym, f->addr, &name) || !still_alive(t)) {
 		/* not cached: the name may be readable later (a booting Ruby's symbol table) */
 		c->stats.frames_failed++;
-		return agg_frame_id(t->proc, AGG_FRAME_CFUNC, "[unknown C function]", caller->path,
-				    0, caller->line);
+		return aggregate_frame_id(t->proc, AGG_FRAME_CFUNC, "[unknown C function]",
+					  caller->path, 0, caller->line);
 	}
-	id = agg_frame_id(t->proc, AGG_FRAME_CFUNC, name, caller->path, 0, caller->line);
+	id = aggregate_frame_id(t->proc, AGG_FRAME_CFUNC, name, caller->path, 0, caller->line);
 	if (!id)
 		return 0;
 	if (t->frames.len >= MAX_FRAME_CACHE) {
@@ -493,10 +494,10 @@ static uint32_t cfunc_frame(struct collector *c, struct target *t, const struct 
  * An <internal:...> frame (4.0+) as Ruby shows it: a C method, its method's name at its caller's
  * path and line; at the root (no caller), where it is.
  */
-static uint32_t internal_frame(struct collector *c, struct target *t, uint32_t ruby_id,
+static uint32_t internal_frame(struct stacks *c, struct target *t, uint32_t ruby_id,
 			       const struct caller *caller)
 {
-	const struct agg_frame *af;
+	const struct aggregate_frame *af;
 	uint64_t val;
 	uint32_t id;
 
@@ -504,8 +505,8 @@ static uint32_t internal_frame(struct collector *c, struct target *t, uint32_t r
 		return ruby_id;
 	if (hmap_get(&t->frames, ruby_id, (1ULL << 60) | caller->frame, &val))
 		return (uint32_t)val;
-	af = agg_frame_get(t->proc, ruby_id);
-	id = agg_frame_id(t->proc, AGG_FRAME_CFUNC, af->name, caller->path, 0, caller->line);
+	af = aggregate_frame_get(t->proc, ruby_id);
+	id = aggregate_frame_id(t->proc, AGG_FRAME_CFUNC, af->name, caller->path, 0, caller->line);
 	if (!id)
 		return 0;
 	if (t->frames.len >= MAX_FRAME_CACHE) {
@@ -517,7 +518,7 @@ static uint32_t internal_frame(struct collector *c, struct target *t, uint32_t r
 }
 
 /* The kept ids of st's CPU when st is a delta of that stack, in this process and cache; or NULL. */
-static struct cpu_ids *base_ids(struct collector *c, const struct target *t,
+static struct cpu_ids *base_ids(struct stacks *c, const struct target *t,
 				const struct sampler_stack *st)
 {
 	struct cpu_ids *p;
@@ -550,7 +551,7 @@ static size_t reusable(const struct cpu_ids *base, const struct sampler_stack *s
  * with <internal:...> frames is kept with nothing reusable: collapsing them looks at the
  * frames on both sides.
  */
-static void keep_ids(struct collector *c, const struct target *t, const struct sampler_stack *st,
+static void keep_ids(struct stacks *c, const struct target *t, const struct sampler_stack *st,
 		     uint64_t resets, bool any_internal)
 {
 	uint32_t cpu = st->first->cpu, *ids, k;
@@ -594,12 +595,12 @@ static void keep_ids(struct collector *c, const struct target *t, const struct s
  * Frames of one stack into c->buf (leaf first), the last `reuse` of them from base as Ruby's backtrace shows them; returns how many,
  * or -ENOSPC (a frame table is full) or -ENOMEM. Pass 1 (leaf to root) names the Ruby frames and, on 3.4+, hides the frame that
  * owns a rescue/ensure clause (Ruby prints the clause under the method's name instead); on 4.0+
- * <internal:...> frames act as C methods (symbolize_collapse_internal). Pass 2 (root to leaf)
+ * <internal:...> frames act as C methods (symbolizer_collapse_internal). Pass 2 (root to leaf)
  * gives each C function its caller's path and line. c->kind holds enum sym_frame_kind (and
  * KIND_CACHED). The frames a delta shares with the CPU's last stack keep their ids (base_ids)
  * and are not looked up.
  */
-static int resolve_frames(struct collector *c, struct target *t, const struct sampler_stack *st,
+static int resolve_frames(struct stacks *c, struct target *t, const struct sampler_stack *st,
 			  const struct cpu_ids *base, size_t reuse)
 {
 	struct caller caller = {.path = "", .line = 0, .frame = 0};
@@ -607,7 +608,7 @@ static int resolve_frames(struct collector *c, struct target *t, const struct sa
 	size_t lim = st->nframes - reuse;
 	const struct rp_frame *f;
 	uint64_t k1, k2, val;
-	const struct agg_frame *af;
+	const struct aggregate_frame *af;
 	enum iseq_type type;
 	int skip_next = 0, internal, any_internal = 0;
 	size_t i, n = 0;
@@ -632,7 +633,7 @@ static int resolve_frames(struct collector *c, struct target *t, const struct sa
 			continue;
 		iseq_key(f, &k1, &k2);
 		if (!hmap_get(&t->frames, k1, k2, &val))
-			symbolize_method_entry(t->sym, f->addr, f->ep);
+			symbolizer_method_entry(t->sym, f->addr, f->ep);
 	}
 	for (i = 0; i < lim; i++) {
 		c->kind[i] = SYM_FRAME_C;
@@ -658,12 +659,12 @@ static int resolve_frames(struct collector *c, struct target *t, const struct sa
 			return -EAGAIN;
 		for (i = 0; i < st->nframes; i++)
 			c->kind[i] &= (uint8_t)~KIND_CACHED;
-		symbolize_collapse_internal(c->kind, st->nframes);
+		symbolizer_collapse_internal(c->kind, st->nframes);
 	}
 	/* the C functions below lim take their caller from the reused Ruby frame nearest them */
 	for (i = lim; i < st->nframes; i++) {
 		if ((c->kind[i] & ~KIND_CACHED) == SYM_FRAME_RUBY) {
-			af = agg_frame_get(t->proc, c->buf[i]);
+			af = aggregate_frame_get(t->proc, c->buf[i]);
 			caller = (struct caller){
 				.path = af->file, .line = af->line, .frame = c->buf[i]};
 			break;
@@ -675,7 +676,7 @@ static int resolve_frames(struct collector *c, struct target *t, const struct sa
 			c->buf[i] = 0;
 			break;
 		case SYM_FRAME_RUBY:
-			af = agg_frame_get(t->proc, c->buf[i]);
+			af = aggregate_frame_get(t->proc, c->buf[i]);
 			caller.path = af->file;
 			caller.line = af->line;
 			caller.frame = c->buf[i];
@@ -706,7 +707,7 @@ static int resolve_frames(struct collector *c, struct target *t, const struct sa
 	return (int)n;
 }
 
-static int stack_frames(struct collector *c, struct target *t, const struct sampler_stack *st)
+static int stack_frames(struct stacks *c, struct target *t, const struct sampler_stack *st)
 {
 	const struct cpu_ids *base = base_ids(c, t, st);
 	int ret = resolve_frames(c, t, st, base, base ? reusable(base, st) : 0);
@@ -714,7 +715,7 @@ static int stack_frames(struct collector *c, struct target *t, const struct samp
 	return ret == -EAGAIN ? resolve_frames(c, t, st, NULL, 0) : ret;
 }
 
-static int reserve(struct collector *c, size_t n)
+static int reserve(struct stacks *c, size_t n)
 {
 	uint32_t *nb;
 	uint8_t *nk;
@@ -740,7 +741,7 @@ static int reserve(struct collector *c, size_t n)
  * collector gets "(garbage collection)" and its phase above the Ruby stack that triggered it;
  * a sample whose leaf frame is JIT code gets "[JIT code]".
  */
-static size_t add_leaf_marks(struct collector *c, struct target *t, const struct sampler_stack *st,
+static size_t add_leaf_marks(struct stacks *c, struct target *t, const struct sampler_stack *st,
 			     size_t n)
 {
 	static const char *const phases[] = {NULL, "(marking)", "(sweeping)", "(compacting)"};
@@ -764,7 +765,7 @@ static size_t add_leaf_marks(struct collector *c, struct target *t, const struct
 }
 
 /* A native frame of the process: its symbol in its object, or its offset there. */
-static uint32_t native_frame(struct collector *c, struct target *t, uint64_t addr)
+static uint32_t native_frame(struct stacks *c, struct target *t, uint64_t addr)
 {
 	struct unwind_sym sym;
 	const char *base;
@@ -776,7 +777,7 @@ static uint32_t native_frame(struct collector *c, struct target *t, uint64_t add
 		return (uint32_t)val;
 	if (native_symbolize(c->native, t->t.pid, addr, &sym) || !sym.module) {
 		snprintf(name, sizeof(name), "0x%llx", (unsigned long long)addr);
-		return agg_native_frame_id(t->proc, name, "", NULL);
+		return aggregate_native_frame_id(t->proc, name, "", NULL);
 	}
 	/* no symbol: its address in its object, named by the object's file name ("libz.so.1+0x4a26"),
 	 * which tells the frame apart from an equal offset in another object in every view */
@@ -785,14 +786,15 @@ static uint32_t native_frame(struct collector *c, struct target *t, uint64_t add
 		snprintf(name, sizeof(name), "%.96s+0x%llx", base ? base + 1 : sym.module,
 			 (unsigned long long)sym.offset);
 	}
-	id = agg_native_frame_id(t->proc, sym.name ? sym.name : name, sym.module, sym.build_id);
+	id = aggregate_native_frame_id(t->proc, sym.name ? sym.name : name, sym.module,
+				       sym.build_id);
 	if (!id)
 		return 0;
-	agg_native_frame_at(t->proc, id,
-			    &(struct agg_native_addr){.addr = sym.func_addr,
-						      .map_start = sym.mod_start,
-						      .map_limit = sym.mod_end,
-						      .map_offset = sym.mod_offset});
+	aggregate_native_frame_at(t->proc, id,
+				  &(struct aggregate_native_addr){.addr = sym.func_addr,
+								  .map_start = sym.mod_start,
+								  .map_limit = sym.mod_end,
+								  .map_offset = sym.mod_offset});
 	if (t->frames.len >= MAX_FRAME_CACHE) {
 		hmap_clear(&t->frames);
 		c->stats.cache_resets++;
@@ -802,7 +804,7 @@ static uint32_t native_frame(struct collector *c, struct target *t, uint64_t add
 }
 
 /* Appends native frames pcs[from, to) (return addresses looked up at their call) to out. */
-static size_t put_native(struct collector *c, struct target *t, const uint64_t *pcs, size_t from,
+static size_t put_native(struct stacks *c, struct target *t, const uint64_t *pcs, size_t from,
 			 size_t to, uint32_t *out, size_t k)
 {
 	size_t i;
@@ -825,7 +827,7 @@ static size_t put_native(struct collector *c, struct target *t, const uint64_t *
  * Without the sample's copy (lost) or a Dwfl, the Ruby frames stay alone (counted in
  * native_stats). Returns the new length of c->buf.
  */
-static size_t add_native(struct collector *c, struct target *t, const struct sampler_stack *st,
+static size_t add_native(struct stacks *c, struct target *t, const struct sampler_stack *st,
 			 size_t n, size_t lead, size_t nruby)
 {
 	uint64_t pcs[MAX_NATIVE_FRAMES];
@@ -890,7 +892,7 @@ done:
 	return k;
 }
 
-int collector_enable_native(struct collector *c, size_t max_procs)
+int stacks_enable_native(struct stacks *c, size_t max_procs)
 {
 	if (c->native)
 		return 0;
@@ -899,7 +901,7 @@ int collector_enable_native(struct collector *c, size_t max_procs)
 }
 
 /* A sample that could not be added, counted by why. */
-static void count_dropped(struct collector *c, int err)
+static void count_dropped(struct stacks *c, int err)
 {
 	if (err == -ENOSPC)
 		c->stats.agg_dropped++;
@@ -911,7 +913,7 @@ static void count_dropped(struct collector *c, int err)
 
 /* ---- kernel frames (--kernel-stacks) ------------------------------------------------------ */
 
-int collector_enable_kernel(struct collector *c, const char *kallsyms_path)
+int stacks_enable_kernel(struct stacks *c, const char *kallsyms_path)
 {
 	if (c->kernel_on)
 		return 0;
@@ -923,7 +925,7 @@ int collector_enable_kernel(struct collector *c, const char *kallsyms_path)
 	return kallsyms_hidden(c->ksyms) ? -EACCES : 0;
 }
 
-static struct kpending *kcpu(struct collector *c, uint32_t cpu)
+static struct kpending *kcpu(struct stacks *c, uint32_t cpu)
 {
 	struct kpending *nk;
 
@@ -940,9 +942,9 @@ static struct kpending *kcpu(struct collector *c, uint32_t cpu)
 	return &c->kcpus[cpu];
 }
 
-void collector_on_kstack(void *ctx, const struct rp_kstack *k)
+void stacks_on_kstack(void *ctx, const struct rp_kstack *k)
 {
-	struct collector *c = ctx;
+	struct stacks *c = ctx;
 	struct kpending *p;
 
 	if (!c->kernel_on || k->n > RP_KSTACK_MAX)
@@ -962,7 +964,7 @@ void collector_on_kstack(void *ctx, const struct rp_kstack *k)
 }
 
 /* A kernel frame: its kallsyms name in KERNEL_FILE; an unnamed one is counted each time. */
-static uint32_t kernel_frame(struct collector *c, struct target *t, uint64_t addr)
+static uint32_t kernel_frame(struct stacks *c, struct target *t, uint64_t addr)
 {
 	const char *name;
 	uint64_t val;
@@ -974,9 +976,10 @@ static uint32_t kernel_frame(struct collector *c, struct target *t, uint64_t add
 	name = c->ksyms ? kallsyms_lookup(c->ksyms, addr, NULL) : NULL;
 	if (!name) {
 		c->stats.kernel_unsymbolized++;
-		return agg_native_frame_id(t->proc, "[unknown kernel function]", KERNEL_FILE, NULL);
+		return aggregate_native_frame_id(t->proc, "[unknown kernel function]", KERNEL_FILE,
+						 NULL);
 	}
-	id = agg_native_frame_id(t->proc, name, KERNEL_FILE, NULL);
+	id = aggregate_native_frame_id(t->proc, name, KERNEL_FILE, NULL);
 	if (!id)
 		return 0;
 	if (t->frames.len >= MAX_FRAME_CACHE) {
@@ -993,7 +996,7 @@ static uint32_t kernel_frame(struct collector *c, struct target *t, uint64_t add
  * system call's entry under the user code that made it). Unnamed frames in a row count as one.
  * Returns the new length.
  */
-static size_t add_kernel(struct collector *c, struct target *t, uint32_t cpu, uint32_t seq,
+static size_t add_kernel(struct stacks *c, struct target *t, uint32_t cpu, uint32_t seq,
 			 uint32_t tid, size_t n)
 {
 	struct kpending *p = cpu < c->nkcpus ? &c->kcpus[cpu] : NULL;
@@ -1011,7 +1014,8 @@ static size_t add_kernel(struct collector *c, struct target *t, uint32_t cpu, ui
 		/* a return address is looked up at its call */
 		id = kernel_frame(c, t, i ? p->ips[i] - 1 : p->ips[i]);
 		if (k && id && id == ids[k - 1] &&
-		    strcmp(agg_frame_get(t->proc, id)->name, "[unknown kernel function]") == 0)
+		    strcmp(aggregate_frame_get(t->proc, id)->name, "[unknown kernel function]") ==
+			    0)
 			continue;
 		ids[k++] = id;
 	}
@@ -1026,8 +1030,7 @@ static size_t add_kernel(struct collector *c, struct target *t, uint32_t cpu, ui
 
 /* ---- processes that are no Ruby (--native-processes) --------------------------------------- */
 
-int collector_enable_alone(struct collector *c, size_t max_procs, collector_identify_fn identify,
-			   void *ctx)
+int stacks_enable_alone(struct stacks *c, size_t max_procs, stacks_identify_fn identify, void *ctx)
 {
 	if (!c->native)
 		return -EINVAL;
@@ -1052,7 +1055,7 @@ static void find_gone(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
 		g->pids[g->n++] = t->t.pid;
 }
 
-void collector_sweep_alone(struct collector *c)
+void stacks_sweep_alone(struct stacks *c)
 {
 	struct gone g = {0};
 	size_t i;
@@ -1065,21 +1068,21 @@ void collector_sweep_alone(struct collector *c)
 		return;
 	hmap_foreach(&c->by_pid, find_gone, &g);
 	for (i = 0; i < g.n; i++)
-		collector_remove(c, g.pids[i]);
+		stacks_remove(c, g.pids[i]);
 	free(g.pids);
 }
 
 /* A process that is no Ruby, kept from its first sample on. NULL: at the bound (counted). */
-static struct target *alone_target(struct collector *c, pid_t pid)
+static struct target *alone_target(struct stacks *c, pid_t pid)
 {
 	char service[128] = "";
-	struct agg_proc_info info = {.pid = pid, .nspid = pid, .service = service};
+	struct aggregate_proc_info info = {.pid = pid, .nspid = pid, .service = service};
 	struct target *t;
 	int err;
 
 	/* their exits are not reported (only a Ruby's are): the bound makes room for the gone */
 	if (c->nalone >= c->alone_max) {
-		collector_sweep_alone(c);
+		stacks_sweep_alone(c);
 		if (c->nalone >= c->alone_max) {
 			c->stats.alone_dropped++;
 			return NULL;
@@ -1096,10 +1099,10 @@ static struct target *alone_target(struct collector *c, pid_t pid)
 	t->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (t->pidfd < 0)
 		c->stats.no_pidfd++;
-	t->proc = agg_proc__new(c->agg, &info);
+	t->proc = aggregate_proc__new(c->agg, &info);
 	if (!t->proc || hmap_put(&c->by_pid, (uint64_t)pid, 0, (uintptr_t)t)) {
 		if (t->proc)
-			agg_proc_exit(c->agg, t->proc);
+			aggregate_proc_exit(c->agg, t->proc);
 		target_free(t);
 		return NULL;
 	}
@@ -1108,21 +1111,21 @@ static struct target *alone_target(struct collector *c, pid_t pid)
 	return t;
 }
 
-void collector_forget_alone(struct collector *c, pid_t pid)
+void stacks_forget_alone(struct stacks *c, pid_t pid)
 {
 	struct target *t = find(c, pid);
 
 	if (t && t->alone)
-		collector_remove(c, pid);
+		stacks_remove(c, pid);
 }
 
 /* A sample of a process that is no Ruby: its native stack, unwound to its root, is the sample. */
-static void add_alone(struct collector *c, const struct rp_ustack *u, size_t size)
+static void add_alone(struct stacks *c, const struct rp_ustack *u, size_t size)
 {
 	pid_t pid = (pid_t)u->hdr.pid;
 	char comm[sizeof(u->comm) + 1];
 	uint64_t pcs[MAX_NATIVE_FRAMES];
-	struct agg_thread th = {0};
+	struct aggregate_thread th = {0};
 	struct unwind_result res;
 	int64_t values[2];
 	struct target *t;
@@ -1133,7 +1136,7 @@ static void add_alone(struct collector *c, const struct rp_ustack *u, size_t siz
 	t = find(c, pid);
 	/* a pid seen again after its process ended: another process */
 	if (t && t->alone && !still_alive(t)) {
-		collector_remove(c, pid);
+		stacks_remove(c, pid);
 		t = NULL;
 	}
 	if (!t)
@@ -1169,14 +1172,14 @@ static void add_alone(struct collector *c, const struct rp_ustack *u, size_t siz
 	th.tid = (pid_t)u->hdr.tid;
 	th.name = comm;
 	th.state = wall_state_name(u->hdr.state);
-	ret = agg_add_thread(c->agg, t->proc, &th, c->buf, n, values);
+	ret = aggregate_add_thread(c->agg, t->proc, &th, c->buf, n, values);
 	if (ret)
 		count_dropped(c, ret);
 }
 
-void collector_on_ustack(void *ctx, const struct rp_ustack *u, size_t size)
+void stacks_on_ustack(void *ctx, const struct rp_ustack *u, size_t size)
 {
-	struct collector *c = ctx;
+	struct stacks *c = ctx;
 
 	if (!c->native)
 		return;
@@ -1188,7 +1191,7 @@ void collector_on_ustack(void *ctx, const struct rp_ustack *u, size_t size)
 	native_keep(c->native, u, size);
 }
 
-bool collector_native_stats(const struct collector *c, struct native_stats *out)
+bool stacks_native_stats(const struct stacks *c, struct native_stats *out)
 {
 	if (!c->native)
 		return false;
@@ -1200,8 +1203,8 @@ bool collector_native_stats(const struct collector *c, struct native_stats *out)
  * The sample's Ruby thread, if its EC named one that is a live Ruby thread. What was read from
  * the process now (not cached) is trusted only if the process still lives (see still_alive).
  */
-static void ruby_thread(struct collector *c, struct target *t, const struct sampler_stack *st,
-			struct agg_thread *th)
+static void ruby_thread(struct stacks *c, struct target *t, const struct sampler_stack *st,
+			struct aggregate_thread *th)
 {
 	const struct rthread_label *lab;
 	uint64_t reads = c->stats.rthread.reads;
@@ -1214,11 +1217,11 @@ static void ruby_thread(struct collector *c, struct target *t, const struct samp
 	th->ruby_thread_name = lab->name;
 }
 
-void collector_on_stack(void *ctx, const struct sampler_stack *st)
+void stacks_on_stack(void *ctx, const struct sampler_stack *st)
 {
-	struct collector *c = ctx;
+	struct stacks *c = ctx;
 	char comm[sizeof(st->first->comm) + 1], label[64];
-	struct agg_thread th = {0};
+	struct aggregate_thread th = {0};
 	int64_t values[2];
 	size_t i, n = 0, lead = 0, nruby = 0;
 	struct target *t;
@@ -1300,7 +1303,7 @@ void collector_on_stack(void *ctx, const struct sampler_stack *st)
 	ruby_thread(c, t, st, &th);
 	th.state = wall_state_name(st->first->hdr.state);
 	th.syscall = wall_syscall_name(st->first->syscall);
-	ret = agg_add_thread(c->agg, t->proc, &th, c->buf, n, values);
+	ret = aggregate_add_thread(c->agg, t->proc, &th, c->buf, n, values);
 	if (ret)
 		count_dropped(c, ret);
 }
@@ -1310,7 +1313,7 @@ static void live_sym_stats(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
 	sym_stats_add(ctx, ((const struct target *)(uintptr_t)val)->sym);
 }
 
-void collector_stats(const struct collector *c, struct collector_stats *out)
+void stacks_stats(const struct stacks *c, struct stacks_stats *out)
 {
 	*out = c->stats;
 	hmap_foreach(&c->by_pid, live_sym_stats, &out->sym);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* rthread.c - rb_thread_t addresses to Ruby thread labels (identity, Thread#name). */
+/* rthreads.c - rb_thread_t addresses to Ruby thread labels (identity, Thread#name). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 
 #include "lib/hmap.h"
 #include "proc/procmem.h"
-#include "ruby/rthread.h"
+#include "ruby/rthreads.h"
 #include "ruby/rvalue.h"
 
 #define RTHREAD_T_DATA	   0x0c

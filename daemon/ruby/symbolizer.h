@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * symbolize.h - turns raw frames (iseq + pc, method entry) of one process into labels, paths and
+ * symbolizer.h - turns raw frames (iseq + pc, method entry) of one process into labels, paths and
  * line numbers computed exactly as Ruby computes them, with a per-process cache.
  *
  * Strings returned stay valid until symbolizer__free or the next cache reset (see
  * symbolizer_generation); callers copy what they keep.
  */
-#ifndef RP_SYMBOLIZE_H
-#define RP_SYMBOLIZE_H
+#ifndef RP_SYMBOLIZER_H
+#define RP_SYMBOLIZER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -43,7 +43,7 @@ struct sym_iseq {
 	 * aliases across classes): the label is right for this frame's method entry only. */
 	int owner_varies;
 	/* 1: <internal:...> code on a Ruby that shows it as a C method (4.0+): the label is its
-	 * method's, the caller gives path and line, and symbolize_collapse_internal() applies. */
+	 * method's, the caller gives path and line, and symbolizer_collapse_internal() applies. */
 	int internal;
 };
 
@@ -82,27 +82,27 @@ void symbolizer_set_limits(struct symbolizer *sym, size_t max_iseqs, size_t max_
  * method's owner, once per method). 0, or -errno when the iseq cannot be read (the process is
  * gone, or it is not an iseq).
  */
-int symbolize_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit, uint64_t ep,
-		   struct sym_iseq *out);
+int symbolizer_iseq(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit, uint64_t ep,
+		    struct sym_iseq *out);
 /*
  * A method's own frame (RP_FRAME_FLAG_ME): me_cref is its ep[-2] as read at the sample (the method
  * entry, or the svar holding it), which names the owner of this call: one iseq can run under
- * several owners. Otherwise as symbolize_iseq().
+ * several owners. Otherwise as symbolizer_iseq().
  */
-int symbolize_method_frame(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit,
-			   uint64_t me_cref, struct sym_iseq *out);
+int symbolizer_method_frame(struct symbolizer *sym, uint64_t iseq, uint64_t pc, int jit,
+			    uint64_t me_cref, struct sym_iseq *out);
 /*
  * A method frame's ep[-2] as read at the sample (RP_FRAME_FLAG_ME): the method entry, or the svar
  * holding it. Learns the owner of method_iseq from it (checked: the entry's definition must be
  * that iseq), so that the method and its blocks are named with their owner even when the frame is
- * gone by now. Call it before symbolize_iseq() for the frames of a stack.
+ * gone by now. Call it before symbolizer_iseq() for the frames of a stack.
  */
-void symbolize_method_entry(struct symbolizer *sym, uint64_t method_iseq, uint64_t me_cref);
+void symbolizer_method_entry(struct symbolizer *sym, uint64_t method_iseq, uint64_t me_cref);
 /* Label of a C function frame's method entry: "times" before 3.4, "Integer#times" after.
  * 0 or -errno. */
-int symbolize_cfunc(struct symbolizer *sym, uint64_t me, const char **name);
+int symbolizer_cfunc(struct symbolizer *sym, uint64_t me, const char **name);
 
-/* Frame kinds of one stack for symbolize_collapse_internal(). */
+/* Frame kinds of one stack for symbolizer_collapse_internal(). */
 enum sym_frame_kind {
 	SYM_FRAME_NONE = 0, /* not shown (a hidden frame): ignored */
 	SYM_FRAME_RUBY,
@@ -116,7 +116,7 @@ enum sym_frame_kind {
  * those are dropped: one frame stands for the internal code and what it called. The dropped
  * frames' kinds become SYM_FRAME_NONE. Returns how many are dropped.
  */
-size_t symbolize_collapse_internal(uint8_t *kinds, size_t n);
+size_t symbolizer_collapse_internal(uint8_t *kinds, size_t n);
 
 /*
  * Bumped each time the caches are dropped, and when a method iseq is found under a second owner

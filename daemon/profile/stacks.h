@@ -1,24 +1,24 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * collect.h - the per-sample path in userspace: keeps the Ruby processes being profiled (their
+ * stacks.h - the per-sample path in userspace: keeps the Ruby processes being profiled (their
  * discovery result and symbolizer, kept after they exit so that their names survive), turns each
  * sampled stack into interned frames and adds it to the aggregate.
  */
-#ifndef RP_COLLECT_H
-#define RP_COLLECT_H
+#ifndef RP_STACKS_H
+#define RP_STACKS_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "profile/aggregate.h"
 #include "ruby/discover.h"
-#include "ruby/rthread.h"
-#include "ruby/symbolize.h"
+#include "ruby/rthreads.h"
+#include "ruby/symbolizer.h"
 #include "sample/sampler.h"
 
-struct collector;
+struct stacks;
 
-struct collector_stats {
+struct stacks_stats {
 	uint64_t stacks;	/* complete stacks received */
 	uint64_t unknown_pid;	/* stacks of a pid no longer known */
 	uint64_t frames_failed; /* frames that could not be symbolized */
@@ -50,71 +50,70 @@ struct collector_stats {
 };
 
 /* period_ns: the second value of a cpu-clock sample (1e9 / frequency). */
-struct collector *collector__new(struct agg *agg, int64_t period_ns);
-void collector__free(struct collector *c);
-void collector_set_period(struct collector *c, int64_t period_ns);
+struct stacks *stacks__new(struct aggregate *agg, int64_t period_ns);
+void stacks__free(struct stacks *c);
+void stacks_set_period(struct stacks *c, int64_t period_ns);
 
 /* Starts keeping a validated Ruby process (replacing an earlier process with its pid), under
  * `service`, with its OpenTelemetry process context pc (moved in, *pc left empty; NULL: none
  * yet). 0 or -errno. */
-int collector_add(struct collector *c, const struct ruby_target *t, const char *service,
-		  struct procctx *pc);
+int stacks_add(struct stacks *c, const struct ruby_target *t, const char *service,
+	       struct procctx *pc);
 /* A forked child of a kept process: kept with its parent's layout until it is validated on its
  * own. *out (may be NULL) receives the derived target. 0, -ENOENT (parent unknown), -ENOMEM. */
-int collector_fork(struct collector *c, pid_t child, pid_t parent, struct ruby_target *out);
+int stacks_fork(struct stacks *c, pid_t child, pid_t parent, struct ruby_target *out);
 /* Refreshes what is known of a kept process (a fork child validated on its own): its caches
  * and samples stay. 0 or -ENOENT. */
-int collector_update(struct collector *c, const struct ruby_target *t);
+int stacks_update(struct stacks *c, const struct ruby_target *t);
 /* The process exited or exec'd: its symbolizer goes now, its samples stay in the aggregate
  * until the interval ends. */
-void collector_remove(struct collector *c, pid_t pid);
+void stacks_remove(struct stacks *c, pid_t pid);
 /* Every kept Ruby and its process context (procctx.h; fn may poll it). */
-void collector_foreach_ruby(struct collector *c,
-			    void (*fn)(void *ctx, const struct ruby_target *t, struct procctx *pc),
-			    void *ctx);
+void stacks_foreach_ruby(struct stacks *c,
+			 void (*fn)(void *ctx, const struct ruby_target *t, struct procctx *pc),
+			 void *ctx);
 /* Its service (NULL: the same), or its process context's labels, changed: its samples go under
  * them from now on (those taken so far stay under the old ones in this interval). 0 or -errno. */
-int collector_relabel(struct collector *c, pid_t pid, const char *service);
+int stacks_relabel(struct stacks *c, pid_t pid, const char *service);
 /* Processes kept now, and ever. */
-size_t collector_count(const struct collector *c);
-size_t collector_profiled(const struct collector *c);
+size_t stacks_count(const struct stacks *c);
+size_t stacks_profiled(const struct stacks *c);
 
 /* sampler_handlers.on_stack: called for each complete stack. ctx is the collector. */
-void collector_on_stack(void *ctx, const struct sampler_stack *st);
+void stacks_on_stack(void *ctx, const struct sampler_stack *st);
 
-void collector_stats(const struct collector *c, struct collector_stats *out);
+void stacks_stats(const struct stacks *c, struct stacks_stats *out);
 
 struct native_stats;
 /* --stacks mixed: unwind native frames (Dwfl of at most max_procs processes, 0: default) and
  * put them on top of each Ruby stack. 0 or -errno. */
-int collector_enable_native(struct collector *c, size_t max_procs);
+int stacks_enable_native(struct stacks *c, size_t max_procs);
 /* sampler_handlers.on_ustack: keeps a sample's user stack until its Ruby stack. ctx: collector. */
-void collector_on_ustack(void *ctx, const struct rp_ustack *u, size_t size);
+void stacks_on_ustack(void *ctx, const struct rp_ustack *u, size_t size);
 /* sampler_handlers.on_kstack: keeps a sample's kernel stack until its user stack. ctx: collector. */
-void collector_on_kstack(void *ctx, const struct rp_kstack *k);
+void stacks_on_kstack(void *ctx, const struct rp_kstack *k);
 /*
  * --kernel-stacks: kernel frames under each sample's native frames, named from /proc/kallsyms
  * (path NULL; a fixture in tests). 0; -EACCES when the file hides its addresses (kptr_restrict:
  * the reader lacks CAP_SYSLOG; kernel frames are then added unnamed); another -errno.
  */
-int collector_enable_kernel(struct collector *c, const char *kallsyms_path);
+int stacks_enable_kernel(struct stacks *c, const char *kallsyms_path);
 
 /* Decides the service of a process that is no Ruby: 0, or -ECANCELED to leave it alone. */
-typedef int (*collector_identify_fn)(void *ctx, pid_t pid, char *service, size_t len);
+typedef int (*stacks_identify_fn)(void *ctx, pid_t pid, char *service, size_t len);
 /*
  * --native-processes: RP_USTACK_ALONE records (samples of processes that are no Ruby) are
  * unwound as whole stacks, each process kept (at most max_procs at once, 0: a default) under
- * the service `identify` gives. 0 or -errno. Needs collector_enable_native first.
+ * the service `identify` gives. 0 or -errno. Needs stacks_enable_native first.
  */
-int collector_enable_alone(struct collector *c, size_t max_procs, collector_identify_fn identify,
-			   void *ctx);
+int stacks_enable_alone(struct stacks *c, size_t max_procs, stacks_identify_fn identify, void *ctx);
 /* A process ran exec: a kept non-Ruby process of that pid is a new program. */
-void collector_forget_alone(struct collector *c, pid_t pid);
+void stacks_forget_alone(struct stacks *c, pid_t pid);
 /* Forgets the kept non-Ruby processes that exited (their exits are not reported, only a Ruby's):
  * their samples stay in the aggregate until the interval ends. */
-void collector_sweep_alone(struct collector *c);
+void stacks_sweep_alone(struct stacks *c);
 
 /* The native side's counters; false when mixed stacks are off. */
-bool collector_native_stats(const struct collector *c, struct native_stats *out);
+bool stacks_native_stats(const struct stacks *c, struct native_stats *out);
 
 #endif
