@@ -7,7 +7,10 @@
  *
  * It also builds the Ruby objects the readers expect, laid out with a row of daemon/ruby/offsets.c
  * (a String, an Array, the global symbol table, a class, a method, its block, a C function's
- * method entry, a line table), and serializes them in the fuzz input format:
+ * method entry, a line table), and serializes them in the fuzz input format. Laid out from the
+ * row the readers then read them with, the objects prove nothing about the row itself: on the
+ * rows of versions that no end-to-end test runs on a real Ruby (2.6, 3.0, 3.2, 4.0) the unit tests
+ * over them are self-consistency only (tests/unit/offsets_row.h):
  *
  *   byte 0     the offsets row (modulo the number of rows)
  *   byte 1     flags: FAKEMEM_F_*
