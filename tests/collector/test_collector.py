@@ -66,7 +66,7 @@ def make_pprof(time_ns, pid="4242", fn="shop_work"):
     return gzip.compress(prof)
 
 
-PROTO_DIR = os.path.join(HERE, "proto")
+PROTO_DIR = os.path.join(os.path.dirname(HERE), "proto")
 
 
 def text_bytes(v):
@@ -77,7 +77,7 @@ def text_bytes(v):
 
 
 def protoc_encode(proto, message, text):
-    """The request body, encoded by protoc from the servers' schema (tests/collector/proto), not
+    """The request body, encoded by protoc from the servers' schema (tests/proto), not
     by collector.py's encoder: a bug in the stand-in's encoder and decoder that cancel each other
     out cannot hide. protoc is Debian's protobuf-compiler (scripts/deps.sh)."""
     r = subprocess.run(["protoc", "-I", PROTO_DIR, f"--encode={message}", proto],

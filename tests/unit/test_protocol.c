@@ -454,27 +454,13 @@ Test(ingest, pyroscope_ingest_request)
 }
 
 /*
- * The request messages as the servers define them (grafana/pyroscope api/push/v1/push.proto and
- * api/types/v1/types.proto; parca-dev/parca proto/parca/profilestore/v1alpha1/profilestore.proto),
- * reduced to the fields rubyprofd sends, with the servers' field numbers.
+ * The request messages as the servers define them, reduced to the fields rubyprofd sends with the
+ * servers' field numbers: tests/proto/push.proto (grafana/pyroscope) and
+ * tests/proto/profilestore.proto (parca-dev/parca), which tests/collector/test_collector.py also
+ * encodes its requests from. Paths from the source tree's top, where the unit tests run.
  */
-static const char push_proto[] = "syntax = \"proto3\";\n"
-				 "package push.v1;\n"
-				 "message LabelPair { string name = 1; string value = 2; }\n"
-				 "message RawSample { bytes raw_profile = 1; string ID = 2; }\n"
-				 "message RawProfileSeries { repeated LabelPair labels = 1; "
-				 "repeated RawSample samples = 2; }\n"
-				 "message PushRequest { repeated RawProfileSeries series = 1; }\n";
-
-static const char parca_proto[] =
-	"syntax = \"proto3\";\n"
-	"package parca.profilestore.v1alpha1;\n"
-	"message Label { string name = 1; string value = 2; }\n"
-	"message LabelSet { repeated Label labels = 1; }\n"
-	"message RawSample { bytes raw_profile = 1; }\n"
-	"message RawProfileSeries { LabelSet labels = 1; repeated RawSample samples = 2; }\n"
-	"message WriteRawRequest { string tenant = 1; repeated RawProfileSeries series = 2;\n"
-	"  bool normalized = 3; }\n";
+static const char push_proto[] = "push.proto";
+static const char parca_proto[] = "profilestore.proto";
 
 static void write_file(const char *path, const void *data, size_t len)
 {
@@ -487,21 +473,19 @@ static void write_file(const char *path, const void *data, size_t len)
 
 /*
  * Runs protoc on data: --decode_raw when schema is NULL (the wire format alone), else --decode
- * with that schema. Its output, malloc'd.
+ * with that schema (a file of tests/proto). Its output, malloc'd.
  */
 static char *protoc(const char *schema, const char *type, const void *data, size_t len)
 {
-	char in[400], proto[400], cmd[1400], *out = NULL;
+	char in[400], cmd[1400], *out = NULL;
 	size_t cap = 0, n = 0, k;
 	FILE *p;
 
 	snprintf(in, sizeof(in), "%s/body.pb", tmpdir);
 	write_file(in, data, len);
 	if (schema) {
-		snprintf(proto, sizeof(proto), "%s/wire.proto", tmpdir);
-		write_file(proto, schema, strlen(schema));
-		snprintf(cmd, sizeof(cmd), "protoc -I '%s' --decode=%s '%s' < '%s' 2>&1", tmpdir,
-			 type, proto, in);
+		snprintf(cmd, sizeof(cmd), "protoc -I tests/proto --decode=%s '%s' < '%s' 2>&1",
+			 type, schema, in);
 	} else {
 		snprintf(cmd, sizeof(cmd), "protoc --decode_raw < '%s' 2>&1", in);
 	}
