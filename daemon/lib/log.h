@@ -33,7 +33,8 @@ bool log_to_journal(void);
  * A budget of lines for what the processes on the host make the daemon say (one per process:
  * "pid N: not profiled: ...", a refused file): LOG_LIMIT_LINES per LOG_LIMIT_WINDOW_NS, so that
  * a churn of hostile processes cannot flood the journal. Past it lines are counted, not
- * written, and the first line of a later window is preceded by "N lines like it suppressed".
+ * written, and the first line of a later window is preceded by "N <what> suppressed in the
+ * last minute (at most 20 a minute)".
  * Zeroed by its owner.
  */
 #define LOG_LIMIT_LINES	    20
