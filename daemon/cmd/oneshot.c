@@ -250,7 +250,7 @@ static void summary(struct run *r, double secs, const char *path)
 	       nproc == 1 ? "" : "es", secs, r->cfg->frequency);
 	report_top(stdout, session_agg(r->session), r->cfg->top);
 	if (S.c.wall_on) {
-		wall_report(stdout, session_agg(r->session));
+		report_wall(stdout, session_agg(r->session));
 		printf("wall: %" PRIu64 " thread samples in %" PRIu64 " runs (%s, %" PRIu64
 		       " ms in BPF; %" PRIu64 " ticks skipped, %" PRIu64
 		       " visits of them added, %" PRIu64 " ticks slept through), %" PRIu64

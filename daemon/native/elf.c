@@ -473,6 +473,14 @@ cleanup:
 	return ef;
 }
 
+struct elf_file *elf_file__open_fd(int fd, const char *shown)
+{
+	char link[64];
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	return elf_file__open_shown(link, shown);
+}
+
 void elf_file__free(struct elf_file *ef)
 {
 	if (!ef)

@@ -38,6 +38,9 @@ struct elf_tls {
 struct elf_file *elf_file__open(const char *path);
 /* The same, with the path that log lines name for it (the target's view of the file: shown). */
 struct elf_file *elf_file__open_shown(const char *path, const char *shown);
+/* The same on a file the caller opened (procs_open_in_root), through its /proc/self/fd link: ef
+ * has a descriptor of its own, fd stays the caller's. shown: its path in the target's root. */
+struct elf_file *elf_file__open_fd(int fd, const char *shown);
 void elf_file__free(struct elf_file *ef);
 
 const char *elf_file_path(const struct elf_file *ef);

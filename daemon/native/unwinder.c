@@ -19,6 +19,7 @@
 #include "lib/text.h"
 #include "native/checksum.h"
 #include "native/coldpart.h"
+#include "native/debugfile.h"
 #include "native/demangle.h"
 #include "native/ehframe.h"
 #include "native/elf.h"
@@ -26,7 +27,6 @@
 #include "native/unwinder.h"
 #include "proc/procmem.h"
 #include "proc/procs.h"
-#include "ruby/discover.h"
 
 /* x86-64 DWARF register numbers (System V psABI, figure 3.36). */
 #define DWARF_RBP 6
@@ -271,7 +271,7 @@ static int debug_copy(struct uproc *p, struct elf_file *dbg, const char *shown)
 
 /*
  * Separate debug files (symbols of a stripped object): the daemon's own lookup
- * (discover_debug_lookup: by build id, then .gnu_debuglink, inside the process's root, through
+ * (debugfile_lookup: by build id, then .gnu_debuglink, inside the process's root, through
  * procs_open_in_root, the CRC read under BOUND_FILE_BYTES), never libdwfl's (which opens paths
  * itself, blocking, and would map them). Handed over as a private copy.
  */
@@ -294,8 +294,8 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 		snprintf(id + (ptrdiff_t)2 * i, 3, "%02x", bits[i]);
 	snprintf(root, sizeof(root), "/proc/%d/root", (int)p->pid);
 	bounds_set_pid(p->pid);
-	dbg = discover_debug_lookup(root, modname, id, debuglink_file, debuglink_crc, found,
-				    sizeof(found), &how);
+	dbg = debugfile_lookup(root, modname, id, debuglink_file, debuglink_crc, found,
+			       sizeof(found), &how);
 	/* a .gnu_debuglink whose CRC32 is still being read (checksum.h) gives none this time:
 	 * libdwfl asks once per module, so the Dwfl is made again once the worker is done */
 	if (!dbg) {

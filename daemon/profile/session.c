@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* session.c - sampler + tracker + collector + aggregate, shared by both modes. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

@@ -10,10 +10,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <sys/types.h>
 
-#include "profile/aggregate.h"
 #include "ruby/discover.h"
 #include "rubyprof.h"
 #include "sample/sampler.h"
@@ -88,9 +86,6 @@ const char *wall_state_name(unsigned int state);
 /* The name of a wall sample's syscall (rp_sample.syscall: number + 1, x86_64); NULL for 0,
  * "other" for a number not in the table. */
 const char *wall_syscall_name(uint32_t syscall);
-
-/* Prints each Ruby thread's wall time and its share per state (the oneshot summary). */
-void wall_report(FILE *f, const struct aggregate *a);
 
 /* Whether this kernel (uname release) is at least major.minor. */
 int wall_kernel_at_least(const char *release, int major, int minor);

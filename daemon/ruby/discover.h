@@ -95,22 +95,4 @@ int discover_gd_tls_index(const uint8_t *code, size_t len, uint64_t vaddr, uint6
 int discover_static_tls(const uint8_t *code, size_t len, uint64_t vaddr, int64_t *tp_off,
 			uint64_t *got_slot);
 
-struct elf_file;
-
-/*
- * The separate debug file of ef, the Ruby object at `path` as its process sees it, looked up the
- * way gdb does, inside `root` (the process's "/proc/PID/root"; symlinks cannot leave it): by build
- * id, /usr/lib/debug/.build-id/xx/rest.debug (whose build id must match); then by .gnu_debuglink
- * NAME next to the object, in its .debug/ subdirectory, and as /usr/lib/debug/DIR/NAME (whose
- * CRC32 must match). `found` receives the path as the process sees it, *how "build id" or
- * ".gnu_debuglink". NULL with errno set (ENOENT: there is none).
- */
-struct elf_file *discover_debug_file(const char *root, const char *path, struct elf_file *ef,
-				     char *found, size_t len, const char **how);
-/* The same lookup from what it needs of the object: its build id in hex ("" or NULL: none), its
- * .gnu_debuglink name (NULL or "": none) and CRC (the unwinder's, from libdwfl). */
-struct elf_file *discover_debug_lookup(const char *root, const char *path, const char *build_id,
-				       const char *link, uint32_t crc, char *found, size_t len,
-				       const char **how);
-
 #endif

@@ -1,12 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* report.c - self/total shares per function (name and file, all lines together). */
+/*
+ * report.c - the oneshot summary's tables: self/total shares per function (name and file, all
+ * lines together); with clock = wall, each thread's time per state and each state's leaf
+ * functions.
+ */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/hash.h"
 #include "lib/hmap.h"
+#include "profile/wall.h"
+#include "rubyprof.h"
 #include "view/report.h"
+
+/* part's share of whole, in percent. */
+static double share(double part, double whole)
+{
+	return 100.0 * part / whole;
+}
 
 struct fn_row {
 	const char *name;
@@ -112,7 +125,8 @@ int report_top(FILE *out, const struct aggregate *a, unsigned int top)
 		fprintf(out, "  %6s %7s %8s  %s\n", "self", "total", "samples", "function");
 		for (i = 0; i < x.nrows && i < top; i++) {
 			fprintf(out, "  %5.1f%% %6.1f%% %8llu  %s%s",
-				100.0 * x.rows[i].self / total, 100.0 * x.rows[i].total / total,
+				share((double)x.rows[i].self, (double)total),
+				share((double)x.rows[i].total, (double)total),
 				(unsigned long long)x.rows[i].self, x.rows[i].name,
 				x.rows[i].kind == AGG_FRAME_CFUNC ? " [c]" : "");
 			if (x.rows[i].file[0] && x.rows[i].kind == AGG_FRAME_RUBY)
@@ -124,4 +138,146 @@ cleanup:
 	hmap_clear(&x.by_fn);
 	free(x.rows);
 	return x.err;
+}
+
+/* ---- clock = wall: each thread's wall time per state ------------------------------------ */
+
+/* Threads the summary lists at most (the rest are counted in one line). */
+#define REPORT_WALL_THREADS 64
+/* The states wall_state_name names, RP_TSTATE_NONE (no label) to RP_TSTATE_UNKNOWN. */
+#define REPORT_WALL_STATES  (RP_TSTATE_UNKNOWN + 1)
+
+struct wall_row_sum {
+	pid_t pid;
+	const char *id, *name; /* the aggregate's strings (alive while it is) */
+	int64_t ns[REPORT_WALL_STATES];
+	int64_t total;
+};
+
+/* Leaf functions kept per state for the summary's split top list (more are counted). */
+#define REPORT_WALL_LEAVES 32
+#define REPORT_WALL_TOP	   3
+
+struct wall_leaf {
+	const char *name; /* the aggregate's string */
+	int64_t ns;
+};
+
+struct wall_table {
+	struct wall_row_sum rows[REPORT_WALL_THREADS];
+	size_t n;
+	uint64_t more; /* samples of threads beyond the bound */
+	struct wall_leaf leaves[REPORT_WALL_STATES][REPORT_WALL_LEAVES];
+	size_t nleaves[REPORT_WALL_STATES];
+	int64_t state_ns[REPORT_WALL_STATES];
+	uint64_t more_leaves; /* stacks whose leaf found no room */
+};
+
+static unsigned int state_of(const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < REPORT_WALL_STATES; i++) {
+		if (wall_state_name(i) && strcmp(wall_state_name(i), name) == 0)
+			return i;
+	}
+	return RP_TSTATE_UNKNOWN;
+}
+
+/* The stack's time under its leaf function, in its state. */
+static void add_leaf(struct wall_table *r, unsigned int state, const struct aggregate_stack *st)
+{
+	const struct aggregate_frame *f =
+		st->nframes ? aggregate_frame_get(st->proc, st->frames[0]) : NULL;
+	const char *name = f ? f->name : "[no frames]";
+	struct wall_leaf *l = r->leaves[state];
+	size_t i;
+
+	r->state_ns[state] += st->values[1];
+	for (i = 0; i < r->nleaves[state]; i++) {
+		if (strcmp(l[i].name, name) == 0) {
+			l[i].ns += st->values[1];
+			return;
+		}
+	}
+	if (r->nleaves[state] == REPORT_WALL_LEAVES) {
+		r->more_leaves++;
+		return;
+	}
+	l[r->nleaves[state]++] = (struct wall_leaf){.name = name, .ns = st->values[1]};
+}
+
+static int leaf_cmp(const void *a, const void *b)
+{
+	const struct wall_leaf *x = a, *y = b;
+
+	return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : strcmp(x->name, y->name);
+}
+
+static void wall_stack(void *ctx, const struct aggregate_stack *st)
+{
+	struct wall_table *r = ctx;
+	struct wall_row_sum *row = NULL;
+	size_t i;
+
+	if (!st->state || !st->state[0])
+		return;
+	for (i = 0; i < r->n; i++) {
+		if (r->rows[i].pid == st->pid && strcmp(r->rows[i].id, st->ruby_thread) == 0)
+			row = &r->rows[i];
+	}
+	if (!row) {
+		if (r->n == REPORT_WALL_THREADS) {
+			r->more++;
+			return;
+		}
+		row = &r->rows[r->n++];
+		row->pid = st->pid;
+		row->id = st->ruby_thread;
+		row->name = st->ruby_thread_name[0] ? st->ruby_thread_name : st->thread_name;
+	}
+	row->ns[state_of(st->state)] += st->values[1];
+	row->total += st->values[1];
+	add_leaf(r, state_of(st->state), st);
+}
+
+void report_wall(FILE *f, const struct aggregate *a)
+{
+	struct wall_table *r = calloc(1, sizeof(*r));
+	unsigned int k;
+	size_t i;
+
+	if (!r)
+		return;
+	aggregate_foreach(a, wall_stack, r);
+	fprintf(f, "wall time per thread and state:\n");
+	for (i = 0; i < r->n; i++) {
+		fprintf(f, "  pid %d thread %s (%s): %.3f s", (int)r->rows[i].pid,
+			r->rows[i].id[0] ? r->rows[i].id : "?",
+			r->rows[i].name[0] ? r->rows[i].name : "unnamed", r->rows[i].total / 1e9);
+		for (k = 0; k < REPORT_WALL_STATES; k++) {
+			if (r->rows[i].ns[k])
+				fprintf(f, ", %s %.1f%%", wall_state_name(k),
+					share((double)r->rows[i].ns[k], (double)r->rows[i].total));
+		}
+		fputc('\n', f);
+	}
+	if (r->more)
+		fprintf(f, "  (and %" PRIu64 " stacks of more threads)\n", r->more);
+	fprintf(f, "wall time per state, top leaf functions:\n");
+	for (k = 0; k < REPORT_WALL_STATES; k++) {
+		if (!r->state_ns[k])
+			continue;
+		qsort(r->leaves[k], r->nleaves[k], sizeof(r->leaves[k][0]), leaf_cmp);
+		fprintf(f, "  %-10s %8.3f s", wall_state_name(k), r->state_ns[k] / 1e9);
+		for (i = 0; i < r->nleaves[k] && i < REPORT_WALL_TOP; i++)
+			fprintf(f, "%s %.1f%% %s", i ? "," : ":",
+				share((double)r->leaves[k][i].ns, (double)r->state_ns[k]),
+				r->leaves[k][i].name);
+		fputc('\n', f);
+	}
+	if (r->more_leaves)
+		fprintf(f, "  (%" PRIu64 " stacks under more leaf functions than listed)\n",
+			r->more_leaves);
+	free(r);
 }

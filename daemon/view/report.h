@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* report.h - the summary printed at the end of --oneshot: top methods and the counts. */
+/*
+ * report.h - the tables of the summary printed at the end of --oneshot: the top functions, and
+ * with clock = wall each thread's time per state (the counters after them are oneshot.c's, read
+ * from the metric table).
+ */
 #ifndef RP_REPORT_H
 #define RP_REPORT_H
 
@@ -9,5 +13,8 @@
 
 /* Prints the `top` functions by self samples, with self and total share. 0 or -ENOMEM. */
 int report_top(FILE *out, const struct aggregate *a, unsigned int top);
+/* Prints each Ruby thread's wall time and its share per state, then each state's time and its
+ * biggest leaf functions (clock = wall; stacks without a thread state are left out). */
+void report_wall(FILE *f, const struct aggregate *a);
 
 #endif

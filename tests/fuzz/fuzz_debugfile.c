@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Fuzzes separate debug file handling (discover_debug_file in daemon/ruby/discover.c, then daemon/native/elf.c
- * on the file it takes): the input is the debug file of a fixed real object, the unit tests'
- * stripped fixture (RP_BUILD/fixtures/libtlsfix-stripped.so, RP_BUILD defaulting to "build"),
- * which a process's root (a directory made once) holds where gdb looks for it. The debug file
- * belongs to whoever owns that root. The last byte of the input picks the place:
+ * Fuzzes separate debug file handling (debugfile_find in daemon/native/debugfile.c, then
+ * daemon/native/elf.c on the file it takes): the input is the debug file of a fixed real object,
+ * the unit tests' stripped fixture (RP_BUILD/fixtures/libtlsfix-stripped.so, RP_BUILD defaulting
+ * to "build"), which a process's root (a directory made once) holds where gdb looks for it. The
+ * debug file belongs to whoever owns that root. The last byte of the input picks the place:
  *   0  /usr/lib/debug/.build-id/xx/rest.debug: the object's build id note is set to the input's
  *      (when it has one), so that the lookup goes on to open and check it
  *   1  next to the object, 2  in its .debug/ directory: the object's .gnu_debuglink CRC is set to
@@ -25,8 +25,8 @@
 
 #include "fuzz_common.h"
 #include "native/checksum.h"
+#include "native/debugfile.h"
 #include "native/elf.h"
-#include "ruby/discover.h"
 
 #define OBJECT_DIR  "/opt/app"
 #define OBJECT_PATH OBJECT_DIR "/libtlsfix-stripped.so"
@@ -248,7 +248,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* a .gnu_debuglink candidate's CRC32 is the worker's (checksum.h): asked again once done,
 	 * as discovery does at its next try */
 	for (tries = 0; ef && !dbg && tries < 4; tries++) {
-		dbg = discover_debug_file(fx.root, OBJECT_PATH, ef, found, sizeof(found), &how);
+		dbg = debugfile_find(fx.root, OBJECT_PATH, ef, found, sizeof(found), &how);
 		if (dbg || (errno != EINPROGRESS && errno != EAGAIN) || !checksum_wait(10000))
 			break;
 	}

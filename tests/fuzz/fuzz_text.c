@@ -4,7 +4,7 @@
  * service) on its way to a terminal, JSON, SVG, HTML and the metrics endpoint. The input is
  * fields separated by 0x1e: two frames' names and a file, a thread name, a Ruby thread name,
  * a service, a title. They go into the aggregate as the collector puts them, out through the
- * oneshot summaries (report_top, wall_report), into a pprof, back through pprofread into a
+ * oneshot summaries (report_top, report_wall), into a pprof, back through pprofread into a
  * view, and out through `rubyprofd report`'s writers; the service also into a Prometheus label.
  * Each output is checked for its format's property with code that is not the writers':
  *   terminal (summaries, `top`): valid UTF-8 (decoded here), no control character but '\n'
@@ -23,7 +23,6 @@
 #include "fuzz_common.h"
 #include "profile/aggregate.h"
 #include "profile/pprof.h"
-#include "profile/wall.h"
 #include "view/pprofread.h"
 #include "view/report.h"
 #include "view/view.h"
@@ -448,9 +447,9 @@ static void summaries(const struct aggregate *a)
 		free(m.buf);
 	}
 	if (mem_open(&m)) {
-		wall_report(m.f, a);
+		report_wall(m.f, a);
 		mem_close(&m);
-		check_terminal("wall_report", m.buf, m.len);
+		check_terminal("report_wall", m.buf, m.len);
 		free(m.buf);
 	}
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Separate debug files (discover_debug_file): a stripped fixture whose symbols live only in its
+ * Separate debug files (debugfile_find): a stripped fixture whose symbols live only in its
  * debug file, found the way gdb finds it, inside a directory that stands for the process's root:
  * by build id, then by .gnu_debuglink next to the object, in its .debug/ subdirectory and under
  * /usr/lib/debug/DIR. A file with the right name but the wrong build id or CRC is not taken, and
@@ -21,8 +21,8 @@
 
 #include "lib/bounds.h"
 #include "native/checksum.h"
+#include "native/debugfile.h"
 #include "native/elf.h"
-#include "ruby/discover.h"
 
 /* The object's path as the (imaginary) process sees it. */
 #define OBJECT	"/opt/fake/bin/fakeruby-stripped"
@@ -115,7 +115,7 @@ static void teardown(void)
 }
 
 /*
- * discover_debug_file as discovery's retries see it: a .gnu_debuglink candidate's CRC32 is
+ * debugfile_find as discovery's retries see it: a .gnu_debuglink candidate's CRC32 is
  * computed off the main loop (checksum.h), so until it is known the answer is NULL with
  * EINPROGRESS; then asked again.
  */
@@ -126,7 +126,7 @@ static struct elf_file *ask(char *found, size_t len, const char **how)
 
 	for (i = 0; i < 8; i++) {
 		errno = 0;
-		dbg = discover_debug_file(root, OBJECT, obj, found, len, how);
+		dbg = debugfile_find(root, OBJECT, obj, found, len, how);
 		if (dbg || (errno != EINPROGRESS && errno != EAGAIN))
 			return dbg;
 		cr_assert(checksum_wait(10000), "no checksum within 10 s");
@@ -292,7 +292,7 @@ Test(debugfile, a_sparse_debug_file_past_the_bound_is_not_read, .timeout = 20)
 	close(fd);
 	bounds_stats(&before);
 	for (i = 0; i < 2; i++)
-		cr_expect_null(discover_debug_file(root, OBJECT, obj, found, sizeof(found), &how));
+		cr_expect_null(debugfile_find(root, OBJECT, obj, found, sizeof(found), &how));
 	bounds_stats(&after);
 	cr_expect_eq(after.refused[BOUND_FILE] - before.refused[BOUND_FILE], 2);
 	cr_expect_eq(after.logged - before.logged, 1, "one log line for the file");
@@ -320,7 +320,7 @@ Test(debugfile, a_debuglink_checksum_is_computed_off_the_caller, .timeout = 60)
 	cr_assert_eq(ftruncate(fd, 200LL << 20), 0); /* within the bound: it is read whole */
 	close(fd);
 	errno = 0;
-	cr_assert_null(discover_debug_file(root, OBJECT, obj, found, sizeof(found), &how));
+	cr_assert_null(debugfile_find(root, OBJECT, obj, found, sizeof(found), &how));
 	cr_assert_eq(errno, EINPROGRESS, "errno %d (%s)", errno, strerror(errno));
 	cr_assert_str_eq(found, "/opt/fake/bin/" DBGNAME, "the candidate waited for is named");
 	cr_assert(checksum_wait(30000));
