@@ -119,8 +119,12 @@ class E2E
     frequency = %d
     label = env=test
     rule = cmdline ~ tests/e2e/run\.rb => ignore
+    rule = env:RP_SERVICE_TEST ~ ^$ => ignore
     rule = cmdline ~ ^sidekiq => team=payments
   CONF
+  # Its apps carry RP_SERVICE_TEST: a Ruby of a test running beside this one (app.rb too, named
+  # "app" by its script) is ignored, not counted as one of this test's apps.
+  OWN = { "RP_SERVICE_TEST" => "1" }.freeze
 
   # Two apps running, a third started later: every interval, one profile per app, named and
   # labelled by app; SIGHUP changes the frequency at an interval's edge; SIGTERM writes the
@@ -187,15 +191,15 @@ class E2E
   end
 
   def test_service
-    shop = start("app.rb", "puma 6.4.0 (tcp://0.0.0.0:3000) [shop]", "shop_work")
-    jobs = start("app.rb", "sidekiq 7.2.0 jobs [0 of 5 busy]", "jobs_work")
+    shop = start("app.rb", "puma 6.4.0 (tcp://0.0.0.0:3000) [shop]", "shop_work", env: OWN)
+    jobs = start("app.rb", "sidekiq 7.2.0 jobs [0 of 5 busy]", "jobs_work", env: OWN)
     port = 20000 + rand(20000)
     svc = service(["--interval", "2", "--metrics-address", "127.0.0.1:#{port}"],
                   conf: CONF % 99)
     begin
       check(svc.wait_note(/READY=1/, 60), "no READY=1 on the notify socket:\n#{svc.log_text}")
       ready = Time.now
-      later = start("app.rb", "-", "later_work")
+      later = start("app.rb", "-", "later_work", env: OWN)
       # two profiles of each app (three intervals on an idle machine)
       apps = %w[shop jobs app]
       svc_wait(svc, "two profiles of each app", 60) { apps.all? { |a| by_service(svc).fetch(a, []).size >= 2 } }

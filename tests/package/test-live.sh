@@ -140,8 +140,13 @@ check "jobs (started later) is profiled: Object#jobs_work" \
 
 # ---- 4. reload: a new label reaches the next sidecar; a broken file is refused ----------------------
 printf 'label = team=live\n' >>"$BOOT_ROOT$conf"
-n=$(count shop)
+# the label is in force from the daemon's "configuration reloaded" line: sidecars written after it
+# have it (counted before the reload, an interval that ended while ExecReload ran its check
+# would be taken for the next one)
+mark=$(jmark)
 check "systemctl reload (a label added)" in_root systemctl reload rubyprofd
+poll 30 jhas "$mark" 'configuration reloaded'
+n=$(count shop)
 poll 60 newer_than shop "$n"
 check "the next sidecar has the label: $(json "$(sidecars shop | sed -n "$((n + 1))p")" 'd["labels"]')" \
 	test "$(json "$(sidecars shop | sed -n "$((n + 1))p")" 'd["labels"].get("team")')" = live
