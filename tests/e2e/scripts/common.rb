@@ -7,7 +7,9 @@ end
 
 # Writes facts (Marshal) atomically to path.
 def write_facts(path, facts)
-  File.write(path + ".tmp", Marshal.dump({ "pid" => Process.pid, "version" => RUBY_VERSION }.merge(facts)))
+  # ready_ns: the wall clock when the script is past its boot (profiles are stamped in it)
+  File.write(path + ".tmp", Marshal.dump({ "pid" => Process.pid, "version" => RUBY_VERSION,
+                                           "ready_ns" => Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond) }.merge(facts)))
   File.rename(path + ".tmp", path)
 end
 
