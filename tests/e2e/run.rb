@@ -542,6 +542,18 @@ class Job
 
   attr_reader :cpu
 
+  # Stopped from outside: the test is asked to end (SIGTERM to its process group raises in it,
+  # so its ensure blocks kill the Rubies and the daemons it started), and killed at deadline.
+  def terminate = (Process.kill("TERM", -@pid) rescue nil)
+
+  def reap(deadline)
+    sleep 0.1 until Process.waitpid(@pid, Process::WNOHANG) || Time.now > deadline
+    Process.kill("KILL", -@pid) rescue nil
+    Process.waitpid(@pid) rescue nil
+  rescue Errno::ECHILD
+    nil
+  end
+
   def children_cpu = Process.times.then { |t| t.cutime + t.cstime }
 
   def output
@@ -579,46 +591,58 @@ else
   last = (File.readlines(TIMES_FILE).to_h { |l| n, s = l.split("\t"); [n, s.to_f] } rescue {})
   matrix = Matrix.new(results)
   queue, running, runtimes, seq = [], [], [], 0
-  loop do
-    matrix.ready.each do |rt|
-      runtimes << rt
-      rt.script("common.rb") # the scripts are copied once, before any test forks
-      E2E.tests.select { |t| selected?(rt, t) }.each { |t| queue << Job.new(rt, t, seq += 1) }
-      # exclusive tests first (each alone, while nothing else runs yet), then the longest
-      queue.sort_by!.with_index { |j, i| [j.exclusive? ? 0 : 1, -(last[j.name] || 0), i] }
+  begin
+    loop do
+      matrix.ready.each do |rt|
+        runtimes << rt
+        rt.script("common.rb") # the scripts are copied once, before any test forks
+        E2E.tests.select { |t| selected?(rt, t) }.each { |t| queue << Job.new(rt, t, seq += 1) }
+        # exclusive tests first (each alone, while nothing else runs yet), then the longest
+        queue.sort_by!.with_index { |j, i| [j.exclusive? ? 0 : 1, -(last[j.name] || 0), i] }
+      end
+      # start what may start: an exclusive test only when nothing runs; nothing beside one. A
+      # group's tests run one after the other, so the group is one long chain: it is weighed by
+      # the time of all its tests still queued, and starts before a single test shorter than that
+      # chain (else the chain is left for the end, one slot working while the other waits).
+      chain = Hash.new(0)
+      queue.each { |j| chain[j.group] += last[j.name] || 0 if j.group }
+      until queue.empty? || running.size >= JOBS || running.any?(&:exclusive?)
+        job = queue.select do |j|
+          (j.exclusive? ? running.empty? : true) && (j.group.nil? || running.none? { |r| r.group == j.group })
+        end.min_by.with_index { |j, i| [j.exclusive? ? 0 : 1, -(j.group ? chain[j.group] : last[j.name] || 0), i] }
+        break unless job
+        break if job.exclusive? && !running.empty?
+
+        queue.delete(job)
+        chain[job.group] -= last[job.name] || 0 if job.group
+        job.start
+        running << job
+      end
+      break if running.empty? && queue.empty? && !matrix.pending?
+
+      ready = IO.select(running.map(&:io), nil, nil, 0.5)
+      running.dup.each do |job|
+        next unless ready&.first&.include?(job.io) || Time.now > job.started + TEST_TIMEOUT
+
+        r = job.result(job.started + TEST_TIMEOUT)
+        next unless r
+
+        running.delete(job)
+        cpu[r[1]] = job.cpu.round(1) if job.cpu
+        results << r
+        print_result(r, job.output)
+      end
     end
-    # start what may start: an exclusive test only when nothing runs; nothing beside one. A
-    # group's tests run one after the other, so the group is one long chain: it is weighed by
-    # the time of all its tests still queued, and starts before a single test shorter than that
-    # chain (else the chain is left for the end, one slot working while the other waits).
-    chain = Hash.new(0)
-    queue.each { |j| chain[j.group] += last[j.name] || 0 if j.group }
-    until queue.empty? || running.size >= JOBS || running.any?(&:exclusive?)
-      job = queue.select do |j|
-        (j.exclusive? ? running.empty? : true) && (j.group.nil? || running.none? { |r| r.group == j.group })
-      end.min_by.with_index { |j, i| [j.exclusive? ? 0 : 1, -(j.group ? chain[j.group] : last[j.name] || 0), i] }
-      break unless job
-      break if job.exclusive? && !running.empty?
-
-      queue.delete(job)
-      chain[job.group] -= last[job.name] || 0 if job.group
-      job.start
-      running << job
-    end
-    break if running.empty? && queue.empty? && !matrix.pending?
-
-    ready = IO.select(running.map(&:io), nil, nil, 0.5)
-    running.dup.each do |job|
-      next unless ready&.first&.include?(job.io) || Time.now > job.started + TEST_TIMEOUT
-
-      r = job.result(job.started + TEST_TIMEOUT)
-      next unless r
-
-      running.delete(job)
-      cpu[r[1]] = job.cpu.round(1) if job.cpu
-      results << r
-      print_result(r, job.output)
-    end
+  rescue SignalException => e
+    # stopped from outside (timeout(1), ^C): a daemon left running would keep sampling and hold
+    # /tmp/rp-e2e.lock for whoever runs the suite next
+    running.each(&:terminate)
+    deadline = Time.now + 15
+    running.each { |j| j.reap(deadline) }
+    runtimes.each(&:cleanup)
+    puts "#{ENV.fetch("RP_SUITE", "e2e")}: stopped by SIG#{Signal.signame(e.signo)} with #{running.size} tests running " \
+         "(#{running.map(&:name).join(", ")}); #{results.size} ended before"
+    raise
   end
   runtimes.each(&:cleanup)
   results.each { |r| last[r[1]] = r[3].round(1) if r[3] }
