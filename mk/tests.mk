@@ -44,6 +44,11 @@ $(BUILD)/fixtures/fakeruby-musl: tests/fixtures/fakeruby.c | $(BUILD)/fixtures
 	$(call msg,MUSL-CC,$@)
 	$(Q)if command -v musl-gcc >/dev/null; then musl-gcc $(FAKERUBY_FLAGS) $< -o $@; fi
 
+# A FUSE server that never answers root (test_hostile's tenant filesystem; libfuse3-dev).
+$(BUILD)/fixtures/stallfs: tests/fixtures/stallfs.c | $(BUILD)/fixtures
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FIXTURE_CFLAGS) $$(pkg-config --cflags fuse3) $< $$(pkg-config --libs fuse3) -o $@
+
 # A host program that dlopens Debian's libruby (ruby-dev's headers, as system headers: they do not
 # build with -Wextra -Werror; linked with -ldl only).
 RUBY_PC := ruby-3.1
@@ -63,7 +68,7 @@ $(BUILD)/fixtures/libcoldfix.so: tests/fixtures/coldfix.c | $(BUILD)/fixtures
 FIXTURES := $(BUILD)/fixtures/libtlsfix.so $(BUILD)/fixtures/libtlsfix-stripped.so $(BUILD)/fixtures/exetls \
 	$(BUILD)/fixtures/fakeruby-static $(BUILD)/fixtures/fakeruby-unknown \
 	$(BUILD)/fixtures/fakeruby-hidden.debug $(BUILD)/fixtures/fakeruby-stripped $(BUILD)/fixtures/dlhost \
-	$(BUILD)/fixtures/fakeruby-musl $(BUILD)/fixtures/libcoldfix.so
+	$(BUILD)/fixtures/fakeruby-musl $(BUILD)/fixtures/libcoldfix.so $(BUILD)/fixtures/stallfs
 
 $(BUILD)/tests/%: tests/unit/%.c $(DAEMON_OBJS) | $(BUILD)/tests
 	$(call msg,CC,$@)

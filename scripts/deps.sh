@@ -25,6 +25,7 @@ pkgs=(
 	libiberty-dev							# build: C++ demangling with a bounded output (daemon/native/demangle.c)
 	linux-perf							# tests: test_native compares its native depth with perf's
 	systemd-container						# tests: systemd-nspawn boots a Debian root with systemd as PID 1
+	fuse3 libfuse3-dev						# tests: test_hostile's FUSE server that never answers
 )
 # npm (tests/views opens the speedscope file in speedscope itself, installed with npm): Debian's
 # package, unless a Node.js that brings its own npm is there already (Debian's npm would not

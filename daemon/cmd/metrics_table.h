@@ -249,6 +249,8 @@
 	VALUE(M_REFUSED_OBJECTS_NOT_REGULAR, "bound", "not_regular", S->c.bounds.refused[BOUND_REGULAR]) \
 	VALUE(M_REFUSED_OBJECTS_MAPS, "bound", "maps", S->c.bounds.refused[BOUND_MAPS]) \
 	VALUE(M_REFUSED_OBJECTS_SECTIONS, "bound", "sections", S->c.bounds.refused[BOUND_SECTIONS]) \
+	VALUE(M_REFUSED_OBJECTS_SERVED_FS, "bound", "served_fs", S->c.bounds.refused[BOUND_SERVED]) \
+	VALUE(M_REFUSED_OBJECTS_MOUNTS, "bound", "mounts", S->c.bounds.refused[BOUND_MOUNTS]) \
 	FAMILY("rubyprofd_refused_objects_logged_total", COUNTER, ALWAYS, "Of the refused objects, those logged (one line per object and bound).") \
 	VALUE(M_REFUSED_OBJECTS_LOGGED, NULL, NULL, S->c.bounds.logged) \
 	FAMILY("rubyprofd_process_contexts_read_total", COUNTER, ALWAYS, "OpenTelemetry process contexts (OTEP 4719) read and decoded: a process's first, and each update (docs/trace-context.md).") \

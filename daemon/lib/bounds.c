@@ -40,6 +40,8 @@ static const struct {
 	[BOUND_REGULAR] = {"not_regular", 0, "not read"},
 	[BOUND_MAPS] = {"maps", BOUND_MAPS_BYTES, "the process is not profiled"},
 	[BOUND_SECTIONS] = {"sections", BOUND_SECTION_COUNT, "not read"},
+	[BOUND_SERVED] = {"served_fs", 0, "not opened"},
+	[BOUND_MOUNTS] = {"mounts", BOUND_MOUNTS_BYTES, "its files are not opened"},
 };
 
 void bounds_set_pid(pid_t pid)
@@ -78,6 +80,14 @@ void bounds_refuse(enum bound_id b, const char *path, uint64_t dev, uint64_t ino
 	B.st.logged++;
 	if (B.pid > 0)
 		snprintf(pid, sizeof(pid), "pid %d: ", (int)B.pid);
+	if (b == BOUND_SERVED) {
+		/* what: the filesystem's type, as the mount table says it */
+		log_warn("%s\"%s\": on a %s filesystem, which a process serves (an open or a read "
+			 "of "
+			 "it can wait for ever): %s",
+			 pid, text_clean_copy(path, shown, sizeof(shown)), what, bounds[b].then);
+		return;
+	}
 	if (!bounds[b].bytes) {
 		log_warn("%s\"%s\": %s is not a regular file: %s", pid,
 			 text_clean_copy(path, shown, sizeof(shown)), what, bounds[b].then);

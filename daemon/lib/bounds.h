@@ -35,6 +35,10 @@
  * has 23 KiB (274 mappings); a tenant's 64,000 mappings of a 3.8 KB path make 250 MB, which
  * the kernel writes at ~125 MB/s here (2 s of the main loop; the bound's 2 MiB, docs/security.md). */
 #define BOUND_MAPS_BYTES    (2ULL << 20)
+/* A process's /proc/PID/mountinfo, read before one of its files on a device without a block
+ * device of its own is opened (to tell a FUSE mount): a host with Docker has ~4 KiB, a
+ * container ~3 KiB; a tenant's own mount namespace may hold 100,000 mounts (fs.mount-max). */
+#define BOUND_MOUNTS_BYTES  (1ULL << 20)
 
 enum bound_id {
 	BOUND_SECTION,	/* a section larger than BOUND_SECTION_BYTES */
@@ -44,6 +48,8 @@ enum bound_id {
 	BOUND_REGULAR,	/* not a regular file (a FIFO, a device) where a file is read: no size */
 	BOUND_MAPS,	/* a process's list of mappings longer than BOUND_MAPS_BYTES */
 	BOUND_SECTIONS, /* an object that claims more than BOUND_SECTION_COUNT sections */
+	BOUND_SERVED,	/* a file on a filesystem that a process serves (FUSE): never opened */
+	BOUND_MOUNTS,	/* a mount table longer than BOUND_MOUNTS_BYTES: its files not opened */
 	BOUND_MAX,
 };
 
@@ -77,7 +83,7 @@ void bounds_openat2_unavailable(const char *path);
 
 void bounds_stats(struct bounds_stats *out);
 /* The name of bound b as the metric's label spells it: "section", "file", "name", "object",
- * "not_regular", "maps", "sections". */
+ * "not_regular", "maps", "sections", "served_fs", "mounts". */
 const char *bounds_name(enum bound_id b);
 /* A bound's size: bytes, or sections for BOUND_SECTIONS. */
 uint64_t bounds_bytes(enum bound_id b);

@@ -304,14 +304,134 @@ static int procs_regular(int fd, const char *shown)
 	return fd;
 }
 
+/* mountinfo's escapes (\040 for a space, \011, \012, \134) undone in place */
+static void procs_unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+/* Whether mount point mp holds path (at a whole component); its length if so, else -1. */
+static ssize_t procs_mount_holds(const char *mp, const char *path)
+{
+	size_t n = strlen(mp);
+
+	if (n == 1 && mp[0] == '/')
+		return path[0] == '/' ? 1 : -1;
+	return strncmp(mp, path, n) == 0 && (path[n] == '/' || path[n] == '\0') ? (ssize_t)n : -1;
+}
+
+int procs_served_fs(const char *procdir, const char *path, uint64_t dev, char *type, size_t len,
+		    uint64_t *mount_dev)
+{
+	char fname[PATH_MAX], *line = NULL, *save, *f[5], *sep, *fstype;
+	ssize_t n, best = -1, held;
+	unsigned int maj, min;
+	uint64_t read = 0;
+	size_t lcap = 0;
+	int i, err = 0;
+	FILE *mi;
+
+	type[0] = '\0';
+	*mount_dev = 0;
+	/* a block device's filesystem is the kernel's (fuseblk needs root to mount) */
+	if (dev && major(dev) != 0)
+		return 0;
+	if (snprintf(fname, sizeof(fname), "%s/mountinfo", procdir) >= (int)sizeof(fname))
+		return -ENAMETOOLONG;
+	mi = fopen(fname, "re");
+	if (!mi)
+		return -errno;
+	while ((n = getline(&line, &lcap, mi)) > 0) {
+		read += (uint64_t)n;
+		if (read > BOUND_MOUNTS_BYTES) {
+			bounds_refuse(BOUND_MOUNTS, fname, 0, 0, "the mount table", 0);
+			err = -EFBIG;
+			break;
+		}
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [TAGS...] - FSTYPE SOURCE OPTIONS */
+		sep = strstr(line, " - ");
+		if (!sep)
+			continue;
+		*sep = '\0';
+		fstype = strtok_r(sep + 3, " \n", &save);
+		for (i = 0; i < 5; i++)
+			f[i] = strtok_r(i ? NULL : line, " ", &save);
+		if (!fstype || !f[4] || sscanf(f[2], "%u:%u", &maj, &min) != 2)
+			continue;
+		if (dev) {
+			if (makedev(maj, min) != dev)
+				continue;
+		} else {
+			procs_unescape(f[4]);
+			/* the mount whose point holds path the most closely; the last of equal ones
+			 * (mounted over the others) */
+			held = procs_mount_holds(f[4], path);
+			if (held < best || held < 0)
+				continue;
+			best = held;
+		}
+		snprintf(type, len, "%s", fstype);
+		*mount_dev = makedev(maj, min);
+		if (dev)
+			break;
+	}
+	free(line);
+	fclose(mi);
+	if (err)
+		return err;
+	return strncmp(type, "fuse", 4) == 0 ? 1 : 0;
+}
+
+/*
+ * 0 if a file of the process whose /proc directory is procdir may be opened as far as its
+ * filesystem goes, else refused (counted, logged once) with -EPERM: on FUSE, or its mount
+ * table past the bound.
+ */
+static int procs_check_fs(const char *procdir, const char *path, uint64_t dev, const char *shown)
+{
+	char type[64];
+	uint64_t mdev;
+	int r = procs_served_fs(procdir, path, dev, type, sizeof(type), &mdev);
+
+	/* logged once per mount (its device), whichever of its files is met first */
+	if (r == 1)
+		bounds_refuse(BOUND_SERVED, shown, mdev, 0, type, 0);
+	/* a mount table that cannot be read: the process is gone, or it cannot be told */
+	return r == 0 ? 0 : r == 1 || r == -EFBIG ? -EPERM : r;
+}
+
 int procs_open_in_root(const char *root, const char *path)
 {
 	struct open_how how = {
 		.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+		/* no link at all: the mount table says which filesystem holds path only as it is
+		 * written (a link could lead onto FUSE); a path from the maps has none (the kernel
+		 * writes it resolved), and a file replaced by a link is read through map_files */
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS,
 	};
+	char procdir[PATH_MAX];
+	size_t n = root ? strlen(root) : 0;
 	int dfd, fd;
 
+	/* "/proc/PID/root": the mount table beside it; "/": ours */
+	if (n > 5 && strcmp(root + n - 5, "/root") == 0)
+		snprintf(procdir, sizeof(procdir), "%.*s", (int)(n - 5), root);
+	else
+		snprintf(procdir, sizeof(procdir), "/proc/self");
+	fd = procs_check_fs(procdir, path, 0, path);
+	if (fd)
+		return fd;
 	dfd = open(root && root[0] ? root : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
@@ -327,9 +447,13 @@ int procs_open_in_root(const char *root, const char *path)
 
 int procs_open_mapped(pid_t pid, const struct proc_map *m)
 {
-	char mf[128];
+	char mf[128], procdir[32];
 	int fd;
 
+	snprintf(procdir, sizeof(procdir), "/proc/%d", (int)pid);
+	fd = procs_check_fs(procdir, NULL, m->dev, m->path ? m->path : "(the mapping)");
+	if (fd)
+		return fd;
 	/* a magic link by design: it is the mapping's own file, whatever its name says now */
 	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, m->start,
 		 m->end);

@@ -60,12 +60,25 @@ bool procs_is_descendant(pid_t pid, pid_t ancestor);
 int procs_root_path(pid_t pid, const char *path, char *buf, size_t len);
 
 /*
+ * Whether a file of the process whose /proc directory is procdir ("/proc/PID", "/proc/self")
+ * is on a filesystem that a process serves (FUSE: "fuse", "fuse.NAME"): the mount of device dev
+ * (dev != 0; a device with a block device of its own is never: 0 at once), else the mount
+ * that holds path as the process sees it (the longest mount point; the last of equal ones). Its
+ * type in type (empty if none found), its device in *mount_dev. 1: served; 0: not; -EFBIG: the mount table is past
+ * BOUND_MOUNTS_BYTES (refused, counted); or fopen's -errno. Any local user can mount FUSE in a
+ * user namespace of its own, and its server can leave an open or a read waiting for ever: no
+ * timeout of ours would end a read in the kernel, so such a file is never opened.
+ */
+int procs_served_fs(const char *procdir, const char *path, uint64_t dev, char *type, size_t len,
+		    uint64_t *mount_dev);
+
+/*
  * The one way a file that a profiled process controls is opened (its objects, their debug
  * files): path resolved as a process whose root is `root` ("/proc/PID/root", or "/") sees it,
- * symbolic links and ".." kept inside that root (openat2 RESOLVE_IN_ROOT) and no magic link
- * followed; non-blocking (a FIFO planted at the path must not hang us); only a regular file
- * (not a FIFO, a device, a directory). Read-only. An fd, or -errno (-EINVAL: not a regular
- * file).
+ * ".." kept inside that root (openat2 RESOLVE_IN_ROOT) and no link followed (-ELOOP: a link
+ * could lead onto FUSE); non-blocking (a FIFO planted at the path must not hang us); only a
+ * regular file (not a FIFO, a device, a directory); never on FUSE (procs_served_fs; -EPERM, counted and
+ * logged once). Read-only. An fd, or -errno (-EINVAL: not a regular file).
  */
 int procs_open_in_root(const char *root, const char *path);
 /* The file that mapping m of pid maps, through /proc/PID/map_files (a deleted or replaced

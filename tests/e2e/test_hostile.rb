@@ -70,12 +70,33 @@ class E2E
     end
   end
 
-  # The tenant's processes killed, the service ended, the tenant's files gone.
-  def end_tenant(pids, svc, dir)
+  # The tenant's processes killed, the service ended, the tenant's files gone (a FUSE server's
+  # mount first: with its server gone, what waited on it ends, and nothing walks into it).
+  def end_tenant(pids, svc, dir, fuse: nil)
+    fuse, mnt = fuse
+    Process.kill("KILL", fuse) rescue nil if fuse
     pids.each { |p| Process.kill("KILL", p) rescue nil }
     pids.each { |p| Process.waitpid(p) rescue nil }
     svc&.kill
+    if fuse
+      Process.waitpid(fuse) rescue nil
+      system("umount", "-l", mnt, err: File::NULL)
+    end
     FileUtils.rm_rf(dir)
+  end
+
+  # A FUSE filesystem of the tenant's at mnt (any user can mount one in a user namespace of
+  # its own; root mounts it here, with allow_other, for a tenant's process to map): one file,
+  # name, with the bytes of backing, which it never serves to root (tests/fixtures/stallfs.c).
+  def stallfs(backing, name, mnt)
+    FileUtils.mkdir_p(mnt)
+    pid = Process.spawn(fixture("stallfs"), backing, name, mnt, out: File::NULL, err: File::NULL)
+    deadline = Time.now + 10
+    until File.read("/proc/self/mountinfo").include?(" #{mnt} ")
+      fail!("stallfs did not mount #{mnt}") if Time.now > deadline || Process.waitpid(pid, Process::WNOHANG)
+      sleep 0.05
+    end
+    pid
   end
 
   def as_nobody(*cmd, **opts)
@@ -149,6 +170,11 @@ class E2E
     forged = File.join(tenant, "libruby-forged.so")
     hostile_version(forged)
     FileUtils.chown_R(nobody.uid, nil, tenant)
+    # a libruby on the tenant's FUSE filesystem, whose server never answers root: an open or a
+    # read of rubyprofd's would wait for ever (the kernel ends it for no signal but SIGKILL)
+    fuse_mnt = File.join(tenant, "fuse-mnt")
+    fuse = stallfs(LIBRUBY_HOST, File.basename(LIBRUBY_HOST), fuse_mnt)
+    fuse_lib = File.join(fuse_mnt, File.basename(LIBRUBY_HOST))
     port = 20000 + rand(20000)
     conf = "rule = cmdline ~ tests/e2e/run\\.rb => ignore\n"
     svc = service(["--interval", "1", "--metrics-address", "127.0.0.1:#{port}", "--rescan-interval", "2", *flags], conf: conf)
@@ -165,7 +191,8 @@ class E2E
       pids << as_nobody(@rt.bin, victim, chdir: tenant)
       svc_wait(svc, "the victim's first profile", 60) { by_service(svc)["victim"] }
       # the inputs, all at once
-      ready = (1..3).map { |i| File.join(tenant, "mapped-#{i}") }
+      ready = (1..4).map { |i| File.join(tenant, "mapped-#{i}") }
+      pids << map_as_nobody(fuse_lib, ready[3])
       pids << map_as_nobody(sparse, ready[0])
       pids << map_as_nobody(forged, ready[1])
       pids << map_as_nobody(File.join(long, "f"), ready[2], times: 2000)
@@ -206,7 +233,13 @@ class E2E
       section = metric_value(body, "rubyprofd_refused_objects_total", 'bound="section"').to_i
       file = metric_value(body, "rubyprofd_refused_objects_total", 'bound="file"').to_i
       maps = metric_value(body, "rubyprofd_refused_objects_total", 'bound="maps"').to_i
-      check(section >= 1 && file >= 1 && maps >= 1, "refusals counted: section #{section}, file #{file}, maps #{maps}\n#{log}")
+      served = metric_value(body, "rubyprofd_refused_objects_total", 'bound="served_fs"').to_i
+      check(section >= 1 && file >= 1 && maps >= 1 && served >= 1,
+            "refusals counted: section #{section}, file #{file}, maps #{maps}, served_fs #{served}\n#{log}")
+      # one line for the file (and the process's own "not profiled" line)
+      fuse_lines = log.lines.grep(/fuse-mnt/)
+      check(fuse_lines.grep(/on a fuse filesystem, which a process serves/).size == 1,
+            "log lines for the FUSE file:\n#{fuse_lines.join}")
       lines = log.lines.grep(/past the bound/)
       check(lines.grep(/libruby-sparse\.so/).size == 1, "log lines for the sparse .dynsym:\n#{lines.join}")
       check(lines.grep(/fakeruby-hidden\.debug/).size == 1, "log lines for the debug file:\n#{lines.join}")
@@ -226,12 +259,12 @@ class E2E
       evicted = metric_value(body, "rubyprofd_metrics_clients_evicted_total").to_i
       check(Process.kill(0, svc.pid) == 1, "the service is gone")
       format("capabilities %x, no_new_privs; victim: %d profiles in 12 s of attack; %d scrapes, slowest %.2f s; peak RSS %d KiB; " \
-             "refused: %d sections, %d files, %d lists of mappings; %d MiB checksummed off the loop, longest discovery %.0f ms; " \
+             "refused: %d sections, %d files, %d lists of mappings, %d files on FUSE; %d MiB checksummed off the loop, longest discovery %.0f ms; " \
              "slow clients timed out %d, evicted %d; thread name %s",
-             want, during, scrapes.size, scrapes.max, hwm, section, file, maps, crc_bytes >> 20, slowest * 1000,
+             want, during, scrapes.size, scrapes.max, hwm, section, file, maps, served, crc_bytes >> 20, slowest * 1000,
              timed_out, evicted, names.first.inspect)
     ensure
-      end_tenant(pids, svc, dir)
+      end_tenant(pids, svc, dir, fuse: [fuse, fuse_mnt])
     end
   end
 
@@ -331,6 +364,11 @@ class E2E
     script = File.join(tenant, "tenant.rb")
     File.write(script, TENANT_MIXED)
     FileUtils.chown_R(nobody.uid, nil, tenant)
+    # a libruby on the tenant's FUSE filesystem, whose server never answers root: an open or a
+    # read of rubyprofd's would wait for ever (the kernel ends it for no signal but SIGKILL)
+    fuse_mnt = File.join(tenant, "fuse-mnt")
+    fuse = stallfs(LIBRUBY_HOST, File.basename(LIBRUBY_HOST), fuse_mnt)
+    fuse_lib = File.join(fuse_mnt, File.basename(LIBRUBY_HOST))
     port = 20000 + rand(20000)
     conf = "rule = cmdline ~ tests/e2e/run\\.rb => ignore\n"
     svc = service(["--interval", "1", "--metrics-address", "127.0.0.1:#{port}", "--rescan-interval", "1",

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "lib/bounds.h"
@@ -155,4 +156,109 @@ Test(procs, openat2_unavailable_is_counted_and_refused)
 	fd = open("/etc/passwd", O_RDONLY | O_CLOEXEC);
 	cr_assert_geq(fd, 0);
 	close(fd);
+}
+
+/* A fake /proc/PID directory holding only a mountinfo with the lines given. */
+static void fake_mountinfo(char *dir, size_t len, const char *text)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(dir, len, "/tmp/rp-mountinfo.XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/mountinfo", dir);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void unfake_mountinfo(const char *dir)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/mountinfo", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* Lines as the kernel writes them (a host with a FUSE mount of a tenant's, from this VM). */
+static const char MOUNTS[] =
+	"22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw,errors=remount-ro\n"
+	"25 22 0:5 / /dev rw,nosuid shared:2 - devtmpfs udev rw,size=12279120k\n"
+	"30 22 0:26 / /tmp rw,nosuid,nodev shared:9 - tmpfs tmpfs rw\n"
+	"88 30 0:51 / /tmp/t\\040dir/mnt rw,nosuid,nodev,relatime shared:40 - fuse.stallfs stallfs "
+	"rw,user_id=0,group_id=0\n"
+	"90 30 0:53 / /tmp/over rw shared:41 - fuse sshfs rw\n"
+	"91 30 0:54 / /tmp/over rw shared:42 - tmpfs tmpfs rw\n";
+
+Test(procs, served_fs_by_device_and_by_path)
+{
+	char dir[64], type[64];
+	uint64_t mdev;
+
+	fake_mountinfo(dir, sizeof(dir), MOUNTS);
+	/* by device: the FUSE mount's, a tmpfs's, and a block device's (never looked up) */
+	cr_assert_eq(procs_served_fs(dir, NULL, makedev(0, 51), type, sizeof(type), &mdev), 1);
+	cr_assert_str_eq(type, "fuse.stallfs");
+	cr_assert_eq(procs_served_fs(dir, NULL, makedev(0, 26), type, sizeof(type), &mdev), 0);
+	cr_assert_str_eq(type, "tmpfs");
+	cr_assert_eq(procs_served_fs(dir, NULL, makedev(8, 1), type, sizeof(type), &mdev), 0);
+	cr_assert_str_eq(type, "");
+	/* by path: the longest mount point at a whole component, its escapes undone */
+	cr_assert_eq(
+		procs_served_fs(dir, "/tmp/t dir/mnt/libruby.so.3.1", 0, type, sizeof(type), &mdev),
+		1);
+	cr_assert_eq(procs_served_fs(dir, "/tmp/t dir/mnt", 0, type, sizeof(type), &mdev), 1);
+	cr_assert_eq(mdev, makedev(0, 51));
+	cr_assert_eq(procs_served_fs(dir, "/tmp/t dir/mnt2/x", 0, type, sizeof(type), &mdev), 0);
+	cr_assert_str_eq(type, "tmpfs");
+	cr_assert_eq(procs_served_fs(dir, "/usr/lib/x.so", 0, type, sizeof(type), &mdev), 0);
+	cr_assert_str_eq(type, "ext4");
+	/* a mount over another at the same point: the last one is what a lookup reaches */
+	cr_assert_eq(procs_served_fs(dir, "/tmp/over/x", 0, type, sizeof(type), &mdev), 0);
+	cr_assert_str_eq(type, "tmpfs");
+	unfake_mountinfo(dir);
+	/* gone: the open is not tried */
+	cr_assert_eq(procs_served_fs("/proc/999999999", "/x", 0, type, sizeof(type), &mdev),
+		     -ENOENT);
+}
+
+Test(procs, served_fs_mount_table_past_its_bound)
+{
+	size_t line = 120, n = BOUND_MOUNTS_BYTES / line + 2, i;
+	char dir[64], type[64], *text = malloc(n * line + 1), *p = text;
+	struct bounds_stats before, after;
+	uint64_t mdev;
+
+	cr_assert_not_null(text);
+	for (i = 0; i < n; i++)
+		p += snprintf(p, line + 1, "%-*s\n", (int)line - 1,
+			      "40 30 0:60 / /tmp/m rw - tmpfs tmpfs rw");
+	fake_mountinfo(dir, sizeof(dir), text);
+	free(text);
+	bounds_stats(&before);
+	cr_assert_eq(procs_served_fs(dir, "/tmp/m/x", 0, type, sizeof(type), &mdev), -EFBIG);
+	bounds_stats(&after);
+	cr_assert_eq(after.refused[BOUND_MOUNTS] - before.refused[BOUND_MOUNTS], 1);
+	unfake_mountinfo(dir);
+}
+
+Test(procs, open_in_root_follows_no_link)
+{
+	char dir[64], link[PATH_MAX], path[PATH_MAX];
+	int fd;
+
+	snprintf(dir, sizeof(dir), "/tmp/rp-nolink.XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(link, sizeof(link), "%s/passwd", dir);
+	cr_assert_eq(symlink("/etc/passwd", link), 0);
+	/* a link could lead onto a FUSE mount that the mount table check never saw */
+	cr_assert_eq(procs_open_in_root("/", link), -ELOOP);
+	snprintf(path, sizeof(path), "%s", "/etc/passwd");
+	fd = procs_open_in_root("/", path);
+	cr_assert_geq(fd, 0, "%s", strerror(-fd));
+	close(fd);
+	unlink(link);
+	rmdir(dir);
 }
