@@ -9,21 +9,32 @@
 
 Test(text, utf8_len_follows_unicode_table_3_7)
 {
-	/* well-formed: ASCII, 2, 3, 4 bytes, the edges of each range */
-	cr_expect_eq(text_utf8_len((const unsigned char *)"a", 1), 1);
-	cr_expect_eq(text_utf8_len((const unsigned char *)"\xc2\x80", 2), 2);
-	cr_expect_eq(text_utf8_len((const unsigned char *)"\xe0\xa0\x80", 3), 3);
-	cr_expect_eq(text_utf8_len((const unsigned char *)"\xed\x9f\xbf", 3), 3);
-	cr_expect_eq(text_utf8_len((const unsigned char *)"\xf0\x90\x80\x80", 4), 4);
-	cr_expect_eq(text_utf8_len((const unsigned char *)"\xf4\x8f\xbf\xbf", 4), 4);
-	/* overlongs, surrogates, past U+10FFFF, lone continuation, truncated */
-	cr_expect_eq(text_utf8_len((const unsigned char *)"\xc0\xaf", 2), 0);
-	cr_expect_eq(text_utf8_len((const unsigned char *)"\xe0\x80\xaf", 3), 0);
-	cr_expect_eq(text_utf8_len((const unsigned char *)"\xed\xa0\x80", 3), 0);
-	cr_expect_eq(text_utf8_len((const unsigned char *)"\xf4\x90\x80\x80", 4), 0);
-	cr_expect_eq(text_utf8_len((const unsigned char *)"\x80", 1), 0);
-	cr_expect_eq(text_utf8_len((const unsigned char *)"\xe2\x82\xac", 2), 0);
-	cr_expect_eq(text_utf8_len((const unsigned char *)"", 0), 0);
+	static const struct {
+		const char *s;
+		size_t len;
+		size_t want;
+	} cases[] = {
+		/* well-formed: ASCII, 2, 3, 4 bytes, the edges of each range */
+		{"a", 1, 1},
+		{"\xc2\x80", 2, 2},
+		{"\xe0\xa0\x80", 3, 3},
+		{"\xed\x9f\xbf", 3, 3},
+		{"\xf0\x90\x80\x80", 4, 4},
+		{"\xf4\x8f\xbf\xbf", 4, 4},
+		/* overlongs, surrogates, past U+10FFFF, lone continuation, truncated */
+		{"\xc0\xaf", 2, 0},
+		{"\xe0\x80\xaf", 3, 0},
+		{"\xed\xa0\x80", 3, 0},
+		{"\xf4\x90\x80\x80", 4, 0},
+		{"\x80", 1, 0},
+		{"\xe2\x82\xac", 2, 0},
+		{"", 0, 0},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		cr_expect_eq(text_utf8_len((const unsigned char *)cases[i].s, cases[i].len),
+			     cases[i].want, "case %zu", i);
 	cr_expect(text_utf8_valid("caf\xc3\xa9 \xe2\x82\xac"));
 	cr_expect_not(text_utf8_valid("caf\xc3"));
 }
