@@ -47,16 +47,13 @@ static void names_and_identities(bool tested)
 {
 	struct rthread_stats stats = {0};
 	const struct rthread_label *lab;
-	const struct ruby_offsets *rows;
+	const struct ruby_offsets *o;
 	uint64_t named, unnamed, nil;
-	unsigned int nrows = 0, row, n = 0;
+	unsigned int row, n = 0;
 	struct rthreads *r;
 	char want[32];
 
-	rows = offsets_all(&nrows);
-	for (row = 0; row < nrows; row++) {
-		if (offsets_row_tested(&rows[row]) != tested)
-			continue;
+	for (row = 0; (o = offsets_row_next(tested, &row)); row++) {
 		n++;
 		start(row);
 		/* nil, or any special constant: no name */
@@ -66,12 +63,12 @@ static void names_and_identities(bool tested)
 		map();
 		r = rthreads__new(FAKEMEM_PID, img.off, &stats);
 		cr_assert_not_null(r);
-		cr_assert_eq(rthreads_get(r, named, &lab), 0, "%s", offsets_row_what(&rows[row]));
+		cr_assert_eq(rthreads_get(r, named, &lab), 0, "%s", offsets_row_what(o));
 		snprintf(want, sizeof(want), "0x%llx", (unsigned long long)named);
 		cr_assert_str_eq(lab->id, want);
 		/* the versions whose rb_thread_t.name offset is known (checked on a live Ruby) */
 		cr_assert_str_eq(lab->name, img.off->th_name ? "worker-1" : "", "%s: \"%s\"",
-				 offsets_row_what(&rows[row]), lab->name);
+				 offsets_row_what(o), lab->name);
 		cr_assert_eq(rthreads_get(r, unnamed, &lab), 0);
 		cr_assert_str_eq(lab->name, "");
 		cr_assert_str_neq(lab->id, want);
