@@ -91,6 +91,17 @@ Test(elfcache, same_file_and_same_build_id_are_shared)
 	elfcache__free(c);
 }
 
+/* A file the full cache refuses (ENOSPC); its fd, which elfcache_get took. */
+static int refused_full(struct elfcache *c, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_null(elfcache_get(c, fd, NULL));
+	cr_assert_eq(errno, ENOSPC);
+	return fd;
+}
+
 Test(elfcache, bound_and_non_elf)
 {
 	struct elfcache *c = elfcache__new(1, 0);
@@ -101,10 +112,7 @@ Test(elfcache, bound_and_non_elf)
 	a = elfcache_get(c, open_self(), NULL);
 	cr_assert_not_null(a);
 	/* full: another file is refused (never handed to libdwfl to map), closed, and counted */
-	fd = open("/bin/sh", O_RDONLY | O_CLOEXEC);
-	cr_assert_geq(fd, 0);
-	cr_assert_null(elfcache_get(c, fd, NULL));
-	cr_assert_eq(errno, ENOSPC);
+	fd = refused_full(c, "/bin/sh");
 	cr_assert_eq(fcntl(fd, F_GETFD), -1, "the fd is closed");
 	elfcache_stats(c, &st);
 	cr_assert_eq(st.full, 1);
@@ -172,7 +180,6 @@ Test(elfcache, byte_bound)
 	struct elfcache *c;
 	struct elfcache_obj *a;
 	uint64_t image;
-	int fd;
 
 	c = elfcache__new(0, 0);
 	a = elfcache_get(c, open_self(), NULL);
@@ -185,10 +192,7 @@ Test(elfcache, byte_bound)
 	c = elfcache__new(0, image + 4096);
 	a = elfcache_get(c, open_self(), NULL);
 	cr_assert_not_null(a);
-	fd = open("/lib/x86_64-linux-gnu/libc.so.6", O_RDONLY | O_CLOEXEC);
-	cr_assert_geq(fd, 0);
-	cr_assert_null(elfcache_get(c, fd, NULL));
-	cr_assert_eq(errno, ENOSPC);
+	refused_full(c, "/lib/x86_64-linux-gnu/libc.so.6");
 	cr_assert_eq(elfcache_reserve(c, 8192), -ENOSPC);
 	elfcache_stats(c, &st);
 	cr_assert_eq(st.full_bytes, 2);
