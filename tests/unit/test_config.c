@@ -127,6 +127,13 @@ Test(config, help_and_version, .init = cr_redirect_stdout)
 /* ---- the file and the service ----------------------------------------------------------------- */
 
 /* Each test runs in its own process (Criterion forks): one directory per test. */
+/* A label of the configuration: this key with this value. */
+static void expect_label(const struct config_label *l, const char *key, const char *value)
+{
+	cr_assert_str_eq(l->key, key);
+	cr_assert_str_eq(l->value, value);
+}
+
 static char tmpdir[] = "/tmp/rp-test-config-XXXXXX";
 /* struct config is about 300 KiB: not on the stack, and two for the reload tests */
 static struct config cfg, cfg2;
@@ -273,8 +280,7 @@ Test(conffile, every_key_from_the_file)
 	cr_assert_float_eq(cfg.rescan_interval, 0, 1e-9);
 	cr_assert_str_eq(cfg.hostname, "web-1.example");
 	cr_assert_eq(cfg.nlabels, 1);
-	cr_assert_str_eq(cfg.labels[0].key, "env");
-	cr_assert_str_eq(cfg.labels[0].value, "prod");
+	expect_label(&cfg.labels[0], "env", "prod");
 	cr_assert_eq(cfg.log_level, LOG_LVL_DEBUG);
 	cr_assert_eq(cfg.nrules, 1);
 	cr_assert_str_eq(cfg.rules[0].text, "comm ~ ^sidekiq$ => name=jobs");
@@ -379,10 +385,8 @@ Test(conffile, every_flag_wins_over_the_file)
 	cr_assert_eq(cfg.pids[0], 42);
 	/* a --label replaces the file's label of that name and keeps the others */
 	cr_assert_eq(cfg.nlabels, 3);
-	cr_assert_str_eq(cfg.labels[0].key, "env");
-	cr_assert_str_eq(cfg.labels[0].value, "staging");
-	cr_assert_str_eq(cfg.labels[1].key, "team");
-	cr_assert_str_eq(cfg.labels[1].value, "shop");
+	expect_label(&cfg.labels[0], "env", "staging");
+	expect_label(&cfg.labels[1], "team", "shop");
 	cr_assert_str_eq(cfg.labels[2].key, "zone");
 	/* a --rule comes before the file's rules: the first match wins */
 	cr_assert_eq(cfg.nrules, 2);
@@ -677,12 +681,10 @@ Test(conffile, comments_blanks_and_quotes)
 	/* '#' inside a value is no comment */
 	cr_assert_str_eq(cfg.hostname, "web#1");
 	cr_assert_eq(cfg.nlabels, 3);
-	cr_assert_str_eq(cfg.labels[0].value, "a # b");
-	cr_assert_str_eq(cfg.labels[1].key, "quoted");
+	expect_label(&cfg.labels[0], "note", "a # b");
 	/* only the whole value is unquoted: here the quotes are part of it */
-	cr_assert_str_eq(cfg.labels[1].value, "\"  spaced \\\"and\\\\ escaped\\\" \"");
-	cr_assert_str_eq(cfg.labels[2].key, "tight");
-	cr_assert_str_eq(cfg.labels[2].value, "x");
+	expect_label(&cfg.labels[1], "quoted", "\"  spaced \\\"and\\\\ escaped\\\" \"");
+	expect_label(&cfg.labels[2], "tight", "x");
 	cr_assert_eq(cfg.nrules, 1);
 	cr_assert_str_eq(cfg.rules[0].text, "cmdline ~ --queue[= ]\"?mail => name=mailer # q");
 	cr_assert_str_empty(cfg.metrics_address);
@@ -696,8 +698,7 @@ Test(conffile, a_quoted_value_keeps_blanks_and_escapes)
 	char *argv[] = {"rubyprofd", "--config", p, NULL};
 
 	parse_ok(&cfg, argv, NULL);
-	cr_assert_str_eq(cfg.labels[0].key, "k");
-	cr_assert_str_eq(cfg.labels[0].value, "  two  blanks \"quoted\" back\\slash ");
+	expect_label(&cfg.labels[0], "k", "  two  blanks \"quoted\" back\\slash ");
 	cr_assert_str_eq(cfg.spool_dir, "/srv/with space");
 	free(p);
 }
@@ -851,8 +852,7 @@ Test(conffile, reload_reads_the_new_file_and_flags_still_win)
 	cr_assert_float_eq(cfg2.interval, 20, 1e-9);
 	cr_assert_eq(cfg2.log_level, LOG_LVL_INFO);
 	cr_assert_eq(cfg2.nlabels, 2);
-	cr_assert_str_eq(cfg2.labels[0].key, "team");
-	cr_assert_str_eq(cfg2.labels[0].value, "flag");
+	expect_label(&cfg2.labels[0], "team", "flag");
 	cr_assert_str_eq(cfg2.labels[1].key, "dc");
 	cr_assert_eq(cfg2.nrules, 2);
 	cr_assert_str_eq(cfg2.rules[0].text, "comm ~ b => name=b");
