@@ -333,6 +333,17 @@ Test(elfcache, sparse_objects_cost_their_parts)
 	elfcache__free(c);
 }
 
+/* The file at path is refused (err) and counted once under bound: the counts before and after. */
+static void refused_at_bound(struct elfcache *c, const char *path, int err, enum bound_id bound,
+			     struct bounds_stats *before, struct bounds_stats *after)
+{
+	bounds_stats(before);
+	cr_assert_null(elfcache_get(c, open(path, O_RDONLY | O_CLOEXEC), path));
+	cr_assert_eq(errno, err);
+	bounds_stats(after);
+	cr_assert_eq(after->refused[bound], before->refused[bound] + 1);
+}
+
 /* A symbol table that claims 100 MiB (sparse): the object is refused before a byte of it is read,
  * counted by bound and said once. */
 Test(elfcache, parts_past_the_bound_are_refused)
@@ -353,16 +364,10 @@ Test(elfcache, parts_past_the_bound_are_refused)
 	write_section(fd, idx, &sh);
 	cr_assert_eq(ftruncate(fd, (off_t)(sh.sh_offset + sh.sh_size)), 0);
 	close(fd);
-	bounds_stats(&b0);
-	cr_assert_null(elfcache_get(c, open(path, O_RDONLY | O_CLOEXEC), path));
-	cr_assert_eq(errno, EFBIG);
-	bounds_stats(&b1);
-	cr_assert_eq(b1.refused[BOUND_OBJECT], b0.refused[BOUND_OBJECT] + 1);
+	refused_at_bound(c, path, EFBIG, BOUND_OBJECT, &b0, &b1);
 	cr_assert_eq(b1.logged, b0.logged + 1);
 	/* again: counted, not logged again */
-	cr_assert_null(elfcache_get(c, open(path, O_RDONLY | O_CLOEXEC), path));
-	bounds_stats(&b0);
-	cr_assert_eq(b0.refused[BOUND_OBJECT], b1.refused[BOUND_OBJECT] + 1);
+	refused_at_bound(c, path, EFBIG, BOUND_OBJECT, &b1, &b0);
 	cr_assert_eq(b0.logged, b1.logged);
 	unlink(path);
 	elfcache__free(c);
@@ -389,11 +394,7 @@ Test(elfcache, extended_section_count_is_bounded)
 	pwrite_all(fd, &sh0, sizeof(sh0), (off_t)eh.e_shoff);
 	cr_assert_eq(ftruncate(fd, (off_t)(eh.e_shoff + count * sizeof(sh0))), 0);
 	close(fd);
-	bounds_stats(&b0);
-	cr_assert_null(elfcache_get(c, open(path, O_RDONLY | O_CLOEXEC), path));
-	cr_assert_eq(errno, ENOEXEC);
-	bounds_stats(&b1);
-	cr_assert_eq(b1.refused[BOUND_SECTIONS], b0.refused[BOUND_SECTIONS] + 1);
+	refused_at_bound(c, path, ENOEXEC, BOUND_SECTIONS, &b0, &b1);
 	cr_assert_lt(status_kib("VmHWM:"), 64 * 1024);
 	unlink(path);
 	elfcache__free(c);
