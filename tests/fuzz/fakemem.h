@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "proc/procmem.h"
@@ -70,6 +71,20 @@ static struct {
 	uint64_t max_reads; /* 0: unbounded */
 	int over;	    /* max_reads was hit */
 } fakemem;
+
+/*
+ * A fuzz target's check after each reader it runs: past max_reads the reader was looping on
+ * garbage and the target aborts; else the count starts again for the next reader.
+ */
+static inline void fakemem_check_bounded(const char *target, const char *what)
+{
+	if (fakemem.over) {
+		fprintf(stderr, "%s: %s read more than %d times: a loop on garbage\n", target, what,
+			FAKEMEM_MAX_READS);
+		abort();
+	}
+	fakemem.reads = 0;
+}
 
 static inline uint64_t fakemem_base(unsigned int i)
 {
@@ -387,6 +402,21 @@ static inline uint64_t fm_iseq(struct fakemem_image *img, int type, const char *
 	return o;
 }
 
+/* A method entry (an imemo ment) owned by `owner`, *def its definition of `type` (VM_METHOD_TYPE_*). */
+static inline uint64_t fm_method_entry(struct fakemem_image *img, uint64_t owner, uint8_t type,
+				       uint64_t *def)
+{
+	const struct ruby_offsets *off = img->off;
+	uint64_t me = fm_alloc(img, FM_OBJ, 40);
+
+	*def = fm_alloc(img, FM_STRUCT, 40);
+	fm_w64(img, me, RUBY_T_IMEMO | (uint64_t)RUBY_IMEMO_MENT << 12);
+	fm_w64(img, me + off->me_def, *def);
+	fm_w64(img, me + off->me_owner, owner);
+	fm_w8(img, *def, type);
+	return me;
+}
+
 /*
  * The objects of one Ruby version: a method Foo#foo and its block (the FAKEMEM_ISEQ root, a pc
  * on line 5, an ep whose method entry is foo's), a C function Foo.times (FAKEMEM_ME, owned by
@@ -434,12 +464,7 @@ static inline int fakemem_build(struct fakemem_image *img, unsigned int row)
 		fm_iseq(img, ISEQ_TYPE_BLOCK, "block in foo", method, method, &enc);
 	img->roots[FAKEMEM_PC] = enc + 4 * 8; /* after position 3: the line of position 2 */
 
-	me = fm_alloc(img, FM_OBJ, 40);
-	def = fm_alloc(img, FM_STRUCT, 40);
-	fm_w64(img, me, RUBY_T_IMEMO | (uint64_t)RUBY_IMEMO_MENT << 12);
-	fm_w64(img, me + off->me_def, def);
-	fm_w64(img, me + off->me_owner, foo);
-	fm_w8(img, def, 0); /* VM_METHOD_TYPE_ISEQ */
+	me = fm_method_entry(img, foo, 0 /* VM_METHOD_TYPE_ISEQ */, &def);
 	fm_w64(img, def + 8, method);
 	/* the frame's env: ep[-2] the method entry, ep[-1] no previous env, ep[0] VM_ENV_FLAG_LOCAL */
 	env = fm_alloc(img, FM_STRUCT, 24);
@@ -447,12 +472,7 @@ static inline int fakemem_build(struct fakemem_image *img, unsigned int row)
 	fm_w64(img, env + 16, 0x2);
 	img->roots[FAKEMEM_EP] = env + 16;
 
-	cme = fm_alloc(img, FM_OBJ, 40);
-	cdef = fm_alloc(img, FM_STRUCT, 40);
-	fm_w64(img, cme, RUBY_T_IMEMO | (uint64_t)RUBY_IMEMO_MENT << 12);
-	fm_w64(img, cme + off->me_def, cdef);
-	fm_w64(img, cme + off->me_owner, single);
-	fm_w8(img, cdef, 1); /* VM_METHOD_TYPE_CFUNC */
+	cme = fm_method_entry(img, single, 1 /* VM_METHOD_TYPE_CFUNC */, &cdef);
 	fm_w64(img, cdef + off->def_original_id,
 	       (uint64_t)FM_SERIAL_TIMES << 4 > off->last_op_id ? (uint64_t)FM_SERIAL_TIMES << 4
 								: FM_SERIAL_TIMES);

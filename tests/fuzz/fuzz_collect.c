@@ -89,16 +89,6 @@ static const char *kallsyms_path(void)
 	return path;
 }
 
-static void check_bounded(const char *what)
-{
-	if (fakemem.over) {
-		fprintf(stderr, "fuzz_collect: %s read more than %d times\n", what,
-			FAKEMEM_MAX_READS);
-		abort();
-	}
-	fakemem.reads = 0;
-}
-
 static uint64_t root(const struct fakemem_image *img, uint64_t v)
 {
 	return v < FAKEMEM_NROOTS ? img->roots[v] : v;
@@ -269,7 +259,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	run.copies = data[1] & 2 ? wallcopy__new(2) : NULL;
 	if (run.copies)
 		sampler_set_extra_hook(s, on_wall, run.copies);
-	check_bounded("stacks_add");
+	fakemem_check_bounded("fuzz_collect", "stacks_add");
 
 	while (pos + 3 <= size) {
 		mode = data[pos];
@@ -289,7 +279,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* the BPF side's own count, whatever else the record holds: 1, or nanoseconds */
 		((struct rp_rec *)buf)->weight = (((struct rp_rec *)buf)->weight & 0xffff) | 1;
 		(void)sampler_feed(s, buf, fed);
-		check_bounded("a record");
+		fakemem_check_bounded("fuzz_collect", "a record");
 	}
 	check_counts(&run, a);
 	check_pprof(a);

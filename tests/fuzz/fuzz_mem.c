@@ -15,16 +15,6 @@
 #include "fuzz_common.h"
 #include "ruby/rthreads.h"
 
-static void check_bounded(const char *what)
-{
-	if (fakemem.over) {
-		fprintf(stderr, "fuzz_mem: %s read more than %d times: a loop on garbage\n", what,
-			FAKEMEM_MAX_READS);
-		abort();
-	}
-	fakemem.reads = 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct ruby_offsets *rows, *off;
@@ -49,15 +39,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i < 4; i++)
 		(void)rvalue_array_entry(FAKEMEM_PID, roots[FAKEMEM_ARY], i, &v);
 	(void)rvalue_array_entry(FAKEMEM_PID, roots[FAKEMEM_ARY], UINT64_MAX / 8, &v);
-	check_bounded("rvalue_string/array_entry");
+	fakemem_check_bounded("fuzz_mem", "rvalue_string/array_entry");
 	(void)rvalue_check_symbols(FAKEMEM_PID, off, roots[FAKEMEM_SYMBOLS]);
 	(void)rvalue_find_id(FAKEMEM_PID, off, roots[FAKEMEM_SYMBOLS], "__classpath__", 8192, &id);
-	check_bounded("rvalue_find_id");
+	fakemem_check_bounded("fuzz_mem", "rvalue_find_id");
 	(void)rvalue_id_name(FAKEMEM_PID, off, roots[FAKEMEM_SYMBOLS], id, buf, sizeof(buf));
 	(void)rvalue_id_name(FAKEMEM_PID, off, roots[FAKEMEM_SYMBOLS], roots[FAKEMEM_PC], buf,
 			     sizeof(buf));
 	(void)rvalue_st_lookup(FAKEMEM_PID, roots[FAKEMEM_TABLE], id, &v);
-	check_bounded("rvalue_id_name/st_lookup");
+	fakemem_check_bounded("fuzz_mem", "rvalue_id_name/st_lookup");
 
 	/* every root as an rb_thread_t, read twice (cached) and in a second interval */
 	rth = rthreads__new(FAKEMEM_PID, off, &rstats);
@@ -71,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 	rthreads__free(rth);
-	check_bounded("rthreads_get");
+	fakemem_check_bounded("fuzz_mem", "rthreads_get");
 
 	sym = symbolizer__new(FAKEMEM_PID, off, roots[FAKEMEM_SYMBOLS], &roots[FAKEMEM_SYMBOLS], 1);
 	if (!sym)
@@ -82,17 +72,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i < 2; i++) {
 		(void)symbolizer_iseq(sym, roots[FAKEMEM_ISEQ], roots[FAKEMEM_PC],
 				      flags & FAKEMEM_F_JIT, roots[FAKEMEM_EP], &si);
-		check_bounded("symbolizer_iseq");
+		fakemem_check_bounded("fuzz_mem", "symbolizer_iseq");
 		(void)symbolizer_cfunc(sym, roots[FAKEMEM_ME], &name);
-		check_bounded("symbolizer_cfunc");
+		fakemem_check_bounded("fuzz_mem", "symbolizer_cfunc");
 	}
 	/* the other roots as iseqs and method entries: any pointer may be one */
 	symbolizer_method_entry(sym, roots[FAKEMEM_ISEQ], roots[FAKEMEM_ME]);
 	(void)symbolizer_iseq(sym, roots[FAKEMEM_ISEQ], roots[FAKEMEM_PC], 0, 0, &si);
-	check_bounded("symbolizer_method_entry");
+	fakemem_check_bounded("fuzz_mem", "symbolizer_method_entry");
 	(void)symbolizer_iseq(sym, roots[FAKEMEM_ME], roots[FAKEMEM_PC], 0, roots[FAKEMEM_EP], &si);
 	(void)symbolizer_cfunc(sym, roots[FAKEMEM_ISEQ], &name);
-	check_bounded("symbolizer_iseq/cfunc on other roots");
+	fakemem_check_bounded("fuzz_mem", "symbolizer_iseq/cfunc on other roots");
 	symbolizer__free(sym);
 	return 0;
 }

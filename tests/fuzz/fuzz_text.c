@@ -303,6 +303,16 @@ static void mem_close(struct mem *m)
 	fclose(m->f);
 }
 
+/* Closes m after a writer that returned rc: true when it wrote (m->buf then is the caller's). */
+static bool mem_wrote(struct mem *m, int rc)
+{
+	mem_close(m);
+	if (rc == 0)
+		return true;
+	free(m->buf);
+	return false;
+}
+
 /* The aggregate of one sample of f's frames and threads. */
 static struct aggregate *aggregate(char **f)
 {
@@ -370,15 +380,12 @@ static void page_counts(size_t *lt, size_t *amp)
 	struct mem m;
 
 	if (!done && (a = aggregate(f)) && (v = view_of(a)) && mem_open(&m)) {
-		if (view_write_flamegraph(v, m.f, plain) == 0) {
-			mem_close(&m);
+		if (mem_wrote(&m, view_write_flamegraph(v, m.f, plain))) {
 			n_lt = count(m.buf, m.len, '<');
 			n_amp = count(m.buf, m.len, '&');
 			done = true;
-		} else {
-			mem_close(&m);
+			free(m.buf);
 		}
-		free(m.buf);
 		view__free(v);
 		aggregate__free(a);
 	}
@@ -393,42 +400,22 @@ static void writers(const struct view *v, const char *title)
 	size_t lt, amp;
 	struct mem m;
 
-	if (mem_open(&m)) {
-		if (view_write_top(v, m.f, 10) == 0) {
-			mem_close(&m);
-			check_terminal("report -f top", m.buf, m.len);
-		} else {
-			mem_close(&m);
-		}
+	if (mem_open(&m) && mem_wrote(&m, view_write_top(v, m.f, 10))) {
+		check_terminal("report -f top", m.buf, m.len);
 		free(m.buf);
 	}
-	if (mem_open(&m)) {
-		if (view_write_speedscope(v, m.f, title) == 0) {
-			mem_close(&m);
-			check_json(m.buf, m.len);
-		} else {
-			mem_close(&m);
-		}
+	if (mem_open(&m) && mem_wrote(&m, view_write_speedscope(v, m.f, title))) {
+		check_json(m.buf, m.len);
 		free(m.buf);
 	}
-	if (mem_open(&m)) {
-		if (view_write_svg(v, m.f, title) == 0) {
-			mem_close(&m);
-			check_svg(m.buf, m.len);
-		} else {
-			mem_close(&m);
-		}
+	if (mem_open(&m) && mem_wrote(&m, view_write_svg(v, m.f, title))) {
+		check_svg(m.buf, m.len);
 		free(m.buf);
 	}
 	page_counts(&lt, &amp);
-	if (mem_open(&m)) {
-		if (view_write_flamegraph(v, m.f, title) == 0) {
-			mem_close(&m);
-			if (count(m.buf, m.len, '<') != lt || count(m.buf, m.len, '&') != amp)
-				fail("flamegraph: a '<' or '&' not the page's", m.buf, m.len);
-		} else {
-			mem_close(&m);
-		}
+	if (mem_open(&m) && mem_wrote(&m, view_write_flamegraph(v, m.f, title))) {
+		if (count(m.buf, m.len, '<') != lt || count(m.buf, m.len, '&') != amp)
+			fail("flamegraph: a '<' or '&' not the page's", m.buf, m.len);
 		free(m.buf);
 	}
 }
@@ -437,13 +424,8 @@ static void summaries(const struct aggregate *a)
 {
 	struct mem m;
 
-	if (mem_open(&m)) {
-		if (report_top(m.f, a, 10) == 0) {
-			mem_close(&m);
-			check_terminal("report_top", m.buf, m.len);
-		} else {
-			mem_close(&m);
-		}
+	if (mem_open(&m) && mem_wrote(&m, report_top(m.f, a, 10))) {
+		check_terminal("report_top", m.buf, m.len);
 		free(m.buf);
 	}
 	if (mem_open(&m)) {

@@ -43,6 +43,23 @@ static inline bool offsets_row_tested(const struct ruby_offsets *o)
 	return false;
 }
 
+/*
+ * The row at *row, or the first after it, that the end-to-end suite tests (tested) or that it
+ * does not (!tested), *row its index; NULL past the last row. A loop over one kind of rows:
+ * for (row = 0; (o = offsets_row_next(tested, &row)); row++).
+ */
+static inline const struct ruby_offsets *offsets_row_next(bool tested, unsigned int *row)
+{
+	const struct ruby_offsets *rows;
+	unsigned int nrows = 0;
+
+	rows = offsets_all(&nrows);
+	for (; *row < nrows; (*row)++)
+		if (offsets_row_tested(&rows[*row]) == tested)
+			return &rows[*row];
+	return NULL;
+}
+
 /* The row's first version for a message, "3.2.0 (self-consistency only)" on an untested one. */
 static inline const char *offsets_row_what(const struct ruby_offsets *o)
 {

@@ -111,6 +111,21 @@ static void identify(const char *cgroup, const char *const *argv, const char *ex
 	cr_assert_eq(appname_identify_from(&in, rules, out), 0);
 }
 
+/* The name identify found and its source. */
+static void expect_name(const struct app_identity *id, const char *service, const char *source)
+{
+	cr_assert_str_eq(id->service, service);
+	cr_assert_str_eq(id->source, source);
+}
+
+/* Label i of the matching rule: this key with this value. */
+static void expect_label(const struct app_identity *id, unsigned int i, const char *key,
+			 const char *value)
+{
+	cr_assert_str_eq(id->labels[i].key, key, "label %u", i);
+	cr_assert_str_eq(id->labels[i].value, value, "label %u", i);
+}
+
 /* The name and its source for argv in a cgroup, without rules. */
 static void expect(const char *cgroup, const char *const *argv, const char *service,
 		   const char *source)
@@ -133,8 +148,7 @@ Test(appname, systemd_v1_name_systemd)
 	struct app_identity id;
 
 	identify(V1_SERVICE, APP_RB, "/usr/bin/ruby", NULL, &id);
-	cr_assert_str_eq(id.service, "shop-web");
-	cr_assert_str_eq(id.source, "systemd");
+	expect_name(&id, "shop-web", "systemd");
 	cr_assert_str_eq(id.unit, "shop-web.service");
 	cr_assert_str_eq(id.container_id, "");
 	cr_assert_eq(id.rule, -1);
@@ -171,8 +185,7 @@ Test(appname, systemd_template_instance)
 	identify(V2_TEMPLATE, APP_RB, "/usr/bin/ruby", NULL, &id);
 	cr_assert_str_eq(id.unit, "sidekiq@2.service");
 	/* "sidekiq@2", then '@' is outside the collectors' set */
-	cr_assert_str_eq(id.service, "sidekiq_2");
-	cr_assert_str_eq(id.source, "systemd");
+	expect_name(&id, "sidekiq_2", "systemd");
 }
 
 Test(appname, not_units_fall_through)
@@ -240,8 +253,7 @@ Test(appname, nspawn_machine)
 
 	/* a service inside the machine is the app's own unit */
 	identify(NSPAWN_SERVICE, RUBY_E, "/usr/bin/ruby", NULL, &id);
-	cr_assert_str_eq(id.service, "shop");
-	cr_assert_str_eq(id.source, "systemd");
+	expect_name(&id, "shop", "systemd");
 	cr_assert_str_eq(id.container_id, "web1");
 	/* a machine name is not hex and is used whole */
 	expect(NSPAWN_BARE, RUBY_E, "container-web1", "container");
@@ -471,18 +483,14 @@ Test(appname, rule_templates_and_labels)
 	struct app_identity id;
 
 	identify(V1_SERVICE, PUMA, "/usr/bin/ruby", r, &id);
-	cr_assert_str_eq(id.service, "web-shop");
-	cr_assert_str_eq(id.source, "rule");
+	expect_name(&id, "web-shop", "rule");
 	cr_assert_eq(id.rule, 0);
 	/* the unit is still found and reported */
 	cr_assert_str_eq(id.unit, "shop-web.service");
 	cr_assert_eq(id.nlabels, 3);
-	cr_assert_str_eq(id.labels[0].key, "team");
-	cr_assert_str_eq(id.labels[0].value, "shop");
-	cr_assert_str_eq(id.labels[1].key, "cost");
-	cr_assert_str_eq(id.labels[1].value, "$5");
-	cr_assert_str_eq(id.labels[2].key, "whole");
-	cr_assert_str_eq(id.labels[2].value, PUMA[0]);
+	expect_label(&id, 0, "team", "shop");
+	expect_label(&id, 1, "cost", "$5");
+	expect_label(&id, 2, "whole", PUMA[0]);
 	appname_rules__free(r);
 }
 
@@ -512,8 +520,7 @@ Test(appname, first_matching_rule_decides_entirely)
 	/* labels only: the name comes from the steps after the rules, not from rule 2 */
 	identify(V2_ESCAPED, APP_RB, "/usr/bin/ruby", r, &id);
 	cr_assert_eq(id.rule, 0);
-	cr_assert_str_eq(id.service, "shop-web");
-	cr_assert_str_eq(id.source, "systemd");
+	expect_name(&id, "shop-web", "systemd");
 	cr_assert_eq(id.nlabels, 1);
 	cr_assert_str_eq(id.labels[0].value, "payments");
 	appname_rules__free(r);
@@ -526,8 +533,7 @@ Test(appname, rule_empty_expansion_gives_no_name)
 
 	identify(V2_ROOT, APP_RB, "/usr/bin/ruby", r, &id);
 	cr_assert_eq(id.rule, 0);
-	cr_assert_str_eq(id.service, "app");
-	cr_assert_str_eq(id.source, "script");
+	expect_name(&id, "app", "script");
 	appname_rules__free(r);
 }
 
@@ -842,15 +848,13 @@ Test(appname, otel_service_name_after_rules_before_the_unit)
 	in.otel_service = "billing api";
 	/* before the unit (shop-web), sanitized as every name */
 	cr_assert_eq(appname_identify_from(&in, NULL, &id), 0);
-	cr_assert_str_eq(id.service, "billing_api");
-	cr_assert_str_eq(id.source, "otel");
+	expect_name(&id, "billing_api", "otel");
 	cr_assert_str_eq(id.unit, "shop-web.service");
 	/* a rule that names it still wins */
 	r = appname_rules__new(texts, 1, &bad, msg, sizeof(msg));
 	cr_assert_not_null(r, "%s", msg);
 	cr_assert_eq(appname_identify_from(&in, r, &id), 0);
-	cr_assert_str_eq(id.service, "from-rule");
-	cr_assert_str_eq(id.source, "rule");
+	expect_name(&id, "from-rule", "rule");
 	/* one with labels only does not name it: service.name does */
 	labels_only = appname_rules__new(other, 1, &bad, msg, sizeof(msg));
 	cr_assert_not_null(labels_only, "%s", msg);
@@ -860,8 +864,7 @@ Test(appname, otel_service_name_after_rules_before_the_unit)
 	/* empty: the unit, as without a context */
 	in.otel_service = "";
 	cr_assert_eq(appname_identify_from(&in, NULL, &id), 0);
-	cr_assert_str_eq(id.service, "shop-web");
-	cr_assert_str_eq(id.source, "systemd");
+	expect_name(&id, "shop-web", "systemd");
 	appname_rules__free(r);
 	appname_rules__free(labels_only);
 }

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +127,13 @@ Test(config, help_and_version, .init = cr_redirect_stdout)
 /* ---- the file and the service ----------------------------------------------------------------- */
 
 /* Each test runs in its own process (Criterion forks): one directory per test. */
+/* A label of the configuration: this key with this value. */
+static void expect_label(const struct config_label *l, const char *key, const char *value)
+{
+	cr_assert_str_eq(l->key, key);
+	cr_assert_str_eq(l->value, value);
+}
+
 static char tmpdir[] = "/tmp/rp-test-config-XXXXXX";
 /* struct config is about 300 KiB: not on the stack, and two for the reload tests */
 static struct config cfg, cfg2;
@@ -272,8 +280,7 @@ Test(conffile, every_key_from_the_file)
 	cr_assert_float_eq(cfg.rescan_interval, 0, 1e-9);
 	cr_assert_str_eq(cfg.hostname, "web-1.example");
 	cr_assert_eq(cfg.nlabels, 1);
-	cr_assert_str_eq(cfg.labels[0].key, "env");
-	cr_assert_str_eq(cfg.labels[0].value, "prod");
+	expect_label(&cfg.labels[0], "env", "prod");
 	cr_assert_eq(cfg.log_level, LOG_LVL_DEBUG);
 	cr_assert_eq(cfg.nrules, 1);
 	cr_assert_str_eq(cfg.rules[0].text, "comm ~ ^sidekiq$ => name=jobs");
@@ -378,10 +385,8 @@ Test(conffile, every_flag_wins_over_the_file)
 	cr_assert_eq(cfg.pids[0], 42);
 	/* a --label replaces the file's label of that name and keeps the others */
 	cr_assert_eq(cfg.nlabels, 3);
-	cr_assert_str_eq(cfg.labels[0].key, "env");
-	cr_assert_str_eq(cfg.labels[0].value, "staging");
-	cr_assert_str_eq(cfg.labels[1].key, "team");
-	cr_assert_str_eq(cfg.labels[1].value, "shop");
+	expect_label(&cfg.labels[0], "env", "staging");
+	expect_label(&cfg.labels[1], "team", "shop");
 	cr_assert_str_eq(cfg.labels[2].key, "zone");
 	/* a --rule comes before the file's rules: the first match wins */
 	cr_assert_eq(cfg.nrules, 2);
@@ -676,12 +681,10 @@ Test(conffile, comments_blanks_and_quotes)
 	/* '#' inside a value is no comment */
 	cr_assert_str_eq(cfg.hostname, "web#1");
 	cr_assert_eq(cfg.nlabels, 3);
-	cr_assert_str_eq(cfg.labels[0].value, "a # b");
-	cr_assert_str_eq(cfg.labels[1].key, "quoted");
+	expect_label(&cfg.labels[0], "note", "a # b");
 	/* only the whole value is unquoted: here the quotes are part of it */
-	cr_assert_str_eq(cfg.labels[1].value, "\"  spaced \\\"and\\\\ escaped\\\" \"");
-	cr_assert_str_eq(cfg.labels[2].key, "tight");
-	cr_assert_str_eq(cfg.labels[2].value, "x");
+	expect_label(&cfg.labels[1], "quoted", "\"  spaced \\\"and\\\\ escaped\\\" \"");
+	expect_label(&cfg.labels[2], "tight", "x");
 	cr_assert_eq(cfg.nrules, 1);
 	cr_assert_str_eq(cfg.rules[0].text, "cmdline ~ --queue[= ]\"?mail => name=mailer # q");
 	cr_assert_str_empty(cfg.metrics_address);
@@ -695,8 +698,7 @@ Test(conffile, a_quoted_value_keeps_blanks_and_escapes)
 	char *argv[] = {"rubyprofd", "--config", p, NULL};
 
 	parse_ok(&cfg, argv, NULL);
-	cr_assert_str_eq(cfg.labels[0].key, "k");
-	cr_assert_str_eq(cfg.labels[0].value, "  two  blanks \"quoted\" back\\slash ");
+	expect_label(&cfg.labels[0], "k", "  two  blanks \"quoted\" back\\slash ");
 	cr_assert_str_eq(cfg.spool_dir, "/srv/with space");
 	free(p);
 }
@@ -850,8 +852,7 @@ Test(conffile, reload_reads_the_new_file_and_flags_still_win)
 	cr_assert_float_eq(cfg2.interval, 20, 1e-9);
 	cr_assert_eq(cfg2.log_level, LOG_LVL_INFO);
 	cr_assert_eq(cfg2.nlabels, 2);
-	cr_assert_str_eq(cfg2.labels[0].key, "team");
-	cr_assert_str_eq(cfg2.labels[0].value, "flag");
+	expect_label(&cfg2.labels[0], "team", "flag");
 	cr_assert_str_eq(cfg2.labels[1].key, "dc");
 	cr_assert_eq(cfg2.nrules, 2);
 	cr_assert_str_eq(cfg2.rules[0].text, "comm ~ b => name=b");
@@ -1223,47 +1224,65 @@ static void conf_refused(const char *conf, const char *why)
 	free(want);
 }
 
+#define BY_OTHERS "can be changed by a user other than root"
+
+/* conf_refused with the reason printf-formatted. */
+static __attribute__((format(printf, 2, 3))) void conf_refusedf(const char *conf, const char *fmt,
+								...)
+{
+	va_list ap;
+	char *why;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&why, fmt, ap);
+	va_end(ap);
+	cr_assert_neq(n, -1);
+	conf_refused(conf, why);
+	free(why);
+}
+
+/* file_bad for the line "KEY = PATH", refused for this printf-formatted reason. */
+static __attribute__((format(printf, 3, 4))) void key_refused(const char *key, const char *path,
+							      const char *fmt, ...)
+{
+	char *text, *why, *msg;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&why, fmt, ap);
+	va_end(ap);
+	cr_assert_neq(n, -1);
+	cr_assert_neq(asprintf(&text, "%s = %s\n", key, path), -1);
+	cr_assert_neq(asprintf(&msg, "1: %s: refused: %s", key, why), -1);
+	file_bad(text, msg);
+	free(msg);
+	free(text);
+	free(why);
+}
+
 Test(conffile, a_configuration_others_can_write_is_refused)
 {
 	char *p = write_conf("w.conf", "frequency = 3\n");
 	char *argv[] = {"rubyprofd", "--config", p, NULL};
-	char *why;
 
 	parse_ok(&cfg, argv, NULL);
 	cr_assert_eq(chmod(p, 0666), 0);
-	cr_assert_neq(asprintf(&why,
-			       "'%s' (owner root, mode 0666) can be changed by a user other than "
-			       "root",
-			       p),
-		      -1);
-	conf_refused(p, why);
-	free(why);
+	conf_refusedf(p, "'%s' (owner root, mode 0666) " BY_OTHERS, p);
 	/* group-writable is refused too, whatever the group */
 	cr_assert_eq(chmod(p, 0620), 0);
-	cr_assert_neq(asprintf(&why,
-			       "'%s' (owner root, mode 0620) can be changed by a user other than "
-			       "root",
-			       p),
-		      -1);
-	conf_refused(p, why);
-	free(why);
+	conf_refusedf(p, "'%s' (owner root, mode 0620) " BY_OTHERS, p);
 	free(p);
 }
 
 Test(conffile, a_configuration_of_another_user_is_refused)
 {
 	char *p = write_conf("nobody.conf", "frequency = 3\n");
-	char *why;
 
 	need_root();
 	cr_assert_eq(chown(p, NOBODY, NOBODY), 0);
-	cr_assert_neq(asprintf(&why,
-			       "'%s' (owner nobody, mode 0644) can be changed by a user other than "
-			       "root",
-			       p),
-		      -1);
-	conf_refused(p, why);
-	free(why);
+	conf_refusedf(p, "'%s' (owner nobody, mode 0644) " BY_OTHERS, p);
 	free(p);
 }
 
@@ -1271,16 +1290,8 @@ Test(conffile, a_configuration_in_a_directory_others_can_write_is_refused)
 {
 	char *d = make_dir("group", 0770);
 	char *p = write_conf("group/rubyprofd.conf", "frequency = 3\n");
-	char *why;
 
-	cr_assert_neq(
-		asprintf(&why,
-			 "'%s': the directory '%s' (owner root, mode 0770) can be changed by a "
-			 "user other than root",
-			 p, d),
-		-1);
-	conf_refused(p, why);
-	free(why);
+	conf_refusedf(p, "'%s': the directory '%s' (owner root, mode 0770) " BY_OTHERS, p, d);
 	free(p);
 	free(d);
 }
@@ -1289,17 +1300,10 @@ Test(conffile, a_directory_of_another_user_on_the_way_is_refused)
 {
 	char *d = make_dir("theirs", 0755);
 	char *p = write_conf("theirs/rubyprofd.conf", "frequency = 3\n");
-	char *why;
 
 	need_root();
 	cr_assert_eq(chown(d, NOBODY, NOBODY), 0);
-	cr_assert_neq(asprintf(&why,
-			       "'%s': the directory '%s' (owner nobody, mode 0755) can be changed "
-			       "by a user other than root",
-			       p, d),
-		      -1);
-	conf_refused(p, why);
-	free(why);
+	conf_refusedf(p, "'%s': the directory '%s' (owner nobody, mode 0755) " BY_OTHERS, p, d);
 	free(p);
 	free(d);
 }
@@ -1310,19 +1314,12 @@ Test(conffile, a_sticky_directory_on_the_way_is_fine)
 	char *d = make_dir("sticky", 01777);
 	char *p = write_conf("sticky/rubyprofd.conf", "frequency = 3\n");
 	char *argv[] = {"rubyprofd", "--config", p, NULL};
-	char *why;
 
 	parse_ok(&cfg, argv, NULL);
 	cr_assert_eq(cfg.frequency, 3);
 	need_root();
 	cr_assert_eq(chown(p, NOBODY, NOBODY), 0);
-	cr_assert_neq(asprintf(&why,
-			       "'%s' (owner nobody, mode 0644) can be changed by a user other than "
-			       "root",
-			       p),
-		      -1);
-	conf_refused(p, why);
-	free(why);
+	conf_refusedf(p, "'%s' (owner nobody, mode 0644) " BY_OTHERS, p);
 	free(p);
 	free(d);
 }
@@ -1342,7 +1339,6 @@ Test(conffile, links_are_checked_where_they_are_and_where_they_lead)
 	char *l3 = path_of("sticky/theirs.conf"), *l4 = path_of("via-dir");
 	char *l4conf = path_of("via-dir/rubyprofd.conf");
 	char *argv[] = {"rubyprofd", "--config", l1, NULL};
-	char *why;
 
 	cr_assert_eq(symlink("safe.conf", l1), 0);
 	cr_assert_eq(symlink(unsafe, l2), 0);
@@ -1351,34 +1347,15 @@ Test(conffile, links_are_checked_where_they_are_and_where_they_lead)
 	parse_ok(&cfg, argv, NULL);
 	cr_assert_eq(cfg.frequency, 5);
 
-	cr_assert_neq(
-		asprintf(&why,
-			 "'%s': the directory '%s' (owner root, mode 0777) can be changed by a "
-			 "user other than root",
-			 l2, open_dir),
-		-1);
-	conf_refused(l2, why);
-	free(why);
+	conf_refusedf(l2, "'%s': the directory '%s' (owner root, mode 0777) " BY_OTHERS, l2,
+		      open_dir);
 	/* a directory reached through a link, under the name it resolves to */
-	cr_assert_neq(
-		asprintf(&why,
-			 "'%s': the directory '%s' (owner root, mode 0777) can be changed by a "
-			 "user other than root",
-			 l4conf, open_dir),
-		-1);
-	conf_refused(l4conf, why);
-	free(why);
+	conf_refusedf(l4conf, "'%s': the directory '%s' (owner root, mode 0777) " BY_OTHERS, l4conf,
+		      open_dir);
 
 	need_root();
 	cr_assert_eq(lchown(l3, NOBODY, NOBODY), 0);
-	cr_assert_neq(
-		asprintf(&why,
-			 "'%s': the symbolic link '%s' (owner nobody) can be changed by a user "
-			 "other than root",
-			 l3, l3),
-		-1);
-	conf_refused(l3, why);
-	free(why);
+	conf_refusedf(l3, "'%s': the symbolic link '%s' (owner nobody) " BY_OTHERS, l3, l3);
 	free(l1);
 	free(l2);
 	free(l3);
@@ -1419,50 +1396,26 @@ Test(conffile, secret_and_ca_files_others_can_change_are_refused)
 	char *token = write_conf("token", "t0k3n\n");
 	char *basic = write_conf("group/basic", "u:p\n");
 	char *ca = write_conf("ca.pem", "-----BEGIN CERTIFICATE-----\n");
-	char *text, *msg, *flag_want;
+	char *flag_want;
 	char *flag[] = {"rubyprofd", "--upload-token-file", token, NULL};
 
 	cr_assert_eq(chmod(token, 0666), 0);
-	cr_assert_neq(asprintf(&text, "upload_token_file = %s\n", token), -1);
-	cr_assert_neq(asprintf(&msg,
-			       "1: upload_token_file: refused: '%s' (owner root, mode 0666) can be "
-			       "changed by a user other than root",
-			       token),
-		      -1);
-	file_bad(text, msg);
-	free(text);
-	free(msg);
+	key_refused("upload_token_file", token, "'%s' (owner root, mode 0666) " BY_OTHERS, token);
 	/* from a flag too */
 	cr_assert_neq(asprintf(&flag_want,
 			       "rubyprofd: --upload-token-file: refused: '%s' (owner root, mode "
-			       "0666) can be changed by a user other than root\n",
+			       "0666) " BY_OTHERS "\n",
 			       token),
 		      -1);
 	parse_bad(flag, "/nonexistent/default.conf", flag_want);
 	free(flag_want);
 
-	cr_assert_neq(asprintf(&text, "upload_basic_auth_file = %s\n", basic), -1);
-	cr_assert_neq(
-		asprintf(&msg,
-			 "1: upload_basic_auth_file: refused: '%s': the directory '%s' (owner "
-			 "root, mode 0775) can be changed by a user other than root",
-			 basic, group),
-		-1);
-	file_bad(text, msg);
-	free(text);
-	free(msg);
+	key_refused("upload_basic_auth_file", basic,
+		    "'%s': the directory '%s' (owner root, mode 0775) " BY_OTHERS, basic, group);
 
 	need_root();
 	cr_assert_eq(chown(ca, NOBODY, 0), 0);
-	cr_assert_neq(asprintf(&text, "upload_ca_file = %s\n", ca), -1);
-	cr_assert_neq(asprintf(&msg,
-			       "1: upload_ca_file: refused: '%s' (owner nobody, mode 0644) can be "
-			       "changed by a user other than root",
-			       ca),
-		      -1);
-	file_bad(text, msg);
-	free(text);
-	free(msg);
+	key_refused("upload_ca_file", ca, "'%s' (owner nobody, mode 0644) " BY_OTHERS, ca);
 	free(group);
 	free(token);
 	free(basic);

@@ -51,6 +51,24 @@ static struct elf_file *open_fixture(const char *name)
 	return ef;
 }
 
+/*
+ * The tests of libtlsfix.so open it in .init (lib_open) and free it in .fini (lib_close): the
+ * file, and its path for readelf.
+ */
+static struct elf_file *lib;
+static char lib_path[PATH_MAX];
+
+static void lib_open(void)
+{
+	lib = open_fixture("libtlsfix.so");
+	fixture_path(lib_path, sizeof(lib_path), "libtlsfix.so");
+}
+
+static void lib_close(void)
+{
+	elf_file__free(lib);
+}
+
 /* Runs `readelf <args> 'path'` in the C locale; the caller pcloses. */
 static FILE *readelf(const char *args, const char *path)
 {
@@ -225,6 +243,15 @@ static void *slurp(const char *path, size_t *len)
 	return buf;
 }
 
+/* The bytes of a fixture, read whole; the caller frees them. */
+static unsigned char *slurp_fixture(const char *name, size_t *len)
+{
+	char path[PATH_MAX];
+
+	fixture_path(path, sizeof(path), name);
+	return slurp(path, len);
+}
+
 /* Writes buf to a fresh temporary file; path must hold PATH_MAX bytes. The caller unlinks. */
 static void write_tmp(char *path, const void *buf, size_t len)
 {
@@ -324,30 +351,22 @@ static void exercise(struct elf_file *ef)
 
 /* ---- the fixture library ---------------------------------------------------------------------- */
 
-Test(elf, lib_header)
+Test(elf, lib_header, .init = lib_open, .fini = lib_close)
 {
-	struct elf_file *ef = open_fixture("libtlsfix.so");
-	char path[PATH_MAX];
-
-	fixture_path(path, sizeof(path), "libtlsfix.so");
-	cr_assert_str_eq(elf_file_path(ef), path);
-	cr_assert_eq(elf_file_type(ef), ET_DYN);
-	cr_assert(elf_has_symtab(ef));
-	elf_file__free(ef);
+	cr_assert_str_eq(elf_file_path(lib), lib_path);
+	cr_assert_eq(elf_file_type(lib), ET_DYN);
+	cr_assert(elf_has_symtab(lib));
 }
 
-Test(elf, lib_tls_symbol_in_dynsym)
+Test(elf, lib_tls_symbol_in_dynsym, .init = lib_open, .fini = lib_close)
 {
-	struct elf_file *ef = open_fixture("libtlsfix.so");
-	char path[PATH_MAX];
 	struct elf_sym sym;
 	struct rd_sym rd;
 
-	fixture_path(path, sizeof(path), "libtlsfix.so");
-	cr_assert(rd_find_sym(path, ".dynsym", "fix_current_ec", &rd));
+	cr_assert(rd_find_sym(lib_path, ".dynsym", "fix_current_ec", &rd));
 	cr_assert_str_eq(rd.type, "TLS");
 
-	cr_assert_eq(elf_find_symbol(ef, "fix_current_ec", &sym), 0);
+	cr_assert_eq(elf_find_symbol(lib, "fix_current_ec", &sym), 0);
 	cr_assert_eq(sym.type, STT_TLS);
 	cr_assert_eq(sym.source, ELF_SYM_DYNSYM);
 	cr_assert_eq(sym.value, rd.value, "st_value %#" PRIx64 ", readelf %#" PRIx64, sym.value,
@@ -356,139 +375,116 @@ Test(elf, lib_tls_symbol_in_dynsym)
 	cr_assert_eq(sym.size, rd.size);
 
 	/* The same symbol is in .symtab too. */
-	cr_assert_eq(elf_find_symbol_in(ef, ELF_SYM_SYMTAB, "fix_current_ec", &sym), 0);
+	cr_assert_eq(elf_find_symbol_in(lib, ELF_SYM_SYMTAB, "fix_current_ec", &sym), 0);
 	cr_assert_eq(sym.source, ELF_SYM_SYMTAB);
 	cr_assert_eq(sym.value, rd.value);
-	elf_file__free(ef);
 }
 
-Test(elf, lib_local_symbol_only_in_symtab)
+Test(elf, lib_local_symbol_only_in_symtab, .init = lib_open, .fini = lib_close)
 {
-	struct elf_file *ef = open_fixture("libtlsfix.so");
-	char path[PATH_MAX];
 	struct elf_sym sym;
 	struct rd_sym rd;
 
-	fixture_path(path, sizeof(path), "libtlsfix.so");
-	cr_assert(!rd_find_sym(path, ".dynsym", "fix_local_counter", &rd));
+	cr_assert(!rd_find_sym(lib_path, ".dynsym", "fix_local_counter", &rd));
 
-	cr_assert_eq(elf_find_symbol_in(ef, ELF_SYM_DYNSYM, "fix_local_counter", &sym), -ENOENT);
-	cr_assert_eq(elf_find_symbol(ef, "fix_local_counter", &sym), 0);
+	cr_assert_eq(elf_find_symbol_in(lib, ELF_SYM_DYNSYM, "fix_local_counter", &sym), -ENOENT);
+	cr_assert_eq(elf_find_symbol(lib, "fix_local_counter", &sym), 0);
 	cr_assert_eq(sym.source, ELF_SYM_SYMTAB);
 	cr_assert_eq(sym.type, STT_TLS);
-	cr_assert(rd_find_sym(path, ".symtab", "fix_local_counter", &rd));
+	cr_assert(rd_find_sym(lib_path, ".symtab", "fix_local_counter", &rd));
 	cr_assert_eq(sym.value, rd.value);
-	elf_file__free(ef);
 }
 
-Test(elf, lib_missing_and_undefined_symbols)
+Test(elf, lib_missing_and_undefined_symbols, .init = lib_open, .fini = lib_close)
 {
-	struct elf_file *ef = open_fixture("libtlsfix.so");
-	char path[PATH_MAX];
 	struct elf_sym sym;
 	struct rd_sym rd;
 
-	fixture_path(path, sizeof(path), "libtlsfix.so");
-	cr_assert_eq(elf_find_symbol(ef, "no_such_symbol", &sym), -ENOENT);
-	cr_assert_eq(elf_find_symbol(ef, "", &sym), -ENOENT);
+	cr_assert_eq(elf_find_symbol(lib, "no_such_symbol", &sym), -ENOENT);
+	cr_assert_eq(elf_find_symbol(lib, "", &sym), -ENOENT);
 	/* Referenced but defined elsewhere (libc): only in .dynsym as UND, never returned. */
-	cr_assert(!rd_find_sym(path, ".dynsym", "__tls_get_addr", &rd));
-	cr_assert_eq(elf_find_symbol(ef, "__tls_get_addr", &sym), -ENOENT);
+	cr_assert(!rd_find_sym(lib_path, ".dynsym", "__tls_get_addr", &rd));
+	cr_assert_eq(elf_find_symbol(lib, "__tls_get_addr", &sym), -ENOENT);
 	/* STT_FILE symbols are not lookup targets. */
-	cr_assert_eq(elf_find_symbol(ef, "tlsfix.c", &sym), -ENOENT);
-	elf_file__free(ef);
+	cr_assert_eq(elf_find_symbol(lib, "tlsfix.c", &sym), -ENOENT);
 }
 
-Test(elf, lib_read_version_string)
+Test(elf, lib_read_version_string, .init = lib_open, .fini = lib_close)
 {
-	struct elf_file *ef = open_fixture("libtlsfix.so");
-	char path[PATH_MAX], buf[16];
+	char buf[16];
 	struct elf_sym sym;
 	struct rd_sym rd;
 
-	fixture_path(path, sizeof(path), "libtlsfix.so");
-	cr_assert(rd_find_sym(path, ".dynsym", "fix_version", &rd));
-	cr_assert_eq(elf_find_symbol(ef, "fix_version", &sym), 0);
+	cr_assert(rd_find_sym(lib_path, ".dynsym", "fix_version", &rd));
+	cr_assert_eq(elf_find_symbol(lib, "fix_version", &sym), 0);
 	cr_assert_eq(sym.type, STT_OBJECT);
 	cr_assert_eq(sym.value, rd.value);
 	cr_assert_eq(sym.size, sizeof("9.8.7"));
 	memset(buf, 'x', sizeof(buf));
-	cr_assert_eq(elf_read_vaddr(ef, sym.value, buf, sym.size), 0);
+	cr_assert_eq(elf_read_vaddr(lib, sym.value, buf, sym.size), 0);
 	cr_assert_str_eq(buf, "9.8.7");
-	elf_file__free(ef);
 }
 
-Test(elf, lib_read_bss_and_bounds)
+Test(elf, lib_read_bss_and_bounds, .init = lib_open, .fini = lib_close)
 {
-	struct elf_file *ef = open_fixture("libtlsfix.so");
-	char path[PATH_MAX];
 	unsigned char buf[512];
 	struct rd_phdr seg = {0};
 	struct elf_sym sym;
 	size_t i;
 
-	fixture_path(path, sizeof(path), "libtlsfix.so");
-	cr_assert_eq(elf_find_symbol(ef, "fix_bss_area", &sym), 0);
+	cr_assert_eq(elf_find_symbol(lib, "fix_bss_area", &sym), 0);
 	cr_assert_eq(sym.size, sizeof(buf));
 	/* The writable segment: fix_bss_area lies past its file contents. */
-	cr_assert(rd_find_phdr(path, "LOAD", "W", &seg));
+	cr_assert(rd_find_phdr(lib_path, "LOAD", "W", &seg));
 	cr_assert(sym.value >= seg.vaddr + seg.filesz);
 	cr_assert(sym.value + sym.size <= seg.vaddr + seg.memsz);
 	memset(buf, 0xaa, sizeof(buf));
-	cr_assert_eq(elf_read_vaddr(ef, sym.value, buf, sizeof(buf)), 0);
+	cr_assert_eq(elf_read_vaddr(lib, sym.value, buf, sizeof(buf)), 0);
 	for (i = 0; i < sizeof(buf); i++)
 		cr_assert_eq(buf[i], 0, "byte %zu of .bss is %#x", i, buf[i]);
 
 	/* Straddling p_filesz: file bytes then zeros, in one read. */
-	cr_assert_eq(elf_read_vaddr(ef, seg.vaddr + seg.filesz - 8, buf, 16), 0);
+	cr_assert_eq(elf_read_vaddr(lib, seg.vaddr + seg.filesz - 8, buf, 16), 0);
 	for (i = 8; i < 16; i++)
 		cr_assert_eq(buf[i], 0);
 
 	/* Past the end of the segment, across it, and nowhere near any. */
-	cr_assert_eq(elf_read_vaddr(ef, seg.vaddr + seg.memsz, buf, 1), -EFAULT);
-	cr_assert_eq(elf_read_vaddr(ef, seg.vaddr + seg.memsz - 4, buf, 8), -EFAULT);
-	cr_assert_eq(elf_read_vaddr(ef, 0x7fff00000000ULL, buf, 8), -EFAULT);
-	cr_assert_eq(elf_read_vaddr(ef, UINT64_MAX - 2, buf, 8), -EFAULT);
-	elf_file__free(ef);
+	cr_assert_eq(elf_read_vaddr(lib, seg.vaddr + seg.memsz, buf, 1), -EFAULT);
+	cr_assert_eq(elf_read_vaddr(lib, seg.vaddr + seg.memsz - 4, buf, 8), -EFAULT);
+	cr_assert_eq(elf_read_vaddr(lib, 0x7fff00000000ULL, buf, 8), -EFAULT);
+	cr_assert_eq(elf_read_vaddr(lib, UINT64_MAX - 2, buf, 8), -EFAULT);
 }
 
-Test(elf, lib_read_matches_file_bytes)
+Test(elf, lib_read_matches_file_bytes, .init = lib_open, .fini = lib_close)
 {
-	struct elf_file *ef = open_fixture("libtlsfix.so");
-	char path[PATH_MAX];
 	struct rd_phdr text;
 	unsigned char buf[64], *file;
 	size_t len;
 
-	fixture_path(path, sizeof(path), "libtlsfix.so");
-	cr_assert(rd_find_phdr(path, "LOAD", "E", &text));
-	file = slurp(path, &len);
+	cr_assert(rd_find_phdr(lib_path, "LOAD", "E", &text));
+	file = slurp(lib_path, &len);
 	cr_assert(text.offset + sizeof(buf) <= len);
-	cr_assert_eq(elf_read_vaddr(ef, text.vaddr, buf, sizeof(buf)), 0);
+	cr_assert_eq(elf_read_vaddr(lib, text.vaddr, buf, sizeof(buf)), 0);
 	cr_assert_arr_eq(buf, file + text.offset, sizeof(buf));
 	free(file);
-	elf_file__free(ef);
 }
 
-Test(elf, lib_dtpmod_slot)
+Test(elf, lib_dtpmod_slot, .init = lib_open, .fini = lib_close)
 {
-	struct elf_file *ef = open_fixture("libtlsfix.so");
-	char path[PATH_MAX];
 	uint64_t slot = 0, want_named, want_anon;
 
-	fixture_path(path, sizeof(path), "libtlsfix.so");
-	cr_assert(rd_dtpmod(path, "fix_current_ec", &want_named), "no named DTPMOD64 in fixture");
-	cr_assert(rd_dtpmod(path, NULL, &want_anon), "no symbol-less DTPMOD64 in fixture");
+	cr_assert(rd_dtpmod(lib_path, "fix_current_ec", &want_named),
+		  "no named DTPMOD64 in fixture");
+	cr_assert(rd_dtpmod(lib_path, NULL, &want_anon), "no symbol-less DTPMOD64 in fixture");
 	cr_assert_neq(want_named, want_anon);
 
-	cr_assert_eq(elf_dtpmod_slot(ef, "fix_current_ec", &slot), 0);
+	cr_assert_eq(elf_dtpmod_slot(lib, "fix_current_ec", &slot), 0);
 	cr_assert_eq(slot, want_named, "slot %#" PRIx64 ", readelf %#" PRIx64, slot, want_named);
 	/* No name, or a name without a relocation: the symbol-less (local-dynamic) one. */
-	cr_assert_eq(elf_dtpmod_slot(ef, NULL, &slot), 0);
+	cr_assert_eq(elf_dtpmod_slot(lib, NULL, &slot), 0);
 	cr_assert_eq(slot, want_anon);
-	cr_assert_eq(elf_dtpmod_slot(ef, "fix_version", &slot), 0);
+	cr_assert_eq(elf_dtpmod_slot(lib, "fix_version", &slot), 0);
 	cr_assert_eq(slot, want_anon);
-	elf_file__free(ef);
 }
 
 Test(elf, lib_dtpmod_slot_falls_back_to_own_tls_symbol)
@@ -523,97 +519,82 @@ Test(elf, lib_dtpmod_slot_falls_back_to_own_tls_symbol)
 	free(file);
 }
 
-Test(elf, lib_tls_segment)
+Test(elf, lib_tls_segment, .init = lib_open, .fini = lib_close)
 {
-	struct elf_file *ef = open_fixture("libtlsfix.so");
-	char path[PATH_MAX];
 	struct rd_phdr rd;
 	struct elf_tls tls;
 
-	fixture_path(path, sizeof(path), "libtlsfix.so");
-	cr_assert(rd_find_phdr(path, "TLS", NULL, &rd));
-	cr_assert_eq(elf_tls_segment(ef, &tls), 0);
+	cr_assert(rd_find_phdr(lib_path, "TLS", NULL, &rd));
+	cr_assert_eq(elf_tls_segment(lib, &tls), 0);
 	cr_assert_eq(tls.vaddr, rd.vaddr);
 	cr_assert_eq(tls.filesz, rd.filesz);
 	cr_assert_eq(tls.memsz, rd.memsz);
 	cr_assert_eq(tls.align, rd.align);
 	/* fix_current_ec (8 bytes at 8) and fix_local_counter both live in it. */
 	cr_assert_geq(tls.memsz, 16);
-	elf_file__free(ef);
 }
 
-Test(elf, lib_offset_to_vaddr)
+Test(elf, lib_offset_to_vaddr, .init = lib_open, .fini = lib_close)
 {
-	struct elf_file *ef = open_fixture("libtlsfix.so");
-	char path[PATH_MAX];
 	struct rd_phdr first, text, data;
 	uint64_t vaddr, page = (uint64_t)sysconf(_SC_PAGESIZE);
 
-	fixture_path(path, sizeof(path), "libtlsfix.so");
-	cr_assert(rd_find_phdr(path, "LOAD", NULL, &first));
-	cr_assert(rd_find_phdr(path, "LOAD", "E", &text));
-	cr_assert(rd_find_phdr(path, "LOAD", "W", &data));
+	cr_assert(rd_find_phdr(lib_path, "LOAD", NULL, &first));
+	cr_assert(rd_find_phdr(lib_path, "LOAD", "E", &text));
+	cr_assert(rd_find_phdr(lib_path, "LOAD", "W", &data));
 
-	cr_assert_eq(elf_offset_to_vaddr(ef, 0, &vaddr), 0);
+	cr_assert_eq(elf_offset_to_vaddr(lib, 0, &vaddr), 0);
 	cr_assert_eq(vaddr, first.vaddr - first.offset);
-	cr_assert_eq(elf_offset_to_vaddr(ef, text.offset, &vaddr), 0);
+	cr_assert_eq(elf_offset_to_vaddr(lib, text.offset, &vaddr), 0);
 	cr_assert_eq(vaddr, text.vaddr);
 	/*
 	 * Inside the data segment only. (Its mapping starts at its offset rounded down to a page,
 	 * which here is also where the read-only segment before it starts: both mappings show the
 	 * same offset in /proc/PID/maps, and the first segment is the answer.)
 	 */
-	cr_assert_eq(elf_offset_to_vaddr(ef, data.offset, &vaddr), 0);
+	cr_assert_eq(elf_offset_to_vaddr(lib, data.offset, &vaddr), 0);
 	cr_assert_eq(vaddr, data.vaddr);
-	cr_assert_eq(elf_offset_to_vaddr(ef, data.offset + data.filesz - 1, &vaddr), 0);
+	cr_assert_eq(elf_offset_to_vaddr(lib, data.offset + data.filesz - 1, &vaddr), 0);
 	cr_assert_eq(vaddr, data.vaddr + data.filesz - 1);
 	if ((data.offset & ~(page - 1)) != (text.offset & ~(page - 1))) {
-		cr_assert_eq(elf_offset_to_vaddr(ef, data.offset & ~(page - 1), &vaddr), 0);
+		cr_assert_eq(elf_offset_to_vaddr(lib, data.offset & ~(page - 1), &vaddr), 0);
 		cr_assert_eq(vaddr & (page - 1), 0);
 	}
 	/* Past every segment's file contents. */
-	cr_assert_eq(elf_offset_to_vaddr(ef, data.offset + data.filesz + 0x100000, &vaddr),
+	cr_assert_eq(elf_offset_to_vaddr(lib, data.offset + data.filesz + 0x100000, &vaddr),
 		     -ENOENT);
-	elf_file__free(ef);
 }
 
-Test(elf, lib_build_id)
+Test(elf, lib_build_id, .init = lib_open, .fini = lib_close)
 {
-	struct elf_file *ef = open_fixture("libtlsfix.so");
-	char path[PATH_MAX], want[128], got[128];
+	char want[128], got[128];
 
-	fixture_path(path, sizeof(path), "libtlsfix.so");
-	cr_assert(rd_build_id(path, want, sizeof(want)));
-	cr_assert_eq(elf_build_id(ef, got, sizeof(got)), 0);
+	cr_assert(rd_build_id(lib_path, want, sizeof(want)));
+	cr_assert_eq(elf_build_id(lib, got, sizeof(got)), 0);
 	cr_assert_str_eq(got, want);
 	cr_assert_eq(strlen(got), 40);
 	/* Exactly enough room for SHA-1, and one byte short. */
-	cr_assert_eq(elf_build_id(ef, got, 41), 0);
-	cr_assert_eq(elf_build_id(ef, got, 40), -ENOSPC);
-	cr_assert_eq(elf_build_id(ef, got, 0), -ENOSPC);
-	elf_file__free(ef);
+	cr_assert_eq(elf_build_id(lib, got, 41), 0);
+	cr_assert_eq(elf_build_id(lib, got, 40), -ENOSPC);
+	cr_assert_eq(elf_build_id(lib, got, 0), -ENOSPC);
 }
 
-Test(elf, lib_section)
+Test(elf, lib_section, .init = lib_open, .fini = lib_close)
 {
-	struct elf_file *ef = open_fixture("libtlsfix.so");
-	char path[PATH_MAX];
 	uint64_t addr, size, want_addr, want_size;
+	char link[PATH_MAX];
 
-	fixture_path(path, sizeof(path), "libtlsfix.so");
-	cr_assert(rd_section(path, ".text", &want_addr, &want_size));
-	cr_assert_eq(elf_section(ef, ".text", &addr, &size), 0);
+	cr_assert(rd_section(lib_path, ".text", &want_addr, &want_size));
+	cr_assert_eq(elf_section(lib, ".text", &addr, &size), 0);
 	cr_assert_eq(addr, want_addr);
 	cr_assert_eq(size, want_size);
-	cr_assert_eq(elf_section(ef, ".no_such_section", &addr, &size), -ENOENT);
+	cr_assert_eq(elf_section(lib, ".no_such_section", &addr, &size), -ENOENT);
 	/* Not stripped: no debuglink. */
-	cr_assert_eq(elf_debuglink(ef, path, sizeof(path), NULL), -ENOENT);
-	elf_file__free(ef);
+	cr_assert_eq(elf_debuglink(lib, link, sizeof(link), NULL), -ENOENT);
 }
 
 Test(elf, offset_to_vaddr_prefers_segment_starting_there)
 {
-	char path[PATH_MAX];
 	unsigned char *file;
 	struct elf_file *ef;
 	Elf64_Ehdr *eh;
@@ -625,8 +606,7 @@ Test(elf, offset_to_vaddr_prefers_segment_starting_there)
 	 * A packed layout: segment 2 (read-only, bias 0) runs past 0x3000, and segment 3 (bias
 	 * 0x1000) starts in the page at 0x3000. The mapping at file offset 0x3000 is segment 3's.
 	 */
-	fixture_path(path, sizeof(path), "libtlsfix.so");
-	file = slurp(path, &len);
+	file = slurp_fixture("libtlsfix.so", &len);
 	eh = (Elf64_Ehdr *)file;
 	ph = (Elf64_Phdr *)(file + eh->e_phoff);
 	for (i = 0; i < eh->e_phnum && n < 4; i++) {
@@ -675,7 +655,7 @@ Test(elf, stripped_has_dynsym_only)
 Test(elf, stripped_debuglink)
 {
 	struct elf_file *ef = open_fixture("libtlsfix-stripped.so");
-	char path[PATH_MAX], name[64];
+	char name[64];
 	unsigned char *file;
 	uint32_t crc = 0;
 	size_t len;
@@ -683,8 +663,7 @@ Test(elf, stripped_debuglink)
 	cr_assert_eq(elf_debuglink(ef, name, sizeof(name), &crc), 0);
 	cr_assert_str_eq(name, "libtlsfix.so");
 	/* objcopy stored the CRC32 of the unstripped file. */
-	fixture_path(path, sizeof(path), "libtlsfix.so");
-	file = slurp(path, &len);
+	file = slurp_fixture("libtlsfix.so", &len);
 	cr_assert_eq(crc, crc32_ieee(file, len), "crc %#x, want %#x", crc, crc32_ieee(file, len));
 	free(file);
 	cr_assert_eq(elf_debuglink(ef, name, sizeof("libtlsfix.so") - 1, &crc), -ENOSPC);
@@ -891,12 +870,10 @@ Test(elf, refuses_non_elf)
 
 Test(elf, refuses_truncated)
 {
-	char path[PATH_MAX];
 	unsigned char *file;
 	size_t len;
 
-	fixture_path(path, sizeof(path), "libtlsfix.so");
-	file = slurp(path, &len);
+	file = slurp_fixture("libtlsfix.so", &len);
 	assert_refused(file, 100, "the first 100 bytes");
 	assert_refused(file, 4096, "the first 4096 bytes");
 	assert_refused(file, len - 1, "all but the last byte");
@@ -905,13 +882,11 @@ Test(elf, refuses_truncated)
 
 Test(elf, refuses_other_classes_and_machines)
 {
-	char path[PATH_MAX];
 	unsigned char *file;
 	Elf64_Ehdr *eh;
 	size_t len;
 
-	fixture_path(path, sizeof(path), "libtlsfix.so");
-	file = slurp(path, &len);
+	file = slurp_fixture("libtlsfix.so", &len);
 	eh = (Elf64_Ehdr *)file;
 
 	eh->e_ident[EI_CLASS] = ELFCLASS32;
@@ -931,14 +906,12 @@ Test(elf, refuses_other_classes_and_machines)
 
 Test(elf, refuses_bogus_header_offsets)
 {
-	char path[PATH_MAX];
 	unsigned char *file;
 	Elf64_Ehdr *eh;
 	uint64_t shoff, phoff;
 	size_t len;
 
-	fixture_path(path, sizeof(path), "libtlsfix.so");
-	file = slurp(path, &len);
+	file = slurp_fixture("libtlsfix.so", &len);
 	eh = (Elf64_Ehdr *)file;
 	shoff = eh->e_shoff;
 	phoff = eh->e_phoff;
@@ -961,15 +934,13 @@ Test(elf, refuses_bogus_header_offsets)
 
 Test(elf, survives_garbage_section_headers)
 {
-	char path[PATH_MAX];
 	unsigned char *file;
 	struct elf_file *ef;
 	Elf64_Ehdr *eh;
 	size_t len;
 
 	/* Section headers read from the program headers: plausible to libelf, nonsense to us. */
-	fixture_path(path, sizeof(path), "libtlsfix.so");
-	file = slurp(path, &len);
+	file = slurp_fixture("libtlsfix.so", &len);
 	eh = (Elf64_Ehdr *)file;
 	eh->e_shoff = 64;
 	eh->e_shnum = 8;
@@ -1054,7 +1025,6 @@ Test(elf, corrupt_dynsym_falls_back_to_symtab)
 
 Test(elf, corrupt_string_table)
 {
-	char path[PATH_MAX];
 	unsigned char *file;
 	struct elf_file *ef;
 	struct elf_sym sym;
@@ -1063,8 +1033,7 @@ Test(elf, corrupt_string_table)
 	size_t len;
 
 	/* .dynstr cut to 4 bytes, without a NUL at its end: the table is refused as corrupt. */
-	fixture_path(path, sizeof(path), "libtlsfix.so");
-	file = slurp(path, &len);
+	file = slurp_fixture("libtlsfix.so", &len);
 	eh = (Elf64_Ehdr *)file;
 	dynsym = shdr_by_type(file, len, SHT_DYNSYM);
 	dynstr = (Elf64_Shdr *)(file + eh->e_shoff) + dynsym->sh_link;
@@ -1092,7 +1061,6 @@ Test(elf, corrupt_string_table)
 
 Test(elf, segment_past_end_of_file)
 {
-	char path[PATH_MAX];
 	unsigned char *file;
 	struct elf_file *ef;
 	struct elf_sym sym;
@@ -1102,8 +1070,7 @@ Test(elf, segment_past_end_of_file)
 	size_t len, i;
 
 	/* The read-only data segment claims far more file bytes than there are. */
-	fixture_path(path, sizeof(path), "libtlsfix.so");
-	file = slurp(path, &len);
+	file = slurp_fixture("libtlsfix.so", &len);
 	eh = (Elf64_Ehdr *)file;
 	for (i = 0; i < eh->e_phnum; i++) {
 		ph = (Elf64_Phdr *)(file + eh->e_phoff) + i;
@@ -1141,15 +1108,13 @@ Test(elf, survives_random_damage, .timeout = 300)
 					 0xffff, 0x7fffffff, 0xffffffff, 1ULL << 40, UINT64_MAX};
 	const char *env = getenv("RP_FUZZ_ITERS");
 	long iters = env ? strtol(env, NULL, 10) : 3000;
-	char path[PATH_MAX];
 	unsigned char *orig, *file;
 	const char *seed_env = getenv("RP_FUZZ_SEED");
 	uint64_t seed = seed_env ? strtoull(seed_env, NULL, 0) : 0x9e3779b97f4a7c15ULL;
 	size_t len;
 	long it, opened = 0;
 
-	fixture_path(path, sizeof(path), "libtlsfix.so");
-	orig = slurp(path, &len);
+	orig = slurp_fixture("libtlsfix.so", &len);
 	file = malloc(len);
 	cr_assert_not_null(file);
 	cr_assert_neq(seed, 0);
@@ -1326,7 +1291,6 @@ Test(elf, sections_within_the_bound_are_read)
 Test(elf, string_table_without_a_final_nul_is_refused_at_once, .timeout = 20)
 {
 	const size_t nsyms = 100000, strsize = 2U << 20;
-	char path[PATH_MAX];
 	unsigned char *file, *big;
 	Elf64_Shdr *dynsym, *dynstr;
 	struct elf_file *ef;
@@ -1336,8 +1300,7 @@ Test(elf, string_table_without_a_final_nul_is_refused_at_once, .timeout = 20)
 	size_t len, total, i;
 	int64_t t0;
 
-	fixture_path(path, sizeof(path), "libtlsfix.so");
-	file = slurp(path, &len);
+	file = slurp_fixture("libtlsfix.so", &len);
 	len = (len + 7) & ~(size_t)7;
 	total = len + nsyms * sizeof(Elf64_Sym) + strsize;
 	big = calloc(1, total);

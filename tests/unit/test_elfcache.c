@@ -91,6 +91,17 @@ Test(elfcache, same_file_and_same_build_id_are_shared)
 	elfcache__free(c);
 }
 
+/* A file the full cache refuses (ENOSPC); its fd, which elfcache_get took. */
+static int refused_full(struct elfcache *c, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_null(elfcache_get(c, fd, NULL));
+	cr_assert_eq(errno, ENOSPC);
+	return fd;
+}
+
 Test(elfcache, bound_and_non_elf)
 {
 	struct elfcache *c = elfcache__new(1, 0);
@@ -101,10 +112,7 @@ Test(elfcache, bound_and_non_elf)
 	a = elfcache_get(c, open_self(), NULL);
 	cr_assert_not_null(a);
 	/* full: another file is refused (never handed to libdwfl to map), closed, and counted */
-	fd = open("/bin/sh", O_RDONLY | O_CLOEXEC);
-	cr_assert_geq(fd, 0);
-	cr_assert_null(elfcache_get(c, fd, NULL));
-	cr_assert_eq(errno, ENOSPC);
+	fd = refused_full(c, "/bin/sh");
 	cr_assert_eq(fcntl(fd, F_GETFD), -1, "the fd is closed");
 	elfcache_stats(c, &st);
 	cr_assert_eq(st.full, 1);
@@ -172,7 +180,6 @@ Test(elfcache, byte_bound)
 	struct elfcache *c;
 	struct elfcache_obj *a;
 	uint64_t image;
-	int fd;
 
 	c = elfcache__new(0, 0);
 	a = elfcache_get(c, open_self(), NULL);
@@ -185,10 +192,7 @@ Test(elfcache, byte_bound)
 	c = elfcache__new(0, image + 4096);
 	a = elfcache_get(c, open_self(), NULL);
 	cr_assert_not_null(a);
-	fd = open("/lib/x86_64-linux-gnu/libc.so.6", O_RDONLY | O_CLOEXEC);
-	cr_assert_geq(fd, 0);
-	cr_assert_null(elfcache_get(c, fd, NULL));
-	cr_assert_eq(errno, ENOSPC);
+	refused_full(c, "/lib/x86_64-linux-gnu/libc.so.6");
 	cr_assert_eq(elfcache_reserve(c, 8192), -ENOSPC);
 	elfcache_stats(c, &st);
 	cr_assert_eq(st.full_bytes, 2);
@@ -329,6 +333,17 @@ Test(elfcache, sparse_objects_cost_their_parts)
 	elfcache__free(c);
 }
 
+/* The file at path is refused (err) and counted once under bound: the counts before and after. */
+static void refused_at_bound(struct elfcache *c, const char *path, int err, enum bound_id bound,
+			     struct bounds_stats *before, struct bounds_stats *after)
+{
+	bounds_stats(before);
+	cr_assert_null(elfcache_get(c, open(path, O_RDONLY | O_CLOEXEC), path));
+	cr_assert_eq(errno, err);
+	bounds_stats(after);
+	cr_assert_eq(after->refused[bound], before->refused[bound] + 1);
+}
+
 /* A symbol table that claims 100 MiB (sparse): the object is refused before a byte of it is read,
  * counted by bound and said once. */
 Test(elfcache, parts_past_the_bound_are_refused)
@@ -349,16 +364,10 @@ Test(elfcache, parts_past_the_bound_are_refused)
 	write_section(fd, idx, &sh);
 	cr_assert_eq(ftruncate(fd, (off_t)(sh.sh_offset + sh.sh_size)), 0);
 	close(fd);
-	bounds_stats(&b0);
-	cr_assert_null(elfcache_get(c, open(path, O_RDONLY | O_CLOEXEC), path));
-	cr_assert_eq(errno, EFBIG);
-	bounds_stats(&b1);
-	cr_assert_eq(b1.refused[BOUND_OBJECT], b0.refused[BOUND_OBJECT] + 1);
+	refused_at_bound(c, path, EFBIG, BOUND_OBJECT, &b0, &b1);
 	cr_assert_eq(b1.logged, b0.logged + 1);
 	/* again: counted, not logged again */
-	cr_assert_null(elfcache_get(c, open(path, O_RDONLY | O_CLOEXEC), path));
-	bounds_stats(&b0);
-	cr_assert_eq(b0.refused[BOUND_OBJECT], b1.refused[BOUND_OBJECT] + 1);
+	refused_at_bound(c, path, EFBIG, BOUND_OBJECT, &b1, &b0);
 	cr_assert_eq(b0.logged, b1.logged);
 	unlink(path);
 	elfcache__free(c);
@@ -385,11 +394,7 @@ Test(elfcache, extended_section_count_is_bounded)
 	pwrite_all(fd, &sh0, sizeof(sh0), (off_t)eh.e_shoff);
 	cr_assert_eq(ftruncate(fd, (off_t)(eh.e_shoff + count * sizeof(sh0))), 0);
 	close(fd);
-	bounds_stats(&b0);
-	cr_assert_null(elfcache_get(c, open(path, O_RDONLY | O_CLOEXEC), path));
-	cr_assert_eq(errno, ENOEXEC);
-	bounds_stats(&b1);
-	cr_assert_eq(b1.refused[BOUND_SECTIONS], b0.refused[BOUND_SECTIONS] + 1);
+	refused_at_bound(c, path, ENOEXEC, BOUND_SECTIONS, &b0, &b1);
 	cr_assert_lt(status_kib("VmHWM:"), 64 * 1024);
 	unlink(path);
 	elfcache__free(c);

@@ -33,20 +33,17 @@ Test(fakemem, real_pids_still_read_real_memory)
 
 static void strings_arrays_and_ids(bool tested)
 {
-	const struct ruby_offsets *rows = NULL;
-	unsigned int nrows = 0, row, n = 0;
+	const struct ruby_offsets *o;
+	unsigned int row, n = 0;
 	char buf[128], small[6];
 	uint64_t v, id;
 
-	rows = offsets_all(&nrows);
-	for (row = 0; row < nrows; row++) {
-		if (offsets_row_tested(&rows[row]) != tested)
-			continue;
+	for (row = 0; (o = offsets_row_next(tested, &row)); row++) {
 		n++;
 		build(row);
 		cr_assert_eq(rvalue_string(FAKEMEM_PID, img.off, img.roots[FAKEMEM_STR], buf,
 					   sizeof(buf)),
-			     0, "%s", offsets_row_what(&rows[row]));
+			     0, "%s", offsets_row_what(o));
 		cr_assert_str_eq(buf, "a String longer than any embedded one");
 		cr_assert_eq(rvalue_string(FAKEMEM_PID, img.off, img.roots[FAKEMEM_STR], small,
 					   sizeof(small)),
@@ -56,15 +53,15 @@ static void strings_arrays_and_ids(bool tested)
 		cr_assert_eq(rvalue_array_entry(FAKEMEM_PID, img.roots[FAKEMEM_ARY], 3, &v),
 			     -ERANGE);
 		cr_assert_eq(rvalue_check_symbols(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS]),
-			     0, "%s", offsets_row_what(&rows[row]));
+			     0, "%s", offsets_row_what(o));
 		cr_assert_eq(rvalue_find_id(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS],
 					    "__attached__", 8192, &id),
-			     0, "%s", offsets_row_what(&rows[row]));
+			     0, "%s", offsets_row_what(o));
 		cr_assert_eq(id, FM_SERIAL_ATTACHED);
 		cr_assert_eq(rvalue_id_name(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS],
 					    FM_SERIAL_TIMES << 4, buf, sizeof(buf)),
 			     0);
-		cr_assert_str_eq(buf, "times", "%s: \"%s\"", offsets_row_what(&rows[row]), buf);
+		cr_assert_str_eq(buf, "times", "%s: \"%s\"", offsets_row_what(o), buf);
 	}
 	cr_assert_gt(n, 0);
 }
@@ -82,38 +79,34 @@ Test(fakemem, strings_arrays_and_ids_of_the_others_self_consistency_only)
 
 static void frames_named_with_owner_and_line(bool tested)
 {
-	const struct ruby_offsets *rows;
-	unsigned int nrows = 0, row, n = 0;
+	const struct ruby_offsets *o;
+	unsigned int row, n = 0;
 	struct symbolizer *sym;
 	struct sym_iseq si;
 	const char *name;
 	int named;
 
-	rows = offsets_all(&nrows);
-	for (row = 0; row < nrows; row++) {
-		if (offsets_row_tested(&rows[row]) != tested)
-			continue;
+	for (row = 0; (o = offsets_row_next(tested, &row)); row++) {
 		n++;
 		build(row);
-		named = rows[row].class_names != CLASS_NAMES_NONE;
+		named = o->class_names != CLASS_NAMES_NONE;
 		sym = symbolizer__new(FAKEMEM_PID, img.off, img.roots[FAKEMEM_SYMBOLS], NULL, 0);
 		cr_assert_not_null(sym);
 		symbolizer_set_vm(sym, img.vm_ptr);
 		cr_assert_eq(symbolizer_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
 					     img.roots[FAKEMEM_EP], &si),
-			     0, "%s", offsets_row_what(&rows[row]));
+			     0, "%s", offsets_row_what(o));
 		cr_assert_str_eq(si.label, named ? "block in Foo#foo" : "block in foo", "%s: %s",
-				 offsets_row_what(&rows[row]), si.label);
+				 offsets_row_what(o), si.label);
 		cr_assert_str_eq(si.path, "/app/foo.rb");
 		cr_assert_eq(si.first_lineno, 3);
-		cr_assert_eq(si.line, 5, "%s: line %lld", offsets_row_what(&rows[row]),
-			     (long long)si.line);
+		cr_assert_eq(si.line, 5, "%s: line %lld", offsets_row_what(o), (long long)si.line);
 		cr_assert_eq(si.type, ISEQ_TYPE_BLOCK);
 		cr_assert(si.label_final);
 		cr_assert_eq(symbolizer_cfunc(sym, img.roots[FAKEMEM_ME], &name), 0, "%s",
-			     offsets_row_what(&rows[row]));
-		cr_assert_str_eq(name, named ? "Foo.times" : "times", "%s: %s",
-				 offsets_row_what(&rows[row]), name);
+			     offsets_row_what(o));
+		cr_assert_str_eq(name, named ? "Foo.times" : "times", "%s: %s", offsets_row_what(o),
+				 name);
 		symbolizer__free(sym);
 	}
 	cr_assert_gt(n, 0);
@@ -230,18 +223,15 @@ Test(fakemem, huge_string_length_is_cut)
  */
 static void owner_from_the_sampled_method_entry(bool tested)
 {
-	const struct ruby_offsets *rows;
-	unsigned int nrows = 0, row, n = 0;
+	const struct ruby_offsets *o;
+	unsigned int row, n = 0;
 	uint64_t me = 0, def = 0, method = 0;
 	struct symbolizer *sym;
 	struct sym_iseq si;
 
-	rows = offsets_all(&nrows);
-	for (row = 0; row < nrows; row++) {
-		if (offsets_row_tested(&rows[row]) != tested)
-			continue;
+	for (row = 0; (o = offsets_row_next(tested, &row)); row++) {
 		n++;
-		if (rows[row].class_names == CLASS_NAMES_NONE)
+		if (o->class_names == CLASS_NAMES_NONE)
 			continue;
 		build(row);
 		cr_assert_eq(procmem_u64(FAKEMEM_PID, img.roots[FAKEMEM_EP] - 16, &me), 0);
@@ -253,17 +243,16 @@ static void owner_from_the_sampled_method_entry(bool tested)
 		cr_assert_eq(symbolizer_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
 					     0, &si),
 			     0);
-		cr_assert_str_eq(si.label, "block in foo", "%s: %s", offsets_row_what(&rows[row]),
-				 si.label);
-		cr_assert(!si.label_final, "%s: a bare label cached", offsets_row_what(&rows[row]));
+		cr_assert_str_eq(si.label, "block in foo", "%s: %s", offsets_row_what(o), si.label);
+		cr_assert(!si.label_final, "%s: a bare label cached", offsets_row_what(o));
 		/* another method's entry is not taken for foo's */
 		symbolizer_method_entry(sym, img.roots[FAKEMEM_ISEQ], me);
 		symbolizer_method_entry(sym, method, me);
 		cr_assert_eq(symbolizer_iseq(sym, img.roots[FAKEMEM_ISEQ], img.roots[FAKEMEM_PC], 0,
 					     0, &si),
 			     0);
-		cr_assert_str_eq(si.label, "block in Foo#foo", "%s: %s",
-				 offsets_row_what(&rows[row]), si.label);
+		cr_assert_str_eq(si.label, "block in Foo#foo", "%s: %s", offsets_row_what(o),
+				 si.label);
 		cr_assert(si.label_final);
 		symbolizer__free(sym);
 	}

@@ -897,22 +897,32 @@ static void pump_until_readable(int epfd, struct metrics *m, int fd)
 	cr_assert_eq(poll(&pfd, 1, 0), 1, "no response");
 }
 
+/* An endpoint that the test's own loop pumps (no server thread), listening in the epoll fd returned. */
+static int listen_here(struct metrics **m)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	int epfd;
+
+	*m = metrics__new("127.0.0.1:0", noop_render, NULL);
+	cr_assert_not_null(*m);
+	srv.m = *m; /* for client() */
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	ev.data.fd = metrics_listen_fd(*m);
+	cr_assert_eq(epoll_ctl(epfd, EPOLL_CTL_ADD, ev.data.fd, &ev), 0);
+	return epfd;
+}
+
 Test(metrics_server, out_of_fds_pauses_the_listener)
 {
-	struct epoll_event ev = {.events = EPOLLIN}, out;
 	const char *req = "GET / HTTP/1.1\r\n\r\n";
+	struct epoll_event out;
 	struct metrics_stats st;
 	struct rlimit old, low;
 	struct metrics *m;
 	char *resp;
 	int epfd, fd;
 
-	m = metrics__new("127.0.0.1:0", noop_render, NULL);
-	cr_assert_not_null(m);
-	srv.m = m; /* for client() */
-	epfd = epoll_create1(EPOLL_CLOEXEC);
-	ev.data.fd = metrics_listen_fd(m);
-	cr_assert_eq(epoll_ctl(epfd, EPOLL_CTL_ADD, ev.data.fd, &ev), 0);
+	epfd = listen_here(&m);
 
 	/* Room for the client's socket and not one fd more: the accept fails with EMFILE. */
 	fd = dup(0);
@@ -962,16 +972,10 @@ static bool pump_until_needs_tick(int epfd, struct metrics *m, bool want)
 /* The daemon sleeps through an endpoint nobody is connected to: no tick is due then. */
 Test(metrics_server, only_a_connected_client_needs_the_tick)
 {
-	struct epoll_event ev = {.events = EPOLLIN};
 	struct metrics *m;
 	int epfd, fd;
 
-	m = metrics__new("127.0.0.1:0", noop_render, NULL);
-	cr_assert_not_null(m);
-	srv.m = m; /* for client() */
-	epfd = epoll_create1(EPOLL_CLOEXEC);
-	ev.data.fd = metrics_listen_fd(m);
-	cr_assert_eq(epoll_ctl(epfd, EPOLL_CTL_ADD, ev.data.fd, &ev), 0);
+	epfd = listen_here(&m);
 	cr_assert(!metrics_needs_tick(m));
 	fd = client();
 	send_all(fd, "GET /met", 8);

@@ -86,34 +86,49 @@ static int find(const struct seen *s, const char *name)
 	return -1;
 }
 
+/* Each test's collector, over its aggregate, with native stacks on. */
+static struct aggregate *agg;
+static struct stacks *col;
+
 static void setup(void)
 {
 	rec_size = RP_USTACK_HDR_SIZE + PAGES * RP_USTACK_PAGE;
 	rec = calloc(1, rec_size);
 	cr_assert_not_null(rec);
 	identified = 0;
+	agg = aggregate__new(2, 1024);
+	col = agg ? stacks__new(agg, 10101010) : NULL;
+	cr_assert_not_null(col);
+	cr_assert_eq(stacks_enable_native(col, 0), 0);
 }
 
 static void teardown(void)
 {
+	stacks__free(col);
+	aggregate__free(agg);
 	free(rec);
+}
+
+/* The kernel stack k, then a sample of this thread on CPU 1; s, the aggregate's stacks after it. */
+static void kstack_then_sample(const struct rp_kstack *k, struct seen *s)
+{
+	stacks_on_kstack(col, k);
+	alone_test_caller(1, 0);
+	stacks_on_ustack(col, rec, rec_size);
+	aggregate_foreach(agg, on_stack, s);
 }
 
 TestSuite(alone, .init = setup, .fini = teardown);
 
 Test(alone, a_lone_stack_is_a_whole_sample_with_its_kernel_frames)
 {
-	struct aggregate *a = aggregate__new(2, 1024);
-	struct stacks *c = a ? stacks__new(a, 10101010) : NULL;
 	struct rp_kstack k = {0};
 	struct stacks_stats st;
 	struct seen s = {0};
 	int leaf, caller;
 
-	cr_assert_not_null(c);
-	cr_assert_eq(stacks_enable_native(c, 0), 0);
-	cr_assert_eq(stacks_enable_kernel(c, "tests/fixtures/kallsyms.txt"), 0);
-	cr_assert_eq(stacks_enable_alone(c, 0, identify, NULL), 0);
+	cr_assert_eq(stacks_enable_kernel(col, "tests/fixtures/kallsyms.txt"), 0);
+	cr_assert_eq(stacks_enable_alone(col, 0, identify, NULL), 0);
 	/* the kernel stack of sample (1, 0) of this thread: vfs_read, then two return addresses */
 	k.hdr.version = RP_REC_VERSION;
 	k.hdr.kind = RP_REC_KSTACK;
@@ -125,10 +140,7 @@ Test(alone, a_lone_stack_is_a_whole_sample_with_its_kernel_frames)
 	k.ips[0] = 0xffffffff81003010;
 	k.ips[1] = 0xffffffff81003401;
 	k.ips[2] = 0xffffffff81004001;
-	stacks_on_kstack(c, &k);
-	alone_test_caller(1, 0);
-	stacks_on_ustack(c, rec, rec_size);
-	aggregate_foreach(a, on_stack, &s);
+	kstack_then_sample(&k, &s);
 	cr_assert_eq(s.stacks, 1);
 	cr_assert_eq(s.samples, 1);
 	cr_assert_eq(identified, 1);
@@ -146,9 +158,9 @@ Test(alone, a_lone_stack_is_a_whole_sample_with_its_kernel_frames)
 	cr_assert_geq(find(&s, "criterion_internal_test_main"), caller);
 	/* a second sample of the same process: kept once, no kernel stack this time */
 	alone_test_caller(1, 0);
-	stacks_on_ustack(c, rec, rec_size);
+	stacks_on_ustack(col, rec, rec_size);
 	cr_assert_eq(identified, 1);
-	stacks_stats(c, &st);
+	stacks_stats(col, &st);
 	cr_assert_eq(st.alone, 2);
 	cr_assert_eq(st.alone_procs, 1);
 	cr_assert_eq(st.alone_failed, 0);
@@ -156,57 +168,46 @@ Test(alone, a_lone_stack_is_a_whole_sample_with_its_kernel_frames)
 	cr_assert_eq(st.kernel_frames, 3);
 	cr_assert_eq(st.kernel_unsymbolized, 0);
 	/* an exec makes it another program: kept again from its next sample */
-	stacks_forget_alone(c, getpid());
-	stacks_on_ustack(c, rec, rec_size);
+	stacks_forget_alone(col, getpid());
+	stacks_on_ustack(col, rec, rec_size);
 	cr_assert_eq(identified, 2);
 	/* alive: kept by a sweep */
-	stacks_sweep_alone(c);
-	stacks_on_ustack(c, rec, rec_size);
+	stacks_sweep_alone(col);
+	stacks_on_ustack(col, rec, rec_size);
 	cr_assert_eq(identified, 2);
-	stacks__free(c);
-	aggregate__free(a);
 }
 
 Test(alone, a_kernel_stack_of_another_sample_is_not_used)
 {
-	struct aggregate *a = aggregate__new(2, 1024);
-	struct stacks *c = a ? stacks__new(a, 10101010) : NULL;
 	struct rp_kstack k = {0};
 	struct stacks_stats st;
 	struct seen s = {0};
 
-	cr_assert_not_null(c);
-	cr_assert_eq(stacks_enable_native(c, 0), 0);
 	/* a hidden table: frames kept unnamed, and said */
-	cr_assert_eq(stacks_enable_kernel(c, "tests/fixtures/kallsyms-hidden.txt"), -EACCES);
-	cr_assert_eq(stacks_enable_alone(c, 0, NULL, NULL), 0);
+	cr_assert_eq(stacks_enable_kernel(col, "tests/fixtures/kallsyms-hidden.txt"), -EACCES);
+	cr_assert_eq(stacks_enable_alone(col, 0, NULL, NULL), 0);
 	k.hdr.pid = (uint32_t)getpid();
 	k.hdr.tid = (uint32_t)gettid() + 1; /* another thread */
 	k.cpu = 1;
 	k.n = 1;
 	k.ips[0] = 0xffffffff81003010;
-	stacks_on_kstack(c, &k);
-	alone_test_caller(1, 0);
-	stacks_on_ustack(c, rec, rec_size);
-	aggregate_foreach(a, on_stack, &s);
+	kstack_then_sample(&k, &s);
 	cr_assert_eq(s.stacks, 1);
 	cr_assert_str_eq(s.names[0], "alone_test_sample");
-	stacks_stats(c, &st);
+	stacks_stats(col, &st);
 	cr_assert_eq(st.kernel_unpaired, 1);
 	cr_assert_eq(st.kernel_stacks, 0);
 	/* the same thread now: unnamed, one frame for the run of them */
 	k.hdr.tid = (uint32_t)gettid();
 	k.n = 2;
 	k.ips[1] = 0xffffffff81003401;
-	stacks_on_kstack(c, &k);
-	stacks_on_ustack(c, rec, rec_size);
+	stacks_on_kstack(col, &k);
+	stacks_on_ustack(col, rec, rec_size);
 	memset(&s, 0, sizeof(s));
-	aggregate_foreach(a, on_stack, &s);
+	aggregate_foreach(agg, on_stack, &s);
 	cr_assert_eq(s.stacks, 2);
-	stacks_stats(c, &st);
+	stacks_stats(col, &st);
 	cr_assert_eq(st.kernel_stacks, 1);
 	cr_assert_eq(st.kernel_unsymbolized, 2);
 	cr_assert_eq(st.kernel_frames, 1);
-	stacks__free(c);
-	aggregate__free(a);
 }

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,16 +65,33 @@ static bool have_go(void)
 	return found;
 }
 
-/* Runs `go tool pprof ARGS` (times in UTC) and returns its output (stdout and stderr); asserts exit status 0. */
-static char *go_pprof(const char *args)
+/* Skips the test where `go` is missing. */
+static void need_go(void)
 {
-	char *cmd = NULL, *out = NULL;
-	size_t len = 0, cap = 0, n;
-	FILE *f;
-	int status;
+	if (!have_go())
+		cr_skip_test("missing: `go` on PATH, the real pprof reader (make deps installs "
+			     "golang-go)");
+}
 
+/*
+ * Runs `go tool pprof ARGS`, ARGS printf-formatted (times in UTC), and returns its output (stdout
+ * and stderr); asserts exit status 0.
+ */
+static __attribute__((format(printf, 1, 2))) char *go_pprof(const char *fmt, ...)
+{
+	char *args = NULL, *cmd = NULL, *out = NULL;
+	size_t len = 0, cap = 0, n;
+	va_list ap;
+	int status, rc;
+	FILE *f;
+
+	va_start(ap, fmt);
+	rc = vasprintf(&args, fmt, ap);
+	va_end(ap);
+	cr_assert_neq(rc, -1);
 	cr_assert(asprintf(&cmd, "TZ=UTC HOME=%s GOCACHE=%s/gocache GOFLAGS= go tool pprof %s 2>&1",
 			   tmpdir, tmpdir, args) > 0);
+	free(args);
 	f = popen(cmd, "r");
 	cr_assert_not_null(f, "popen: %s", strerror(errno));
 	do {
@@ -238,15 +256,12 @@ static char *write_profile(struct pprof *p, const char *name)
 Test(pprof, go_raw_decodes_everything)
 {
 	struct pprof *p;
-	char *path, *raw, *out, *args = NULL, *s1, *s2, *s3, *locs;
+	char *path, *raw, *out, *s1, *s2, *s3, *locs;
 
-	if (!have_go())
-		cr_skip_test("missing: `go` on PATH, the real pprof reader (make deps installs "
-			     "golang-go)");
+	need_go();
 	p = build_profile();
 	path = write_profile(p, "raw.pb.gz");
-	cr_assert(asprintf(&args, "-raw %s", path) > 0);
-	raw = go_pprof(args);
+	raw = go_pprof("-raw %s", path);
 	out = resolve_locations(raw);
 	squeeze(out);
 
@@ -297,7 +312,6 @@ Test(pprof, go_raw_decodes_everything)
 	free(s1);
 	free(out);
 	free(raw);
-	free(args);
 	free(path);
 	pprof__free(p);
 }
@@ -324,17 +338,14 @@ static void top_row(const char *out, const char *name, char *flat, char *cum)
 
 Test(pprof, go_top_lists_flat_counts)
 {
-	char flat[64], cum[64], *path, *out, *args = NULL;
+	char flat[64], cum[64], *path, *out;
 	struct pprof *p;
 
-	if (!have_go())
-		cr_skip_test("missing: `go` on PATH, the real pprof reader (make deps installs "
-			     "golang-go)");
+	need_go();
 	p = build_profile();
 	path = write_profile(p, "top.pb.gz");
 
-	cr_assert(asprintf(&args, "-top -sample_index=samples %s", path) > 0);
-	out = go_pprof(args);
+	out = go_pprof("-top -sample_index=samples %s", path);
 	assert_has(out, "Total samples = 10");
 	top_row(out, "Foo#bar", flat, cum);
 	cr_expect_str_eq(flat, "5");
@@ -346,12 +357,9 @@ Test(pprof, go_top_lists_flat_counts)
 	cr_expect_str_eq(flat, "3");
 	cr_expect_str_eq(cum, "3");
 	free(out);
-	free(args);
 
 	/* The default sample type is the last one: cpu nanoseconds. */
-	args = NULL;
-	cr_assert(asprintf(&args, "-top -unit=ns %s", path) > 0);
-	out = go_pprof(args);
+	out = go_pprof("-top -unit=ns %s", path);
 	assert_has(out, "Type: cpu");
 	assert_has(out, "Total samples = 100000000ns");
 	top_row(out, "Foo#bar", flat, cum);
@@ -360,7 +368,6 @@ Test(pprof, go_top_lists_flat_counts)
 	cr_expect_str_eq(flat, "30000000ns");
 
 	free(out);
-	free(args);
 	free(path);
 	pprof__free(p);
 }
@@ -450,13 +457,11 @@ Test(pprof, dedup_survives_growth)
 	free(buf);
 
 	if (have_go()) {
-		char *path = write_profile(p, "big.pb.gz"), *args = NULL, *out;
+		char *path = write_profile(p, "big.pb.gz"), *out;
 
-		cr_assert(asprintf(&args, "-top -sample_index=samples -nodecount=3 %s", path) > 0);
-		out = go_pprof(args);
+		out = go_pprof("-top -sample_index=samples -nodecount=3 %s", path);
 		assert_has(out, "of 100000 total");
 		free(out);
-		free(args);
 		free(path);
 	}
 	pprof__free(p);

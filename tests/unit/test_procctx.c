@@ -107,6 +107,17 @@ static void full_payload(struct enc *e, const char *name)
 	put_keymap(e, keys, 2);
 }
 
+/* The resource attributes that procctx_decode kept, as these strings ("" where refused or absent). */
+static void expect_attrs(const struct procctx_attrs *a, const char *name, const char *version,
+			 const char *environment, const char *instance_id, const char *schema)
+{
+	cr_assert_str_eq(a->service_name, name);
+	cr_assert_str_eq(a->service_version, version);
+	cr_assert_str_eq(a->environment, environment);
+	cr_assert_str_eq(a->instance_id, instance_id);
+	cr_assert_str_eq(a->schema_version, schema);
+}
+
 Test(procctx, decodes_what_it_uses)
 {
 	struct procctx_attrs a = {0};
@@ -114,11 +125,8 @@ Test(procctx, decodes_what_it_uses)
 
 	full_payload(&payload, "shop");
 	cr_assert_eq(procctx_decode(payload.b, payload.n, &a, why, sizeof(why)), 0, "%s", why);
-	cr_assert_str_eq(a.service_name, "shop");
-	cr_assert_str_eq(a.service_version, "1.2.3");
-	cr_assert_str_eq(a.environment, "staging");
-	cr_assert_str_eq(a.instance_id, "0b5f0c7e-9d7a-4c1e-8a57-2f9a1b2c3d4e");
-	cr_assert_str_eq(a.schema_version, "tlsdesc_v1_dev");
+	expect_attrs(&a, "shop", "1.2.3", "staging", "0b5f0c7e-9d7a-4c1e-8a57-2f9a1b2c3d4e",
+		     "tlsdesc_v1_dev");
 	cr_assert_eq(a.nkeys, 2);
 	cr_assert_str_eq(procctx_key(&a, 0), "http.route");
 	cr_assert_str_eq(procctx_key(&a, 1), "http.method");
@@ -169,11 +177,7 @@ Test(procctx, values_not_clean_short_utf8_are_refused_alone)
 	put_attr(&e, "service.instance.id", big, PROCCTX_VALUE_MAX + 1); /* too long */
 	put_attr(&e, "threadlocal.schema_version", "caf\xc3\xa9", 5);	 /* UTF-8: kept */
 	cr_assert_eq(procctx_decode(e.b, e.n, &a, why, sizeof(why)), 0, "%s", why);
-	cr_assert_str_eq(a.service_name, "");
-	cr_assert_str_eq(a.service_version, "");
-	cr_assert_str_eq(a.environment, "");
-	cr_assert_str_eq(a.instance_id, "");
-	cr_assert_str_eq(a.schema_version, "caf\xc3\xa9");
+	expect_attrs(&a, "", "", "", "", "caf\xc3\xa9");
 	cr_assert_eq(a.refused_values, 4);
 	procctx_attrs_release(&a);
 

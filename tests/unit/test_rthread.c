@@ -37,41 +37,42 @@ static uint64_t fm_thread(uint64_t name)
 	return th;
 }
 
-static void map(void)
+/* Maps the image and opens a thread reader over it, counting into stats. */
+static struct rthreads *open_threads(struct rthread_stats *stats)
 {
+	struct rthreads *r;
+
 	cr_assert_not(img.overflow);
 	fakemem_map_image(&img);
+	r = rthreads__new(FAKEMEM_PID, img.off, stats);
+	cr_assert_not_null(r);
+	return r;
 }
 
 static void names_and_identities(bool tested)
 {
 	struct rthread_stats stats = {0};
 	const struct rthread_label *lab;
-	const struct ruby_offsets *rows;
+	const struct ruby_offsets *o;
 	uint64_t named, unnamed, nil;
-	unsigned int nrows = 0, row, n = 0;
+	unsigned int row, n = 0;
 	struct rthreads *r;
 	char want[32];
 
-	rows = offsets_all(&nrows);
-	for (row = 0; row < nrows; row++) {
-		if (offsets_row_tested(&rows[row]) != tested)
-			continue;
+	for (row = 0; (o = offsets_row_next(tested, &row)); row++) {
 		n++;
 		start(row);
 		/* nil, or any special constant: no name */
 		nil = 0x08;
 		named = fm_thread(fm_string(&img, "worker-1"));
 		unnamed = fm_thread(nil);
-		map();
-		r = rthreads__new(FAKEMEM_PID, img.off, &stats);
-		cr_assert_not_null(r);
-		cr_assert_eq(rthreads_get(r, named, &lab), 0, "%s", offsets_row_what(&rows[row]));
+		r = open_threads(&stats);
+		cr_assert_eq(rthreads_get(r, named, &lab), 0, "%s", offsets_row_what(o));
 		snprintf(want, sizeof(want), "0x%llx", (unsigned long long)named);
 		cr_assert_str_eq(lab->id, want);
 		/* the versions whose rb_thread_t.name offset is known (checked on a live Ruby) */
 		cr_assert_str_eq(lab->name, img.off->th_name ? "worker-1" : "", "%s: \"%s\"",
-				 offsets_row_what(&rows[row]), lab->name);
+				 offsets_row_what(o), lab->name);
 		cr_assert_eq(rthreads_get(r, unnamed, &lab), 0);
 		cr_assert_str_eq(lab->name, "");
 		cr_assert_str_neq(lab->id, want);
@@ -121,9 +122,7 @@ Test(rthread, not_a_thread_is_refused_and_counted)
 	/* th's Thread object points at another rb_thread_t: a freed and reused struct */
 	fm_w64(&img, fm_r64(&img, th + img.off->th_self) + 32, other);
 	str = fm_string(&img, "not a Thread");
-	map();
-	r = rthreads__new(FAKEMEM_PID, img.off, &stats);
-	cr_assert_not_null(r);
+	r = open_threads(&stats);
 	cr_assert_eq(rthreads_get(r, th, &lab), -EINVAL);
 	cr_assert_null(lab);
 	cr_assert_eq(rthreads_get(r, 0, &lab), -EINVAL);
@@ -154,8 +153,7 @@ Test(rthread, a_name_set_later_is_seen_next_interval)
 	name = fm_string(&img, "renamed");
 	bad = fm_alloc(&img, FM_OBJ, 40); /* a heap object that is no String */
 	fm_w64(&img, bad, RUBY_T_ARRAY);
-	map();
-	r = rthreads__new(FAKEMEM_PID, img.off, &stats);
+	r = open_threads(&stats);
 	cr_assert_eq(rthreads_get(r, th, &lab), 0);
 	cr_assert_str_eq(lab->name, "");
 	fm_w64(&img, th + img.off->th_name, name);
@@ -181,8 +179,7 @@ Test(rthread, the_cache_keeps_its_bound)
 	uint64_t i;
 
 	start(3);
-	map();
-	r = rthreads__new(FAKEMEM_PID, img.off, &stats);
+	r = open_threads(&stats);
 	/* unreadable pointers are cached too (refused for the interval) */
 	for (i = 1; i <= RTHREAD_MAX_PER_PROC + 10; i++)
 		cr_assert_eq(rthreads_get(r, 0x7f0000000000 + i * 8, &lab), -EINVAL);

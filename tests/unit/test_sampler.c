@@ -125,39 +125,52 @@ static uint64_t gen1_then_2(uint32_t slot)
 	return slot < 32 ? addr_of(1, slot) : addr_of(2, slot);
 }
 
+/* Sample seq, whole in one record: 40 slots of gen 1. */
+static void feed_whole(uint32_t seq)
+{
+	feed(seq, 0, 0, 40, 40, RP_SAMPLE_LAST, 0, 1, 0);
+}
+
+/* Sample seq as a delta of sample base_seq: slots [first, first + nframes) of gen, in one record. */
+static void feed_delta(uint32_t seq, uint32_t first, uint32_t nframes, uint32_t nslots,
+		       uint32_t base_seq, uint32_t gen)
+{
+	feed(seq, 0, first, nframes, nslots, RP_SAMPLE_LAST | RP_SAMPLE_DELTA, base_seq, gen, 0);
+}
+
 TestSuite(sampler, .init = setup, .fini = teardown);
 
 Test(sampler, whole_stack_is_delivered_leaf_first)
 {
-	feed(0, 0, 0, 40, 40, RP_SAMPLE_LAST, 0, 1, 0);
+	feed_whole(0);
 	expect_stack(1, 40, 0, gen1);
 	cr_assert_eq(incomplete(), 0);
 }
 
 Test(sampler, delta_takes_the_shared_slots_from_the_previous_stack)
 {
-	feed(0, 0, 0, 40, 40, RP_SAMPLE_LAST, 0, 1, 0);
+	feed_whole(0);
 	/* deeper now: slots [32, 45) changed, [0, 32) as sample 0 */
-	feed(1, 0, 32, 13, 45, RP_SAMPLE_LAST | RP_SAMPLE_DELTA, 0, 2, 0);
+	feed_delta(1, 32, 13, 45, 0, 2);
 	expect_stack(2, 45, 0, gen1_then_2);
 	/* and a delta of that delta */
-	feed(2, 0, 32, 13, 45, RP_SAMPLE_LAST | RP_SAMPLE_DELTA, 1, 2, 0);
+	feed_delta(2, 32, 13, 45, 1, 2);
 	expect_stack(3, 45, 0, gen1_then_2);
 	cr_assert_eq(incomplete(), 0);
 }
 
 Test(sampler, delta_of_another_base_is_lost_until_a_whole_stack)
 {
-	feed(0, 0, 0, 40, 40, RP_SAMPLE_LAST, 0, 1, 0);
+	feed_whole(0);
 	/* the BPF side's base was sample 5, which this reader never had */
-	feed(6, 0, 32, 8, 40, RP_SAMPLE_LAST | RP_SAMPLE_DELTA, 5, 2, 0);
+	feed_delta(6, 32, 8, 40, 5, 2);
 	cr_assert_eq(seen.stacks, 1);
 	cr_assert_eq(incomplete(), 1);
 	/* the reader has no base any more, even for a delta of sample 0 */
-	feed(7, 0, 32, 8, 40, RP_SAMPLE_LAST | RP_SAMPLE_DELTA, 0, 2, 0);
+	feed_delta(7, 32, 8, 40, 0, 2);
 	cr_assert_eq(seen.stacks, 1);
 	cr_assert_eq(incomplete(), 2);
-	feed(8, 0, 0, 40, 40, RP_SAMPLE_LAST, 0, 1, 0);
+	feed_whole(8);
 	expect_stack(2, 40, 0, gen1);
 }
 
@@ -188,10 +201,10 @@ Test(sampler, chunks_continue_each_other)
 
 Test(sampler, a_lost_chunk_loses_the_sample_and_the_base)
 {
-	feed(0, 0, 0, 40, 40, RP_SAMPLE_LAST, 0, 1, 0);
+	feed_whole(0);
 	/* sample 1's chunk 1 never came: its chunk 0 rewrote the slots */
 	feed(1, 0, 0, RP_CHUNK_FRAMES, 2000, 0, 0, 2, 0);
-	feed(2, 0, 32, 8, 40, RP_SAMPLE_LAST | RP_SAMPLE_DELTA, 0, 2, 0);
+	feed_delta(2, 32, 8, 40, 0, 2);
 	cr_assert_eq(seen.stacks, 1);
 	cr_assert_eq(incomplete(), 2);
 	/* a chunk that does not start where the previous ended */
@@ -204,23 +217,23 @@ Test(sampler, a_lost_chunk_loses_the_sample_and_the_base)
 
 Test(sampler, a_partial_stack_is_delivered_but_is_no_base)
 {
-	feed(0, 0, 0, 40, 40, RP_SAMPLE_LAST, 0, 1, 0);
+	feed_whole(0);
 	/* a read failed at the root end: slots [16, 40) only */
 	feed(1, 0, 16, 24, 40, RP_SAMPLE_LAST | RP_SAMPLE_READ_FAIL, 0, 1, 0);
 	expect_stack(2, 40, 16, gen1);
-	feed(2, 0, 32, 8, 40, RP_SAMPLE_LAST | RP_SAMPLE_DELTA, 1, 1, 0);
+	feed_delta(2, 32, 8, 40, 1, 1);
 	cr_assert_eq(seen.stacks, 2);
 	cr_assert_eq(incomplete(), 1);
 }
 
 Test(sampler, a_stackless_sample_keeps_the_base)
 {
-	feed(0, 0, 0, 40, 40, RP_SAMPLE_LAST, 0, 1, 0);
+	feed_whole(0);
 	/* a thread without an EC: a header-only record */
 	feed(1, 0, 0, 0, 0, RP_SAMPLE_LAST | RP_SAMPLE_NO_EC, 0, 1, 0);
 	cr_assert_eq(seen.stacks, 2);
 	cr_assert_eq(seen.nframes, 0);
-	feed(2, 0, 32, 13, 45, RP_SAMPLE_LAST | RP_SAMPLE_DELTA, 0, 2, 0);
+	feed_delta(2, 32, 13, 45, 0, 2);
 	expect_stack(3, 45, 0, gen1_then_2);
 }
 

@@ -42,6 +42,15 @@ TestSuite(spool, .init = setup, .fini = teardown);
 #define NS 1000000000LL
 #define T0 1700000000123456789LL /* 2023-11-14 22:13:20.123456789 UTC */
 
+/* The spool in spooldir, bounded at max_bytes (0: unbounded), no age bound. */
+static struct spool *open_spool(uint64_t max_bytes)
+{
+	struct spool *s = spool__new(spooldir, max_bytes, 0, NULL, 0);
+
+	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
+	return s;
+}
+
 static int64_t now_ns(void)
 {
 	struct timespec ts;
@@ -177,8 +186,7 @@ Test(spool, names_sort_by_time)
 	struct spool *s;
 	size_t n, i;
 
-	s = spool__new(spooldir, 0, 0, NULL, 0);
-	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
+	s = open_spool(0);
 	/* written out of time order, and twice for one service in one millisecond */
 	write_one(s, "b", T0 + 5 * NS, 10, base, sizeof(base));
 	cr_assert_str_eq(base, expect[3]);
@@ -236,10 +244,8 @@ Test(spool, pair_is_atomic_and_sidecar_reads_back)
 	struct spool_stats st;
 	struct stat sb;
 	size_t len;
-	struct spool *s;
+	struct spool *s = open_spool(1 << 20);
 
-	s = spool__new(spooldir, 1 << 20, 0, NULL, 0);
-	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
 	write_one(s, "shop", T0, 1000, NULL, 0);
 	cr_assert_eq(count_dot_files(spooldir), 0, "no temporary file left");
 
@@ -285,10 +291,8 @@ Test(spool, json_escaping)
 	struct spool_label labels[] = {{"k\"\r\x1f", value}};
 	struct spool_meta m = meta("caf\xc3\xa9 \"1\"", T0);
 	char path[4096], sidecar[4096], expect[1024], *raw, *py;
-	struct spool *s;
+	struct spool *s = open_spool(0);
 
-	s = spool__new(spooldir, 0, 0, NULL, 0);
-	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
 	m.labels = labels;
 	m.nlabels = 1;
 	cr_assert_eq(spool_write(s, &m, "x", 1, path, sizeof(path)), 0);
@@ -320,8 +324,7 @@ Test(spool, evicts_oldest_pairs_for_bytes)
 	struct spool *s;
 	size_t n;
 
-	s = spool__new(spooldir, 0, 0, NULL, 0);
-	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
+	s = open_spool(0);
 	/* same digit counts everywhere: every pair has the same size */
 	write_one(s, "shop", T0, 1000, first, sizeof(first));
 	spool_stats(s, &st);
@@ -360,10 +363,8 @@ Test(spool, refuses_a_write_larger_than_the_bound)
 	struct spool_meta m = meta("shop", T0);
 	char big[2000] = {0}, names[4][256], path[64] = "unchanged";
 	struct spool_stats st;
-	struct spool *s;
+	struct spool *s = open_spool(1500);
 
-	s = spool__new(spooldir, 1500, 0, NULL, 0);
-	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
 	write_one(s, "shop", T0, 100, NULL, 0);
 	cr_assert_eq(spool_write(s, &m, big, sizeof(big), path, sizeof(path)), -EFBIG);
 	cr_assert_str_eq(path, "");
@@ -385,8 +386,7 @@ Test(spool, evicts_by_age_on_write_expire_and_new_bounds)
 	struct spool *s;
 	size_t n;
 
-	s = spool__new(spooldir, 0, 0, NULL, 0);
-	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
+	s = open_spool(0);
 	write_one(s, "a", now - 3 * h, 10, NULL, 0);
 	write_one(s, "b", now - 2 * h, 10, NULL, 0);
 	write_one(s, "c", now - h / 2, 10, NULL, 0);
@@ -430,8 +430,7 @@ Test(spool, restart_keeps_files_and_counts)
 	struct spool *s;
 	size_t n1, n2;
 
-	s = spool__new(spooldir, 1 << 20, 0, NULL, 0);
-	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
+	s = open_spool(1 << 20);
 	write_one(s, "shop", T0, 300, NULL, 0);
 	write_one(s, "shop", T0 + NS, 500, NULL, 0);
 	write_one(s, "cart", T0 + 2 * NS, 700, NULL, 0);
@@ -477,10 +476,8 @@ Test(spool, startup_removes_temporaries_and_half_pairs)
 {
 	char names[16][256];
 	struct spool_stats st;
-	struct spool *s;
+	struct spool *s = open_spool(0);
 
-	s = spool__new(spooldir, 0, 0, NULL, 0);
-	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
 	write_one(s, "shop", T0, 100, NULL, 0);
 	spool__free(s);
 	/* a crash between the two renames, a crash mid-write, a profile whose sidecar was deleted,
@@ -492,8 +489,7 @@ Test(spool, startup_removes_temporaries_and_half_pairs)
 	put_file(spooldir, "20231399T221322.000Z-shop-0.pb.gz", "not a date");
 	put_file(spooldir, ".keep", "");
 
-	s = spool__new(spooldir, 0, 0, NULL, 0);
-	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
+	s = open_spool(0);
 	spool_stats(s, &st);
 	cr_assert_eq(st.temp_removed, 1);
 	cr_assert_eq(st.orphans_removed, 2);
@@ -515,8 +511,7 @@ Test(spool, list_and_remove)
 	struct spool *s;
 	size_t n;
 
-	s = spool__new(spooldir, 0, 0, NULL, 0);
-	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
+	s = open_spool(0);
 	cr_assert_eq(spool_list(s, &v, &n, 0), 0);
 	cr_assert_eq(n, 0);
 	cr_assert_null(v);
@@ -542,10 +537,8 @@ Test(spool, index_has_a_maximum)
 {
 	char names[16][256];
 	struct spool_stats st;
-	struct spool *s;
+	struct spool *s = open_spool(0);
 
-	s = spool__new(spooldir, 0, 0, NULL, 0);
-	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
 	spool_set_max_files(s, 3);
 	for (int i = 0; i < 5; i++)
 		write_one(s, "shop", T0 + i * NS, 10, NULL, 0);
@@ -602,8 +595,7 @@ Test(spool, rejects_bad_meta)
 		snprintf(keys[i], sizeof(keys[i]), "k%d", i);
 		many[i] = (struct spool_label){keys[i], "v"};
 	}
-	s = spool__new(spooldir, 0, 0, NULL, 0);
-	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
+	s = open_spool(0);
 	m = meta("", T0);
 	cr_assert_eq(spool_write(s, &m, "x", 1, NULL, 0), -EINVAL);
 	m = meta("shop", T0);
@@ -647,8 +639,7 @@ Test(spool, full_disk_evicts_the_oldest_and_retries)
 	size_t i, n;
 
 	mount_small_fs();
-	s = spool__new(spooldir, 1 << 20, 0, NULL, 0);
-	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
+	s = open_spool(1 << 20);
 	/* 12000 bytes + a sidecar take 4 of the 16 pages: the fifth pair cannot fit */
 	write_one(s, "shop", T0, 12000, first, sizeof(first));
 	write_one(s, "shop", T0 + NS, 12000, second, sizeof(second));
@@ -680,8 +671,7 @@ Test(spool, full_disk_that_stays_full_leaves_nothing)
 	int err;
 
 	mount_small_fs();
-	s = spool__new(spooldir, 1 << 20, 0, NULL, 0);
-	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
+	s = open_spool(1 << 20);
 	write_one(s, "shop", T0, 8000, NULL, 0);
 	write_one(s, "shop", T0 + NS, 8000, NULL, 0);
 	err = spool_write(s, &m, big, sizeof(big), path, sizeof(path));
@@ -773,8 +763,7 @@ Test(spool, startup_leaves_links_and_fifos_alone)
 	char *text;
 	size_t len;
 
-	s = spool__new(spooldir, 0, 0, NULL, 0);
-	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
+	s = open_spool(0);
 	write_one(s, "shop", T0, 100, NULL, 0);
 	spool__free(s);
 	put_file(tmpdir, "secret", "root's secret");
@@ -786,8 +775,7 @@ Test(spool, startup_leaves_links_and_fifos_alone)
 	cr_assert_eq(mkfifo(fifo, 0600), 0);
 	put_file(spooldir, "20231114T221322.000Z-shop-0.pb.gz", "profile");
 
-	s = spool__new(spooldir, 0, 0, NULL, 0);
-	cr_assert_not_null(s, "spool__new: %s", strerror(errno));
+	s = open_spool(0);
 	spool_stats(s, &st);
 	cr_assert_eq(st.not_regular, 2);
 	cr_assert_eq(st.files, 1);

@@ -9,21 +9,26 @@
 
 Test(text, utf8_len_follows_unicode_table_3_7)
 {
-	/* well-formed: ASCII, 2, 3, 4 bytes, the edges of each range */
-	cr_expect_eq(text_utf8_len((const unsigned char *)"a", 1), 1);
-	cr_expect_eq(text_utf8_len((const unsigned char *)"\xc2\x80", 2), 2);
-	cr_expect_eq(text_utf8_len((const unsigned char *)"\xe0\xa0\x80", 3), 3);
-	cr_expect_eq(text_utf8_len((const unsigned char *)"\xed\x9f\xbf", 3), 3);
-	cr_expect_eq(text_utf8_len((const unsigned char *)"\xf0\x90\x80\x80", 4), 4);
-	cr_expect_eq(text_utf8_len((const unsigned char *)"\xf4\x8f\xbf\xbf", 4), 4);
-	/* overlongs, surrogates, past U+10FFFF, lone continuation, truncated */
-	cr_expect_eq(text_utf8_len((const unsigned char *)"\xc0\xaf", 2), 0);
-	cr_expect_eq(text_utf8_len((const unsigned char *)"\xe0\x80\xaf", 3), 0);
-	cr_expect_eq(text_utf8_len((const unsigned char *)"\xed\xa0\x80", 3), 0);
-	cr_expect_eq(text_utf8_len((const unsigned char *)"\xf4\x90\x80\x80", 4), 0);
-	cr_expect_eq(text_utf8_len((const unsigned char *)"\x80", 1), 0);
+	/* well-formed: ASCII, 2, 3, 4 bytes, the edges of each range; each one whole character */
+	static const char *const good[] = {"a",
+					   "\xc2\x80",
+					   "\xe0\xa0\x80",
+					   "\xed\x9f\xbf",
+					   "\xf0\x90\x80\x80",
+					   "\xf4\x8f\xbf\xbf"};
+	/* overlongs, surrogates, past U+10FFFF, lone continuation, empty: no character */
+	static const char *const bad[] = {"\xc0\xaf",	      "\xe0\x80\xaf", "\xed\xa0\x80",
+					  "\xf4\x90\x80\x80", "\x80",	      ""};
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		cr_expect_eq(text_utf8_len((const unsigned char *)good[i], strlen(good[i])),
+			     strlen(good[i]), "good[%zu]", i);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_expect_eq(text_utf8_len((const unsigned char *)bad[i], strlen(bad[i])), 0,
+			     "bad[%zu]", i);
+	/* truncated: 2 bytes of a 3-byte character */
 	cr_expect_eq(text_utf8_len((const unsigned char *)"\xe2\x82\xac", 2), 0);
-	cr_expect_eq(text_utf8_len((const unsigned char *)"", 0), 0);
 	cr_expect(text_utf8_valid("caf\xc3\xa9 \xe2\x82\xac"));
 	cr_expect_not(text_utf8_valid("caf\xc3"));
 }

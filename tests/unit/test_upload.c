@@ -67,6 +67,15 @@ static void url_of(char *buf, size_t len, const char *path)
 	snprintf(buf, len, "http://127.0.0.1:%d%s", srv->port, path);
 }
 
+/* The request carries this header, with this value. */
+static void expect_header(const struct httpd_req *r, const char *name, const char *want)
+{
+	char v[256];
+
+	cr_assert(httpd_header(r, name, v, sizeof(v)), "no %s header", name);
+	cr_assert_str_eq(v, want, "%s", name);
+}
+
 static const struct upload_opts plain = {.connect_timeout_ms = 5000, .timeout_ms = 30000};
 
 Test(upload, post_carries_headers_token_tenant_and_body)
@@ -105,18 +114,12 @@ Test(upload, post_carries_headers_token_tenant_and_body)
 		  "%s", srv->reqs[0].head);
 	cr_assert_eq(srv->reqs[0].len, sizeof(body));
 	cr_assert_eq(memcmp(srv->reqs[0].body, body, sizeof(body)), 0);
-	cr_assert(httpd_header(&srv->reqs[0], "Authorization", v, sizeof(v)));
-	cr_assert_str_eq(v, "Bearer s3cr3t-token");
-	cr_assert(httpd_header(&srv->reqs[0], "X-Scope-OrgID", v, sizeof(v)));
-	cr_assert_str_eq(v, "team-a");
-	cr_assert(httpd_header(&srv->reqs[0], "X-Extra", v, sizeof(v)));
-	cr_assert_str_eq(v, "one two");
-	cr_assert(httpd_header(&srv->reqs[0], "X-Other", v, sizeof(v)));
-	cr_assert_str_eq(v, "three");
-	cr_assert(httpd_header(&srv->reqs[0], "Content-Type", v, sizeof(v)));
-	cr_assert_str_eq(v, "application/octet-stream");
-	cr_assert(httpd_header(&srv->reqs[0], "Connect-Protocol-Version", v, sizeof(v)));
-	cr_assert_str_eq(v, "1");
+	expect_header(&srv->reqs[0], "Authorization", "Bearer s3cr3t-token");
+	expect_header(&srv->reqs[0], "X-Scope-OrgID", "team-a");
+	expect_header(&srv->reqs[0], "X-Extra", "one two");
+	expect_header(&srv->reqs[0], "X-Other", "three");
+	expect_header(&srv->reqs[0], "Content-Type", "application/octet-stream");
+	expect_header(&srv->reqs[0], "Connect-Protocol-Version", "1");
 	cr_assert_not(httpd_header(&srv->reqs[0], "Expect", v, sizeof(v)));
 	upload__free(u);
 }
@@ -127,7 +130,7 @@ Test(upload, basic_auth_from_file)
 	struct upload_opts o = plain;
 	struct upload_result res;
 	struct upload *u;
-	char url[128], v[256];
+	char url[128];
 
 	srv = httpd_start(ok, 1);
 	o.basic_auth_file = write_file("basic", "alice:open sesame\n", 0640);
@@ -136,9 +139,8 @@ Test(upload, basic_auth_from_file)
 	cr_assert_eq(upload_post(u, url, "text/plain", NULL, "b", 1, NULL, &res), 0);
 	cr_assert_eq(res.status, 204);
 	upload_result_release(&res);
-	cr_assert(httpd_header(&srv->reqs[0], "Authorization", v, sizeof(v)));
 	/* base64("alice:open sesame") */
-	cr_assert_str_eq(v, "Basic YWxpY2U6b3BlbiBzZXNhbWU=");
+	expect_header(&srv->reqs[0], "Authorization", "Basic YWxpY2U6b3BlbiBzZXNhbWU=");
 	upload__free(u);
 }
 
