@@ -364,11 +364,6 @@ class E2E
     script = File.join(tenant, "tenant.rb")
     File.write(script, TENANT_MIXED)
     FileUtils.chown_R(nobody.uid, nil, tenant)
-    # a libruby on the tenant's FUSE filesystem, whose server never answers root: an open or a
-    # read of rubyprofd's would wait for ever (the kernel ends it for no signal but SIGKILL)
-    fuse_mnt = File.join(tenant, "fuse-mnt")
-    fuse = stallfs(LIBRUBY_HOST, File.basename(LIBRUBY_HOST), fuse_mnt)
-    fuse_lib = File.join(fuse_mnt, File.basename(LIBRUBY_HOST))
     port = 20000 + rand(20000)
     conf = "rule = cmdline ~ tests/e2e/run\\.rb => ignore\n"
     svc = service(["--interval", "1", "--metrics-address", "127.0.0.1:#{port}", "--rescan-interval", "1",
