@@ -49,6 +49,11 @@ $(BUILD)/fixtures/stallfs: tests/fixtures/stallfs.c | $(BUILD)/fixtures
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(FIXTURE_CFLAGS) $$(pkg-config --cflags fuse3) $< $$(pkg-config --libs fuse3) -o $@
 
+# A program held stopped at its exec for a while (ptrace), before its loader runs.
+$(BUILD)/fixtures/execstop: tests/fixtures/execstop.c | $(BUILD)/fixtures
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FIXTURE_CFLAGS) $< -o $@
+
 # A host program that dlopens Debian's libruby (ruby-dev's headers, as system headers: they do not
 # build with -Wextra -Werror; linked with -ldl only).
 RUBY_PC := ruby-3.1
@@ -68,7 +73,8 @@ $(BUILD)/fixtures/libcoldfix.so: tests/fixtures/coldfix.c | $(BUILD)/fixtures
 FIXTURES := $(BUILD)/fixtures/libtlsfix.so $(BUILD)/fixtures/libtlsfix-stripped.so $(BUILD)/fixtures/exetls \
 	$(BUILD)/fixtures/fakeruby-static $(BUILD)/fixtures/fakeruby-unknown \
 	$(BUILD)/fixtures/fakeruby-hidden.debug $(BUILD)/fixtures/fakeruby-stripped $(BUILD)/fixtures/dlhost \
-	$(BUILD)/fixtures/fakeruby-musl $(BUILD)/fixtures/libcoldfix.so $(BUILD)/fixtures/stallfs
+	$(BUILD)/fixtures/fakeruby-musl $(BUILD)/fixtures/libcoldfix.so $(BUILD)/fixtures/stallfs \
+	$(BUILD)/fixtures/execstop
 
 $(BUILD)/tests/%: tests/unit/%.c $(DAEMON_OBJS) | $(BUILD)/tests
 	$(call msg,CC,$@)

@@ -223,6 +223,8 @@
 	VALUE(M_DISCOVERIES_DEFERRED, NULL, NULL, S->c.tracker.deferred) \
 	FAMILY("rubyprofd_discoveries_slow_total", COUNTER, ALWAYS, "Discoveries that took more than 100 ms (each process logged once).") \
 	VALUE(M_DISCOVERIES_SLOW, NULL, NULL, S->c.tracker.slow_discoveries) \
+	FAMILY("rubyprofd_discoveries_loading_total", COUNTER, ALWAYS, "Looks at a process whose dynamic loader had mapped no library yet (exec'd a moment ago, not run since): looked at again, not taken for a program without Ruby.") \
+	VALUE(M_DISCOVERIES_LOADING, NULL, NULL, S->c.tracker.loading) \
 	FAMILY("rubyprofd_discovery_max_seconds", GAUGE, ALWAYS, "The longest discovery of one process so far.") \
 	VALUE(M_DISCOVERY_MAX_SECONDS, NULL, NULL, S->c.tracker.discovery_ns_max / 1e9) \
 	FAMILY("rubyprofd_debug_checksums_total", COUNTER, ALWAYS, "CRC32s of debug files named by .gnu_debuglink, computed off the main loop, by outcome.") \

@@ -69,28 +69,32 @@ void bounds_refuse(enum bound_id b, const char *path, uint64_t dev, uint64_t ino
 {
 	char shown[256], bound[32], of[48] = "";
 	char pid[32] = "";
+	enum log_level lvl = LOG_LVL_WARN;
 
 	if (b >= BOUND_MAX)
 		return;
 	B.st.refused[b]++;
 	if (seen(b, dev, ino, path))
 		return;
-	if (!log_limit_take(&B.limit, clock_mono_ns(), "lines about refused files"))
-		return;
-	B.st.logged++;
+	/* past the budget, at debug level */
+	if (log_limit_take(&B.limit, clock_mono_ns(), "lines about refused files"))
+		B.st.logged++;
+	else
+		lvl = LOG_LVL_DEBUG;
 	if (B.pid > 0)
 		snprintf(pid, sizeof(pid), "pid %d: ", (int)B.pid);
 	if (b == BOUND_SERVED) {
 		/* what: the filesystem's type, as the mount table says it */
-		log_warn("%s\"%s\": on a %s filesystem, which a process serves (an open or a read "
-			 "of "
-			 "it can wait for ever): %s",
-			 pid, text_clean_copy(path, shown, sizeof(shown)), what, bounds[b].then);
+		log_msg(lvl,
+			"%s\"%s\": on a %s filesystem, which a process serves (an open or a read "
+			"of "
+			"it can wait for ever): %s",
+			pid, text_clean_copy(path, shown, sizeof(shown)), what, bounds[b].then);
 		return;
 	}
 	if (!bounds[b].bytes) {
-		log_warn("%s\"%s\": %s is not a regular file: %s", pid,
-			 text_clean_copy(path, shown, sizeof(shown)), what, bounds[b].then);
+		log_msg(lvl, "%s\"%s\": %s is not a regular file: %s", pid,
+			text_clean_copy(path, shown, sizeof(shown)), what, bounds[b].then);
 		return;
 	}
 	if (b == BOUND_SECTIONS)
@@ -102,8 +106,8 @@ void bounds_refuse(enum bound_id b, const char *path, uint64_t dev, uint64_t ino
 	if (size)
 		snprintf(of, sizeof(of), " of %" PRIu64 " %s", size,
 			 b == BOUND_SECTIONS ? "sections" : "bytes");
-	log_warn("%s\"%s\": %s%s is past the bound of %s: %s", pid,
-		 text_clean_copy(path, shown, sizeof(shown)), what, of, bound, bounds[b].then);
+	log_msg(lvl, "%s\"%s\": %s%s is past the bound of %s: %s", pid,
+		text_clean_copy(path, shown, sizeof(shown)), what, of, bound, bounds[b].then);
 }
 
 void bounds_openat2_unavailable(const char *path)

@@ -48,12 +48,11 @@ struct log_limit {
 /* Whether one more line may be written at `now` (CLOCK_MONOTONIC ns); what: the lines' kind
  * for the notice ("per-process lines"). */
 bool log_limit_take(struct log_limit *l, int64_t now, const char *what);
-/* log_msg within the budget of l. */
+/* log_msg within the budget of l; past it, at debug level (`-v` shows every line). */
 #define log_limited(l, level, ...)                                                                 \
-	do {                                                                                       \
-		if (log_limit_take((l), clock_mono_ns(), "per-process lines"))                     \
-			log_msg((level), __VA_ARGS__);                                             \
-	} while (0)
+	log_msg(log_limit_take((l), clock_mono_ns(), "per-process lines") ? (level)                \
+									  : LOG_LVL_DEBUG,         \
+		__VA_ARGS__)
 
 #define log_error(...) log_msg(LOG_LVL_ERROR, __VA_ARGS__)
 #define log_warn(...)  log_msg(LOG_LVL_WARN, __VA_ARGS__)

@@ -16,26 +16,32 @@
 #include "profile/tracker.h"
 
 /* Processes with an entry at once; past it new ones wait for the next scan (counted). */
-#define MAX_ENTRIES	 65536
+#define MAX_ENTRIES	   65536
 /* Checks of a process that is Ruby but not initialized yet, before it is given up. */
-#define MAX_TRIES	 60
+#define MAX_TRIES	   60
 /* First look after an exec (the dynamic loader maps libruby within a few ms), then a delay that
  * doubles up to the cap: a Ruby is sampled within ~MAX_DELAY of its VM having a context. */
-#define FIRST_DELAY_NS	 5000000LL
-#define MAX_DELAY_NS	 80000000LL
-#define SLOW_DELAY_NS	 1000000000LL
-#define SLOW_AFTER_TRIES 30
+#define FIRST_DELAY_NS	   5000000LL
+#define MAX_DELAY_NS	   80000000LL
+#define SLOW_DELAY_NS	   1000000000LL
+#define SLOW_AFTER_TRIES   30
+/* A process whose loader has not begun (exec'd, then no CPU on a busy host, or stopped at the
+ * exec): looked at this often for LOADING_FAST_LOOKS looks (a second), then every SLOW_DELAY_NS
+ * up to LOADING_MAX_LOOKS (a minute in all). */
+#define LOADING_DELAY_NS   20000000LL
+#define LOADING_FAST_LOOKS 50
+#define LOADING_MAX_LOOKS  110
 /* A process that is not Ruby is looked at again this often (a program that loads libruby with
  * dlopen later), unless an exec event says earlier. */
-#define RECHECK_NS	 10000000000LL
+#define RECHECK_NS	   10000000000LL
 /* Discovery work in one tick, at most: the checks still due then wait for the next turn of the
  * main loop, which reads samples, answers /metrics and pets the watchdog in between (a burst of
  * thousands of new processes, or a tenant starting them on purpose, cannot hold it). One
  * discovery reads at most what the byte bounds allow (bounds.h), and never a whole file
  * (checksum.h): a few ms for Debian's libruby. */
-#define TICK_BUDGET_NS	 50000000LL
+#define TICK_BUDGET_NS	   50000000LL
 /* One discovery past this is counted, and logged once for its process. */
-#define SLOW_CHECK_NS	 100000000LL
+#define SLOW_CHECK_NS	   100000000LL
 
 enum state {
 	ST_PENDING = 1, /* to be looked at (next_ns) */
@@ -52,9 +58,11 @@ struct entry {
 	int64_t next_ns;      /* next check (PENDING, FORKED, NOT_RUBY) */
 	int64_t delay_ns;
 	unsigned int tries;
-	bool named;	  /* the user named it (--pid): warn about it */
-	bool slow_logged; /* a discovery past SLOW_CHECK_NS was logged */
-	char *why;	  /* a named process not ready yet: why, for tracker_report_pending() */
+	unsigned int not_ruby; /* looks that found no Ruby with the loader done */
+	unsigned int loading;  /* looks that found the loader not begun (DISCOVER_LOADING) */
+	bool named;	       /* the user named it (--pid): warn about it */
+	bool slow_logged;      /* a discovery past SLOW_CHECK_NS was logged */
+	char *why; /* a named process not ready yet: why, for tracker_report_pending() */
 };
 
 struct tracker {
@@ -244,6 +252,7 @@ static void check(struct tracker *tr, struct entry *e, int64_t now)
 	enum discover_status st;
 	char why[256];
 	bool fresh = e->state != ST_FORKED;
+	enum log_level lvl;
 	int64_t t0;
 	int err;
 
@@ -274,17 +283,19 @@ static void check(struct tracker *tr, struct entry *e, int64_t now)
 			tr->stats.enabled++;
 		}
 		e->state = ST_ACTIVE;
-		if (!log_limit_take(&tr->log_limit, clock_mono_ns(), "per-process lines"))
-			return;
-		log_info("pid %d: Ruby %s%s (%s%s)", e->pid, t.version,
-			 t.exact ? "" : " (unknown patch release, offsets validated)", t.object,
-			 t.object_replaced ? ", replaced on disk since mapped: read through "
-					     "/proc/PID/map_files"
-			 : t.object_from_map_files ? ", not found at its path: read through "
-						     "/proc/PID/map_files"
-						   : "");
-		log_info("pid %d: execution context: %s; symbols: %s; %s; %s", e->pid, t.how_ec,
-			 t.how_symbols, t.how_vm_exec, t.how_gc);
+		/* past the budget, at debug level */
+		lvl = log_limit_take(&tr->log_limit, clock_mono_ns(), "per-process lines")
+			      ? LOG_LVL_INFO
+			      : LOG_LVL_DEBUG;
+		log_msg(lvl, "pid %d: Ruby %s%s (%s%s)", e->pid, t.version,
+			t.exact ? "" : " (unknown patch release, offsets validated)", t.object,
+			t.object_replaced	  ? ", replaced on disk since mapped: read through "
+						    "/proc/PID/map_files"
+			: t.object_from_map_files ? ", not found at its path: read through "
+						    "/proc/PID/map_files"
+						  : "");
+		log_msg(lvl, "pid %d: execution context: %s; symbols: %s; %s; %s", e->pid, t.how_ec,
+			t.how_symbols, t.how_vm_exec, t.how_gc);
 		return;
 	case DISCOVER_REFUSED:
 		log_limited(&tr->log_limit, LOG_LVL_WARN, "pid %d: not profiled: %s", e->pid, why);
@@ -310,8 +321,9 @@ static void check(struct tracker *tr, struct entry *e, int64_t now)
 			refuse(tr, e, TRACKER_REFUSED_UNSUPPORTED);
 			return;
 		}
-		/* Right after an exec the loader may not have mapped libruby yet: look twice. */
-		if (e->tries < 2) {
+		/* The loader maps a program's libraries one by one: a look in the middle of it may
+		 * come before libruby's turn. Look twice. */
+		if (++e->not_ruby < 2) {
 			retry_later(tr, e, now);
 			return;
 		}
@@ -321,6 +333,24 @@ static void check(struct tracker *tr, struct entry *e, int64_t now)
 				 e->pid);
 		e->state = ST_NOT_RUBY;
 		schedule(tr, e, now + RECHECK_NS);
+		return;
+	case DISCOVER_LOADING:
+		/* Exec'd a moment ago and not run since (a busy host), or stopped at the exec by a
+		 * debugger: whether it is a Ruby is not known yet, and its exec is as good as not
+		 * begun (the looks after the loader's work are those of a fresh exec). Looked at
+		 * every LOADING_DELAY_NS, then every second; one stopped for longer is a program
+		 * that is not Ruby until a rescan looks again. */
+		tr->stats.loading++;
+		e->tries = 0;
+		e->delay_ns = FIRST_DELAY_NS;
+		if (++e->loading >= LOADING_MAX_LOOKS) {
+			e->state = ST_NOT_RUBY;
+			schedule(tr, e, now + RECHECK_NS);
+			return;
+		}
+		schedule(
+			tr, e,
+			now + (e->loading > LOADING_FAST_LOOKS ? SLOW_DELAY_NS : LOADING_DELAY_NS));
 		return;
 	case DISCOVER_NO_ACCESS:
 		/* Scanning every process meets some we may not inspect; only a named one matters. */
@@ -489,6 +519,8 @@ void tracker_scan(struct tracker *tr, int64_t now)
 			if (e->state == ST_NOT_RUBY && now >= e->next_ns) {
 				e->state = ST_PENDING;
 				e->tries = 0;
+				e->not_ruby = 0;
+				e->loading = 0;
 				schedule(tr, e, now);
 			}
 			continue;

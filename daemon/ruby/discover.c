@@ -63,6 +63,35 @@ static bool uses_musl(const struct proc_maps *maps)
 	return false;
 }
 
+static bool is_loader(const char *path)
+{
+	const char *b = base_name(path);
+
+	return strncmp(b, "ld-linux", 8) == 0 || strncmp(b, "ld-musl-", 8) == 0 ||
+	       strncmp(b, "ld.so", 5) == 0;
+}
+
+bool discover_loader_pending(const struct proc_maps *maps)
+{
+	const char *program = NULL, *p;
+	bool loader = false;
+	size_t i;
+
+	for (i = 0; i < maps->n; i++) {
+		p = maps->v[i].path;
+		/* files only: not [stack], [vdso], a memfd or an anonymous mapping */
+		if (!p || p[0] != '/' || strncmp(p, "/memfd:", 7) == 0)
+			continue;
+		if (is_loader(p))
+			loader = true;
+		else if (!program)
+			program = p;
+		else if (strcmp(program, p) != 0)
+			return false;
+	}
+	return loader;
+}
+
 bool discover_find_object(pid_t pid, const struct proc_maps *maps, size_t *index)
 {
 	char exe_link[64], exe[PATH_MAX];
@@ -723,6 +752,15 @@ static int open_object(pid_t pid, const char *root, const char *path, const stru
 	return err;
 }
 
+/* No Ruby in the maps: none for now, or none yet. */
+static enum discover_status not_ruby_yet(const struct proc_maps *maps, char *why, size_t whylen)
+{
+	if (!discover_loader_pending(maps))
+		return DISCOVER_NOT_RUBY;
+	say(why, whylen, "its dynamic loader has mapped no library yet");
+	return DISCOVER_LOADING;
+}
+
 enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void *threads_ctx,
 				   struct ruby_target *t, char *why, size_t whylen)
 {
@@ -757,7 +795,7 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 		goto cleanup;
 	}
 	if (!discover_find_object(pid, &maps, &idx)) {
-		st = DISCOVER_NOT_RUBY;
+		st = not_ruby_yet(&maps, why, whylen);
 		goto cleanup;
 	}
 	loc.musl = uses_musl(&maps);
@@ -795,7 +833,7 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 	/* Version */
 	if (lookup(&src, "ruby_version", &sym, from, sizeof(from))) {
 		if (!is_libruby(t->object)) {
-			st = DISCOVER_NOT_RUBY;
+			st = not_ruby_yet(&maps, why, whylen);
 			goto cleanup;
 		}
 		say(why, whylen, "\"%s\" has no ruby_version symbol", t->object);

@@ -26,6 +26,7 @@ enum discover_status {
 	DISCOVER_REFUSED,   /* Ruby that cannot be profiled; `why` says why */
 	DISCOVER_GONE,	    /* the process exited */
 	DISCOVER_NO_ACCESS, /* its maps cannot be read (another user namespace, no privilege) */
+	DISCOVER_LOADING,   /* no Ruby yet, but its loader has mapped no library yet: ask again */
 };
 
 #define DISCOVER_MAX_CANDIDATES 8
@@ -69,6 +70,12 @@ typedef int (*discover_threads_fn)(void *ctx, pid_t pid, struct rp_thread_tp *ou
 /* Whether the maps show a Ruby: a libruby mapping, or an executable named like ruby. Sets *index
  * to the first mapping of the Ruby object. */
 bool discover_find_object(pid_t pid, const struct proc_maps *maps, size_t *index);
+
+/* Whether the process is still before its dynamic loader's work: its only files are its program
+ * and the loader (it exec'd a moment ago and has not run since on a busy host, or a debugger
+ * stopped it at the exec). Until then, that no Ruby is mapped says nothing. A static program
+ * maps no loader: never. */
+bool discover_loader_pending(const struct proc_maps *maps);
 
 enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void *threads_ctx,
 				   struct ruby_target *out, char *why, size_t whylen);

@@ -6,7 +6,7 @@ class E2E
   # the process's start time, and caches are dropped by the daemon, not by reading Ruby; the
   # frames of each version are checked elsewhere. Forked children stay on every version: a
   # child's threads are Ruby's to set up again after fork (M:N threads from 3.3).
-  host_only :test_exec_in_place, :test_pid_reused
+  host_only :test_exec_in_place, :test_pid_reused, :test_stopped_at_exec
   smoke :test_fork_children
   exclusive :test_pid_reused # it sets the next pid of the whole host (ns_last_pid)
 
@@ -85,6 +85,40 @@ class E2E
     unknown = samples.select { |s| prof.frames(s).any? { |l| l.name.start_with?("[unknown") } }.sum(&:count)
     check(unknown <= 0.05 * samples.sum(&:count) + 2, "#{unknown} samples with unknown frames")
     "#{na} samples before, #{nb} after the exec"
+  end
+
+  # A Ruby that the kernel holds stopped at its exec for half a second, before its dynamic loader
+  # has mapped a library (tests/fixtures/execstop.c: a debugger's PTRACE_TRACEME; a busy host
+  # does the same to a process that gets no CPU for that long): the daemon's looks meanwhile find
+  # no Ruby yet, and must not take it for a program without one. Once it runs it is profiled as
+  # a fresh exec is: short_lived_work has the samples of its 1.5 s of CPU (samples_ok?, 99 Hz).
+  # A build that decides "not Ruby" on those looks (rubyprofd until this test; a churn of short
+  # Rubies lost one in 240 so on a busy machine) gives it none: no event comes after, and a
+  # rescan looks at a program found not Ruby again only after 10 s.
+  def test_stopped_at_exec
+    script = @rt.script("short_lived.rb")
+    wall = nil
+    prof, stderr, pid = while_profiling("--frequency", "99") do
+      r, w = IO.pipe
+      runner = Process.spawn(fixture("execstop"), "0.5", *@rt.argv(script, "1.5"), out: w, pgroup: true)
+      @pids << runner
+      w.close
+      pid = Integer(r.gets || fail!("execstop printed no pid"))
+      r.close
+      t0 = Time.now + 0.5
+      Process.wait(runner)
+      check($?.success?, "execstop or the script failed: #{$?.inspect}")
+      wall = Time.now - t0
+      pid
+    end
+    samples = prof.samples_of(pid)
+    named = samples.select { |s| prof.frames(s).any? { |l| method?(l, "short_lived_work") } }.sum(&:count)
+    busy = [1.5 / wall, 1].min
+    check(samples_ok?(named, 1.5 * 99, busy),
+          format("%d samples name short_lived_work of pid %d, stopped at its exec for 0.5 s, for 1.5 s of CPU " \
+                 "in %.1f s at 99 Hz: %.0f +- %.0f expected\n%s", named, pid, wall, 1.5 * 99,
+                 sample_spread(1.5 * 99, busy), stderr))
+    format("%d samples for %.0f expected after 0.5 s stopped at the exec", named, 1.5 * 99)
   end
 
   # A pid reused by a new process (made to happen through ns_last_pid) is a new process: it is

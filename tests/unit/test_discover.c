@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Code recognition used on stripped Ruby builds: RIP-relative loads and general-dynamic TLS
- * accesses, on hand-assembled bytes and on the host's libruby (checked against readelf).
+ * accesses, on hand-assembled bytes and on the host's libruby (checked against readelf); and
+ * when a process's maps say its loader has not run yet (a real process stopped at its exec).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "native/elf.h"
 #include "ruby/discover.h"
@@ -143,6 +148,68 @@ Test(discover, maps_line_parsing)
 	cr_assert_eq(procs_parse_maps_line("7ffd-7ffe rw-p 00000000 00:00 0   [stack]\n", &m), 0);
 	cr_assert_null(m.path);
 	cr_assert_neq(procs_parse_maps_line("garbage\n", &m), 0);
+}
+
+/* A program stopped by the kernel at its exec, before its first instruction: its maps hold the
+ * program and the dynamic loader only. After the loader's work (this test's own process) they
+ * hold libraries: no longer pending. */
+Test(discover, loader_pending_at_exec)
+{
+	struct proc_maps maps = {0};
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		ptrace(PTRACE_TRACEME, 0, NULL, NULL);
+		execl("/bin/true", "true", (char *)NULL);
+		_exit(127);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFSTOPPED(status) && WSTOPSIG(status) == SIGTRAP, "status %#x", status);
+	cr_assert_eq(procs_read_maps(pid, &maps), 0);
+	cr_assert(discover_loader_pending(&maps));
+	procs_maps_free(&maps);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+
+	cr_assert_eq(procs_read_maps(getpid(), &maps), 0);
+	cr_assert_not(discover_loader_pending(&maps));
+	procs_maps_free(&maps);
+}
+
+/* The same from maps lines: a static program maps no loader (never pending); anonymous
+ * mappings, [vdso] and a memfd do not count as libraries. */
+Test(discover, loader_pending_maps)
+{
+	static const char *const at_exec[] = {
+		"5600-5601 r--p 00000000 fe:01 11 /usr/bin/ruby3.1\n",
+		"5601-5602 r-xp 00001000 fe:01 11 /usr/bin/ruby3.1\n",
+		"7f00-7f01 r--p 00000000 fe:01 12 /usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2\n",
+		"7f02-7f03 rw-p 00000000 00:00 0 \n",
+		"7f04-7f05 rw-s 00000000 00:01 13 /memfd:OTEL_CTX (deleted)\n",
+		"7ffd-7ffe rw-p 00000000 00:00 0   [stack]\n",
+		"7ffe-7fff r-xp 00000000 00:00 0   [vdso]\n",
+	};
+	static const char *const libc = "7f10-7f11 r--p 00000000 fe:01 14 /usr/lib/libc.so.6\n";
+	struct proc_map v[8];
+	struct proc_maps maps = {.v = v};
+	size_t i;
+
+	for (i = 0; i < sizeof(at_exec) / sizeof(at_exec[0]); i++)
+		cr_assert_eq(procs_parse_maps_line(at_exec[i], &v[maps.n++]), 0, "%s", at_exec[i]);
+	cr_assert(discover_loader_pending(&maps));
+	cr_assert_eq(procs_parse_maps_line(libc, &v[maps.n++]), 0);
+	cr_assert_not(discover_loader_pending(&maps));
+	/* static: the program alone */
+	free(v[7].path);
+	cr_assert_eq(procs_parse_maps_line(at_exec[0], &v[7]), 0);
+	maps.v = v + 7;
+	maps.n = 1;
+	cr_assert_not(discover_loader_pending(&maps));
+	for (i = 0; i < 8; i++)
+		free(v[i].path);
 }
 
 /* gcc -O2 -fPIE, an executable's own __thread read: mov %fs:0xfffffffffffffff8,%rax */
