@@ -235,6 +235,8 @@ class E2E
       check(!File.exist?(out), "a profile at #{out} after all")
       prof = PprofRaw.read(saved[0])
       n = prof.samples.select { |s| prof.frames(s).any? { |l| method?(l, "short_lived_work") } }.sum(&:count)
+      # what is checked is that the profile is whole where it was saved (1 s of CPU, ~99 samples,
+      # is the run's; counts against CPU time are exits_mid_profile's): 20 tells it from empty
       check(n >= 20, "only #{n} samples of short_lived_work in the saved profile")
       "#{n} samples saved in #{File.basename(saved[0])}"
     end

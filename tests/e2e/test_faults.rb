@@ -76,20 +76,23 @@ class E2E
 
   # rubyprofd --oneshot with a deadline: a hang is a failure, not a stuck suite. The block, if
   # any, runs once it samples (READY=1).
-  private def oneshot_within(limit, *args)
+  private def oneshot_within(limit, *args, watch: [])
     out = File.join(@rt.workdir, "profile-#{rand(1 << 30)}.pb.gz")
     res = nil
     t0 = Time.now
     sock, sock_path = notify_socket
+    trace = CpuTrace.new(self, watch)
     Open3.popen3({ "NOTIFY_SOCKET" => sock_path }, RUBYPROFD, "--oneshot", "-o", out, *args) do |i, o, e, w|
       i.close
       reader = [Thread.new { o.read }, Thread.new { e.read }]
+      tracer = trace.run_until { !w.alive? } unless watch.empty?
       yield if block_given? && wait_ready(sock, w, timeout: limit)
       unless w.join([limit - (Time.now - t0), 0].max)
         Process.kill("KILL", w.pid) rescue nil
         fail!("rubyprofd #{args.join(" ")} still running after #{limit} s")
       end
-      res = [out, reader[0].value, reader[1].value, w.value, Time.now - t0]
+      tracer&.join
+      res = [out, reader[0].value, reader[1].value, w.value, Time.now - t0, trace]
     end
     st = res[3]
     check(st.exited? && st.exitstatus == 0, "rubyprofd ended #{st.inspect}:\n#{res[2]}#{res[1]}")
@@ -394,9 +397,15 @@ class E2E
     pid, log, facts = fault_target(workers: workers, sleepers: sleepers, timeout: 120)
     tasks = Dir.children("/proc/#{pid}/task").size
     check(tasks > sleepers, "only #{tasks} native threads")
-    path, stdout, stderr, = oneshot_within(90, "-v", "--pid", pid.to_s, "--duration", "4")
-    n, named = fault_samples(PprofRaw.read(path), pid)
-    check(n >= 20, "only #{n} samples of a process of #{tasks} threads\n#{stderr}")
+    path, stdout, stderr, _, _, trace = oneshot_within(90, "-v", "--pid", pid.to_s, "--duration", "4", watch: [pid])
+    prof = PprofRaw.read(path)
+    n, named = fault_samples(prof, pid)
+    # every tick on a CPU of its threads (the workers take turns with the GVL): its CPU time
+    cpu = cpu_in_window(trace, pid, prof) or fail!("the CPU trace does not cover the profile")
+    busy = [cpu / Float(prof.duration), 1].min
+    check(samples_ok?(n, cpu * 99, busy),
+          format("%d samples of a process of %d threads, for %.2f s of its CPU at 99 Hz: %.0f +- %.0f expected\n%s",
+                 n, tasks, cpu, cpu * 99, sample_spread(cpu * 99, busy), stderr))
     check(named >= 0.8 * n, "only #{named}/#{n} samples in fault_mix")
     l = losses(stdout)
     # a read that races a GVL hand-over is lost and counted (failed reads), rarely
@@ -404,7 +413,8 @@ class E2E
     ruby = samples_line(stdout)[1]
     check(n == ruby, "#{ruby} Ruby samples, #{n} in the profile, none counted as lost: #{l}\n#{stdout}")
     check_unharmed(pid, log, expected_checksum(FAULT_ITERS, workers))
-    "#{facts["threads"]} Ruby threads (#{tasks} native): #{named}/#{n} samples in fault_mix; losses #{l.select { |_, v| v > 0 }}"
+    "#{facts["threads"]} Ruby threads (#{tasks} native): #{n} samples for #{(cpu * 99).round} expected, #{named} in fault_mix; " \
+      "losses #{l.select { |_, v| v > 0 }}"
   end
 
   # (g) The same in wall-clock mode: a run visits at most 1024 threads (RP_MAX_WALL_THREADS), the
@@ -442,17 +452,22 @@ class E2E
     pid, log, facts = fault_target(maps: 600, timeout: 120)
     total = File.read("/proc/#{pid}/maps").lines.size
     check(facts["maps"] == 600, "the target mapped #{facts["maps"].inspect} files, not 600")
-    path, stdout, stderr, = oneshot_within(90, "-v", "--pid", pid.to_s, "--duration", "3")
+    path, stdout, stderr, _, _, trace = oneshot_within(90, "-v", "--pid", pid.to_s, "--duration", "3", watch: [pid])
     check(stderr =~ /pid #{pid}: Ruby #{Regexp.escape(@rt.version)}/, "pid #{pid} not profiled:\n#{stderr}")
-    n, named = fault_samples(PprofRaw.read(path), pid)
-    check(n >= 20, "only #{n} samples\n#{stderr}")
+    prof = PprofRaw.read(path)
+    n, named = fault_samples(prof, pid)
+    cpu = cpu_in_window(trace, pid, prof) or fail!("the CPU trace does not cover the profile")
+    busy = [cpu / Float(prof.duration), 1].min
+    check(samples_ok?(n, cpu * 99, busy),
+          format("%d samples for %.2f s of its CPU at 99 Hz: %.0f +- %.0f expected\n%s",
+                 n, cpu, cpu * 99, sample_spread(cpu * 99, busy), stderr))
     check(named >= 0.8 * n, "only #{named}/#{n} samples in fault_mix")
     l = losses(stdout)
     check(l["dropped"].zero? && l["failed_reads"].zero?, "losses with many mappings: #{l}")
     ruby = samples_line(stdout)[1]
     check(n == ruby, "#{ruby} Ruby samples, #{n} in the profile, none counted as lost")
     check_unharmed(pid, log, expected_checksum(FAULT_ITERS, 1))
-    "#{total} mappings (600 mmap'd files): #{named}/#{n} samples in fault_mix"
+    "#{total} mappings (600 mmap'd files): #{n} samples for #{(cpu * 99).round} expected, #{named} in fault_mix"
   end
   # (c) A Ruby whose root is gone: chrooted into a directory that was then deleted, and another
   # into a tmpfs that was then unmounted (lazily: the process keeps it). Its object's path

@@ -43,10 +43,14 @@ class E2E
     total = samples.sum(&:count)
     check(total >= 20, "only #{total} samples of pid #{pid} in the CPU second after it was found\n#{stderr}")
     matching = samples.select { |s| same_stack?(prof, prof.frames(s), facts["frames"]) }.sum(&:count)
-    # 90 %: 3 of 104 samples differed in one make-test run (exact in the others), as a few do in
-    # the deep-stack tests on some Rubies; the cause is not yet explained
-    check(matching >= 0.9 * total, "#{matching}/#{total} samples hold Ruby's stack:\n  #{show(facts["frames"])}")
-    format("found by the rescan %.1f s after the dlopen; %d/%d samples exact", after, matching, total)
+    # every sample but those the daemon marks as a failed read of the stack (counted in its
+    # summary: 1 in 101 in one run, where the read raced a write of the target's memory)
+    failed = samples.select { |s| prof.frames(s).any? { |l| l.name.start_with?("[stack read failed]", "[partial stack: read failed]") } }.sum(&:count)
+    odd = samples.find { |s| !same_stack?(prof, prof.frames(s), facts["frames"]) && prof.frames(s).none? { |l| l.name.include?("read failed]") } }
+    check(matching + failed == total,
+          "#{matching}/#{total} samples hold Ruby's stack, #{failed} marked as a failed read:\n  #{show(facts["frames"])}\nfirst other:\n  " +
+          (odd ? prof.frames(odd).map { |l| fmt(l, prof) }.join("\n  ") : ""))
+    format("found by the rescan %.1f s after the dlopen; %d/%d samples exact, %d marked as a failed read", after, matching, total, failed)
   end
 
   # app.rb under another name: an app started after the service is named at once, by its script
