@@ -10,7 +10,7 @@ struct rp_walk {
 	__u64 cfp;	 /* next control frame to read */
 	__u32 remaining; /* control frames left to read */
 	__u32 cfp_size;
-	__u32 off_pc, off_iseq, off_ep, off_jit;
+	__u32 off_pc, off_iseq, off_ep, off_jit, off_self;
 	__u32 first;	/* the next frame is the first control frame (ec->cfp) */
 	__u32 slot;	/* slot of the next control frame + 1 (slots are root first) */
 	__u32 key_base; /* this CPU's first block in `slots` */
@@ -20,7 +20,6 @@ struct rp_walk {
 	__u32 read_failed;
 	__u32 dropped;
 	__u32 shipped;
-	__u32 pad;
 };
 
 /* Per-CPU working memory: the BPF stack (512 bytes) is far too small. */
@@ -50,9 +49,13 @@ _Static_assert((sizeof(((struct rp_scratch *)0)->cfps) &
 /* RP_SLOT_BLOCK slots of a CPU's last stack (walk.bpf.h). */
 struct rp_slot_block {
 	struct rp_frame f[RP_SLOT_BLOCK];
-	/* To 512 bytes: a copy's length masked with 511 (walk.bpf.h) is then within the value. */
-	__u8 pad[512 - RP_SLOT_BLOCK * sizeof(struct rp_frame)];
+	/* Each slot's control frame's self, kept here and never shipped: one iseq runs under two
+	 * method entries (define_method of one body in two classes, module_function's copies) at
+	 * the same pc and depth, and only the receiver tells the calls apart without a read. Also
+	 * makes the block 512 bytes: a copy's length masked with 511 (walk.bpf.h) is within it. */
+	__u64 self[RP_SLOT_BLOCK];
 };
+_Static_assert(sizeof(struct rp_slot_block) == 512, "rp_slot_block is 512 bytes");
 
 /* --stacks mixed: copy the user stack and registers too, and flag the frames that start a VM
  * invocation (0: Ruby stacks only, nothing more is done: the verifier drops those branches).

@@ -61,18 +61,20 @@ static __always_inline void slot_write(struct rp_walk_hot *h, struct rp_frame *f
 
 /*
  * A Ruby frame: a method's own frame (local environment) ships its ep[-2] instead of its ep
- * (RP_FRAME_FLAG_ME). Read only when the slot held another frame: the same iseq and pc again is
- * the same method, and a block's slot matches on its ep, which needs no read.
+ * (RP_FRAME_FLAG_ME). Read only when the slot held another frame: the same iseq and pc with the
+ * same receiver again is the same method (one iseq under two method entries, define_method of
+ * one body in two classes, is called on two receivers), and a block's slot matches on its ep,
+ * which needs no read.
  */
 static __always_inline void slot_put_ruby(struct rp_scratch *s, struct rp_walk_hot *h,
 					  struct rp_frame *f, __u32 r, __u64 iseq, __u64 info,
-					  __u64 ep, void *rctx)
+					  __u64 ep, bool same_self, void *rctx)
 {
 	__u64 me_flag = RP_FRAME_FLAG_ME << RP_FRAME_KIND_SHIFT;
 	__u64 fin_flag = RP_FRAME_FLAG_FINISH << RP_FRAME_KIND_SHIFT;
 
 	if (r < h->base_n && f->addr == iseq && (f->info & ~(me_flag | fin_flag)) == info &&
-	    ((f->info & me_flag) || f->ep == ep))
+	    ((f->info & me_flag) ? same_self : f->ep == ep))
 		return;
 	if (ep && !RP_READ_USER(rctx, s->ep, sizeof(s->ep), (const void *)(ep - 16))) {
 		/* mixed stacks: where a VM invocation starts (a constant the verifier drops else) */
@@ -88,10 +90,16 @@ static __always_inline void slot_put_ruby(struct rp_scratch *s, struct rp_walk_h
 
 /* Turns the control frame at `base` in the batch into an rp_frame (or an empty slot) in slot r. */
 static __always_inline void walk_one(struct rp_scratch *s, struct rp_walk *w, struct rp_walk_hot *h,
-				     __u32 base, struct rp_frame *f, __u32 r, void *rctx)
+				     __u32 base, struct rp_frame *f, __u64 *selfp, __u32 r,
+				     void *rctx)
 {
-	__u64 iseq, pc, ep, info;
+	__u64 iseq, pc, ep, info, self;
+	bool same_self;
 	__u32 jit;
+
+	self = cfp_field(s, base, w->off_self);
+	same_self = *selfp == self;
+	*selfp = self;
 
 	/* YJIT leaves the pc of the frame it is running stale (even 0): only the first control
 	 * frame can be such a frame; every frame below it had its pc saved before a call. */
@@ -111,7 +119,7 @@ static __always_inline void walk_one(struct rp_scratch *s, struct rp_walk *w, st
 			s->sample.flags |= RP_SAMPLE_JIT_LEAF;
 		}
 		h->nframes++;
-		slot_put_ruby(s, h, f, r, iseq, info, ep, rctx);
+		slot_put_ruby(s, h, f, r, iseq, info, ep, same_self, rctx);
 		return;
 	} else {
 		if (!ep)
@@ -157,8 +165,8 @@ static long rp_walk_batch(__u32 idx, void *ctx)
 	__u64 me_flag = RP_FRAME_FLAG_ME << RP_FRAME_KIND_SHIFT;
 	__u64 fin_flag = RP_FRAME_FLAG_FINISH << RP_FRAME_KIND_SHIFT;
 	__u64 iseq_kind = RP_FRAME_KIND_ISEQ << RP_FRAME_KIND_SHIFT;
-	__u64 size, iseq, pc, n, j, r, base, cfp_size, off_iseq, off_pc, off_ep, hi_first, miss,
-		decoded = 0;
+	__u64 size, iseq, pc, n, j, r, base, cfp_size, off_iseq, off_pc, off_ep, off_self, hi_first,
+		miss, decoded = 0;
 	struct rp_slot_block *b_hi, *b_lo, *b;
 	struct rp_walk_hot h;
 	struct rp_scratch *s;
@@ -207,6 +215,7 @@ static long rp_walk_batch(__u32 idx, void *ctx)
 	off_iseq = w->off_iseq;
 	off_pc = w->off_pc;
 	off_ep = w->off_ep;
+	off_self = w->off_self;
 
 	/* Pass 1: the frames whose slot holds them already (the same test as slot_put_ruby's). The
 	 * first frame of the stack (it may be JIT code) and the frames at or past the end of the last
@@ -222,12 +231,15 @@ static long rp_walk_batch(__u32 idx, void *ctx)
 			break;
 		r = h.slot - 1 - j;
 		base = j * cfp_size;
-		f = &(r >= hi_first ? b_hi : b_lo)->f[r & (RP_SLOT_BLOCK - 1)];
+		b = r >= hi_first ? b_hi : b_lo;
+		f = &b->f[r & (RP_SLOT_BLOCK - 1)];
 		iseq = cfp_field(s, base, off_iseq);
 		pc = cfp_field(s, base, off_pc);
 		if (iseq && pc && f->addr == iseq &&
 		    (f->info & ~(me_flag | fin_flag)) == ((pc & RP_FRAME_PC_MASK) | iseq_kind) &&
-		    ((f->info & me_flag) || f->ep == cfp_field(s, base, off_ep)))
+		    ((f->info & me_flag)
+			     ? b->self[r & (RP_SLOT_BLOCK - 1)] == cfp_field(s, base, off_self)
+			     : f->ep == cfp_field(s, base, off_ep)))
 			continue;
 		miss |= 1ULL << j;
 	}
@@ -242,7 +254,8 @@ static long rp_walk_batch(__u32 idx, void *ctx)
 		decoded++;
 		r = h.slot - 1 - j;
 		b = r >= hi_first ? b_hi : b_lo;
-		walk_one(s, w, &h, j * cfp_size, &b->f[r & (RP_SLOT_BLOCK - 1)], r, ctx);
+		walk_one(s, w, &h, j * cfp_size, &b->f[r & (RP_SLOT_BLOCK - 1)],
+			 &b->self[r & (RP_SLOT_BLOCK - 1)], r, ctx);
 	}
 	/* the others were Ruby frames */
 	h.nframes += n - decoded;
@@ -457,6 +470,7 @@ static __always_inline void rp_sample_ec(struct rp_scratch *s, const struct rp_p
 		.off_pc = proc->off.cfp_pc,
 		.off_iseq = proc->off.cfp_iseq,
 		.off_ep = proc->off.cfp_ep,
+		.off_self = proc->off.cfp_self,
 		.off_jit = proc->off.cfp_jit_return,
 		.first = 1,
 		.slot = n,

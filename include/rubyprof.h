@@ -283,7 +283,7 @@ struct rp_vm_offsets {
 	__u16 cfp_jit_return; /* 0: the field does not exist in this version */
 	__u16 th_thread_id;   /* rb_thread_t -> pthread_t (<= 3.1) or -> nt (3.2+) */
 	__u16 nt_thread_id;   /* rb_native_thread -> pthread_t (3.2+), 0 otherwise */
-	__u16 pad;
+	__u16 cfp_self; /* the frame's receiver: tells apart two calls of one iseq (walk.bpf.h) */
 };
 
 /* rp_proc.flags */

@@ -31,6 +31,7 @@
 		.cfp_pc = 0,                                                                       \
 		.cfp_iseq = 16,                                                                    \
 		.cfp_ep = 32,                                                                      \
+		.cfp_self = 24,                                                                    \
 		.cfp_jit_return = (jit),                                                           \
 		.th_thread_id = (th_id),                                                           \
 		.nt_thread_id = (nt_id),                                                           \

@@ -23,7 +23,7 @@ class E2E
       n = mine.sum(&:count)
       exact = mine.select { |s| prof.frames(s).zip(want).all? { |f, w| same?(f, w) } }.sum(&:count)
       named = mine.select { |s| prof.frames(s)[0].name == label }.sum(&:count)
-      next if n >= 5 && exact >= 0.9 * n && named >= 0.9 * n
+      next if n >= 5 && exact == n && named == n
 
       names = mine.group_by { |s| prof.frames(s)[0].name }.transform_values { |v| v.sum(&:count) }
       failures << "#{name}: #{n} samples, #{exact} exact, #{named} named #{label}: #{names.inspect}" \
