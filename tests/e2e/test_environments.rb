@@ -268,7 +268,12 @@ class E2E
     names = %w[alpha beta gamma]
     spinning = samples.select { |s| prof.frames(s).any? { |l| l.name =~ /\bspin_(#{names.join("|")})\b/ } }
     spin_total = spinning.sum(&:count)
-    check(spin_total >= 0.9 * total, "only #{spin_total}/#{total} samples in a spin_* method")
+    # every sample but those of a native thread inside M:N's scheduler, between two Ruby threads:
+    # it has no execution context then ("[no Ruby context]"; 1-2 in 240-290 samples, counted)
+    between = samples.select { |s| prof.frames(s).map(&:name) == ["[no Ruby context]"] }.sum(&:count)
+    odd = samples.find { |s| prof.frames(s).none? { |l| l.name =~ /\bspin_(#{names.join("|")})\b/ || l.name == "[no Ruby context]" } }
+    check(spin_total + between == total, "only #{spin_total}/#{total} samples in a spin_* method, #{between} with no Ruby context; " \
+                                         "first other:\n  " + (odd ? prof.frames(odd).map { |l| fmt(l, prof) }.join("\n  ") : ""))
     shares = names.map do |name|
       mine = spinning.select { |s| prof.frames(s).any? { |l| l.name =~ /\bspin_#{name}\b/ } }
       mine.each do |s|
@@ -284,7 +289,7 @@ class E2E
     all_tids = shares.flat_map { |_, _, t| t.keys }
     shared = all_tids.size != all_tids.uniq.size
     "#{natives} native threads; " + shares.map { |n, s, t| "#{n} #{s}% on tids #{t.map { |k, v| "#{k}(#{v})" }.join(" ")}" }.join(", ") +
-      (shared ? "; Ruby threads share tids" : "; no tid shared")
+      (shared ? "; Ruby threads share tids" : "; no tid shared") + "; #{between} with no Ruby context"
   end
 end
 
