@@ -14,10 +14,11 @@ class E2E
   # BPF program reads a method frame's method entry at the sample (RP_FRAME_FLAG_ME), so the owner
   # no longer depends on the frame still being there when the daemon reads it: measured on Ruby
   # 3.1.2, 2 shared vCPUs under load, 98.9 % of the frames (it was 1.6 % when the owner was read
-  # later from the frame's environment). The rest: blocks whose method frame was not in the same
-  # stack and had returned. Under the sanitizers the daemon is slower to keep up, so less is
-  # asked of it there.
-  MANY_METHODS_QUALIFIED_FLOOR = ENV["RP_SANITIZED"] == "1" ? 0.5 : 0.9
+  # later from the frame's environment), 100.0 % in the runs since (115,533 of 115,533). The
+  # rest: blocks whose method frame was not in the same stack and had returned. So 97 %: a build
+  # that loses the owner of one method frame in ten (89.7 % measured) fails. Under the
+  # sanitizers the daemon is slower to keep up, so less is asked of it there.
+  MANY_METHODS_QUALIFIED_FLOOR = ENV["RP_SANITIZED"] == "1" ? 0.5 : 0.97
 
   def test_many_methods
     facts = start("many_methods.rb", "100", "500", "10", "0.0005", "0", timeout: 120)
