@@ -255,6 +255,9 @@
 	VALUE(M_REFUSED_OBJECTS_MOUNTS, "bound", "mounts", S->c.bounds.refused[BOUND_MOUNTS]) \
 	FAMILY("rubyprofd_refused_objects_logged_total", COUNTER, ALWAYS, "Of the refused objects, those logged (one line per object and bound).") \
 	VALUE(M_REFUSED_OBJECTS_LOGGED, NULL, NULL, S->c.bounds.logged) \
+	FAMILY("rubyprofd_log_lines_held_total", COUNTER, ALWAYS, "Log lines past their budget of 20 a minute, written at debug level only (-v): about processes found, refused or slow to look at (kind=processes), about refused files (kind=refused_files).") \
+	VALUE(M_LOG_LINES_HELD_PROCESSES, "kind", "processes", S->c.tracker.log_held) \
+	VALUE(M_LOG_LINES_HELD_REFUSED_FILES, "kind", "refused_files", S->c.bounds.held) \
 	FAMILY("rubyprofd_process_contexts_read_total", COUNTER, ALWAYS, "OpenTelemetry process contexts (OTEP 4719) read and decoded: a process's first, and each update (docs/trace-context.md).") \
 	VALUE(M_PROCESS_CONTEXTS_READ, NULL, NULL, S->c.procctx.reads) \
 	FAMILY("rubyprofd_process_contexts_refused_total", COUNTER, ALWAYS, "OpenTelemetry process contexts not used, by reason: header (no signature, an unknown version), size (payload past its bound), torn (an update in progress at every reading), memory (unreadable), payload (not a Resource), value (an attribute used that is not short clean UTF-8; the rest is used).") \

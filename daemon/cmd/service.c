@@ -101,7 +101,8 @@ static int identify(void *ctx, const struct ruby_target *t, const struct procctx
 	if (id.ignore)
 		return -ECANCELED;
 	snprintf(service, len, "%s", id.service);
-	log_info("pid %d: service \"%s\" (from its %s)", t->pid, id.service, id.source);
+	log_limited(&log_process_lines, LOG_LVL_INFO, "pid %d: service \"%s\" (from its %s)",
+		    t->pid, id.service, id.source);
 	s = svc_find(sv, id.service);
 	if (s) {
 		s->id = id;

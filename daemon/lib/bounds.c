@@ -128,6 +128,7 @@ void bounds_openat2_unavailable(const char *path)
 void bounds_stats(struct bounds_stats *out)
 {
 	*out = B.st;
+	out->held = B.limit.suppressed_total;
 }
 
 const char *bounds_name(enum bound_id b)

@@ -56,6 +56,7 @@ enum bound_id {
 struct bounds_stats {
 	uint64_t refused[BOUND_MAX];  /* objects refused, by bound (each time one is met) */
 	uint64_t logged;	      /* of those, the ones logged (once per object) */
+	uint64_t held;		      /* lines past the log budget: at debug level only */
 	uint64_t openat2_unavailable; /* target files not opened: openat2 said ENOSYS */
 };
 

@@ -93,6 +93,8 @@ void log_line(enum log_level level, const char *fmt, ...)
 	va_end(ap);
 }
 
+struct log_limit log_process_lines;
+
 bool log_limit_take(struct log_limit *l, int64_t now, const char *what)
 {
 	if (!l->window_start || now - l->window_start >= LOG_LIMIT_WINDOW_NS) {

@@ -48,6 +48,10 @@ struct log_limit {
 /* Whether one more line may be written at `now` (CLOCK_MONOTONIC ns); what: the lines' kind
  * for the notice ("per-process lines"). */
 bool log_limit_take(struct log_limit *l, int64_t now, const char *what);
+/* The lines about processes (found, named, refused, slow to look at), of every module: one
+ * budget for the daemon, so that a churn of short processes cannot flood the journal. */
+extern struct log_limit log_process_lines;
+
 /* log_msg within the budget of l; past it, at debug level (`-v` shows every line). */
 #define log_limited(l, level, ...)                                                                 \
 	log_msg(log_limit_take((l), clock_mono_ns(), "per-process lines") ? (level)                \

@@ -73,7 +73,6 @@ struct tracker {
 	struct hmap by_pid; /* pid -> struct entry * */
 	int64_t next_due;
 	struct tracker_stats stats;
-	struct log_limit log_limit; /* the lines about processes (log.h): a churn cannot flood */
 };
 
 static int64_t min64(int64_t a, int64_t b)
@@ -240,7 +239,7 @@ static void took_slow(struct tracker *tr, struct entry *e, int64_t ns)
 	if (e->slow_logged)
 		return;
 	e->slow_logged = true;
-	log_limited(&tr->log_limit, LOG_LVL_WARN,
+	log_limited(&log_process_lines, LOG_LVL_WARN,
 		    "pid %d: looking at its Ruby took %lld ms of the main loop (more than %lld ms)",
 		    e->pid, (long long)(ns / 1000000), SLOW_CHECK_NS / 1000000);
 }
@@ -267,13 +266,13 @@ static void check(struct tracker *tr, struct entry *e, int64_t now)
 	case DISCOVER_READY:
 		err = tr->ops.enable(tr->ops.ctx, &t, fresh);
 		if (err == -ECANCELED) {
-			log_limited(&tr->log_limit, LOG_LVL_INFO,
+			log_limited(&log_process_lines, LOG_LVL_INFO,
 				    "pid %d: not profiled: a rule says to ignore it", e->pid);
 			refuse(tr, e, TRACKER_REFUSED_IGNORED);
 			return;
 		}
 		if (err) {
-			log_limited(&tr->log_limit, LOG_LVL_ERROR,
+			log_limited(&log_process_lines, LOG_LVL_ERROR,
 				    "pid %d: cannot start profiling: %s", e->pid, strerror(-err));
 			refuse(tr, e, TRACKER_REFUSED_ERROR);
 			return;
@@ -284,7 +283,7 @@ static void check(struct tracker *tr, struct entry *e, int64_t now)
 		}
 		e->state = ST_ACTIVE;
 		/* past the budget, at debug level */
-		lvl = log_limit_take(&tr->log_limit, clock_mono_ns(), "per-process lines")
+		lvl = log_limit_take(&log_process_lines, clock_mono_ns(), "per-process lines")
 			      ? LOG_LVL_INFO
 			      : LOG_LVL_DEBUG;
 		log_msg(lvl, "pid %d: Ruby %s%s (%s%s)", e->pid, t.version,
@@ -298,12 +297,13 @@ static void check(struct tracker *tr, struct entry *e, int64_t now)
 			t.how_symbols, t.how_vm_exec, t.how_gc);
 		return;
 	case DISCOVER_REFUSED:
-		log_limited(&tr->log_limit, LOG_LVL_WARN, "pid %d: not profiled: %s", e->pid, why);
+		log_limited(&log_process_lines, LOG_LVL_WARN, "pid %d: not profiled: %s", e->pid,
+			    why);
 		refuse(tr, e, TRACKER_REFUSED_UNSUPPORTED);
 		return;
 	case DISCOVER_RETRY:
 		if (e->tries >= MAX_TRIES) {
-			log_limited(&tr->log_limit, LOG_LVL_WARN, "pid %d: not profiled: %s",
+			log_limited(&log_process_lines, LOG_LVL_WARN, "pid %d: not profiled: %s",
 				    e->pid, why);
 			refuse(tr, e, TRACKER_REFUSED_NOT_READY);
 			return;
@@ -578,6 +578,7 @@ void tracker_stats(const struct tracker *tr, struct tracker_stats *out)
 {
 	*out = tr->stats;
 	out->entries = tr->by_pid.len;
+	out->log_held = log_process_lines.suppressed_total;
 }
 
 const char *tracker_refusal_name(enum tracker_refusal r)

@@ -62,6 +62,7 @@ struct tracker_stats {
 	uint64_t deferred;    /* checks due but put off to the next turn: the tick's time was up */
 	uint64_t slow_discoveries; /* discoveries that took more than 100 ms */
 	uint64_t loading;	   /* looks before the loader had mapped a library: again later */
+	uint64_t log_held;	   /* per-process lines past the log budget: at debug level only */
 	uint64_t discovery_ns_max; /* the longest discovery */
 	uint64_t scans;		   /* /proc scans */
 	uint64_t table_full;	   /* processes not tracked: the table was full */

@@ -326,6 +326,7 @@ class E2E
       churn_log = File.join(@rt.workdir, "churn-#{rand(1 << 30)}.log")
       rounds = 3
       marks = []
+      churn_t0 = Time.now
       rounds.times do |round|
         # half exec'd Rubies (4 at a time), half forked children of one master
         (n / 2 / 4).times do
@@ -387,10 +388,19 @@ class E2E
       check(missed.size <= allowed, "#{missed.size} of #{due.size} short processes with >= 11 periods of CPU have no sample: " \
                            "#{missed.first(5).map { |p| "#{p} (#{(spun[p] * 1000).round} ms; other samples #{other[p].inspect})" }.join(", ")}\n" +
                            svc.log_text.lines.grep(/pid (#{missed.first(5).join("|")})\b/).join)
+      # The lines about processes keep to their budget (log.h: 20 a minute; a Ruby found is one
+      # take for its two lines): the rest are held back at debug level, and the next minute's
+      # first line says how many (a churn of short processes cannot flood the journal).
+      minutes = (Time.now - churn_t0) / 60
+      takes = svc.log_text.lines.grep(/\Arubyprofd: (info|warning): pid \d+: (?!execution context)/).size
+      check(takes <= 20 * (minutes.ceil + 1), format("%d lines about processes in %.1f minutes, past 20 a minute:\n%s", takes, minutes, svc.log_text.lines.grep(/\Arubyprofd: (info|warning): pid \d+: (?!execution context)/).map { |l| l.sub(/pid \d+/, "pid N")[0, 90] }.tally.sort_by { |_, v| -v }.first(8).map { |l, v| "#{v} #{l}" }.join))
+      check(minutes < 1.2 || svc.log_text.include?("per-process lines suppressed in the last minute"),
+            "no notice of held-back lines after #{rounds * n} processes in #{minutes.round(1)} minutes")
       shop_profiles = by_service(svc).fetch("shop", [])
       check(shop_profiles.size >= 2 * rounds, "the long-lived app is in #{shop_profiles.size} profiles")
       "#{rounds * n} short processes, #{seen.size} with samples (#{churned}), every one of the #{due.size} " \
-        "with 11 periods of CPU or more#{missed.empty? ? "" : " but #{missed.size} (sanitized: #{missed.join(", ")})"}; RSS KiB #{rss.inspect}; fds #{fds.inspect}"
+        "with 11 periods of CPU or more#{missed.empty? ? "" : " but #{missed.size} (sanitized: #{missed.join(", ")})"}; RSS KiB #{rss.inspect}; fds #{fds.inspect}; " \
+        "#{takes} lines about processes in #{minutes.round(1)} min"
     ensure
       svc.kill
       _ = shop
