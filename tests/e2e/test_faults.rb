@@ -383,6 +383,21 @@ class E2E
       end
     end
   end
+  # A 99 Hz profile of pid (oneshot_within's, with its CPU trace): every tick on a CPU of its
+  # threads (the workers take turns with the GVL) within sampling's spread of its CPU time, and
+  # most in fault_mix. [samples, samples in fault_mix, CPU seconds].
+  private def fault_counts(path, pid, trace, what, stderr)
+    prof = PprofRaw.read(path)
+    n, named = fault_samples(prof, pid)
+    cpu = cpu_in_window(trace, pid, prof) or fail!("the CPU trace does not cover the profile")
+    busy = [cpu / Float(prof.duration), 1].min
+    check(samples_ok?(n, cpu * 99, busy),
+          format("%d samples of %s, for %.2f s of its CPU at 99 Hz: %.0f +- %.0f expected\n%s",
+                 n, what, cpu, cpu * 99, sample_spread(cpu * 99, busy), stderr))
+    check(named >= 0.8 * n, "only #{named}/#{n} samples in fault_mix")
+    [n, named, cpu]
+  end
+
   # The Ruby work of a profile of pid: [samples, samples in fault_mix].
   private def fault_samples(prof, pid)
     samples = prof.samples_of(pid)
@@ -398,15 +413,7 @@ class E2E
     tasks = Dir.children("/proc/#{pid}/task").size
     check(tasks > sleepers, "only #{tasks} native threads")
     path, stdout, stderr, _, _, trace = oneshot_within(90, "-v", "--pid", pid.to_s, "--duration", "4", watch: [pid])
-    prof = PprofRaw.read(path)
-    n, named = fault_samples(prof, pid)
-    # every tick on a CPU of its threads (the workers take turns with the GVL): its CPU time
-    cpu = cpu_in_window(trace, pid, prof) or fail!("the CPU trace does not cover the profile")
-    busy = [cpu / Float(prof.duration), 1].min
-    check(samples_ok?(n, cpu * 99, busy),
-          format("%d samples of a process of %d threads, for %.2f s of its CPU at 99 Hz: %.0f +- %.0f expected\n%s",
-                 n, tasks, cpu, cpu * 99, sample_spread(cpu * 99, busy), stderr))
-    check(named >= 0.8 * n, "only #{named}/#{n} samples in fault_mix")
+    n, named, cpu = fault_counts(path, pid, trace, "a process of #{tasks} threads", stderr)
     l = losses(stdout)
     # a read that races a GVL hand-over is lost and counted (failed reads), rarely
     check(l["dropped"].zero? && l["failed_reads"] <= n / 10 + 5, "losses with many threads: #{l}")
@@ -454,14 +461,7 @@ class E2E
     check(facts["maps"] == 600, "the target mapped #{facts["maps"].inspect} files, not 600")
     path, stdout, stderr, _, _, trace = oneshot_within(90, "-v", "--pid", pid.to_s, "--duration", "3", watch: [pid])
     check(stderr =~ /pid #{pid}: Ruby #{Regexp.escape(@rt.version)}/, "pid #{pid} not profiled:\n#{stderr}")
-    prof = PprofRaw.read(path)
-    n, named = fault_samples(prof, pid)
-    cpu = cpu_in_window(trace, pid, prof) or fail!("the CPU trace does not cover the profile")
-    busy = [cpu / Float(prof.duration), 1].min
-    check(samples_ok?(n, cpu * 99, busy),
-          format("%d samples for %.2f s of its CPU at 99 Hz: %.0f +- %.0f expected\n%s",
-                 n, cpu, cpu * 99, sample_spread(cpu * 99, busy), stderr))
-    check(named >= 0.8 * n, "only #{named}/#{n} samples in fault_mix")
+    n, named, cpu = fault_counts(path, pid, trace, "a process of #{total} mappings", stderr)
     l = losses(stdout)
     check(l["dropped"].zero? && l["failed_reads"].zero?, "losses with many mappings: #{l}")
     ruby = samples_line(stdout)[1]
