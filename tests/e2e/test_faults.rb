@@ -278,7 +278,7 @@ class E2E
       # depends on the host: measure the rate, then stay stopped long enough to fill it one and a half times.
       bytes = ->() { metric(port, "rubyprofd_ring_buffer_bytes_total").to_f }
       b0, t0 = bytes.call, Time.now
-      sleep 3
+      sleep 3 # a window to measure the rate in, not a wait for an event
       rate = (bytes.call - b0) / (Time.now - t0)
       check(rate > 0, "no ring buffer bytes read in 3 s at 999 Hz")
       stop_s = (1.5 * (8 << 20) / rate).clamp(4, 90)

@@ -73,7 +73,12 @@ class E2E
     native_wait("rubyprofd to open its perf events") do
       Dir["/proc/#{daemon}/fd/*"].any? { |f| (File.readlink(f) rescue "") == "anon_inode:[perf_event]" }
     end
-    sleep 6
+    # then until every worker has had 0.75 s of CPU (75 samples at 99 Hz) under it, however busy
+    # the machine (8 workers share its CPUs)
+    c0 = workers.to_h { |p| [p, cpu_seconds(p) || fail!("worker #{p} is gone")] }
+    native_wait("0.75 s of CPU in every worker") do
+      workers.all? { |p| (cpu_seconds(p) || fail!("worker #{p} is gone")) - c0[p] >= 0.75 }
+    end
     workers.each { |p| Process.kill("KILL", p) }
     path, stdout, = run.value
     prof = PprofRaw.read(path)
