@@ -39,6 +39,10 @@ class E2E
       check(samples_ok?(n, expected, busy),
             "fork child #{pid}: #{n} samples for #{format("%.2f", cpu)} s of CPU in #{format("%.2f", wall)} s " \
             "(#{expected.round} ± #{sample_spread(expected, busy).round} expected)\n#{stderr}")
+      # the rest is the child's own code around child_work, inside Kernel#fork's block (its
+      # first instant in fork, r.close, Marshal.dump, w.write: 0-3 samples a child), a marked
+      # failed read now and then, and once in 24 children a C function not named at the block's
+      # line 0 (its last instant, not yet explained): 90 % leaves room for all of them
       check(named >= 0.9 * n, "fork child #{pid}: only #{named}/#{n} samples in child_work")
       "#{n}/#{expected.round}"
     end
