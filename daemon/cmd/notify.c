@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cmd/notify.h"
+#include "profile/session.h"
 #include "lib/text.h"
 
 /* Fills addr from $NOTIFY_SOCKET. 1 when there is a socket, 0 when unset, -errno when invalid. */
@@ -130,4 +131,12 @@ uint64_t notify_watchdog_usec(void)
 	if (pid && notify_parse_u64(pid) != (unsigned long long)getpid())
 		return 0;
 	return notify_parse_u64(getenv("WATCHDOG_USEC"));
+}
+
+int notify_profiling(const struct session *s)
+{
+	size_t n = session_active(s);
+
+	return notify_status("profiling %zu Ruby process%s at %u Hz", n, n == 1 ? "" : "es",
+			     session_frequency(s));
 }

@@ -27,6 +27,9 @@ int notify_reloading(void);
 /* STATUS=<text>; a newline in the text becomes a space, so data cannot forge another assignment. */
 int notify_status(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int notify_watchdog(void); /* WATCHDOG=1 */
+struct session;
+/* STATUS=profiling N Ruby process(es) at F Hz: the session's processes and frequency now. */
+int notify_profiling(const struct session *s);
 /*
  * The watchdog interval from $WATCHDOG_USEC, in microseconds; 0 when there is none: unset, not a
  * positive decimal number, or $WATCHDOG_PID is set and names another process (the variables were

@@ -438,8 +438,7 @@ int oneshot_run(const struct config *cfg)
 	 * (systemd-run -p Type=notify) waiting on $NOTIFY_SOCKET may start its work now. Nothing
 	 * is sent without the variable; a failed send changes nothing here. */
 	notify_ready();
-	notify_status("profiling %zu Ruby processes at %u Hz", session_active(r.session),
-		      cfg->frequency);
+	notify_profiling(r.session);
 	if (cfg->duration > 0)
 		deadline = r.start_ns + (int64_t)(cfg->duration * 1e9);
 	scan_every = session_has_lifecycle(r.session) ? SCAN_NS : SCAN_NO_EVENTS_NS;

@@ -832,8 +832,7 @@ int service_run(struct config *cfg, int argc, char **argv)
 	else
 		log_info("capabilities kept: %s; no_new_privs set", missing[0] ? missing : "none");
 	notify_ready();
-	notify_status("profiling %zu Ruby processes at %u Hz", session_active(sv.session),
-		      cfg->frequency);
+	notify_profiling(sv.session);
 	log_info(
 		"profiling every Ruby process at %u Hz (%s); a profile per service every %g s into "
 		"\"%s\"%s%s",
@@ -871,8 +870,7 @@ int service_run(struct config *cfg, int argc, char **argv)
 		}
 		if (now >= sv.interval_start + (int64_t)(sv.cfg->interval * 1e9)) {
 			end_interval(&sv, now);
-			notify_status("profiling %zu Ruby processes at %u Hz",
-				      session_active(sv.session), session_frequency(sv.session));
+			notify_profiling(sv.session);
 		}
 		if (sv.metrics)
 			metrics_tick(sv.metrics, sv.epfd);

@@ -74,7 +74,7 @@ if make --no-print-directory BUILD="$build" deb >"$tmp/deb.log" 2>&1 && [ -f "$d
 	# Depends comes from dpkg-shlibdeps: every library the binary links.
 	depends=$(dpkg-deb -f "$deb" Depends)
 	missing=
-	for lib in libbpf1 libelf1 zlib1g libc6; do
+	for lib in libbpf1 libelf1 libdw1 libcurl4 zlib1g libc6; do
 		grep -qE "(^|, )$lib( |,|$)" <<<"$depends" || missing+=" $lib"
 	done
 	if [ -z "$missing" ]; then ok "Depends: $depends"; else bad "Depends" "lacks$missing: $depends"; fi
