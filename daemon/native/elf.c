@@ -761,9 +761,28 @@ static int build_id_hex(const unsigned char *desc, size_t desc_len, char *buf, s
 	return 0;
 }
 
+/*
+ * Whether the notes read so far (*total) and size more pass BOUND_SECTION_BYTES, all notes of
+ * the object together: each note is within the bound, but a file may claim thousands of them
+ * (program headers or sections), each read and kept by libelf until the file is closed (300
+ * PT_NOTE headers of 8 MiB: 2.4 GiB and seconds of the main loop). Past it refused, counted,
+ * logged; else *total grows.
+ */
+static bool notes_past_bound(struct elf_file *ef, uint64_t *total, uint64_t size)
+{
+	if (size <= BOUND_SECTION_BYTES - *total) {
+		*total += size;
+		return false;
+	}
+	bounds_refuse(BOUND_SECTION, ef->shown ? ef->shown : ef->path, ef->dev, ef->ino,
+		      "the notes (all together)", *total + size);
+	return true;
+}
+
 int elf_build_id(struct elf_file *ef, char *buf, size_t len)
 {
 	const unsigned char *desc;
+	uint64_t total = 0;
 	size_t desc_len, i;
 
 	if (!len)
@@ -776,15 +795,25 @@ int elf_build_id(struct elf_file *ef, char *buf, size_t len)
 		if (ph->p_type != PT_NOTE || !range_in_file(ef, ph->p_offset, ph->p_filesz) ||
 		    ph->p_filesz > BOUND_SECTION_BYTES)
 			continue;
+		if (notes_past_bound(ef, &total, ph->p_filesz))
+			return -EFBIG;
 		data = elf_getdata_rawchunk(ef->elf, (int64_t)ph->p_offset, ph->p_filesz,
 					    ph->p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
 		if (data && !note_build_id(data, &desc, &desc_len))
 			return build_id_hex(desc, desc_len, buf, len);
 	}
 	for (i = 1; i < ef->shnum; i++) {
+		Elf_Scn *scn = elf_getscn(ef->elf, i);
 		struct scn_view v;
+		GElf_Shdr sh;
 
-		if (scn_view(ef, i, &v) || v.shdr.sh_type != SHT_NOTE)
+		/* the type and the size before scn_view reads the section (one past the bound is
+		 * scn_view's to refuse) */
+		if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		if (sh.sh_size <= BOUND_SECTION_BYTES && notes_past_bound(ef, &total, sh.sh_size))
+			return -EFBIG;
+		if (scn_view(ef, i, &v))
 			continue;
 		if (v.data->d_type != ELF_T_NHDR && v.data->d_type != ELF_T_NHDR8)
 			continue;

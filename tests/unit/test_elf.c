@@ -1378,3 +1378,67 @@ Test(elf, extended_section_count_past_the_bound_is_refused)
 	cr_expect_eq(after.logged - before.logged, 1, "one log line for the object");
 	unlink(path);
 }
+
+/*
+ * An object of 300 PT_NOTE headers of 4 MiB each (zeros: no build id in any), plus one PT_LOAD,
+ * in a sparse file of a few KiB: each note is within the section bound, but libelf keeps every
+ * one it reads until the file is closed (a hostile tenant's libruby: 1.7 GiB and seconds of the
+ * main loop before the notes were bounded all together). Refused once 8 MiB of notes are
+ * counted, before they are read; counted and logged.
+ */
+Test(elf, notes_past_the_bound_all_together_are_refused, .timeout = 30)
+{
+	char path[] = "/tmp/rp-elf-notes-XXXXXX", buf[64];
+	struct bounds_stats before, after;
+	enum { NOTES = 300 };
+	const uint64_t note = 4ULL << 20;
+	Elf64_Phdr ph[NOTES + 1];
+	Elf64_Ehdr eh = {0};
+	struct elf_file *ef;
+	long rss0;
+	int fd, i;
+
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_ident[EI_VERSION] = EV_CURRENT;
+	eh.e_type = ET_DYN;
+	eh.e_machine = EM_X86_64;
+	eh.e_version = EV_CURRENT;
+	eh.e_phoff = sizeof(eh);
+	eh.e_ehsize = sizeof(eh);
+	eh.e_phentsize = sizeof(Elf64_Phdr);
+	eh.e_phnum = NOTES + 1;
+	memset(ph, 0, sizeof(ph));
+	ph[0] = (Elf64_Phdr){.p_type = PT_LOAD,
+			     .p_flags = PF_R,
+			     .p_filesz = 4096,
+			     .p_memsz = 4096,
+			     .p_align = 4096};
+	for (i = 1; i <= NOTES; i++)
+		ph[i] = (Elf64_Phdr){.p_type = PT_NOTE,
+				     .p_flags = PF_R,
+				     .p_offset = 4096 + (uint64_t)(i - 1) * note,
+				     .p_filesz = note,
+				     .p_memsz = note,
+				     .p_align = 4};
+	cr_assert_eq(pwrite(fd, &eh, sizeof(eh), 0), (ssize_t)sizeof(eh));
+	cr_assert_eq(pwrite(fd, ph, sizeof(ph), sizeof(eh)), (ssize_t)sizeof(ph));
+	cr_assert_eq(ftruncate(fd, (off_t)(4096 + NOTES * note)), 0);
+	close(fd);
+
+	bounds_stats(&before);
+	rss0 = maxrss_kib();
+	ef = elf_file__open(path);
+	cr_assert_not_null(ef, "the headers are fine: %s", strerror(errno));
+	cr_expect_eq(elf_build_id(ef, buf, sizeof(buf)), -EFBIG);
+	elf_file__free(ef);
+	bounds_stats(&after);
+	cr_expect_lt(maxrss_kib() - rss0, 32 * 1024, "peak RSS grew by %ld KiB",
+		     maxrss_kib() - rss0);
+	cr_expect_eq(after.refused[BOUND_SECTION] - before.refused[BOUND_SECTION], 1);
+	cr_expect_eq(after.logged - before.logged, 1, "one log line for the object");
+	unlink(path);
+}
