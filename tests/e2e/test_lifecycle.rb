@@ -13,7 +13,9 @@ class E2E
   # Workers forked from a booted master (no exec) are profiled from their first samples.
   def test_fork_children
     children = nil
-    prof, stderr, facts = while_profiling("-v") do
+    # -vv: "pid N: Ruby" is one of the lines about processes, 20 a minute, written at debug
+    # level past that (other tests' Rubies on the host)
+    prof, stderr, facts = while_profiling("-vv") do
       f = start("forker.rb", "3", "1.5", timeout: 40)
       wait_log(/pid #{f["pid"]}: Ruby /)
       go(f)
