@@ -443,7 +443,7 @@ class Bench
     when Hash
       v.to_h do |k, x|
         key = if k.match?(/\A\d+\z/) then Integer(k)
-              elsif k.match?(/[@-]|\A[A-Z_]+\z|\A(ruby|mixed)\z/) then k
+              elsif k.match?(/[@-]|\A[A-Z_]+\z|\A(ruby|mixed|methods|blocks)\z/) then k
               else k.to_sym
               end
         [key, keys_back(x)]
