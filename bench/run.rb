@@ -4,7 +4,8 @@
 #   ruby bench/run.rb BUILD_DIR
 #
 # Needs root. Writes BUILD_DIR/bench/results.md (the table, also printed) and results.json (every
-# raw figure). Every number is measured in this run; nothing is carried over. Because this kind of
+# raw figure); the full run also writes docs/performance.md (bench/method.md and the table), the
+# README's headline rows between its bench markers and bench/results/DATE-COMMIT.json. Every number is measured in this run; nothing is carried over. Because this kind of
 # machine is noisy (2 shared vCPUs), every figure is a ratio or a difference between phases with
 # and without the thing measured, alternated (A/B/A/B), and comes with the spread of its
 # repetitions; throughput phases alternate every TOGGLE_PHASE seconds, with the profiler's
@@ -35,7 +36,7 @@ QUICK = ENV["BENCH_QUICK"] == "1"
 SCALE = QUICK ? 0.5 : 1.0
 ONLY_BPF = ENV["BENCH_ONLY"] == "bpf"
 
-# Phase lengths (seconds) and repetitions; the whole run stays well under 10 minutes.
+# Phase lengths (seconds) and repetitions; the whole run stays under 15 minutes.
 IRQ_HZ = 999
 IRQ_PAIRS = 12
 IRQ_PHASE = 0.4 * SCALE
@@ -493,19 +494,35 @@ class Bench
   # The README's rows: measure, result, budget, verdict (its first words), each from the full table.
   def headline
     pick = ->(measure, setting = nil) { @rows.find { |m, st| m == measure && (setting.nil? || st.start_with?(setting)) } }
-    rows = [pick.("Slowdown, methods workload", "rubyprofd 99 Hz"), pick.("Slowdown, blocks workload", "rubyprofd 99 Hz"),
-            pick.("BPF time per sample, 100 frames"), pick.("BPF time per sample, 4000 frames"),
-            pick.("Daemon CPU per sample, 100 frames"), pick.("Service, 1 busy Ruby process"),
-            pick.("Service, #{DAEMON_NPROCS.last} busy Ruby processes", "#{DAEMON_HZ} Hz, 10 s intervals, whole host"),
-            pick.("Service idle cost, one Ruby"), pick.("Latency: exec of a new Ruby → its first sample"),
-            pick.("Wall clock: wall, reuse, still ticks skipped and slept through, 50 threads"),
-            pick.("Mixed stacks, spinning in Ruby, 100 Ruby frames")].compact
+    rows = [["Slowdown, 99 Hz, Ruby methods", pick.("Slowdown, methods workload", "rubyprofd 99 Hz")],
+            ["Slowdown, 99 Hz, blocks and C functions", pick.("Slowdown, blocks workload", "rubyprofd 99 Hz")],
+            ["BPF time per sample, 100 frames", pick.("BPF time per sample, 100 frames")],
+            ["BPF time per sample, 4000 frames", pick.("BPF time per sample, 4000 frames")],
+            ["Daemon CPU per sample, 100 frames", pick.("Daemon CPU per sample, 100 frames")],
+            ["Service, 1 busy Ruby, 19 Hz", pick.("Service, 1 busy Ruby process")],
+            ["Service, #{DAEMON_NPROCS.last} busy Rubies, 19 Hz",
+             pick.("Service, #{DAEMON_NPROCS.last} busy Ruby processes", "#{DAEMON_HZ} Hz, 10 s intervals, whole host")],
+            ["Service idle, one Ruby", pick.("Service idle cost, one Ruby")],
+            ["Exec of a new Ruby → first sample", pick.("Latency: exec of a new Ruby → its first sample")],
+            ["Wall clock, 50 threads, 19 Hz", pick.("Wall clock: wall, reuse, still ticks skipped and slept through, 50 threads")],
+            ["Mixed stacks, 100 Ruby frames", pick.("Mixed stacks, spinning in Ruby, 100 Ruby frames")]]
+            .select(&:last).map { |name, row| [name, *row] }
     short = ->(v) { v[/\A(PASS|MISS|not resolvable here|no budget)/] || v }
-    "The last full `make bench` run (#{@r[:date][0, 10]}, commit #{@r[:commit]}, #{@r[:machine][:summary]}), " \
-      "verdicts by [one rule](docs/performance.md#results); every row and the method: " \
+    "The last full `make bench` (#{@r[:date][0, 10]}, commit #{@r[:commit]}, #{@r[:machine][:summary][/\A\d+ CPUs/] || "this machine"}), verdicts by " \
+      "[one rule](docs/performance.md#results); the machine, the method and every row: " \
       "[docs/performance.md](docs/performance.md).\n\n" \
       "| Measure | Result | Budget | Verdict |\n|---|---|---|---|\n" +
-      rows.map { |m, _, res, _, bud, v| "| #{m} | #{res.split('; ').first} | #{bud} | #{short.(v)} |" }.join("\n") + "\n"
+      rows.map { |name, m, _, res, _, bud, v| "| #{name} | #{brief(m, res)} | #{bud} | #{short.(v)} |" }.join("\n") + "\n"
+  end
+
+  # The part of a row's result that its budget is on.
+  def brief(measure, res)
+    parts = res.split("; ")
+    if measure.start_with?("Wall clock") then parts.last.sub(/ \(\d+ windows\)\z/, "")
+    elsif measure.start_with?("Mixed stacks") then parts.first
+    elsif measure.start_with?("Service idle") then parts.first.sub(/ \(\d+ windows\)\z/, "")
+    else res.sub(/ \(\d+ phases\)\z/, "")
+    end
   end
 
   def check_environment
