@@ -290,7 +290,15 @@ class Rubyprofd
     argv = [*wrap, *argv] if wrap
     argv = ["taskset", "-c", cpus, *argv] if cpus
     @child = Child.new(argv)
-    register.each { |pid| @child.wait_for(/pid #{pid}: Ruby /) }
+    # A loaded machine can keep a Ruby from being named for a while: wait, but measure all the
+    # same (the service rows say how many processes were profiled).
+    register.each do |pid|
+      @child.wait_for(/pid #{pid}: Ruby /, timeout: 60)
+    rescue RuntimeError => e
+      raise unless service
+
+      log "  pid #{pid} not profiled after 60 s: measured all the same (#{e.message.lines.first.chomp})"
+    end
     @prog_id = wait_sampling(self)
   end
 
