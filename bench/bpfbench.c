@@ -3,13 +3,11 @@
  * bpfbench - the measurements of `make bench` that need their own BPF program or a precise
  * clock, driven by bench/run.rb. Each subcommand prints one JSON object on stdout.
  *
- *   bpfbench floor [-F HZ] [-d SECONDS] [-w WARMUP] [-i STEP] [-R] [-t TARGET]...
+ *   bpfbench floor [-F HZ] [-d SECONDS] [-w WARMUP] [-i STEP] [-t TARGET]...
  *	TARGET = PID:TLS_OFF:EC_VM_STACK:EC_VM_STACK_SIZE:EC_CFP:CFP_SIZE (rubyprofd's procs map).
  *	Attaches bench_floor (floor.bpf.c) to a cpu-clock event on every online CPU and reports its
  *	run time (BPF stats) and counters over DURATION seconds after WARMUP, per STEP-long interval
- *	and in total. Without -t it walks nothing: the cost of a sample that is not a target's. -R
- *	also ships the bytes rubyprofd would ship for each stack through a ring buffer, read here
- *	every 20 ms without wakeups: the floor of walking plus delivering.
+ *	and in total. Without -t it walks nothing: the cost of a sample that is not a target's.
  *
  *   bpfbench irq [-c CPU] [-F HZ] [-n PAIRS] [-p PHASE]
  *	Spins on CPU and finds every interruption of the spin (a gap in a tight clock_gettime loop),
@@ -232,7 +230,7 @@ struct common {
 	int stats_fd;
 };
 
-static int common_open(struct common *c, int emit)
+static int common_open(struct common *c)
 {
 	int err, i;
 
@@ -257,7 +255,6 @@ static int common_open(struct common *c, int emit)
 	c->skel = floor_bpf__open();
 	if (!c->skel)
 		return -errno;
-	c->skel->rodata->emit = emit;
 	err = floor_bpf__load(c->skel);
 	if (err) {
 		fprintf(stderr, "bpfbench: cannot load floor.bpf.o: %s\n", strerror(-err));
@@ -275,12 +272,6 @@ static void common_close(struct common *c)
 		close(c->stats_fd);
 	free(c->links);
 	free(c->pfds);
-}
-
-/* The floor's records are read and dropped: what is measured is the producer's side. */
-static int drop_record(void *ctx, void *data, size_t size)
-{
-	return 0;
 }
 
 /* One measurement interval of the floor. */
@@ -304,12 +295,11 @@ static int cmd_floor(int argc, char **argv)
 	unsigned long long hz = 99;
 	int64_t duration = 2000000000LL, warmup = 200000000LL, step = 100000000LL, end;
 	struct floor_interval first, prev, cur;
-	struct ring_buffer *rb = NULL;
 	struct floor_target t;
 	__u32 pid;
-	int opt, err, ret = 1, ntargets = 0, emit = 0, n = 0;
+	int opt, err, ret = 1, ntargets = 0, n = 0;
 
-	while ((opt = getopt(argc, argv, "F:d:w:i:t:R")) != -1) {
+	while ((opt = getopt(argc, argv, "F:d:w:i:t:")) != -1) {
 		err = 0;
 		switch (opt) {
 		case 'F':
@@ -323,9 +313,6 @@ static int cmd_floor(int argc, char **argv)
 			break;
 		case 'i':
 			err = parse_secs(optarg, &step);
-			break;
-		case 'R':
-			emit = 1;
 			break;
 		case 't':
 			/* Parsed again below, once the object is loaded; check it now. */
@@ -344,10 +331,10 @@ static int cmd_floor(int argc, char **argv)
 		fprintf(stderr, "bpfbench floor: -F must be at least 1 and -i at least 0.001\n");
 		return 2;
 	}
-	err = common_open(&c, emit);
+	err = common_open(&c);
 	if (err)
 		goto cleanup;
-	for (optind = 1; (opt = getopt(argc, argv, "F:d:w:i:t:R")) != -1;) {
+	for (optind = 1; (opt = getopt(argc, argv, "F:d:w:i:t:")) != -1;) {
 		if (opt != 't')
 			continue;
 		if (ntargets == FLOOR_MAX_TARGETS) {
@@ -361,13 +348,6 @@ static int cmd_floor(int argc, char **argv)
 		}
 		ntargets++;
 	}
-	if (emit) {
-		rb = ring_buffer__new(bpf_map__fd(c.skel->maps.records), drop_record, NULL, NULL);
-		if (!rb) {
-			fprintf(stderr, "bpfbench floor: ring buffer: %s\n", strerror(errno));
-			goto cleanup;
-		}
-	}
 	err = attach_all(c.skel->progs.bench_floor, hz, -1, c.ncpus, c.links, c.pfds);
 	if (err)
 		goto cleanup;
@@ -376,15 +356,9 @@ static int cmd_floor(int argc, char **argv)
 		goto cleanup;
 	prev = first;
 	end = first.ns + duration;
-	printf("{\"targets\": %d, \"ring_buffer\": %s, \"intervals\": [", ntargets,
-	       emit ? "true" : "false");
+	printf("{\"targets\": %d, \"intervals\": [", ntargets);
 	while ((cur.ns = now_ns()) < end) {
-		/* Records come without wakeups: take them on a timer, as rubyprofd does. */
-		if (rb) {
-			sleep_ns(20000000);
-			ring_buffer__consume(rb);
-		} else
-			sleep_ns(step < end - cur.ns ? step : end - cur.ns);
+		sleep_ns(step < end - cur.ns ? step : end - cur.ns);
 		if (now_ns() - prev.ns < step && now_ns() < end)
 			continue;
 		if (floor_read(&c, &cur))
@@ -399,16 +373,14 @@ static int cmd_floor(int argc, char **argv)
 	}
 	printf("], \"seconds\": %.6f, \"run_time_ns\": %" PRIu64 ", \"run_cnt\": %" PRIu64
 	       ", \"target_samples\": %" PRIu64 ", \"frames\": %" PRIu64
-	       ", \"read_failed\": %" PRIu64 ", \"dropped\": %" PRIu64 "}\n",
+	       ", \"read_failed\": %" PRIu64 "}\n",
 	       (prev.ns - first.ns) / 1e9, prev.st.run_time_ns - first.st.run_time_ns,
 	       prev.st.run_cnt - first.st.run_cnt,
 	       prev.counts[FLOOR_STAT_TARGET_SAMPLES] - first.counts[FLOOR_STAT_TARGET_SAMPLES],
 	       prev.counts[FLOOR_STAT_FRAMES] - first.counts[FLOOR_STAT_FRAMES],
-	       prev.counts[FLOOR_STAT_READ_FAILED] - first.counts[FLOOR_STAT_READ_FAILED],
-	       prev.counts[FLOOR_STAT_DROPPED] - first.counts[FLOOR_STAT_DROPPED]);
+	       prev.counts[FLOOR_STAT_READ_FAILED] - first.counts[FLOOR_STAT_READ_FAILED]);
 	ret = 0;
 cleanup:
-	ring_buffer__free(rb);
 	common_close(&c);
 	return ret;
 }
@@ -493,7 +465,7 @@ static int cmd_irq(int argc, char **argv)
 	unsigned long long i;
 	int opt, err, ret = 1;
 
-	err = common_open(&c, 0);
+	err = common_open(&c);
 	if (err)
 		goto cleanup;
 	while ((opt = getopt(argc, argv, "c:F:n:p:")) != -1) {

@@ -6,11 +6,7 @@
  * target, read the execution context through TLS (fsbase + tls_off), read the EC's first words,
  * and copy the control frames to a per-CPU buffer, RP-style: bpf_loop, 8 frames per
  * bpf_probe_read_user. No frame is decoded and nothing leaves the kernel, so rp_on_sample can
- * only be slower; how much slower is what the bench reports. With `emit` set (bpfbench floor -R)
- * it also ships the whole stack's bytes (a sample header and a struct rp_frame per frame, in
- * chunks of RP_CHUNK_FRAMES, include/rubyprof.h; what rubyprofd shipped for every sample before
- * its records became deltas) through a ring buffer, without waking the reader: the floor of
- * walking plus delivering, apart from decoding frames.
+ * only be slower; how much slower is what the bench reports.
  *
  * bench_empty: an empty perf_event program. Attached to a cpu-clock event it measures what the
  * sampling interrupt itself costs the interrupted thread (bpfbench irq), before any BPF work.
@@ -23,25 +19,6 @@
 #include "floor.h"
 
 char LICENSE[] SEC("license") = "GPL";
-
-const volatile __u32 emit = 0;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 8 << 20);
-} records SEC(".maps");
-
-/* A record as large as rubyprofd's biggest: header and one chunk of frames (contents unused). */
-struct floor_record {
-	__u8 data[RP_SAMPLE_HDR_SIZE + RP_CHUNK_FRAMES * sizeof(struct rp_frame)];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct floor_record);
-} record SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -105,26 +82,6 @@ static long copy_batch(__u32 idx, void *ctx)
 	return s->left ? 0 : 1;
 }
 
-/* One record per iteration: the header and up to RP_CHUNK_FRAMES frames' worth of bytes. */
-static long emit_chunk(__u32 idx, void *ctx)
-{
-	__u64 *left = ctx, nf, size;
-	struct floor_record *r;
-	__u32 zero = 0;
-
-	r = bpf_map_lookup_elem(&record, &zero);
-	if (!r)
-		return 1;
-	nf = *left < RP_CHUNK_FRAMES ? *left : RP_CHUNK_FRAMES;
-	size = RP_SAMPLE_HDR_SIZE + nf * sizeof(struct rp_frame);
-	if (size > sizeof(r->data))
-		size = sizeof(r->data);
-	if (bpf_ringbuf_output(&records, r->data, size, BPF_RB_NO_WAKEUP))
-		stat_add(FLOOR_STAT_DROPPED, 1);
-	*left -= nf;
-	return *left ? 0 : 1;
-}
-
 SEC("perf_event")
 int bench_floor(struct bpf_perf_event_data *ctx)
 {
@@ -132,7 +89,7 @@ int bench_floor(struct bpf_perf_event_data *ctx)
 	struct task_struct *task;
 	struct floor_target *t;
 	struct floor_scratch *s;
-	__u64 tp, ec, vm_stack, top, end, cfp, n, left;
+	__u64 tp, ec, vm_stack, top, end, cfp, n;
 
 	stat_add(FLOOR_STAT_SAMPLES, 1);
 	if (tgid == 0)
@@ -168,10 +125,6 @@ int bench_floor(struct bpf_perf_event_data *ctx)
 	s->cfp_size = t->cfp_size;
 	bpf_loop((n + FLOOR_BATCH - 1) / FLOOR_BATCH, copy_batch, NULL, 0);
 	stat_add(FLOOR_STAT_FRAMES, n);
-	if (emit) {
-		left = n;
-		bpf_loop(n ? (n + RP_CHUNK_FRAMES - 1) / RP_CHUNK_FRAMES : 1, emit_chunk, &left, 0);
-	}
 	return 0;
 }
 

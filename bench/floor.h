@@ -25,8 +25,7 @@ struct floor_target {
 #define FLOOR_STAT_TARGET_SAMPLES 1 /* runs in a target process */
 #define FLOOR_STAT_FRAMES	  2 /* control frames copied */
 #define FLOOR_STAT_READ_FAILED	  3
-#define FLOOR_STAT_DROPPED	  4 /* -R: ring buffer full */
-#define FLOOR_STAT_MAX		  5
+#define FLOOR_STAT_MAX		  4
 
 #ifndef __cplusplus
 _Static_assert(sizeof(struct floor_target) == 24, "floor_target layout");

@@ -3,8 +3,9 @@
 # Included at the end of the Makefile: its variables (BUILD, ALL_CFLAGS, DAEMON_OBJS, ...) are
 # set by then.
 
-# `make bench` (root, < 10 min): what rubyprofd costs the hosts it runs on, measured beside a floor
-# program (bench/floor.bpf.c) and peers, written to $(BUILD)/bench/results.md. See docs/performance.md.
+# `make bench` (root, < 15 min): what rubyprofd costs the hosts it runs on, measured beside a floor
+# program (bench/floor.bpf.c) and peers, written to $(BUILD)/bench/results.md, and (the full run)
+# to docs/performance.md, the README's table and bench/results/. See bench/method.md.
 $(BUILD)/bench:
 	$(Q)mkdir -p $@
 
