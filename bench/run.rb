@@ -442,7 +442,8 @@ class Bench
   # BENCH_RENDER=FILE: the tables and documents again from a run's results.json, without measuring.
   def render(file)
     json = File.read(file)
-    @r = keys_back(JSON.parse(json))
+    FileUtils.mkdir_p(OUT)
+    @r = keys_back(JSON.parse(json)).transform_keys(&:to_sym) # the top level is always symbols
     write_tables(json.chomp)
   end
 
@@ -511,15 +512,12 @@ class Bench
             ["Service, 1 busy Ruby, 19 Hz", pick.("Service, 1 busy Ruby process")],
             ["Service, #{DAEMON_NPROCS.last} busy Rubies, 19 Hz",
              pick.("Service, #{DAEMON_NPROCS.last} busy Ruby processes", "#{DAEMON_HZ} Hz, 10 s intervals, whole host")],
-            ["Service idle, one Ruby", pick.("Service idle cost, one Ruby")],
-            ["Exec of a new Ruby → first sample", pick.("Latency: exec of a new Ruby → its first sample")],
-            ["Wall clock, 50 threads, 19 Hz", pick.("Wall clock: wall, reuse, still ticks skipped and slept through, 50 threads")],
-            ["Mixed stacks, 100 Ruby frames", pick.("Mixed stacks, spinning in Ruby, 100 Ruby frames")]]
+            ["Exec → first sample", pick.("Latency: exec of a new Ruby → its first sample")],
+            ["Wall clock, 50 threads, 19 Hz", pick.("Wall clock: wall, reuse, still ticks skipped and slept through, 50 threads")]]
             .select(&:last).map { |name, row| [name, *row] }
     short = ->(v) { v[/\A(PASS|MISS|not resolvable here|no budget)/] || v }
-    "The last full `make bench` (#{@r[:date][0, 10]}, commit #{@r[:commit]}, #{@r[:machine][:summary][/\A\d+ CPUs/] || "this machine"}), verdicts by " \
-      "[one rule](docs/performance.md#results); the machine, the method and every row: " \
-      "[docs/performance.md](docs/performance.md).\n\n" \
+    "`make bench` of #{@r[:date][0, 10]} at #{@r[:commit]} (#{@r[:machine][:summary][/\A\d+ CPUs/] || "this machine"}); " \
+      "the verdict rule, the method and every row: [docs/performance.md](docs/performance.md).\n\n" \
       "| Measure | Result | Budget | Verdict |\n|---|---|---|---|\n" +
       rows.map { |name, m, _, res, _, bud, v| "| #{name} | #{brief(m, res)} | #{bud} | #{short.(v)} |" }.join("\n") + "\n"
   end
