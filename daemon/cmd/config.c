@@ -368,7 +368,16 @@ struct parse_ctx {
 	char err[CONFIG_MAX_LINE + 256];
 };
 
-static int set_label(struct parse_ctx *ctx, const char *val)
+/* where: "FILE:LINE" (of config_file), else the flag (or "default") as it is. */
+static void set_at(struct config_at *at, const char *where)
+{
+	const char *colon = strrchr(where, ':');
+
+	at->line = where[0] != '-' && colon ? (unsigned int)strtoul(colon + 1, NULL, 10) : 0;
+	snprintf(at->flag, sizeof(at->flag), "%s", at->line ? "" : where);
+}
+
+static int set_label(struct parse_ctx *ctx, const char *val, const char *where)
 {
 	static const char *const reserved[] = {"service_name", "__name__"};
 	struct config *cfg = ctx->cfg;
@@ -425,6 +434,7 @@ static int set_label(struct parse_ctx *ctx, const char *val)
 	memcpy(l->key, val, klen);
 	l->key[klen] = '\0';
 	memcpy(l->value, eq + 1, vlen + 1);
+	set_at(&l->at, where);
 	return 0;
 }
 
@@ -450,11 +460,11 @@ static int set_rule(struct parse_ctx *ctx, const char *val, const char *where)
 	return 0;
 }
 
-static int set_upload_header(struct parse_ctx *ctx, const char *val)
+static int set_upload_header(struct parse_ctx *ctx, const char *val, const char *where)
 {
 	struct config *cfg = ctx->cfg;
 	size_t n = strlen(val), namelen, i;
-	char *h = NULL;
+	char *h;
 
 	if (n >= CONFIG_MAX_UPLOAD_HEADER || !upload_header_valid(val)) {
 		snprintf(ctx->err, sizeof(ctx->err),
@@ -475,19 +485,20 @@ static int set_upload_header(struct parse_ctx *ctx, const char *val)
 				 (int)namelen, val);
 			return -EINVAL;
 		}
-		h = cfg->upload_headers[i];
 		break;
 	}
-	if (!h) {
+	if (i == cfg->nupload_headers) {
 		if (cfg->nupload_headers == CONFIG_MAX_UPLOAD_HEADERS) {
 			snprintf(ctx->err, sizeof(ctx->err),
 				 "more than %d headers (file and flags)",
 				 CONFIG_MAX_UPLOAD_HEADERS);
 			return -E2BIG;
 		}
-		h = cfg->upload_headers[cfg->nupload_headers++];
+		cfg->nupload_headers++;
 	}
+	h = cfg->upload_headers[i];
 	memcpy(h, val, n + 1);
+	set_at(&cfg->upload_headers_at[i], where);
 	return 0;
 }
 
@@ -727,7 +738,7 @@ static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val
 		return set_text(cfg->hostname, sizeof(cfg->hostname), val, "/ \t", "a host name",
 				"without '/', blanks or control characters", err, errlen);
 	case KEY_LABEL:
-		return set_label(ctx, val);
+		return set_label(ctx, val, where);
 	case KEY_RULE:
 		return set_rule(ctx, val, where);
 	case KEY_LOG_LEVEL: /* error, warn, info, debug: enum log_level's order */
@@ -790,7 +801,7 @@ static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val
 		return set_text(cfg->upload_tenant_id, sizeof(cfg->upload_tenant_id), val, "",
 				"a tenant id", "no control characters", err, errlen);
 	case KEY_UPLOAD_HEADER:
-		return set_upload_header(ctx, val);
+		return set_upload_header(ctx, val, where);
 	case KEY_UPLOAD_CONNECT_TIMEOUT:
 		cfg->upload_connect_timeout = v.d;
 		return 0;
@@ -1297,10 +1308,21 @@ static void print_origin(FILE *out, const struct config *cfg, const struct confi
 	fputc('\n', out);
 }
 
+/* The origin comment of one value of a repeatable key (as print_origin's of the others). */
+static void print_at(FILE *out, const struct config *cfg, const struct config_at *at)
+{
+	if (at->line)
+		fprintf(out, "# %s:%u\n", cfg->config_file, at->line);
+	else
+		fprintf(out, "# %s\n", at->flag);
+}
+
 /* A repeatable key's values, from where they are kept. */
 static void print_repeated(FILE *out, const struct config *cfg, enum config_key_id id)
 {
 	const char *name = config_keys[id].name, *colon;
+	char kv[sizeof(((struct config_label *)0)->key) +
+		sizeof(((struct config_label *)0)->value)];
 	size_t i;
 
 	switch (id) {
@@ -1309,9 +1331,14 @@ static void print_repeated(FILE *out, const struct config *cfg, enum config_key_
 			fprintf(out, "%s = %d\n", name, (int)cfg->pids[i]);
 		break;
 	case KEY_LABEL:
-		for (i = 0; i < cfg->nlabels; i++)
-			fprintf(out, "%s = %s=%s\n", name, cfg->labels[i].key,
-				cfg->labels[i].value);
+		for (i = 0; i < cfg->nlabels; i++) {
+			/* quoted as the file needs it (a value that ends with a blank) */
+			snprintf(kv, sizeof(kv), "%s=%s", cfg->labels[i].key, cfg->labels[i].value);
+			print_at(out, cfg, &cfg->labels[i].at);
+			fprintf(out, "%s = ", name);
+			print_value(out, kv);
+			fputc('\n', out);
+		}
 		break;
 	case KEY_RULE:
 		for (i = 0; i < cfg->nrules; i++) {
@@ -1323,6 +1350,7 @@ static void print_repeated(FILE *out, const struct config *cfg, enum config_key_
 	case KEY_UPLOAD_HEADER:
 		for (i = 0; i < cfg->nupload_headers; i++) {
 			colon = strchr(cfg->upload_headers[i], ':');
+			print_at(out, cfg, &cfg->upload_headers_at[i]);
 			fprintf(out, "%s = %.*s: (value not shown)\n", name,
 				colon ? (int)(colon - cfg->upload_headers[i]) : 0,
 				cfg->upload_headers[i]);

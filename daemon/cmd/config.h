@@ -35,9 +35,16 @@
 #define CONFIG_MAX_UPLOAD_HEADER  1025
 #define CONFIG_MAX_URL		  2048
 
+/* Where one value of a repeatable key was given, for --check-config: a line of the file, or a flag. */
+struct config_at {
+	unsigned int line; /* of config_file; 0: the flag */
+	char flag[40];	   /* "--label", "-l" */
+};
+
 struct config_label {
 	char key[64];	 /* [a-zA-Z_][a-zA-Z0-9_]*, not service_name or __name__ */
 	char value[129]; /* non-empty, at most 128 bytes */
+	struct config_at at;
 };
 
 /* A service naming rule, kept as text: the appname module compiles it and names `where` on error. */
@@ -119,6 +126,7 @@ struct config {
 	char upload_basic_auth_file[PATH_MAX];
 	char upload_tenant_id[256];
 	char upload_headers[CONFIG_MAX_UPLOAD_HEADERS][CONFIG_MAX_UPLOAD_HEADER];
+	struct config_at upload_headers_at[CONFIG_MAX_UPLOAD_HEADERS];
 	size_t nupload_headers;
 	char upload_ca_file[PATH_MAX];
 	double upload_connect_timeout;	/* seconds */

@@ -37,10 +37,15 @@ class E2E
     dir = Dir.mktmpdir("rubyprofd-check-")
     File.chmod(0o755, dir)
     good = File.join(dir, "good.conf")
-    File.write(good, "frequency = 49\nrule = cmdline ~ sidekiq => service=sidekiq\nspool_dir = #{dir}/spool\n")
-    out, err, st = Open3.capture3(RUBYPROFD, "--check-config", "--config", good, "--interval", "30")
+    File.write(good, "frequency = 49\nrule = cmdline ~ sidekiq => service=sidekiq\nspool_dir = #{dir}/spool\n" \
+                     "label = team=live\nlabel = tier=web\n")
+    out, err, st = Open3.capture3(RUBYPROFD, "--check-config", "--config", good, "--interval", "30",
+                                  "--label", "tier=api")
     check(st.exitstatus == 0, "a valid file: exit #{st.exitstatus}\n#{err}")
-    check(out.include?("# #{good}:1\nfrequency = 49\n") && out.include?("# --interval\ninterval = 30\n"),
+    # every value with its origin, the repeatable keys' too (a label from the file, one a flag replaced)
+    check(out.include?("# #{good}:1\nfrequency = 49\n") && out.include?("# --interval\ninterval = 30\n") &&
+          out.include?("# #{good}:2\nrule = cmdline ~ sidekiq => service=sidekiq\n") &&
+          out.include?("# #{good}:4\nlabel = team=live\n# --label\nlabel = tier=api\n"),
           "the configuration in effect:\n#{out}")
     check(err.include?("the configuration is valid"), err)
     again = File.join(dir, "again.conf")
@@ -57,7 +62,7 @@ class E2E
     File.chmod(0o666, good)
     _, err, st = Open3.capture3(RUBYPROFD, "--check-config", "--config", good)
     check(st.exitstatus == 2 && err.include?("refused"), "a file anyone can write: exit #{st.exitstatus}\n#{err}")
-    "valid: printed, read back; a broken rule and a writable file: exit 2"
+    "valid: printed, each value with its origin, read back; a broken rule and a writable file: exit 2"
   ensure
     FileUtils.rm_rf(dir) if dir
   end

@@ -1483,7 +1483,9 @@ Test(conffile, the_configuration_in_effect_says_where_each_value_comes_from)
 					 "hostname = \"web-1\"\n"
 					 "upload_url = https://collector.example:4040\n"
 					 "upload_header = X-Scope-OrgID: s3cr3t\n");
-	char *argv[] = {"rubyprofd", "--config", p, "-F", "19", "--thread-names", "no", NULL};
+	char *argv[] = {"rubyprofd",	  "--config", p,	 "-F",	     "19",
+			"--thread-names", "no",	      "--label", "tier=api", "--upload-header",
+			"X-Extra: other", NULL};
 	char *text, *line, want[512];
 
 	parse_ok(&cfg, argv, "/nonexistent/default.conf");
@@ -1495,12 +1497,23 @@ Test(conffile, the_configuration_in_effect_says_where_each_value_comes_from)
 	cr_expect_not_null(strstr(text, "\n# default\nspool_max_bytes = 256M\n"), "%s", text);
 	snprintf(want, sizeof(want), "\n# %s:6\nhostname = web-1\n", p);
 	cr_expect_not_null(strstr(text, want), "%s", text);
-	cr_expect_not_null(strstr(text, "\nlabel = team=checkout\nlabel = tier=web\n"), "%s", text);
+	/* each label and header with its origin too, as a rule has: the file's line, or the flag
+	 * that replaced the file's value */
+	snprintf(want, sizeof(want),
+		 "\n# %s:3\nlabel = team=checkout\n# --label\nlabel = tier=api\n", p);
+	cr_expect_not_null(strstr(text, want), "no '%s' in:\n%s", want + 1, text);
+	cr_expect_null(strstr(text, "tier=web"), "%s", text);
+	snprintf(want, sizeof(want), "\n# %s:8\nupload_header = X-Scope-OrgID: (value not shown)\n",
+		 p);
+	cr_expect_not_null(strstr(text, want), "no '%s' in:\n%s", want + 1, text);
+	cr_expect_not_null(
+		strstr(text, "\n# --upload-header\nupload_header = X-Extra: (value not shown)\n"),
+		"%s", text);
 	snprintf(want, sizeof(want), "\n# %s:5\nrule = cmdline ~ sidekiq => service=sidekiq\n", p);
 	cr_expect_not_null(strstr(text, want), "%s", text);
 	/* a header's value may be a secret */
 	cr_expect_null(strstr(text, "s3cr3t"), "%s", text);
-	cr_expect_not_null(strstr(text, "\nupload_header = X-Scope-OrgID: (value not shown)\n"));
+	cr_expect_null(strstr(text, "other"), "%s", text);
 	/* an empty default says what it means */
 	line = strstr(text, "\n# default: no endpoint\nmetrics_address = \"\"\n");
 	cr_expect_not_null(line, "%s", text);
@@ -1518,6 +1531,7 @@ Test(conffile, the_configuration_in_effect_reads_back_as_itself)
 					"spool_max_bytes = 10M\n"
 					"upload_timeout = 1m\n"
 					"label = team=checkout\n"
+					"label = \"note=two words \"\n"
 					"rule = env RAILS_ENV == production => env=prod\n");
 	char *argv[] = {"rubyprofd", "--config", p, "--clock", "wall", "--label", "x=y", NULL};
 	char *argv2[] = {"rubyprofd", "--config", NULL, NULL};
@@ -1534,6 +1548,10 @@ Test(conffile, the_configuration_in_effect_reads_back_as_itself)
 	cr_expect_not_null(strstr(v1, "\nclock = wall\n"), "%s", v1);
 	cr_expect_not_null(strstr(v1, "\nlabel = x=y\n"),
 			   "the flag's label replaces the file's: %s", v1);
+	/* a value that ends with a blank is quoted, or it would not read back */
+	cr_expect_not_null(strstr(v1, "\nlabel = \"note=two words \"\n"), "%s", v1);
+	cr_expect_eq(cfg2.nlabels, 3);
+	cr_expect_str_eq(cfg2.labels[1].value, "two words ");
 	free(first);
 	free(second);
 	free(v1);
