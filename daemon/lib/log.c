@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -59,17 +60,37 @@ bool log_to_journal(void)
 /*
  * In the journal each line starts with its priority, which journald strips and stores as
  * PRIORITY= (without it every line of a service is info): `journalctl -p err -u rubyprofd`.
+ * journald stores each line of a message as an entry of its own, so every line of a message of
+ * several (the verifier log's tail under its error) gets the prefix: else the reason a load
+ * failed would be stored as info, and `journalctl -p err` would show the error without it.
  */
 static void log_vline(enum log_level level, const char *word, const char *fmt, va_list ap)
 	__attribute__((format(printf, 3, 0)));
 static void log_vline(enum log_level level, const char *word, const char *fmt, va_list ap)
 {
-	if (log_to_journal())
-		fputs(journal_prefixes[level], stderr);
+	const char *prefix = log_to_journal() ? journal_prefixes[level] : "";
+	const char *p, *nl;
+	char *msg = NULL;
+	va_list aq;
+
+	fputs(prefix, stderr);
 	fputs("rubyprofd: ", stderr);
 	if (word)
 		fprintf(stderr, "%s: ", word);
-	vfprintf(stderr, fmt, ap);
+	va_copy(aq, ap);
+	if (!*prefix || vasprintf(&msg, fmt, aq) < 0) {
+		/* no journal, or no memory: the message as it is */
+		msg = NULL;
+		vfprintf(stderr, fmt, ap);
+	} else {
+		for (p = msg; (nl = strchr(p, '\n')) && nl[1]; p = nl + 1) {
+			fwrite(p, 1, (size_t)(nl - p + 1), stderr);
+			fputs(prefix, stderr);
+		}
+		fputs(p, stderr);
+	}
+	va_end(aq);
+	free(msg);
 	fputc('\n', stderr);
 }
 

@@ -75,6 +75,25 @@ Test(log, other_streams_get_plain_lines)
 	cr_assert_str_eq(written(), "rubyprofd: error: e\nrubyprofd: x\n");
 }
 
+/* journald stores each line apart: every line of a message of several carries its priority (the
+ * verifier log's tail under the error that a load failed), and only in the journal. */
+Test(log, every_line_of_a_message_carries_its_priority)
+{
+	stderr_to_file(true);
+	log_error("BPF verifier log (tail):\n%s", "12: (85) call 1\nBPF program is too large\n");
+	log_warn("a\n\nb");
+	cr_assert_str_eq(written(), "<3>rubyprofd: error: BPF verifier log (tail):\n"
+				    "<3>12: (85) call 1\n"
+				    "<3>BPF program is too large\n\n"
+				    "<4>rubyprofd: warning: a\n"
+				    "<4>\n"
+				    "<4>b\n");
+	strcpy(path, "/tmp/rp-test-log-XXXXXX");
+	stderr_to_file(false);
+	log_error("two\nlines");
+	cr_assert_str_eq(written(), "rubyprofd: error: two\nlines\n");
+}
+
 Test(log, malformed_journal_stream_is_not_the_journal)
 {
 	stderr_to_file(true);
