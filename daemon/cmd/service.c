@@ -596,8 +596,10 @@ static void reload(struct service *sv, int64_t now)
 		free(old);
 	apply_log_level(sv->cfg);
 	set_hostname(sv);
-	log_info("configuration reloaded: %u Hz, interval %g s, %zu labels, %zu rules",
-		 sv->cfg->frequency, sv->cfg->interval, sv->cfg->nlabels, sv->cfg->nrules);
+	log_info("configuration reloaded: %u Hz, interval %g s, %zu label%s, %zu rule%s",
+		 sv->cfg->frequency, sv->cfg->interval, sv->cfg->nlabels,
+		 sv->cfg->nlabels == 1 ? "" : "s", sv->cfg->nrules,
+		 sv->cfg->nrules == 1 ? "" : "s");
 out:
 	notify_ready();
 }

@@ -130,7 +130,7 @@ class E2E
       n = svc.read_notes.size
       Process.kill("HUP", svc.pid)
       svc_wait(svc, "READY=1 after SIGHUP", 15) { svc.read_notes[n..].any? { |x| x =~ /READY=1/ } }
-      check(svc.log_text =~ /configuration reloaded: 99 Hz, interval 1 s, 1 labels, 2 rules/,
+      check(svc.log_text =~ /configuration reloaded: 99 Hz, interval 1 s, 1 label, 2 rules/,
             "no reload line at log_level = info:\n#{svc.log_text}")
       reloaded = Time.now.to_f * 1e9
       # (the reload's own line shows log_level = info in force; the new app's "pid N: Ruby" line
