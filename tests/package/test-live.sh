@@ -140,6 +140,11 @@ check "jobs (started later) is profiled: Object#jobs_work" \
 
 # ---- 4. reload: a new label reaches the next sidecar; a broken file is refused ----------------------
 printf 'label = team=live\n' >>"$BOOT_ROOT$conf"
+# what an operator checks first: the file valid, the label in effect under the line it is on
+label_line=$(wc -l <"$BOOT_ROOT$conf")
+has_text() { [[ "$1" == *"$2"* ]]; }
+check "rubyprofd --check-config: valid, the label under its origin ($conf:$label_line)" \
+	has_text "$(in_root rubyprofd --check-config 2>/dev/null)" "# $conf:$label_line"$'\n'"label = team=live"
 # the label is in force from the daemon's "configuration reloaded" line: sidecars written after it
 # have it (counted before the reload, an interval that ended while ExecReload ran its check
 # would be taken for the next one)
