@@ -253,6 +253,8 @@
 	VALUE(M_REFUSED_OBJECTS_SECTIONS, "bound", "sections", S->c.bounds.refused[BOUND_SECTIONS]) \
 	VALUE(M_REFUSED_OBJECTS_SERVED_FS, "bound", "served_fs", S->c.bounds.refused[BOUND_SERVED]) \
 	VALUE(M_REFUSED_OBJECTS_MOUNTS, "bound", "mounts", S->c.bounds.refused[BOUND_MOUNTS]) \
+	VALUE(M_REFUSED_OBJECTS_HELD, "bound", "held", S->c.bounds.refused[BOUND_HELD]) \
+	VALUE(M_REFUSED_OBJECTS_RELOCATIONS, "bound", "relocations", S->c.bounds.refused[BOUND_RELOCS]) \
 	FAMILY("rubyprofd_refused_objects_logged_total", COUNTER, ALWAYS, "Of the refused objects, those logged (one line per object and bound).") \
 	VALUE(M_REFUSED_OBJECTS_LOGGED, NULL, NULL, S->c.bounds.logged) \
 	FAMILY("rubyprofd_log_lines_held_total", COUNTER, ALWAYS, "Log lines past their budget of 20 a minute, written at debug level only (-v): about processes found, refused or slow to look at (kind=processes), about refused files (kind=refused_files).") \

@@ -42,6 +42,8 @@ static const struct {
 	[BOUND_SECTIONS] = {"sections", BOUND_SECTION_COUNT, "not read"},
 	[BOUND_SERVED] = {"served_fs", 0, "not opened"},
 	[BOUND_MOUNTS] = {"mounts", BOUND_MOUNTS_BYTES, "its files are not opened"},
+	[BOUND_HELD] = {"held", BOUND_HELD_BYTES, "not read"},
+	[BOUND_RELOCS] = {"relocations", BOUND_RELOC_BYTES, "the rest not read"},
 };
 
 void bounds_set_pid(pid_t pid)

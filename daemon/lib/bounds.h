@@ -21,6 +21,17 @@
  * and e_shnum 0 lets section 0's sh_size claim billions): Debian's shared objects and their
  * debug files have 25-40; a sparse file's 2 million cost libelf 530 MB and 1.3 s. */
 #define BOUND_SECTION_COUNT 4096ULL
+/* What libelf holds of one object's sections at once (symbol, string, relocation and note
+ * tables, each within BOUND_SECTION_BYTES) with the by-name indexes built on them, the object
+ * and the separate debug file that stands for it together (elf_file_share_budget): Debian's
+ * libruby 3.1 holds 0.2 MiB at its discovery. Without it, both symbol
+ * tables and their string tables of the object and of its debug file at the section bound made
+ * 86 MiB, and 4000 relocation sections of 8 MiB (one sparse region they all claim) 32 GB. */
+#define BOUND_HELD_BYTES    (24ULL << 20)
+/* The relocation tables of one object read all together (the search for the TLS module id's
+ * relocation, which walks every entry): Debian's libruby 3.1 has 96 KiB (.rela.dyn and
+ * .rela.plt). 16 MiB of them cost the main loop 80-440 ms. */
+#define BOUND_RELOC_BYTES   (2ULL << 20)
 /* One file read whole (the CRC32 of a debug file that .gnu_debuglink names). */
 #define BOUND_FILE_BYTES    (256ULL << 20)
 /* The parts of one object read into memory for the unwinder (stacks = mixed: headers, CFI,
@@ -50,6 +61,8 @@ enum bound_id {
 	BOUND_SECTIONS, /* an object that claims more than BOUND_SECTION_COUNT sections */
 	BOUND_SERVED,	/* a file on a filesystem that a process serves (FUSE): never opened */
 	BOUND_MOUNTS,	/* a mount table longer than BOUND_MOUNTS_BYTES: its files not opened */
+	BOUND_HELD,   /* sections of an object and its debug file past BOUND_HELD_BYTES together */
+	BOUND_RELOCS, /* relocation tables of an object past BOUND_RELOC_BYTES together */
 	BOUND_MAX,
 };
 
@@ -84,7 +97,7 @@ void bounds_openat2_unavailable(const char *path);
 
 void bounds_stats(struct bounds_stats *out);
 /* The name of bound b as the metric's label spells it: "section", "file", "name", "object",
- * "not_regular", "maps", "sections", "served_fs", "mounts". */
+ * "not_regular", "maps", "sections", "served_fs", "mounts", "held", "relocations". */
 const char *bounds_name(enum bound_id b);
 /* A bound's size: bytes, or sections for BOUND_SECTIONS. */
 uint64_t bounds_bytes(enum bound_id b);

@@ -120,11 +120,15 @@ struct elf_file *debugfile_find(const char *root, const char *path, struct elf_f
 				char *found, size_t len, const char **how)
 {
 	char build_id[128], link[PATH_MAX];
+	struct elf_file *dbg;
 	uint32_t crc = 0;
 
 	if (elf_build_id(ef, build_id, sizeof(build_id)))
 		build_id[0] = '\0';
 	if (elf_debuglink(ef, link, sizeof(link), &crc))
 		link[0] = '\0';
-	return debugfile_lookup(root, path, build_id, link, crc, found, len, how);
+	dbg = debugfile_lookup(root, path, build_id, link, crc, found, len, how);
+	/* the debug file stands for ef: what both hold is bounded together */
+	elf_file_share_budget(dbg, ef);
+	return dbg;
 }

@@ -55,6 +55,12 @@ struct elf_file {
 	size_t shstrndx; /* SHN_UNDEF when section names are unavailable */
 	struct sym_table dynsym;
 	struct sym_table symtab;
+	/* What libelf holds of the sections read, and the indexes on them, against
+	 * BOUND_HELD_BYTES: this object's own count, or that of the object whose debug file this
+	 * is (elf_file_share_budget). charged: a bit per section whose data is counted already. */
+	uint64_t held_own;
+	uint64_t *held;
+	uint8_t *charged;
 };
 
 /* A section's header and data, once checked to lie inside the file. */
@@ -99,6 +105,33 @@ static bool past_bound(struct elf_file *ef, size_t idx, uint64_t size)
 	return true;
 }
 
+/*
+ * Whether size more bytes held (section idx's data, once; idx 0: an index or a note chunk, each
+ * time) pass BOUND_HELD_BYTES with what this object and its debug file hold already: refused,
+ * counted, logged. Else counted in.
+ */
+static bool held_past_bound(struct elf_file *ef, size_t idx, uint64_t size, const char *what)
+{
+	char name[96], said[160];
+
+	if (idx && idx < ef->shnum && ef->charged && (ef->charged[idx / 8] & (1U << idx % 8)))
+		return false;
+	/* *held may pass the bound once a debug file's count is added in (elf_file_share_budget) */
+	if (*ef->held > BOUND_HELD_BYTES || size > BOUND_HELD_BYTES - *ef->held) {
+		if (idx && !what)
+			what = scn_name(ef, idx, name, sizeof(name));
+		snprintf(said, sizeof(said), "%.64s, with what is held of the object already,",
+			 what ? what : "a section");
+		bounds_refuse(BOUND_HELD, ef->shown ? ef->shown : ef->path, ef->dev, ef->ino, said,
+			      *ef->held + size);
+		return true;
+	}
+	*ef->held += size;
+	if (idx && idx < ef->shnum && ef->charged)
+		ef->charged[idx / 8] |= (uint8_t)(1U << idx % 8);
+	return false;
+}
+
 static int scn_view(struct elf_file *ef, size_t idx, struct scn_view *v)
 {
 	Elf_Scn *scn;
@@ -112,7 +145,7 @@ static int scn_view(struct elf_file *ef, size_t idx, struct scn_view *v)
 		return -ENOENT;
 	if (!range_in_file(ef, v->shdr.sh_offset, v->shdr.sh_size))
 		return -EINVAL;
-	if (past_bound(ef, idx, v->shdr.sh_size))
+	if (past_bound(ef, idx, v->shdr.sh_size) || held_past_bound(ef, idx, v->shdr.sh_size, NULL))
 		return -EFBIG;
 	v->data = elf_getdata(scn, NULL);
 	if (!v->data || !v->data->d_buf || v->data->d_size > v->shdr.sh_size)
@@ -157,7 +190,8 @@ static int symtab_view(struct elf_file *ef, size_t idx, struct scn_view *v, size
 	if (!strscn || !gelf_getshdr(strscn, &strshdr) || strshdr.sh_type != SHT_STRTAB)
 		return -EINVAL;
 	/* elf_strptr reads the string table whole */
-	if (past_bound(ef, v->shdr.sh_link, strshdr.sh_size))
+	if (past_bound(ef, v->shdr.sh_link, strshdr.sh_size) ||
+	    held_past_bound(ef, v->shdr.sh_link, strshdr.sh_size, NULL))
 		return -EFBIG;
 	if (!strtab_ends_in_nul(ef, v->shdr.sh_link))
 		return -EINVAL;
@@ -212,6 +246,11 @@ static int sym_table_index(struct elf_file *ef, struct sym_table *t)
 	count = v.data->d_size / sizeof(Elf64_Sym);
 	if (count > UINT32_MAX) {
 		err = -E2BIG;
+		goto cleanup;
+	}
+	if (count > 1 &&
+	    held_past_bound(ef, 0, (count - 1) * sizeof(*entries), "its symbol index")) {
+		err = -EFBIG;
 		goto cleanup;
 	}
 	if (count > 1) {
@@ -347,6 +386,9 @@ static int elf_file_load_headers(struct elf_file *ef)
 	err = check_header_tables(ef);
 	if (err)
 		return err;
+	ef->charged = calloc(ef->shnum / 8 + 1, 1);
+	if (!ef->charged)
+		return -ENOMEM;
 	if (ef->phnum) {
 		ef->phdrs = calloc(ef->phnum, sizeof(*ef->phdrs));
 		if (!ef->phdrs)
@@ -378,6 +420,7 @@ static int elf_file_load_headers(struct elf_file *ef)
 
 		if (!gelf_getshdr(elf_getscn(ef->elf, ef->shstrndx), &strs) ||
 		    strs.sh_type != SHT_STRTAB || past_bound(ef, ef->shstrndx, strs.sh_size) ||
+		    held_past_bound(ef, ef->shstrndx, strs.sh_size, NULL) ||
 		    !strtab_ends_in_nul(ef, ef->shstrndx))
 			ef->shstrndx = SHN_UNDEF;
 	}
@@ -427,6 +470,7 @@ struct elf_file *elf_file__open_shown(const char *path, const char *shown)
 	if (!ef)
 		return NULL;
 	ef->fd = -1;
+	ef->held = &ef->held_own;
 	ef->path = strdup(path);
 	ef->shown = shown ? strdup(shown) : NULL;
 	if (!ef->path || (shown && !ef->shown)) {
@@ -488,6 +532,7 @@ void elf_file__free(struct elf_file *ef)
 	free(ef->dynsym.entries);
 	free(ef->symtab.entries);
 	free(ef->phdrs);
+	free(ef->charged);
 	if (ef->elf)
 		elf_end(ef->elf);
 	if (ef->fd >= 0)
@@ -510,6 +555,20 @@ int elf_file_fd(const struct elf_file *ef)
 int elf_file_type(const struct elf_file *ef)
 {
 	return ef->ehdr.e_type;
+}
+
+void elf_file_share_budget(struct elf_file *dbg, struct elf_file *ef)
+{
+	if (!dbg || !ef || dbg->held == ef->held)
+		return;
+	/* what the debug file holds already (its notes, the section names) counts too */
+	*ef->held += *dbg->held;
+	dbg->held = ef->held;
+}
+
+uint64_t elf_file_held(const struct elf_file *ef)
+{
+	return *ef->held;
 }
 
 int elf_find_symbol_in(struct elf_file *ef, enum elf_sym_source table, const char *name,
@@ -598,13 +657,27 @@ static int dtpmod_rank(struct elf_file *ef, const struct scn_view *syms, size_t 
 int elf_dtpmod_slot(struct elf_file *ef, const char *sym_name, uint64_t *slot_vaddr)
 {
 	uint32_t want = dtpmod_reloc_type(ef);
+	uint64_t total = 0;
 	int best = -1;
 	size_t i;
 
 	for (i = 1; i < ef->shnum && best != DTPMOD_NAMED; i++) {
 		struct scn_view rel, syms = {0};
 		size_t strndx = SHN_UNDEF, j, count;
+		GElf_Shdr sh;
 
+		/* the type first: a section's data is read only when it is a relocation table */
+		if (!gelf_getshdr(elf_getscn(ef->elf, i), &sh) || sh.sh_type != SHT_RELA)
+			continue;
+		/* every entry is looked at: the tables all together are bounded (time, not only
+		 * memory) */
+		if (sh.sh_size > BOUND_RELOC_BYTES - total) {
+			bounds_refuse(BOUND_RELOCS, ef->shown ? ef->shown : ef->path, ef->dev,
+				      ef->ino, "the relocation tables (all together)",
+				      total + sh.sh_size);
+			break;
+		}
+		total += sh.sh_size;
 		if (scn_view(ef, i, &rel) || rel.shdr.sh_type != SHT_RELA)
 			continue;
 		if (rel.shdr.sh_entsize != sizeof(Elf64_Rela) || rel.data->d_type != ELF_T_RELA)
@@ -795,7 +868,8 @@ int elf_build_id(struct elf_file *ef, char *buf, size_t len)
 		if (ph->p_type != PT_NOTE || !range_in_file(ef, ph->p_offset, ph->p_filesz) ||
 		    ph->p_filesz > BOUND_SECTION_BYTES)
 			continue;
-		if (notes_past_bound(ef, &total, ph->p_filesz))
+		if (notes_past_bound(ef, &total, ph->p_filesz) ||
+		    held_past_bound(ef, 0, ph->p_filesz, "a note segment"))
 			return -EFBIG;
 		data = elf_getdata_rawchunk(ef->elf, (int64_t)ph->p_offset, ph->p_filesz,
 					    ph->p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);

@@ -43,6 +43,16 @@ struct elf_file *elf_file__open_shown(const char *path, const char *shown);
 struct elf_file *elf_file__open_fd(int fd, const char *shown);
 void elf_file__free(struct elf_file *ef);
 
+/*
+ * dbg, the separate debug file of ef, holds its sections in memory against the same
+ * BOUND_HELD_BYTES as ef (what it holds already counted in): an object and its debug file
+ * together, not each on its own. ef must outlive dbg.
+ */
+void elf_file_share_budget(struct elf_file *dbg, struct elf_file *ef);
+
+/* The bytes counted against BOUND_HELD_BYTES so far (ef's, with its debug file's if shared). */
+uint64_t elf_file_held(const struct elf_file *ef);
+
 const char *elf_file_path(const struct elf_file *ef);
 /* The open file's descriptor (owned by ef). */
 int elf_file_fd(const struct elf_file *ef);

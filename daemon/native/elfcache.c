@@ -417,6 +417,23 @@ cleanup:
 	return out;
 }
 
+uint64_t elfcache_image_cost(int img, uint64_t bytes)
+{
+	Elf64_Shdr sh0;
+	Elf64_Ehdr eh;
+	uint64_t n;
+
+	/* our own image: its header is sound, extended numbering kept as the object had it */
+	if (pread_full(img, &eh, sizeof(eh), 0) || !eh.e_shoff)
+		return bytes;
+	n = eh.e_shnum;
+	if (!n && !pread_full(img, &sh0, sizeof(sh0), eh.e_shoff))
+		n = sh0.sh_size;
+	if (n > IMAGE_SHNUM_MAX)
+		n = IMAGE_SHNUM_MAX;
+	return bytes + n * ELFCACHE_SECTION_COST;
+}
+
 /*
  * The image of fd's object (elfcache_image) as an Elf, after the bounds: the object's own, and
  * the cache's total. NULL with errno (EFBIG, ENOSPC, ENOEXEC, EIO: it changed while read).
@@ -445,6 +462,8 @@ static Elf *read_object(struct elfcache *c, int fd, const struct stat *st, const
 		errno = img == -ENOMEM ? ENOMEM : img == -EIO ? EIO : ENOEXEC;
 		return NULL;
 	}
+	/* and what libelf keeps for each of its sections once it has read them */
+	*bytes = elfcache_image_cost(img, *bytes);
 	if (c->stats.bytes + *bytes > c->max_bytes) {
 		close(img);
 		c->stats.full_bytes++;

@@ -261,6 +261,7 @@ static int debug_copy(struct uproc *p, struct elf_file *dbg, const char *shown)
 			      "the debug file's section header table", needed);
 	if (fd < 0)
 		return -1;
+	bytes = elfcache_image_cost(fd, bytes);
 	if (elfcache_reserve(p->u->elf, bytes)) {
 		close(fd);
 		return -1;

@@ -58,6 +58,38 @@ class E2E
     end
   end
 
+  # A copy of the host's libruby with n more section headers, relocation tables of 8 MiB that
+  # all claim one sparse region behind it: each within the section bound, together n * 8 MiB
+  # for libelf to hold (the search for the TLS module id's relocation read every one), the
+  # real ones typed otherwise.
+  def hostile_relocations(to, n)
+    FileUtils.cp(LIBRUBY_HOST, to)
+    File.open(to, "r+b") do |f|
+      eh = f.read(64)
+      shoff = eh[0x28, 8].unpack1("Q<")
+      shnum = eh[0x3c, 2].unpack1("S<")
+      f.seek(shoff)
+      table = f.read(64 * shnum)
+      rela = (0...shnum).map { |i| table[64 * i, 64] }.find { |h| h[4, 4].unpack1("L<") == 4 } # SHT_RELA
+      size = (8 << 20) - (8 << 20) % 24
+      at = (File.size(to) + 63) & ~63
+      region = at + 64 * (shnum + n)
+      extra = rela.dup
+      extra[0x08, 8] = [0].pack("Q<") # flags: not SHF_ALLOC
+      extra[0x18, 16] = [region, size].pack("Q<Q<")
+      # the real relocation tables no longer say so: the search does not stop at the module
+      # id's relocation in them, and reads every one of the tenant's
+      (0...shnum).each { |i| table[64 * i + 4, 4] = [1].pack("L<") if table[64 * i + 4, 4].unpack1("L<") == 4 }
+      f.seek(at)
+      f.write(table + extra * n)
+      f.seek(0x28)
+      f.write([at].pack("Q<"))
+      f.seek(0x3c)
+      f.write([shnum + n].pack("S<"))
+      f.truncate(region + size)
+    end
+  end
+
   # A copy of the host's libruby whose ruby_version says "3.1\e[2J\nforged" instead.
   def hostile_version(to)
     FileUtils.cp(LIBRUBY_HOST, to)
@@ -166,6 +198,9 @@ class E2E
     long = File.join(tenant, *Array.new(12) { "d" * 250 })
     FileUtils.mkdir_p(long)
     File.open(File.join(long, "f"), "w") { |f| f.truncate(16384) }
+    # 200 relocation tables of 8 MiB in one sparse region (1.6 GB for libelf to hold)
+    relocs = File.join(tenant, "libruby-relocs.so")
+    hostile_relocations(relocs, 200)
     # 11: a version string with a terminal escape and a newline
     forged = File.join(tenant, "libruby-forged.so")
     hostile_version(forged)
@@ -191,7 +226,8 @@ class E2E
       pids << as_nobody(@rt.bin, victim, chdir: tenant)
       svc_wait(svc, "the victim's first profile", 60) { by_service(svc)["victim"] }
       # the inputs, all at once
-      ready = (1..4).map { |i| File.join(tenant, "mapped-#{i}") }
+      ready = (1..5).map { |i| File.join(tenant, "mapped-#{i}") }
+      pids << map_as_nobody(relocs, ready[4])
       pids << map_as_nobody(fuse_lib, ready[3])
       pids << map_as_nobody(sparse, ready[0])
       pids << map_as_nobody(forged, ready[1])
@@ -234,8 +270,9 @@ class E2E
       file = metric_value(body, "rubyprofd_refused_objects_total", 'bound="file"').to_i
       maps = metric_value(body, "rubyprofd_refused_objects_total", 'bound="maps"').to_i
       served = metric_value(body, "rubyprofd_refused_objects_total", 'bound="served_fs"').to_i
-      check(section >= 1 && file >= 1 && maps >= 1 && served >= 1,
-            "refusals counted: section #{section}, file #{file}, maps #{maps}, served_fs #{served}\n#{log}")
+      held = metric_value(body, "rubyprofd_refused_objects_total", 'bound="relocations"').to_i
+      check(section >= 1 && file >= 1 && maps >= 1 && served >= 1 && held >= 1,
+            "refusals counted: section #{section}, file #{file}, maps #{maps}, served_fs #{served}, relocations #{held}\n#{log}")
       # one line for the file (and the process's own "not profiled" line)
       fuse_lines = log.lines.grep(/fuse-mnt/)
       check(fuse_lines.grep(/on a fuse filesystem, which a process serves/).size == 1,
@@ -243,6 +280,7 @@ class E2E
       lines = log.lines.grep(/past the bound/)
       check(lines.grep(/libruby-sparse\.so/).size == 1, "log lines for the sparse .dynsym:\n#{lines.join}")
       check(lines.grep(/fakeruby-hidden\.debug/).size == 1, "log lines for the debug file:\n#{lines.join}")
+      check(lines.grep(/libruby-relocs\.so.*relocation tables/).size == 1, "log lines for the relocation tables:\n#{lines.join}")
       # 11: the forged version is named, but with no escape or newline of its own
       forged_lines = log.lines.grep(/libruby-forged|Ruby 3\?/)
       check(log !~ /\e/ && log.lines.none? { |l| l.start_with?("x") }, "raw target bytes in the log:\n#{forged_lines.join}")
@@ -259,9 +297,9 @@ class E2E
       evicted = metric_value(body, "rubyprofd_metrics_clients_evicted_total").to_i
       check(Process.kill(0, svc.pid) == 1, "the service is gone")
       format("capabilities %x, no_new_privs; victim: %d profiles in 12 s of attack; %d scrapes, slowest %.2f s; peak RSS %d KiB; " \
-             "refused: %d sections, %d files, %d lists of mappings, %d files on FUSE; %d MiB checksummed off the loop, longest discovery %.0f ms; " \
+             "refused: %d sections, %d files, %d lists of mappings, %d files on FUSE, %d relocation tables; %d MiB checksummed off the loop, longest discovery %.0f ms; " \
              "slow clients timed out %d, evicted %d; thread name %s",
-             want, during, scrapes.size, scrapes.max, hwm, section, file, maps, served, crc_bytes >> 20, slowest * 1000,
+             want, during, scrapes.size, scrapes.max, hwm, section, file, maps, served, held, crc_bytes >> 20, slowest * 1000,
              timed_out, evicted, names.first.inspect)
     ensure
       end_tenant(pids, svc, dir, fuse: [fuse, fuse_mnt])

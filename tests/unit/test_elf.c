@@ -808,6 +808,11 @@ Test(elf, libruby_tls_and_dtpmod)
 	cr_assert(rd_dtpmod(LIBRUBY, NULL, &want));
 	cr_assert_eq(elf_dtpmod_slot(ef, NULL, &slot), 0);
 	cr_assert_eq(slot, want);
+	/* what discovery holds of Debian's libruby: its tables and relocations, far below the
+	 * joint bound (docs/security.md), and never its code */
+	cr_assert_eq(elf_find_symbol(ef, "ruby_version", NULL), 0);
+	cr_expect_lt(elf_file_held(ef), 2U << 20, "%" PRIu64 " bytes held", elf_file_held(ef));
+	cr_log_info("libruby: %" PRIu64 " bytes held", elf_file_held(ef));
 	elf_file__free(ef);
 }
 
@@ -1439,6 +1444,132 @@ Test(elf, notes_past_the_bound_all_together_are_refused, .timeout = 30)
 	cr_expect_lt(maxrss_kib() - rss0, 32 * 1024, "peak RSS grew by %ld KiB",
 		     maxrss_kib() - rss0);
 	cr_expect_eq(after.refused[BOUND_SECTION] - before.refused[BOUND_SECTION], 1);
+	cr_expect_eq(after.logged - before.logged, 1, "one log line for the object");
+	unlink(path);
+}
+
+/*
+ * An object and its debug file each with a .symtab as large as the section bound (sparse
+ * copies): each is within its own bounds (13 MiB held: the table and its index), but together
+ * they passed 26 MiB, and with both string tables and .dynsym at the bound too, 86 MiB at one
+ * discovery. What both hold is bounded together (BOUND_HELD_BYTES): the debug file's index is
+ * refused, counted and logged once; the object's own symbols are still found.
+ */
+Test(elf, object_and_debug_file_held_together_are_bounded)
+{
+	char obj_path[] = "/tmp/rp-elf-held-XXXXXX", dbg_path[] = "/tmp/rp-elf-held-XXXXXX";
+	const uint64_t size = BOUND_SECTION_BYTES - BOUND_SECTION_BYTES % sizeof(Elf64_Sym);
+	struct bounds_stats before, after;
+	struct elf_file *ef, *dbg;
+	struct elf_sym sym;
+	int fd;
+
+	fd = mkstemp(obj_path);
+	cr_assert(fd >= 0);
+	close(fd);
+	fd = mkstemp(dbg_path);
+	cr_assert(fd >= 0);
+	close(fd);
+	sparse_section_copy("libtlsfix.so", obj_path, SHT_SYMTAB, size);
+	sparse_section_copy("libtlsfix.so", dbg_path, SHT_SYMTAB, size);
+	bounds_stats(&before);
+	ef = elf_file__open(obj_path);
+	cr_assert_not_null(ef);
+	cr_expect_eq(elf_find_symbol_in(ef, ELF_SYM_SYMTAB, "fix_version", &sym), 0);
+	dbg = elf_file__open(dbg_path);
+	cr_assert_not_null(dbg);
+	/* on its own, the debug file's table would be read */
+	elf_file_share_budget(dbg, ef);
+	cr_expect_eq(elf_find_symbol_in(dbg, ELF_SYM_SYMTAB, "fix_version", &sym), -EFBIG);
+	cr_expect_eq(elf_find_symbol_in(dbg, ELF_SYM_SYMTAB, "fix_version", &sym), -EFBIG);
+	bounds_stats(&after);
+	cr_expect_eq(after.refused[BOUND_HELD] - before.refused[BOUND_HELD], 1,
+		     "refused %" PRIu64 " times",
+		     after.refused[BOUND_HELD] - before.refused[BOUND_HELD]);
+	cr_expect_eq(after.refused[BOUND_SECTION], before.refused[BOUND_SECTION]);
+	cr_expect_eq(after.logged - before.logged, 1, "one log line for the debug file");
+	/* the object's own tables stay usable */
+	cr_expect_eq(elf_find_symbol_in(ef, ELF_SYM_SYMTAB, "fix_version", &sym), 0);
+	elf_file__free(dbg);
+	elf_file__free(ef);
+	/* the same debug file alone reads its table */
+	dbg = elf_file__open(dbg_path);
+	cr_assert_not_null(dbg);
+	cr_expect_eq(elf_find_symbol_in(dbg, ELF_SYM_SYMTAB, "fix_version", &sym), 0);
+	elf_file__free(dbg);
+	unlink(obj_path);
+	unlink(dbg_path);
+}
+
+/*
+ * A copy of libtlsfix.so with 200 more section headers, all relocation tables of 8 MiB that
+ * claim the same sparse region behind it (a few KiB on disk): each is within the section bound,
+ * but the search for the TLS module id's relocation read every one and libelf kept each (1.6 GiB
+ * here; with 4000 of them, 32 GB; and each entry is looked at: 16 MiB of them took 80-440 ms).
+ * Past BOUND_RELOC_BYTES of them all together the rest are not read; the
+ * real relocation table, first, still gives the slot (a name that is no TLS symbol: the
+ * search goes through every table).
+ */
+Test(elf, relocation_tables_past_the_held_bound_are_not_read, .timeout = 60)
+{
+	char path[] = "/tmp/rp-elf-rela-XXXXXX", src[PATH_MAX];
+	const uint64_t size = BOUND_SECTION_BYTES - BOUND_SECTION_BYTES % sizeof(Elf64_Rela);
+	enum { EXTRA = 200 };
+	struct bounds_stats before, after;
+	unsigned char *file;
+	Elf64_Shdr *old, *sh, *rela;
+	uint64_t slot = 0, want = 0, shoff, region;
+	struct elf_file *ef;
+	Elf64_Ehdr *eh;
+	size_t len, i;
+	long rss0;
+	int fd;
+
+	fixture_path(src, sizeof(src), "libtlsfix.so");
+	ef = elf_file__open(src);
+	cr_assert_not_null(ef);
+	cr_assert_eq(elf_dtpmod_slot(ef, "fix_version", &want), 0);
+	elf_file__free(ef);
+	file = slurp_fixture("libtlsfix.so", &len);
+	eh = (Elf64_Ehdr *)file;
+	old = (Elf64_Shdr *)(file + eh->e_shoff);
+	rela = shdr_by_type(file, len, SHT_RELA);
+	shoff = (len + 63) & ~(uint64_t)63;
+	region = shoff + (eh->e_shnum + EXTRA) * sizeof(Elf64_Shdr);
+	sh = calloc(eh->e_shnum + EXTRA, sizeof(*sh));
+	cr_assert_not_null(sh);
+	memcpy(sh, old, eh->e_shnum * sizeof(*sh));
+	for (i = eh->e_shnum; i < (size_t)eh->e_shnum + EXTRA; i++) {
+		sh[i] = *rela;
+		sh[i].sh_offset = region;
+		sh[i].sh_size = size;
+		sh[i].sh_flags &= ~(uint64_t)SHF_ALLOC;
+	}
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	eh->e_shoff = shoff;
+	eh->e_shnum += EXTRA;
+	cr_assert_eq(pwrite(fd, file, len, 0), (ssize_t)len);
+	cr_assert_eq(pwrite(fd, sh, eh->e_shnum * sizeof(*sh), (off_t)shoff),
+		     (ssize_t)(eh->e_shnum * sizeof(*sh)));
+	cr_assert_eq(ftruncate(fd, (off_t)(region + size)), 0);
+	close(fd);
+	free(sh);
+	free(file);
+
+	bounds_stats(&before);
+	rss0 = maxrss_kib();
+	ef = elf_file__open(path);
+	cr_assert_not_null(ef, "%s", strerror(errno));
+	cr_expect_eq(elf_dtpmod_slot(ef, "fix_version", &slot), 0);
+	cr_expect_eq(slot, want, "slot 0x%" PRIx64 ", want 0x%" PRIx64, slot, want);
+	cr_expect_lt(elf_file_held(ef), BOUND_RELOC_BYTES + (1U << 20), "%" PRIu64 " bytes held",
+		     elf_file_held(ef));
+	elf_file__free(ef);
+	bounds_stats(&after);
+	cr_expect_lt(maxrss_kib() - rss0, 8 * 1024, "peak RSS grew by %ld KiB",
+		     maxrss_kib() - rss0);
+	cr_expect_eq(after.refused[BOUND_RELOCS] - before.refused[BOUND_RELOCS], 1);
 	cr_expect_eq(after.logged - before.logged, 1, "one log line for the object");
 	unlink(path);
 }
