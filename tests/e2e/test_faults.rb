@@ -266,6 +266,7 @@ class E2E
   # over CPUs, read with bpftool through the daemon's descriptors (/proc/PID/fdinfo names each
   # map's id): readable while the daemon is stopped, since the kernel, not the daemon, counts.
   RP_STAT_RB_DROPPED = 6
+  RP_STAT_EVENTS_LOST = 12
   RP_STAT_MAX = 25
   private def bpf_stats(daemon)
     ids = Dir["/proc/#{daemon}/fdinfo/*"].filter_map do |f|
@@ -297,18 +298,22 @@ class E2E
   # the targets finish unharmed. Three processes on two CPUs take turns, so most samples differ
   # from their CPU's previous stack and ship whole (a delta of one thread's own stack is small).
   # The overflow is the event waited for: the BPF program's own count of ring-buffer-full drops
-  # (read with bpftool while the daemon is stopped), not a time computed from a rate.
+  # (read with bpftool while the daemon is stopped), not a time computed from a rate. While the
+  # ring is still full, a Ruby starts: its exec's event cannot be sent either (counted in
+  # rubyprofd_process_events_lost_total), so only the /proc rescan (every 2 s here) finds it,
+  # and it is profiled all the same.
   def test_fault_daemon_stopped
     targets = Array.new(3) { fault_target(workers: 1, depth: 300) }
     pid = targets[0][0]
     port = 20000 + rand(20000)
-    svc = service(["--interval", "2", "--frequency", "999", "--metrics-address", "127.0.0.1:#{port}"],
-                  conf: FAULT_CONF)
+    svc = service(["--interval", "2", "--frequency", "999", "--rescan-interval", "2",
+                   "--metrics-address", "127.0.0.1:#{port}"], conf: FAULT_CONF)
     begin
       check(svc.wait_note(/READY=1/, 60), "no READY=1:\n#{svc.log_text}")
       wait_for("a first profile", 20, svc) { metric(port, "rubyprofd_profiles_written_total").to_i >= 1 }
       rb = ->() { metric(port, "rubyprofd_dropped_samples_total", 'cause="ring_buffer_full"').to_i }
-      before = rb.call
+      lost_events = ->() { metric(port, "rubyprofd_process_events_lost_total").to_i }
+      before, events_before = rb.call, lost_events.call
       Process.kill("STOP", svc.pid)
       stopped_at = Time.now
       b0 = bpf_stats(svc.pid)
@@ -318,6 +323,10 @@ class E2E
         bpf_stats(svc.pid)[RP_STAT_RB_DROPPED] > b0[RP_STAT_RB_DROPPED]
       end
       full_after = Time.now - stopped_at
+      late = start("app.rb", "-", "late_work")
+      wait_for("the late Ruby's process events lost while the ring buffer is full", 60, svc) do
+        bpf_stats(svc.pid)[RP_STAT_EVENTS_LOST] > b0[RP_STAT_EVENTS_LOST]
+      end
       b1 = bpf_stats(svc.pid)
       Process.kill("CONT", svc.pid)
       cont = Time.now
@@ -328,15 +337,26 @@ class E2E
             PprofRaw.read(path).samples_of(pid).any?
         end.then { |a| a.empty? ? nil : a }
       end
+      # the late Ruby, whose exec no event announced: found by the rescan, then sampled
+      found = wait_for("a profile with samples of the late Ruby (pid #{late["pid"]}), found by the rescan", 60, svc) do
+        svc.profiles.find do |_, path|
+          prof = PprofRaw.read(path)
+          prof.samples_of(late["pid"]).any? { |s| prof.frames(s).any? { |l| method?(l, "late_work") } }
+        end
+      end
       lost = rb.call - before
+      events = lost_events.call - events_before
       # the metrics say at least what the BPF programs had counted when the daemon went on
       check(lost >= b1[RP_STAT_RB_DROPPED] - b0[RP_STAT_RB_DROPPED] && lost > 0,
             "#{lost} ring_buffer_full drops in the metrics, the BPF program counted #{b1[RP_STAT_RB_DROPPED] - b0[RP_STAT_RB_DROPPED]} while stopped")
+      check(events >= b1[RP_STAT_EVENTS_LOST] - b0[RP_STAT_EVENTS_LOST] && events > 0,
+            "#{events} in rubyprofd_process_events_lost_total, the BPF program counted #{b1[RP_STAT_EVENTS_LOST] - b0[RP_STAT_EVENTS_LOST]} while stopped")
       st, = svc.stop("TERM")
       check(st.exited? && st.exitstatus == 0, "SIGTERM: #{st.inspect}\n#{svc.log_text}")
       targets.each { |p, log, _| check_unharmed(p, log, expected_checksum(FAULT_ITERS, 1)) }
-      format("ring buffer full %.1f s after SIGSTOP; ring_buffer_full +%d; %d profiles of the target after SIGCONT",
-             full_after, lost, mine.size)
+      format("ring buffer full %.1f s after SIGSTOP; ring_buffer_full +%d, process events lost +%d; " \
+             "%d profiles of the target after SIGCONT; the late Ruby found by the rescan (%s)",
+             full_after, lost, events, mine.size, File.basename(found[1]))
     ensure
       svc.kill
     end
