@@ -352,7 +352,7 @@ class E2E
       st, = svc.stop("TERM")
       check(st.exitstatus == 0, "exit #{st.inspect}\n#{svc.log_text}")
       rss = marks.map(&:first)
-      fds = marks.map(&:last)
+      fds = marks.map { |m| m[1] }
       # one pidfd per profiled process: other Rubies on the host may come and go, none may pile up
       check(fds.last <= fds.first + 2, "descriptors per round: #{fds.inspect}")
       # Under ASan the RSS is the sanitizer allocator's (quarantine, redzones, allocation stacks)
