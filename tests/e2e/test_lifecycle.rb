@@ -46,7 +46,10 @@ class E2E
     #   its pidfd still says it lives (a zombie until reaped), so the block keeps its cached
     #   name. Seen once in 24 children; the daemon counts these frames as failed.
     # - :failed_read: marked by the daemon (a read that raced the child's own writes).
+    # - and in each, every other frame is the child's own code: the script's and common.rb's
+    #   methods and the C functions it calls, by name and file (a misnamed frame is none).
     script = @rt.script("forker.rb")
+    code = ->(l) { own_code?(l, script, %w[child_work monotonic cpu clock_gettime fork _fork times close dump write exit!]) }
     kinds = Hash.new(0)
     gone = Hash.new(0)
     odd = nil
@@ -61,14 +64,15 @@ class E2E
       samples.each do |s|
         f = prof.frames(s)
         in_fork = f.any? { |l| l.name.start_with?("block") && l.file == @rt.inside(script) }
-        k = if f.any? { |l| method?(l, "child_work") }
-              :child_work
-            elsif f.any? { |l| l.name.start_with?("[partial stack: read failed]", "[stack read failed]") }
+        k = if f.any? { |l| l.name.start_with?("[partial stack: read failed]", "[stack read failed]") }
               :failed_read
+            elsif f.any? { |l| method?(l, "child_work") } && f.all?(&code)
+              :child_work
             elsif f.first&.name == "[unknown C function]" && f.first.line.zero? &&
-                  (in_fork || f[1]&.name == "[unknown Ruby frame]") && f.drop(1).none? { |l| l.name == "[unknown C function]" }
+                  (in_fork || f[1]&.name == "[unknown Ruby frame]") &&
+                  f.drop(1).all? { |l| code.(l) || l.name == "[unknown Ruby frame]" }
               :gone
-            elsif in_fork && f.none? { |l| l.name.start_with?("[unknown") }
+            elsif in_fork && f.all?(&code)
               :fork_block
             end
         odd ||= f unless k
@@ -210,6 +214,15 @@ class E2E
     "pid #{reused}: #{a} samples of the first process, #{b} of the second"
   end
 
+  # Whether a profile frame is a script's own code: one of the methods named (or a block of its
+  # top level) in the script, common.rb or Ruby's <internal:*> files. A C function has its
+  # caller's file.
+  private def own_code?(loc, script, names)
+    files = [@rt.inside(script), @rt.inside(@rt.script("common.rb"))]
+    (files.include?(loc.file) || loc.file.start_with?("<internal:")) &&
+      (loc.name == "<main>" || loc.name.match?(/\Ablock (\(\d+ levels\) )?in <main>\z/) || names.any? { |n| method?(loc, n) })
+  end
+
   # Threads that ended leave native threads that Ruby keeps for reuse, whose TLS still points to
   # an old execution context: the process is profiled all the same (it was refused before).
   # Every sample is in cached_work, or between two of its calls in the main loop (the loop's
@@ -223,10 +236,12 @@ class E2E
     odd = nil
     run.samples.each do |s|
       f = run.prof.frames(s)
-      k = if f.any? { |l| method?(l, "cached_work") }
-            :cached_work
-          elsif f.any? { |l| l.name.start_with?("[partial stack: read failed]", "[stack read failed]") }
+      k = if f.any? { |l| l.name.start_with?("[partial stack: read failed]", "[stack read failed]") }
             :failed_read
+          # every frame the script's own code, by name and file (a misnamed frame is none)
+          elsif f.any? { |l| method?(l, "cached_work") } &&
+                f.all? { |l| own_code?(l, script, %w[cached_work monotonic clock_gettime loop each join map times]) }
+            :cached_work
           elsif !f.empty? && f.all? { |l| (l.file == @rt.inside(script) && l.line == loop_line) || l.file == "<internal:kernel>" } &&
                 f.any? { |l| method?(l, "loop") }
             :between
