@@ -226,7 +226,9 @@ class E2E
     path, stdout, stderr, _, secs = oneshot_within(60, "--pid", pid.to_s, "--duration", "4", "--frequency", "10000")
     # a liveness bound, not a speed: the run ends at its 4 s and writes its profile; a daemon
     # that falls behind at 10 kHz must still end, so six times its length (how long its last
-    # records take to read at that rate is the bench's)
+    # records take to read at that rate is the bench's; 9.5 s from the start of rubyprofd to its
+    # exit here, its programs loaded and its READY=1 included, at a load average of 10-15 on
+    # two CPUs)
     check(secs < 4 + 20, "a 4 s run took #{secs.round(1)} s")
     all, ruby = samples_line(stdout)
     l = losses(stdout)
