@@ -63,8 +63,17 @@ class E2E
     check(wrong.empty?, "#{wrong.size} frames with a wrong label, e.g.:\n  #{wrong.first(10).join("\n  ")}")
     check(methods.size >= 2000, "only #{methods.size} distinct methods in the profile")
     check(cfuncs.size >= 1000, "only #{cfuncs.size} C function frames of the methods' own copies")
-    # each distinct C function frame is a method entry of its own (its copy of Kernel#catch)
-    entries = cfuncs.map(&:name).uniq.size
+    # Each method's two copies of Kernel#catch are C method entries of their own, both named
+    # "<owner>catch" at the method's line (its file and line name the method): the entries a
+    # sample shows at one position are its C function frames there (1 or 2), and the entries of
+    # the profile the most any sample shows at each position, summed. (Their names alone count
+    # the owners: 100.)
+    at = Hash.new(0)
+    samples.each do |s|
+      prof.frames(s).select { |l| owners.key?(l.file) && prof.cfunc?(l) }.group_by { |l| [l.file, l.line] }
+          .each { |pos, ls| at[pos] = [at[pos], ls.size].max }
+    end
+    entries = at.values.sum
     check(entries > MANY_METHODS_CFUNC_CACHE,
           "only #{entries} distinct C method entries in 8 s of the target's CPU, not more than the cache holds")
     # entries named in ceil(entries / cache) fillings at least: one drop fewer than fillings
