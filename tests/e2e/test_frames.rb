@@ -65,8 +65,8 @@ class E2E
   # - :failed_read: the daemon's mark of a failed read.
   # The share in GC is the workload's, not the profiler's (GC.start in a loop on a small heap:
   # most of its time is the collector's: on the host's 3.1 at a load average of 10-15 on two
-  # CPUs, 34/34, 63/64 and 13/14 samples in GC in three runs, all with their phase (gc_phase
-  # 34; 63 and start 1; 13), no gc_no_phase, spin instant or failed read seen): a build that
+  # CPUs, 34/34, 63/64 and 13/14 samples in GC in three runs (gc_phase 34; 63 and start 1;
+  # 13), at a load of 7 275/276 (gc_phase 275, between 1); no gc_no_phase or failed read seen): a build that
   # never marks GC gives none (its samples fall in
   # :start), one that marks one sample in ten a tenth of that share, so 0.5 tells them apart.
   # What the floor does not name is exact: every sample is one of the instants above.
