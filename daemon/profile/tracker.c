@@ -331,6 +331,11 @@ static void check(struct tracker *tr, struct entry *e, int64_t now)
 			log_warn("pid %d is not a Ruby process (no libruby or ruby executable "
 				 "mapped)",
 				 e->pid);
+		else
+			/* every program the host runs: at debug level only (what a rescan may
+			 * later find was decided here) */
+			log_debug("pid %d: not Ruby (no libruby or ruby executable mapped)",
+				  e->pid);
 		e->state = ST_NOT_RUBY;
 		schedule(tr, e, now + RECHECK_NS);
 		return;

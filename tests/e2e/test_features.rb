@@ -25,9 +25,8 @@ class E2E
     prof, stderr, = while_profiling("-vv") do
       pid = Process.spawn({ "DLHOST_WAIT" => go }, host, script, out, pgroup: true)
       @pids << pid
-      # the exec's looks (5 ms after it, then 10 ms) are long done when the process has slept a
-      # second; a daemon that late would find it at once after the dlopen: told apart below
-      sleep 1
+      # the exec's looks (5 ms after it, then 10 ms) found no Ruby: the daemon says so at -vv
+      wait_log(/pid #{pid}: not Ruby /)
       check(File.read("/proc/#{pid}/maps") !~ /libruby/, "libruby is mapped before the dlopen")
       FileUtils.touch(go)
       go_at = Time.now

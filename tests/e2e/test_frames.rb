@@ -52,23 +52,58 @@ class E2E
     "#{facts["cases"].size} label kinds exact"
   end
 
-  # GC: "(garbage collection)" and its phase on top of the Ruby stack that triggered it.
+  # GC: "(garbage collection)" and its phase on top of the Ruby stack that triggered it. The
+  # script calls GC.start in a loop on one line: every sample is one of these instants, named
+  # and counted in the result, and none is left over:
+  # - :gc_phase: in the collector, its phase named ("(marking)", "(sweeping)", "(compacting)"),
+  #   above GC.start and exactly Ruby's stack;
+  # - :gc_no_phase: in the collector (Ruby's during_gc flag set) while its mode says neither
+  #   phase: gc_start's setup before marking begins, and gc_exit's work after the sweep;
+  # - :start: GC.start's own frame on top of Ruby's stack, outside the collector (its argument
+  #   handling, before gc_start and after it; GC.start is Ruby code of <internal:gc> from 3.0);
+  # - spin_stacks' instants between two calls (the block, or Kernel#loop), not in GC.start;
+  # - :failed_read: the daemon's mark of a failed read.
+  # The share in GC is the workload's, not the profiler's (GC.start in a loop on a small heap:
+  # most of its time is the collector's: on the host's 3.1 at a load average of 10-15 on two
+  # CPUs, 34/34, 63/64 and 13/14 samples in GC in three runs (gc_phase 34; 63 and start 1;
+  # 13), at a load of 7 275/276 (gc_phase 275, between 1); no gc_no_phase or failed read seen): a build that
+  # never marks GC gives none (its samples fall in
+  # :start), one that marks one sample in ten a tenth of that share, so 0.5 tells them apart.
+  # What the floor does not name is exact: every sample is one of the instants above.
   def test_gc
     r = profile_script("gc_churn.rb", duration: 4)
     facts, prof, samples, total = r.facts, r.prof, r.samples, r.total
     want = facts["frames"]
-    gc = samples.select { |s| marks(prof, prof.frames(s)).any? { |l| l.name == "(garbage collection)" } }
-    ngc = gc.sum(&:count)
-    check(ngc >= 0.5 * total, "only #{ngc}/#{total} samples in GC")
-    phased = gc.select { |s| %w[(marking) (sweeping) (compacting)].include?(prof.frames(s)[0].name) }.sum(&:count)
-    check(phased >= 0.8 * ngc, "only #{phased}/#{ngc} GC samples name their phase")
-    # below the marks and GC.start's own frames: exactly the stack Ruby reported
-    under = gc.select do |s|
-      f = prof.frames(s).drop_while { |l| prof.mappings[l.mapping] == "[rubyprofd]" || method?(l, "start") }
-      f.size == want.size && f.zip(want).all? { |a, w| same?(a, w) }
-    end.sum(&:count)
-    check(under >= 0.9 * ngc, "#{under}/#{ngc} GC samples sit on Ruby's stack:\n  #{show(want)}")
-    "#{ngc}/#{total} samples in GC, #{phased} with a phase"
+    kinds = Hash.new(0)
+    odd = nil
+    samples.each do |s|
+      f = prof.frames(s)
+      m = marks(prof, f)
+      gc = m.any? { |l| l.name == "(garbage collection)" }
+      phased = m.any? { |l| %w[(marking) (sweeping) (compacting)].include?(l.name) }
+      below = f.drop(m.size)
+      # GC.start: a Ruby method of <internal:gc> from 3.0 (its Primitive makes no frame), a C
+      # function before
+      start = below.first && method?(below.first, "start")
+      exact = start && spin_kind(below.drop(1), want) == :block
+      k = if read_failed?(f)
+            :failed_read
+          elsif gc && exact
+            phased ? :gc_phase : :gc_no_phase
+          elsif m.empty? && exact
+            :start
+          elsif m.empty?
+            spin_kind(f, want)
+          end
+      odd ||= f unless k
+      kinds[k || :other] += s.count
+    end
+    ngc = kinds[:gc_phase] + kinds[:gc_no_phase]
+    check(kinds[:other].zero?, "#{kinds[:other]}/#{total} samples are none of GC's instants on Ruby's stack " \
+                               "(#{kinds.inspect}):\n  #{show(want)}\nfirst:\n  " +
+                               (odd || []).map { |l| fmt(l, prof) }.join("\n  "))
+    check(ngc >= 0.5 * total, "only #{ngc}/#{total} samples in GC (#{kinds.inspect})")
+    "#{ngc}/#{total} samples in GC: #{kinds.sort.map { |k, n| "#{k} #{n}" }.join(", ")}"
   end
 
   # YJIT: the leaf is marked, its line is not made up, every frame below is exact.

@@ -59,28 +59,16 @@ class E2E
                  .select { |p| p.start_with?("/") }.uniq
     # the workers exit before the run ends (which ends it): the objects go with the last of them
     args = workers.flat_map { |p| ["--pid", p.to_s] }
-    run = Thread.new { rubyprofd(*args, "--duration", "60", "--stacks", "mixed") }
-    daemon = native_wait("rubyprofd to start") do
-      Dir["/proc/[0-9]*/cmdline"].find do |f|
-        argv = File.binread(f)
-        argv.split("\0")[0] == RUBYPROFD && argv.include?(args.join("\0"))
-      rescue SystemCallError
-        nil
-      end&.split("/")&.at(2)
+    # once the daemon samples and knows them (READY=1), until every worker has had 0.75 s of CPU
+    # (75 samples at 99 Hz) under it, however busy the machine (8 workers share its CPUs)
+    path, stdout, = rubyprofd(*args, "--duration", "300", "--stacks", "mixed") do
+      c0 = workers.to_h { |p| [p, cpu_seconds(p) || fail!("worker #{p} is gone")] }
+      native_wait("0.75 s of CPU in every worker", 120) do
+        workers.all? { |p| (cpu_seconds(p) || fail!("worker #{p} is gone")) - c0[p] >= 0.75 }
+      end
+    ensure
+      workers.each { |p| Process.kill("KILL", p) rescue nil }
     end
-    # a few seconds of samples of every worker once the daemon samples (its perf events open;
-    # its objects are read into memory, not mapped, so its maps do not say when unwinding began)
-    native_wait("rubyprofd to open its perf events") do
-      Dir["/proc/#{daemon}/fd/*"].any? { |f| (File.readlink(f) rescue "") == "anon_inode:[perf_event]" }
-    end
-    # then until every worker has had 0.75 s of CPU (75 samples at 99 Hz) under it, however busy
-    # the machine (8 workers share its CPUs)
-    c0 = workers.to_h { |p| [p, cpu_seconds(p) || fail!("worker #{p} is gone")] }
-    native_wait("0.75 s of CPU in every worker") do
-      workers.all? { |p| (cpu_seconds(p) || fail!("worker #{p} is gone")) - c0[p] >= 0.75 }
-    end
-    workers.each { |p| Process.kill("KILL", p) }
-    path, stdout, = run.value
     prof = PprofRaw.read(path)
     line = stdout[/^native objects: .*$/]
     check(line, "no native objects line in the summary:\n#{stdout}")

@@ -263,6 +263,15 @@ class E2E
         end
         prof, n, total = count_method(col.path_of(e), work)
         check(total.positive?, "#{where}: no samples")
+        # thread_names = auto (the default): Pyroscope makes a series of every string label of a
+        # sample, so what goes to it has no thread_name; Parca keeps it (its tid beside it)
+        named = prof.samples.count { |s| s.labels.key?("thread_name") }
+        if protocol.start_with?("pyroscope")
+          check(named.zero? && prof.samples.all? { |s| s.labels.key?("tid") },
+                "#{where}: #{named}/#{prof.samples.size} samples with a thread_name label sent to Pyroscope (thread_names = auto)")
+        else
+          check(named == prof.samples.size, "#{where}: #{named}/#{prof.samples.size} samples with a thread_name label sent to #{protocol}")
+        end
         check(total < 10 || n >= 0.8 * total, "#{where}: #{n}/#{total} samples in #{work}")
         stray = prof.samples.select { |s| prof.frames(s).any? { |l| others.any? { |o| method?(l, o) } } }
         check(stray.empty?, "#{where}: samples of the other app's work")

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """The views of `rubyprofd report`, checked with the real readers: folded stacks summed per frame
 against `go tool pprof -top`; the SVG parsed as XML; the flame graph page loaded in Debian's
-headless chromium, its drawn rectangles (window.__layout) checked against the profile's numbers,
+headless chromium, the rectangles it drew (its canvas's pixels in a screenshot, named by the
+page's tooltips over them) checked against the profile's tree as `go tool pprof -traces` reads it,
 with a screenshot kept; the speedscope file opened by speedscope itself (npm package, installed
 into a cache) and its table read back; --oneshot --format (root). Missing tools SKIP with the
 reason ("missing: ..."), which is a FAIL when make deps ran (RP_DEPS_INSTALLED=1: make test). Prints one PASS/FAIL/SKIP line per test, then "views: N passed, N failed, N skipped".
@@ -19,6 +20,7 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cdp  # noqa: E402
@@ -139,7 +141,10 @@ def test_svg():
     tree = ET.parse(report("svg"))
     ns = "{http://www.w3.org/2000/svg}"
     rects = [r for r in tree.iter(ns + "rect") if r.get("data-name")]
-    sums = prefix_sums(folded())
+    # the profile's tree as go tool pprof reads it
+    sums, _, frameless, _ = pprof_tree(PROFILE)
+    if frameless:
+        sums[("[no frames]",)] = frameless
     total = sum(n for p, n in sums.items() if len(p) == 1)
     # Per name, the samples of its rectangles: the tree splits a name in two files into two
     # frames where folded stacks merge them, but the sums agree. Every frame is wide enough here.
@@ -160,78 +165,283 @@ def need_chromium():
         raise Skip("missing: chromium (make deps installs it)")
 
 
-def check_layout(layout, width, total, sums):
-    rects = [r for r in layout if not r["ancestor"]]
-    root = [r for r in rects if r["depth"] == 0]
-    assert len(root) == 1 and root[0]["value"] == total, "root %s, total %d" % (root, total)
-    by_node = {r["node"]: r for r in rects}
-    for r in rects:
-        want = r["value"] * width / total
-        assert abs(r["w"] - want) < 0.01, "%s: width %.3f, want %.3f" % (r["name"], r["w"], want)
-        p = by_node.get(r["parent"])
-        if p is not None:
-            assert r["x"] >= p["x"] - 0.01 and r["x"] + r["w"] <= p["x"] + p["w"] + 0.01, \
-                "%s outside its parent %s" % (r["name"], p["name"])
-    assert min(sums.values()) * width / total >= 1  # every frame is drawn: the sums per name agree
-    want, got = collections.Counter(), collections.Counter()
-    for p, n in sums.items():
-        want[p[-1]] += n
-    for r in rects:
-        if r["depth"] > 0:
-            got[r["name"]] += r["value"]
-    assert got == want, "drawn frames differ: missing %s, extra %s" % (
-        list((want - got).items())[:5], list((got - want).items())[:5])
+def pprof_tree(profile):
+    """The profile's call tree read by `go tool pprof -traces`, independently of rubyprofd: (names
+    from the root down) -> samples under it, the total, the samples without frames, and each
+    trace as (names from the root down, samples)."""
+    if not shutil.which("go"):
+        raise Skip("missing: a go toolchain for go tool pprof (make deps installs golang-go)")
+    env = dict(os.environ, HOME=TMP, GOCACHE=os.path.join(TMP, "gocache"), GOFLAGS="")
+    out = run(["go", "tool", "pprof", "-traces", "-sample_index=samples", profile], env=env)
+    sums, total, frameless, traces = collections.Counter(), 0, 0, []
+    for block in out.split("-----------+")[1:]:
+        n, frames = None, []
+        for line in block.splitlines():
+            m = re.match(r"\s*(\d+)   (.*)$", line)
+            if n is None and m:
+                n = int(m.group(1))
+                frames.append(m.group(2).strip())
+            elif n is not None and line.startswith(" " * 13) and line.strip():
+                frames.append(line.strip())
+        if n is None:
+            continue
+        total += n
+        frames = [f for f in frames if f]
+        if not frames:
+            frameless += n
+        path = tuple(reversed(frames))  # pprof lists the leaf first
+        traces.append((path, n))
+        for d in range(1, len(path) + 1):
+            sums[path[:d]] += n
+    # samples without a location may print no trace: the header's total has them
+    m = re.search(r"Total samples = (\d+)", out)
+    if m and int(m.group(1)) > total:
+        frameless += int(m.group(1)) - total
+        total = int(m.group(1))
+    return sums, total, frameless, traces
 
 
-LAYOUT_JS = ("JSON.stringify({w: document.getElementById('scroller').clientWidth, "
-             "l: window.__layout.map(r => ({node: r.node, parent: r.parent, name: r.name, value: r.value, "
-             "depth: r.depth, x: r.x, y: r.y, w: r.w, ancestor: r.ancestor}))})")
+def png_pixels(data):
+    """RGB(A) rows of a PNG (8-bit truecolour, as Chromium writes its screenshots), decoded with
+    the standard library: [[(r, g, b), ...], ...]."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, hdr = 8, b"", None
+    while pos < len(data):
+        n, kind = struct.unpack("!I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            hdr = struct.unpack("!IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    w, h, depth, ctype = hdr[:4]
+    assert depth == 8 and ctype in (2, 6), "PNG depth %d type %d" % (depth, ctype)
+    bpp = 3 if ctype == 2 else 4
+    raw = zlib.decompress(idat)
+    stride = w * bpp
+    rows, prev = [], bytearray(stride)
+    for y in range(h):
+        ft = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b = prev[i]
+            if ft == 1:
+                line[i] = (line[i] + a) & 0xff
+            elif ft == 2:
+                line[i] = (line[i] + b) & 0xff
+            elif ft == 3:
+                line[i] = (line[i] + ((a + b) >> 1)) & 0xff
+            elif ft == 4:
+                c = prev[i - bpp] if i >= bpp else 0
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xff
+        rows.append([tuple(line[x * bpp:x * bpp + 3]) for x in range(w)])
+        prev = line
+    return rows
+
+
+WHITE = (255, 255, 255)
+
+
+def drawn_runs(row):
+    """The rectangles a scanline of the canvas crosses: [(first pixel, pixels, colour)], each a
+    run of two or more pixels of one colour that is not the white background. A rectangle's
+    edges that fall inside a pixel are blends (the page leaves half a pixel between neighbours),
+    never its own colour: a run is the whole pixels of one rectangle, 2 fewer at most."""
+    runs, x = [], 0
+    while x < len(row):
+        c, x0 = row[x], x
+        while x < len(row) and row[x] == c:
+            x += 1
+        if c != WHITE and x - x0 >= 2:
+            runs.append((x0, x - x0, c))
+    return runs
+
+
+ROW = 17  # the page's row pitch: a rectangle 16 pixels high, 1 pixel between rows
+
+
+def screenshot_rows(c, x, y, w, h):
+    data = c.call("Page.captureScreenshot", format="png",
+                  clip={"x": x, "y": y, "width": w, "height": h, "scale": 1})["data"]
+    import base64
+    return png_pixels(base64.b64decode(data))
+
+
+def drawn_tree(c):
+    """What the browser drew: the canvas's pixels, read back from a screenshot, cut into
+    rectangles row by row (the root's row found as the lowest band of colour at the left edge),
+    each named by the tooltip the page shows over it. Returns [(depth, x, pixels, name, the
+    tooltip's samples, its parent's index or None, whether its label has ink, its file:line)],
+    the canvas's box (with the root's row and the rows that fit)."""
+    c.call("Input.dispatchMouseEvent", type="mouseMoved", x=1, y=1)  # no tooltip over the canvas
+    box = json.loads(c.eval("JSON.stringify(document.getElementById('c').getBoundingClientRect())"))
+    left, top, width, height = box["x"], box["y"], int(box["width"]), int(box["height"])
+    # the left edge's column: the root is the lowest band of colour (the graph sits on the bottom)
+    col = screenshot_rows(c, left + 1, top, 1, height)
+    ys = [y for y, r in enumerate(col) if r[0] != WHITE]
+    assert ys, "nothing drawn at the canvas's left edge"
+    root_bottom = ys[-1]
+    root_top = root_bottom
+    while root_top > 0 and col[root_top - 1][0] != WHITE:
+        root_top -= 1
+    assert root_bottom - root_top + 1 == ROW - 1, "the root's rectangle is %d pixels high" % (root_bottom - root_top + 1)
+    nrows = root_top // ROW + 1
+    band_top = root_top - (nrows - 1) * ROW
+    pixels = screenshot_rows(c, left, top + band_top, width, nrows * ROW)
+    rects = []
+    for depth in range(nrows):
+        y = (nrows - 1 - depth) * ROW  # the rectangle's first pixel row in the band
+        runs = drawn_runs(pixels[y + 1])  # above its label's glyphs
+        for x0, n, colour in runs:
+            # the tooltip over its middle: what a user hovering it reads
+            mx, my = left + x0 + n / 2, top + band_top + y + ROW / 2
+            c.call("Input.dispatchMouseEvent", type="mouseMoved", x=mx, y=my)
+            tip = c.eval("document.getElementById('tip').style.display === 'block' ? "
+                         "document.getElementById('tip').textContent : ''")
+            assert tip, "no tooltip over the rectangle at x %d, depth %d" % (x0, depth)
+            lines = tip.split("\n")
+            name = lines[0].rsplit(" (", 1)[0]
+            # its file:line, when the frame has one (the line before the samples)
+            where = lines[1] if len(lines) > 1 and not re.match(r"\d+ samples, ", lines[1]) else ""
+            m = re.search(r"\n(\d+) samples, ", tip)
+            assert m, tip
+            # its label: dark pixels on the row through the middle, inside the rectangle
+            mid = pixels[y + ROW // 2]
+            ink = any(sum(mid[x]) < 200 for x in range(x0, x0 + n))
+            parent = None
+            if depth > 0:
+                below = [i for i, r in enumerate(rects) if r[0] == depth - 1 and r[1] <= x0 + n / 2 < r[1] + r[2]]
+                assert len(below) == 1, "the rectangle %r at depth %d stands on %d rectangles" % (name, depth, len(below))
+                parent = below[0]
+            rects.append((depth, x0, n, name, int(m.group(1)), parent, ink, where))
+    c.call("Input.dispatchMouseEvent", type="mouseMoved", x=1, y=1)
+    box["root_top"], box["rows"] = root_top, nrows
+    return rects, box
+
+
+def drawn_colours(c, box, rects):
+    """The colour each of rects (drawn_tree's) is drawn in now: its scanline's pixel at its
+    middle."""
+    c.call("Input.dispatchMouseEvent", type="mouseMoved", x=1, y=1)  # no tooltip over the canvas
+    rows = {}
+    out = []
+    for depth, x0, n, *_ in rects:
+        y = box["root_top"] - depth * ROW + 1
+        if y not in rows:
+            rows[y] = screenshot_rows(c, box["x"], box["y"] + y, int(box["width"]), 1)[0]
+        out.append(rows[y][x0 + n // 2])
+    return out
+
+
+def check_drawn(rects, width, tree, total, frameless, nrows, base=0, root="all"):
+    """The drawn rectangles against the profile's tree as go tool pprof reads it: each one's
+    path of names, its width in pixels (samples * width / total, less its two edge pixels at
+    most) and its tooltip's samples; every frame wider than 4 pixels drawn; a label in every
+    rectangle wide enough for one (the page writes one past 28 pixels: 30 drawn or more), none in
+    narrower ones (25 drawn or fewer).
+    base: the depth of the drawn root (a zoomed frame: tree then holds the paths below it)."""
+    per = width / total
+    paths = {}
+    for k, r in enumerate(rects):
+        if r[0] == base:
+            paths[k] = ()
+        elif r[0] > base:
+            paths[k] = paths[r[5]] + (r[3],)
+    top = [r for r in rects if r[0] == base]
+    assert len(top) == 1 and top[0][3] == root and top[0][4] == total, "drawn root %s, %d samples" % (top, total)
+    assert top[0][2] >= width - 2, "the root is %d pixels of %d" % (top[0][2], width)
+    want = lambda path: tree.get(path, frameless if path == ("[no frames]",) else 0)  # noqa: E731
+    drawn, count, tips = collections.Counter(), collections.Counter(), collections.Counter()
+    for k, path in paths.items():
+        if not path:
+            continue
+        assert want(path), "drawn %s: not in the profile" % " > ".join(path)
+        # a name in two files under one parent: two rectangles, one pprof node; summed
+        drawn[path] += rects[k][2]
+        count[path] += 1
+        tips[path] += rects[k][4]
+    for path, px in drawn.items():
+        lo, hi = want(path) * per - 2.5 * count[path], want(path) * per
+        assert lo <= px <= hi + 0.01, "%s: %d pixels wide, %.1f-%.1f for pprof's %d samples of %d" % (
+            " > ".join(path), px, lo, hi, want(path), total)
+        assert tips[path] == want(path), "%s: the tooltips say %d samples, pprof %d" % (
+            " > ".join(path), tips[path], want(path))
+    missing = [p for p, n in tree.items() if n * per >= 4 and len(p) < nrows - base and p not in drawn]
+    assert not missing, "frames of the profile not drawn: %s" % [" > ".join(p) for p in missing[:5]]
+    for k, path in paths.items():
+        r = rects[k]
+        if r[2] >= 30:
+            assert r[6], "%s: %d pixels wide, no label drawn" % (" > ".join(path) or root, r[2])
+        elif r[2] <= 25:
+            assert not r[6], "%s: %d pixels wide, a label drawn" % (" > ".join(path) or root, r[2])
+    return len(paths)
+
+
+def click(c, x, y):
+    for t in ("mouseMoved", "mousePressed", "mouseReleased"):
+        c.call("Input.dispatchMouseEvent", type=t, x=x, y=y, button="left", clickCount=1)
 
 
 def test_flamegraph_chromium():
+    """The flame graph page as Chromium drew it (its canvas's pixels in a screenshot, the page's
+    tooltips over them) against the profile's tree as go tool pprof reads it."""
     need_chromium()
     page = report("flamegraph")
-    sums = prefix_sums(folded())
-    total = sum(n for p, n in sums.items() if len(p) == 1)
+    tree, total, frameless, traces = pprof_tree(PROFILE)
     c = cdp.Chromium(1400, 900)
     try:
         c.open("file://" + page, "window.__ready === true")
-        data = json.loads(c.eval(LAYOUT_JS))
-        check_layout(data["l"], data["w"], total, sums)
+        rects, box = drawn_tree(c)
+        width = int(box["width"])
+        drawn = check_drawn(rects, width, tree, total, frameless, box["rows"])
         os.makedirs(ARTIFACTS, exist_ok=True)
         c.screenshot(os.path.join(ARTIFACTS, "flamegraph.png"))
-        # search: the samples under a frame matching /fib/, each counted once
-        want = sum(n for p, n in folded() if any(re.search("fib", f, re.I) for f in p))
-        got = c.eval("window.__flame.search('fib')")
-        assert got == want > 0, "search sum %s, want %d" % (got, want)
-        assert "matched: %d samples" % want in c.eval("document.getElementById('matched').textContent")
-        c.eval("window.__flame.search('')")
-        # zoom: the clicked frame spans the width, its ancestors stay drawn (full width, dimmed)
-        target = max((r for r in data["l"] if r["depth"] == 2), key=lambda r: r["value"])
-        c.eval("window.__flame.zoom(%d)" % target["node"])
-        z = json.loads(c.eval(LAYOUT_JS))["l"]
-        zr = [r for r in z if r["node"] == target["node"]][0]
-        assert abs(zr["w"] - data["w"]) < 0.01 and zr["x"] == 0, zr
-        assert sum(1 for r in z if r["ancestor"]) == 2
-        c.screenshot(os.path.join(ARTIFACTS, "flamegraph-zoomed.png"))
-        # a real click on a frame zooms too
-        c.eval("window.__flame.zoom(0)")
-        r0 = [r for r in json.loads(c.eval(LAYOUT_JS))["l"] if r["node"] == target["node"]][0]
-        top = c.eval("document.getElementById('scroller').getBoundingClientRect().top - "
-                     "document.getElementById('scroller').scrollTop")
-        for t in ("mouseMoved", "mousePressed", "mouseReleased"):
-            c.call("Input.dispatchMouseEvent", type=t, x=r0["x"] + r0["w"] / 2, y=top + r0["y"] + 8,
-                   button="left", clickCount=1)
+        # search: the samples under a frame matching /fib/, each counted once, and every drawn
+        # frame whose name matches drawn in the highlight colour, no other
+        want = sum(n for path, n in traces if any(re.search("fib", f, re.I) for f in path))
+        c.eval("document.getElementById('search').value = 'fib'")
+        c.eval("document.getElementById('search').dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter'}))")
+        matched = c.eval("document.getElementById('matched').textContent")
+        assert want > 0 and "matched: %d samples" % want in matched, "%r, want %d samples" % (matched, want)
+        hl = drawn_colours(c, box, rects)
+        for r, colour in zip(rects, hl):
+            lit = colour == (230, 0, 230)
+            # the page matches a frame's name or its file
+            assert lit == bool(re.search("fib", r[3], re.I) or re.search("fib", r[7].rsplit(":", 1)[0], re.I)) or r[0] == 0, \
+                "%s drawn %s after searching 'fib'" % (r[3], colour)
+        c.eval("document.getElementById('search').value = ''")
+        c.eval("document.getElementById('search').dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter'}))")
+        # zoom by a real click on the widest frame at depth 2: it spans the width, its two
+        # ancestors stay drawn at full width, its own frames are drawn to the new scale
+        i = max((k for k, r in enumerate(rects) if r[0] == 2), key=lambda k: rects[k][2])
+        target = rects[i]
+        path = (rects[target[5]][3], target[3])
+        click(c, box["x"] + target[1] + target[2] / 2, box["y"] + box["root_top"] - 2 * ROW + ROW / 2)
         tip = c.eval("document.getElementById('tip').textContent")
-        assert target["name"] in tip and "%d samples" % target["value"] in tip, tip
-        assert c.eval("document.getElementById('status').textContent") == "zoomed: " + target["name"]
+        assert tip.startswith(target[3] + " (") and "\n%d samples" % tree[path] in tip, tip
+        assert c.eval("document.getElementById('status').textContent") == "zoomed: " + target[3]
+        zrects, zbox = drawn_tree(c)
+        for depth, name in ((0, "all"), (1, path[0])):
+            row = [r for r in zrects if r[0] == depth]
+            assert len(row) == 1 and row[0][3] == name and row[0][2] >= width - 2, \
+                "zoomed on %s: depth %d drawn as %s" % (" > ".join(path), depth, [(r[3], r[2]) for r in row])
+        sub = {p[2:]: n for p, n in tree.items() if p[:2] == path and len(p) > 2}
+        check_drawn(zrects, width, sub, tree[path], 0, zbox["rows"], base=2, root=path[1])
+        c.screenshot(os.path.join(ARTIFACTS, "flamegraph-zoomed.png"))
         # icicle: the root on top
-        c.eval("window.__flame.zoom(0); window.__flame.toggle()")
-        ic = json.loads(c.eval(LAYOUT_JS))["l"]
-        assert [r for r in ic if r["depth"] == 0][0]["y"] == 0
+        c.eval("document.getElementById('reset').click(); document.getElementById('toggle').click()")
+        col = screenshot_rows(c, box["x"] + 1, box["y"], 1, int(box["height"]))
+        top = next(y for y, r in enumerate(col) if r[0] != WHITE)
+        c.call("Input.dispatchMouseEvent", type="mouseMoved", x=box["x"] + width / 2, y=box["y"] + top + ROW / 2)
+        tip = c.eval("document.getElementById('tip').textContent")
+        assert top == 0 and tip.startswith("all ("), "icicle: first drawn row at %d, tooltip %r" % (top, tip)
         c.screenshot(os.path.join(ARTIFACTS, "icicle.png"))
     finally:
         c.close()
+    print("  %d rectangles drawn, checked against go tool pprof -traces" % drawn)
 
 
 def test_speedscope_app():

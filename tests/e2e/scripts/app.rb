@@ -27,6 +27,9 @@ end
 def reuse_b_work
   spin(0.05)
 end
+def late_work
+  spin(0.05)
+end
 
 $0 = TITLE unless TITLE == "-"
 write_facts(OUT, {})
