@@ -23,6 +23,7 @@
 
 #include "cmd/config.h"
 #include "cmd/config_keys.h"
+#include "lib/lines.h"
 #include "lib/log.h"
 #include "lib/safepath.h"
 #include "lib/text.h"
@@ -880,36 +881,19 @@ static int unquote(char *v, char *err, size_t errlen)
 }
 
 /*
- * Reads one line, without its newline, into buf (CONFIG_MAX_LINE + 1 bytes). Returns 1 for a
- * line, 0 at the end, -EFBIG for a line too long or -EINVAL for a NUL byte (the rest of the line
- * is skipped either way), -errno when reading fails.
+ * The next line of the file, without its newline, in l->line. Returns 1 for a line, 0 at the
+ * end, -EFBIG for a line longer than CONFIG_MAX_LINE or -EINVAL for a NUL byte, -errno when
+ * reading fails.
  */
-static int read_line(FILE *f, char *buf)
+static int read_line(struct lines *l)
 {
-	size_t n = 0;
-	bool any = false, too_long = false, nul = false;
-	int c;
+	int r = lines_next(l);
 
-	errno = 0;
-	while ((c = getc(f)) != EOF) {
-		any = true;
-		if (c == '\n')
-			break;
-		if (c == '\0')
-			nul = true;
-		if (n == CONFIG_MAX_LINE)
-			too_long = true;
-		else
-			buf[n++] = (char)c;
-	}
-	if (c == EOF && ferror(f))
-		return errno ? -errno : -EIO;
-	buf[n] = '\0';
-	if (!any)
-		return 0;
-	if (too_long)
+	if (r <= 0)
+		return r == -EFBIG ? -EIO : r; /* no bound on the whole file */
+	if (l->len > CONFIG_MAX_LINE)
 		return -EFBIG;
-	return nul ? -EINVAL : 1;
+	return memchr(l->line, '\0', l->len) ? -EINVAL : 1;
 }
 
 static void unknown_key(const char *path, unsigned int line, const char *key)
@@ -946,23 +930,21 @@ static void unknown_key(const char *path, unsigned int line, const char *key)
 static int read_file(struct parse_ctx *ctx, const char *path, bool optional)
 {
 	unsigned int seen[NKEYS] = {0};
-	char buf[CONFIG_MAX_LINE + 1];
+	char why[CONFIG_MAX_LINE + 1];
 	char where[PATH_MAX + 16];
-	unsigned int line = 0;
-	FILE *f = NULL;
+	struct lines l = {0};
+	unsigned int line;
 	int err = 0, r;
 
-	err = safepath_check(path, buf, sizeof(buf));
+	err = safepath_check(path, why, sizeof(why));
 	if (err == -EPERM) {
-		log_line(LOG_LVL_ERROR, "configuration file refused: %s", buf);
+		log_line(LOG_LVL_ERROR, "configuration file refused: %s", why);
 		return err;
 	}
-	if (!err) {
-		f = fopen(path, "re");
-		if (!f)
-			err = -errno;
-	}
-	if (!f) {
+	/* a root-owned file the administrator wrote: no bound on its size */
+	if (!err)
+		err = lines_open(&l, path, UINT64_MAX);
+	if (err) {
 		if (optional && err == -ENOENT) {
 			ctx->cfg->config_file_missing = true;
 			return 0;
@@ -975,10 +957,10 @@ static int read_file(struct parse_ctx *ctx, const char *path, bool optional)
 		enum config_key_id id;
 		char *key, *val, *eq;
 
-		r = read_line(f, buf);
+		r = read_line(&l);
 		if (r == 0)
 			break;
-		line++;
+		line = l.no;
 		if (r == -EFBIG || r == -EINVAL) {
 			log_line(LOG_LVL_ERROR, "%s:%u: %s", path, line,
 				 r == -EFBIG ? "line longer than 4096 bytes"
@@ -991,7 +973,7 @@ static int read_file(struct parse_ctx *ctx, const char *path, bool optional)
 			err = r;
 			goto cleanup;
 		}
-		key = trim(buf);
+		key = trim(l.line);
 		if (!*key || *key == '#')
 			continue;
 		eq = strchr(key, '=');
@@ -1026,7 +1008,7 @@ static int read_file(struct parse_ctx *ctx, const char *path, bool optional)
 		}
 	}
 cleanup:
-	fclose(f);
+	lines_close(&l);
 	return err;
 }
 

@@ -21,6 +21,7 @@
 #include "cmd/metrics_table.h"
 #include "cmd/notify.h"
 #include "cmd/service.h"
+#include "lib/array.h"
 #include "lib/clock.h"
 #include "lib/hash.h"
 #include "lib/hmap.h"
@@ -133,7 +134,6 @@ static void collect_service(void *ctx, const struct aggregate_proc *p)
 	struct names *x = ctx;
 	const char *name = aggregate_proc_info(p)->service;
 	struct svc *s = svc_find(x->sv, name);
-	const char **nv;
 	size_t i;
 
 	if (s)
@@ -142,13 +142,8 @@ static void collect_service(void *ctx, const struct aggregate_proc *p)
 		if (strcmp(x->v[i], name) == 0)
 			return;
 	}
-	if (x->n == x->cap) {
-		nv = realloc(x->v, (x->cap ? x->cap * 2 : 16) * sizeof(*nv));
-		if (!nv)
-			return;
-		x->v = nv;
-		x->cap = x->cap ? x->cap * 2 : 16;
-	}
+	if (array_reserve(x->v, x->cap, x->n + 1, 16))
+		return;
 	x->v[x->n++] = name;
 }
 

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "lib/buf.h"
+#include "lib/fileio.h"
 #include "proc/appname.h"
 
 /* Bounds on what is read from /proc; a file cut at its bound sets app_identity.truncated. */
@@ -1240,10 +1241,9 @@ cleanup:
 /* Reads at most max bytes of /proc/PID/file, NUL-terminated; sets *cut when more was there. */
 static int read_proc(pid_t pid, const char *file, size_t max, char **buf, size_t *len, bool *cut)
 {
-	char path[64], *b = NULL, *nb;
-	size_t size = 4096, n = 0;
-	ssize_t r;
-	int fd, err = 0;
+	char path[64];
+	uint8_t *b;
+	int fd, err;
 
 	*buf = NULL;
 	*len = 0;
@@ -1251,46 +1251,10 @@ static int read_proc(pid_t pid, const char *file, size_t max, char **buf, size_t
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	b = malloc(size + 1);
-	if (!b) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	for (;;) {
-		if (n == size) {
-			if (size >= max) {
-				char c;
-
-				if (read(fd, &c, 1) == 1)
-					*cut = true;
-				break;
-			}
-			size = size * 2 < max ? size * 2 : max;
-			nb = realloc(b, size + 1);
-			if (!nb) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			b = nb;
-		}
-		r = read(fd, b + n, size - n);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			goto cleanup;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	b[n] = '\0';
-	*buf = b;
-	*len = n;
-	b = NULL;
-cleanup:
-	free(b);
+	err = fileio_read_fd(fd, 4096, max, &b, len, cut);
 	close(fd);
+	if (!err)
+		*buf = (char *)b;
 	return err;
 }
 

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "lib/array.h"
 #include "lib/buf.h"
 #include "lib/fileio.h"
 #include "lib/hash.h"
@@ -35,27 +36,9 @@ struct vec {
 /* Makes room for `need` more elements. 0 or -ENOMEM. */
 static int vec_reserve(struct vec *v, size_t need)
 {
-	size_t new_cap;
-	void *tmp;
-
-	if (need <= v->cap - v->len)
-		return 0;
 	if (need > SIZE_MAX - v->len)
 		return -ENOMEM;
-	new_cap = v->cap ? v->cap : 16;
-	while (new_cap < v->len + need) {
-		if (new_cap > SIZE_MAX / 2)
-			return -ENOMEM;
-		new_cap *= 2;
-	}
-	if (new_cap > SIZE_MAX / v->elem)
-		return -ENOMEM;
-	tmp = realloc(v->data, new_cap * v->elem);
-	if (!tmp)
-		return -ENOMEM;
-	v->data = tmp;
-	v->cap = new_cap;
-	return 0;
+	return array_reserve_raw(&v->data, &v->cap, v->len + need, v->elem, 16);
 }
 
 static void *vec_at(const struct vec *v, size_t i)
@@ -577,16 +560,38 @@ static void encode_sample(struct buf *b, const struct pprof *p, const struct pp_
 	pb_end(b, start);
 }
 
+/*
+ * A Mapping or a Function: the id as field 1, then the record's values in their fields, which
+ * follow the record's order from field 2 on (checked below). Returns the message's start, for
+ * the caller to add to it and end it.
+ */
+static size_t encode_record(struct buf *b, unsigned int field, uint64_t id, const uint64_t *rec,
+			    size_t n)
+{
+	size_t start = pb_begin(b, field), i;
+
+	pb_uint(b, 1, id);
+	for (i = 0; i < n; i++)
+		pb_uint(b, (unsigned int)i + 2, rec[i]);
+	return start;
+}
+
+_Static_assert(MAPPING_F_ID == 1 && MAPPING_F_MEMORY_START == MAPPING_START + 2 &&
+		       MAPPING_F_MEMORY_LIMIT == MAPPING_LIMIT + 2 &&
+		       MAPPING_F_FILE_OFFSET == MAPPING_OFFSET + 2 &&
+		       MAPPING_F_FILENAME == MAPPING_FILENAME + 2 &&
+		       MAPPING_F_BUILD_ID == MAPPING_BUILD_ID + 2,
+	       "a Mapping's fields follow its record");
+_Static_assert(FUNCTION_F_ID == 1 && FUNCTION_F_NAME == FUNCTION_NAME + 2 &&
+		       FUNCTION_F_SYSTEM_NAME == FUNCTION_SYSTEM_NAME + 2 &&
+		       FUNCTION_F_FILENAME == FUNCTION_FILENAME + 2 &&
+		       FUNCTION_F_START_LINE == FUNCTION_START_LINE + 2,
+	       "a Function's fields follow its record");
+
 static void encode_mapping(struct buf *b, uint64_t id, const uint64_t *m)
 {
-	size_t start = pb_begin(b, PROFILE_MAPPING);
+	size_t start = encode_record(b, PROFILE_MAPPING, id, m, MAPPING_WIDTH);
 
-	pb_uint(b, MAPPING_F_ID, id);
-	pb_uint(b, MAPPING_F_MEMORY_START, m[MAPPING_START]);
-	pb_uint(b, MAPPING_F_MEMORY_LIMIT, m[MAPPING_LIMIT]);
-	pb_uint(b, MAPPING_F_FILE_OFFSET, m[MAPPING_OFFSET]);
-	pb_uint(b, MAPPING_F_FILENAME, m[MAPPING_FILENAME]);
-	pb_uint(b, MAPPING_F_BUILD_ID, m[MAPPING_BUILD_ID]);
 	/* Frames are symbolized already: readers must not try to symbolize them again. */
 	pb_uint(b, MAPPING_F_HAS_FUNCTIONS, 1);
 	pb_uint(b, MAPPING_F_HAS_FILENAMES, 1);
@@ -611,14 +616,7 @@ static void encode_location(struct buf *b, uint64_t id, const uint64_t *l)
 
 static void encode_function(struct buf *b, uint64_t id, const uint64_t *f)
 {
-	size_t start = pb_begin(b, PROFILE_FUNCTION);
-
-	pb_uint(b, FUNCTION_F_ID, id);
-	pb_uint(b, FUNCTION_F_NAME, f[FUNCTION_NAME]);
-	pb_uint(b, FUNCTION_F_SYSTEM_NAME, f[FUNCTION_SYSTEM_NAME]);
-	pb_uint(b, FUNCTION_F_FILENAME, f[FUNCTION_FILENAME]);
-	pb_uint(b, FUNCTION_F_START_LINE, f[FUNCTION_START_LINE]);
-	pb_end(b, start);
+	pb_end(b, encode_record(b, PROFILE_FUNCTION, id, f, FUNCTION_WIDTH));
 }
 
 static void encode_profile(struct buf *b, const struct pprof *p)

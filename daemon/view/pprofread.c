@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "lib/array.h"
 #include "lib/fileio.h"
 #include "lib/hmap.h"
 #include "lib/pbread.h"
@@ -36,19 +38,10 @@ struct pool {
 /* Room for one more element; a pointer to it (zeroed), or NULL (ENOMEM). */
 static void *pool_push(struct pool *p)
 {
-	size_t ncap;
 	void *tmp;
 
-	if (p->len == p->cap) {
-		ncap = p->cap ? p->cap * 2 : 16;
-		if (ncap > SIZE_MAX / p->elem)
-			return NULL;
-		tmp = realloc(p->data, ncap * p->elem);
-		if (!tmp)
-			return NULL;
-		p->data = tmp;
-		p->cap = ncap;
-	}
+	if (array_reserve_raw(&p->data, &p->cap, p->len + 1, p->elem, 16))
+		return NULL;
 	tmp = (char *)p->data + p->len++ * p->elem;
 	memset(tmp, 0, p->elem);
 	return tmp;
@@ -289,7 +282,7 @@ static int dec_location(struct pb_dec *d, void *obj)
 static int add_string(struct pb_dec *d, size_t start, size_t end)
 {
 	struct pprofread *r = reader(d);
-	size_t *off, len = end - start, ncap;
+	size_t *off, len = end - start;
 	char *c;
 
 	if (r->strs.len >= PPROFREAD_MAX_STRINGS)
@@ -298,17 +291,9 @@ static int add_string(struct pb_dec *d, size_t start, size_t end)
 	if (!off)
 		return nomem(d);
 	*off = r->chars.len;
-	if (r->chars.cap - r->chars.len < len + 1) {
-		/* len is below the message's size, itself bounded: no overflow */
-		ncap = (r->chars.cap ? r->chars.cap : 4096);
-		while (ncap - r->chars.len < len + 1)
-			ncap *= 2;
-		c = realloc(r->chars.data, ncap);
-		if (!c)
-			return nomem(d);
-		r->chars.data = c;
-		r->chars.cap = ncap;
-	}
+	/* len is below the message's size, itself bounded: no overflow */
+	if (array_reserve_raw(&r->chars.data, &r->chars.cap, r->chars.len + len + 1, 1, 4096))
+		return nomem(d);
 	c = (char *)r->chars.data + r->chars.len;
 	memcpy(c, d->buf + start, len);
 	c[len] = '\0';
@@ -316,13 +301,34 @@ static int add_string(struct pb_dec *d, size_t start, size_t end)
 	return 0;
 }
 
+struct table_field {
+	size_t pool; /* offset of its struct pool in struct pprofread */
+	uint64_t max;
+	const char *what;
+	pb_fn fn;
+};
+
 static int dec_profile(struct pb_dec *d)
 {
 	struct pprofread *r = reader(d);
 	uint64_t *const slot[] = {[8] = (uint64_t *)&r->prof.time_ns,
 				  [9] = (uint64_t *)&r->prof.duration_ns,
 				  [11] = (uint64_t *)&r->prof.period};
+	/* the repeated messages of a Profile by field number: the pool each goes to, its bound */
+	static const struct table_field tables[] = {
+		[1] = {offsetof(struct pprofread, types), PPROFREAD_MAX_VALUES, "sample types",
+		       dec_value_type},
+		[2] = {offsetof(struct pprofread, rsamples), PPROFREAD_MAX_SAMPLES, "samples",
+		       dec_sample},
+		[3] = {offsetof(struct pprofread, maps), PPROFREAD_MAX_TABLE, "mappings",
+		       dec_mapping},
+		[4] = {offsetof(struct pprofread, rlocs), PPROFREAD_MAX_TABLE, "locations",
+		       dec_location},
+		[5] = {offsetof(struct pprofread, funcs), PPROFREAD_MAX_TABLE, "functions",
+		       dec_function},
+	};
 	struct pb_field f;
+	const struct table_field *t;
 
 	while (pb_next_field(d, &f)) {
 		if (f.num == 13) {
@@ -334,35 +340,14 @@ static int dec_profile(struct pb_dec *d)
 			set_varint(&f, slot, sizeof(slot) / sizeof(slot[0]));
 			continue;
 		}
-		switch (f.num) {
-		case 1:
-			sub_push(d, &f, &r->types, NULL, PPROFREAD_MAX_VALUES, "sample types",
-				 dec_value_type);
-			break;
-		case 2:
-			sub_push(d, &f, &r->rsamples, NULL, PPROFREAD_MAX_SAMPLES, "samples",
-				 dec_sample);
-			break;
-		case 3:
-			sub_push(d, &f, &r->maps, NULL, PPROFREAD_MAX_TABLE, "mappings",
-				 dec_mapping);
-			break;
-		case 4:
-			sub_push(d, &f, &r->rlocs, NULL, PPROFREAD_MAX_TABLE, "locations",
-				 dec_location);
-			break;
-		case 5:
-			sub_push(d, &f, &r->funcs, NULL, PPROFREAD_MAX_TABLE, "functions",
-				 dec_function);
-			break;
-		case 6:
+		if (f.num == 6) {
 			add_string(d, f.start, f.end);
-			break;
-		case 11:
+		} else if (f.num == 11) {
 			pb_sub(d, f.start, f.end, dec_value_type, &r->prof.period_type);
-			break;
-		default:
-			break;
+		} else if (f.num < sizeof(tables) / sizeof(tables[0]) && tables[f.num].fn) {
+			t = &tables[f.num];
+			sub_push(d, &f, (struct pool *)((char *)r + t->pool), NULL, t->max, t->what,
+				 t->fn);
 		}
 	}
 	return d->ret;
