@@ -655,6 +655,56 @@ static void remember(struct config *cfg, enum config_key_id id, const char *val,
 	}
 }
 
+/*
+ * Stores a checked value where its key's entry says (config_keys.h: field, field_size, truth).
+ * 1 when stored, 0 for a key that has no field (key_set's own case), -EINVAL (err filled) for
+ * a path that K_READABLE refuses.
+ */
+static int key_store(struct config *cfg, const struct config_key *k, const char *val,
+		     const union key_value *v, char *err, size_t errlen)
+{
+	char *at = (char *)cfg + k->field;
+	unsigned int u;
+	bool b;
+	int i;
+
+	if (!k->field_size)
+		return 0;
+	switch (k->type) {
+	case KT_UINT:
+		u = (unsigned int)v->u;
+		memcpy(at, &u, sizeof(u));
+		return 1;
+	case KT_SIZE:
+		if (k->field_size == sizeof(uint64_t)) {
+			memcpy(at, &v->size, sizeof(v->size));
+		} else {
+			u = (unsigned int)v->size; /* its max fits: test_config checks */
+			memcpy(at, &u, sizeof(u));
+		}
+		return 1;
+	case KT_SECONDS:
+	case KT_DURATION:
+		memcpy(at, &v->d, sizeof(v->d));
+		return 1;
+	case KT_ENUM:
+		if (k->truth) {
+			b = strcmp(val, k->truth) == 0;
+			memcpy(at, &b, sizeof(b));
+		} else {
+			i = (int)v->u;
+			memcpy(at, &i, sizeof(i));
+		}
+		return 1;
+	case KT_TEXT:
+		if (!(k->flags & K_READABLE))
+			return 0;
+		return check_readable(val, at, k->field_size, err, errlen) ?: 1;
+	default:
+		return 0;
+	}
+}
+
 static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val, const char *where)
 {
 	struct config *cfg = ctx->cfg;
@@ -663,46 +713,23 @@ static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val
 	union key_value v = {0};
 	unsigned long pid;
 	size_t n = strlen(val);
+	int stored;
 
 	if (key_check(&config_keys[id], val, &v, err, errlen))
 		return -EINVAL;
 	remember(cfg, id, val, where);
+	stored = key_store(cfg, &config_keys[id], val, &v, err, errlen);
+	if (stored)
+		return stored < 0 ? stored : 0;
 	switch (id) {
-	case KEY_FREQUENCY:
-		cfg->frequency = (unsigned int)v.u;
-		return 0;
-	case KEY_INTERVAL:
-		cfg->interval = v.d;
-		return 0;
-	case KEY_MAX_FRAMES:
-		cfg->max_frames = (unsigned int)v.u;
-		return 0;
-	case KEY_STACKS:
-		cfg->stacks_mixed = v.u == 1; /* ruby, mixed */
-		return 0;
-	case KEY_USTACK_BYTES:
-		cfg->ustack_bytes = (unsigned int)v.size;
-		return 0;
-	case KEY_KERNEL_STACKS:
-		cfg->kernel_stacks = v.u == 0; /* yes, no */
-		return 0;
 	case KEY_NATIVE_PROCESSES:
 		return set_native_processes(cfg, val, err, errlen);
-	case KEY_CLOCK:
-		cfg->clock_wall = v.u == 1; /* cpu, wall */
-		return 0;
 	case KEY_SPOOL_DIR:
 		if (val[0] != '/' || n >= sizeof(cfg->spool_dir) || has_control(val)) {
 			snprintf(err, errlen, "'%s' is not an absolute path", val);
 			return -EINVAL;
 		}
 		memcpy(cfg->spool_dir, val, n + 1);
-		return 0;
-	case KEY_SPOOL_MAX_BYTES:
-		cfg->spool_max_bytes = v.size;
-		return 0;
-	case KEY_SPOOL_MAX_AGE:
-		cfg->spool_max_age = v.d;
 		return 0;
 	case KEY_METRICS_ADDRESS:
 		if (n >= sizeof(cfg->metrics_address)) {
@@ -715,14 +742,6 @@ static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val
 			return -EINVAL;
 		memcpy(cfg->metrics_address, val, n + 1);
 		return 0;
-	case KEY_THREAD_NAMES: /* auto, yes, no */
-		cfg->thread_names = v.u == 0   ? CONFIG_THREAD_NAMES_AUTO
-				    : v.u == 1 ? CONFIG_THREAD_NAMES_YES
-					       : CONFIG_THREAD_NAMES_NO;
-		return 0;
-	case KEY_RESCAN_INTERVAL:
-		cfg->rescan_interval = v.d;
-		return 0;
 	case KEY_HOSTNAME:
 		/* it ends up in file names and labels */
 		return set_text(cfg->hostname, sizeof(cfg->hostname), val, "/ \t", "a host name",
@@ -731,9 +750,6 @@ static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val
 		return set_label(ctx, val);
 	case KEY_RULE:
 		return set_rule(ctx, val, where);
-	case KEY_LOG_LEVEL: /* error, warn, info, debug: enum log_level's order */
-		cfg->log_level = (int)v.u;
-		return 0;
 	case KEY_PID:
 		if (parse_uint(val, 1, INT_MAX, &pid)) {
 			snprintf(err, errlen, "'%s' is not a process id", val);
@@ -759,9 +775,6 @@ static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val
 		}
 		cfg->output = val;
 		return 0;
-	case KEY_TOP:
-		cfg->top = (unsigned int)v.u;
-		return 0;
 	case KEY_UPLOAD_URL:
 		if (n && check_url(val, err, errlen))
 			return -EINVAL;
@@ -778,35 +791,11 @@ static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val
 		cfg->upload_protocol = (unsigned int)p;
 		return 0;
 	}
-	case KEY_UPLOAD_TOKEN_FILE:
-		return check_readable(val, cfg->upload_token_file, sizeof(cfg->upload_token_file),
-				      err, errlen);
-	case KEY_UPLOAD_BASIC_AUTH_FILE:
-		return check_readable(val, cfg->upload_basic_auth_file,
-				      sizeof(cfg->upload_basic_auth_file), err, errlen);
-	case KEY_UPLOAD_CA_FILE:
-		return check_readable(val, cfg->upload_ca_file, sizeof(cfg->upload_ca_file), err,
-				      errlen);
 	case KEY_UPLOAD_TENANT_ID:
 		return set_text(cfg->upload_tenant_id, sizeof(cfg->upload_tenant_id), val, "",
 				"a tenant id", "no control characters", err, errlen);
 	case KEY_UPLOAD_HEADER:
 		return set_upload_header(ctx, val);
-	case KEY_UPLOAD_CONNECT_TIMEOUT:
-		cfg->upload_connect_timeout = v.d;
-		return 0;
-	case KEY_UPLOAD_TIMEOUT:
-		cfg->upload_timeout = v.d;
-		return 0;
-	case KEY_UPLOAD_MAX_AGE:
-		cfg->upload_max_age = v.d;
-		return 0;
-	case KEY_UPLOAD_BACKOFF_MAX:
-		cfg->upload_backoff_max = v.d;
-		return 0;
-	case KEY_UPLOAD_REJECTED_MAX_AGE:
-		cfg->upload_rejected_max_age = v.d;
-		return 0;
 	case KEY_FORMAT: /* only from argv, as --output; the table's names are the views' */
 		if (!view_format_ext(val)) {
 			snprintf(err, errlen, "'%s' is not a view of this build", val);
@@ -814,14 +803,7 @@ static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val
 		}
 		cfg->format = val;
 		return 0;
-	case KEY_CONFIG: /* the first pass's */
-	case KEY_ONESHOT:
-	case KEY_CHECK_CONFIG:
-	case KEY_HELP:
-	case KEY_VERSION:
-	case KEY_VERBOSE:
-	case KEY_QUIET:
-	case NKEYS:
+	default: /* the first pass's (config, the modes' switches); the table's stored above */
 		break;
 	}
 	snprintf(err, errlen, "no such key");
