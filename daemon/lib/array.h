@@ -11,27 +11,55 @@
 #ifndef RP_ARRAY_H
 #define RP_ARRAY_H
 
+#include <errno.h>
 #include <stddef.h>
 
 /*
- * Makes room for at least want elements of elem bytes in the array that *arrp points to (a
- * pointer to any object type) and whose capacity, in elements, is *cap: the capacity doubles
- * (from first, for an empty array) until want fits. 0, or -ENOMEM with the array and *cap as they
- * were. The elements past the old capacity are not initialized.
+ * The array p (of *cap elements of elem bytes) reallocated for at least want elements: the
+ * capacity doubles (from first, for an empty array) until want fits, and *cap is set to it.
+ * Returns the array (p itself when want already fits), or NULL with p and *cap as they were.
+ * The elements past the old capacity are not initialized.
  */
-int array_reserve_raw(void *arrp, size_t *cap, size_t want, size_t elem, size_t first);
-
-/* array_reserve_raw for an array arr (an lvalue of pointer type) and its capacity cap (size_t). */
-#define array_reserve(arr, cap, want, first)                                                       \
-	array_reserve_raw(&(arr), &(cap), (want), sizeof(*(arr)), (first))
+void *array_realloc(void *p, size_t *cap, size_t want, size_t elem, size_t first);
 
 /*
- * For an array indexed by a small number (a CPU's), as long as its count *n: grows it to exactly
- * want elements when it is shorter, the new ones zeroed, and sets *n to want. 0, or -ENOMEM with
- * the array and *n as they were.
+ * For an array indexed by a small number (a CPU's) and as long as its count *n: p grown to
+ * exactly want elements when it is shorter, the new ones zeroed, *n set to want. Returns the
+ * array, or NULL with p and *n as they were.
  */
-int array_extend_raw(void *arrp, size_t *n, size_t want, size_t elem);
+void *array_extend_realloc(void *p, size_t *n, size_t want, size_t elem);
 
-#define array_extend(arr, n, want) array_extend_raw(&(arr), &(n), (want), sizeof(*(arr)))
+/*
+ * array_realloc for an array arr (an lvalue of pointer type, updated) of capacity cap (a size_t
+ * lvalue): 0, or -ENOMEM with both as they were. arr and cap are evaluated more than once.
+ */
+#define array_reserve(arr, cap, want, first)                                                       \
+	__extension__({                                                                            \
+		int array_err_ = 0;                                                                \
+		if ((want) > (cap)) {                                                              \
+			void *array_p_ =                                                           \
+				array_realloc((arr), &(cap), (want), sizeof(*(arr)), (first));     \
+			if (array_p_)                                                              \
+				(arr) = array_p_;                                                  \
+			else                                                                       \
+				array_err_ = -ENOMEM;                                              \
+		}                                                                                  \
+		array_err_;                                                                        \
+	})
+
+/* array_extend_realloc the same way: 0, or -ENOMEM with arr and n as they were. */
+#define array_extend(arr, n, want)                                                                 \
+	__extension__({                                                                            \
+		int array_err_ = 0;                                                                \
+		if ((want) > (n)) {                                                                \
+			void *array_p_ =                                                           \
+				array_extend_realloc((arr), &(n), (want), sizeof(*(arr)));         \
+			if (array_p_)                                                              \
+				(arr) = array_p_;                                                  \
+			else                                                                       \
+				array_err_ = -ENOMEM;                                              \
+		}                                                                                  \
+		array_err_;                                                                        \
+	})
 
 #endif

@@ -182,9 +182,10 @@ int fileio_read_fd(int fd, size_t first, size_t max, uint8_t **out, size_t *len,
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			n = -errno;
+			int err = errno ? -errno : -EIO;
+
 			free(buf);
-			return (int)n;
+			return err;
 		}
 		if (!n)
 			break;
@@ -200,8 +201,8 @@ int fileio_read_file(const char *path, int flags, size_t max, uint8_t **out, siz
 {
 	struct stat st;
 	bool cut = false;
-	uint8_t *buf;
-	size_t got;
+	uint8_t *buf = NULL;
+	size_t got = 0;
 	int fd, err;
 
 	fd = fileio_open_regular(path, flags, max, &st);

@@ -1242,7 +1242,7 @@ cleanup:
 static int read_proc(pid_t pid, const char *file, size_t max, char **buf, size_t *len, bool *cut)
 {
 	char path[64];
-	uint8_t *b;
+	uint8_t *b = NULL;
 	int fd, err;
 
 	*buf = NULL;

@@ -36,9 +36,17 @@ struct vec {
 /* Makes room for `need` more elements. 0 or -ENOMEM. */
 static int vec_reserve(struct vec *v, size_t need)
 {
+	void *tmp;
+
+	if (need <= v->cap - v->len)
+		return 0;
 	if (need > SIZE_MAX - v->len)
 		return -ENOMEM;
-	return array_reserve_raw(&v->data, &v->cap, v->len + need, v->elem, 16);
+	tmp = array_realloc(v->data, &v->cap, v->len + need, v->elem, 16);
+	if (!tmp)
+		return -ENOMEM;
+	v->data = tmp;
+	return 0;
 }
 
 static void *vec_at(const struct vec *v, size_t i)
@@ -296,6 +304,24 @@ int pprof_add_comment(struct pprof *p, const char *comment)
 	return 0;
 }
 
+/* The strings strs[i] (where not NULL) interned into rec[i], then rec into t: its id, or 0 with
+ * errno set. */
+static uint64_t rec_intern_strs(struct pprof *p, struct rtab *t, uint64_t *rec,
+				const char *const *strs, size_t n)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < n; i++) {
+		err = strs[i] ? str_intern(p, strs[i], &rec[i]) : 0;
+		if (err) {
+			errno = -err;
+			return 0;
+		}
+	}
+	return rec_intern(t, rec);
+}
+
 uint64_t pprof_mapping(struct pprof *p, uint64_t start, uint64_t limit, uint64_t offset,
 		       const char *filename, const char *build_id)
 {
@@ -304,16 +330,12 @@ uint64_t pprof_mapping(struct pprof *p, uint64_t start, uint64_t limit, uint64_t
 		[MAPPING_LIMIT] = limit,
 		[MAPPING_OFFSET] = offset,
 	};
-	int err;
+	const char *strs[MAPPING_WIDTH] = {
+		[MAPPING_FILENAME] = filename,
+		[MAPPING_BUILD_ID] = build_id,
+	};
 
-	err = str_intern(p, filename, &rec[MAPPING_FILENAME]);
-	if (!err)
-		err = str_intern(p, build_id, &rec[MAPPING_BUILD_ID]);
-	if (err) {
-		errno = -err;
-		return 0;
-	}
-	return rec_intern(&p->mappings, rec);
+	return rec_intern_strs(p, &p->mappings, rec, strs, MAPPING_WIDTH);
 }
 
 uint64_t pprof_function(struct pprof *p, const char *name, const char *system_name,
@@ -322,18 +344,13 @@ uint64_t pprof_function(struct pprof *p, const char *name, const char *system_na
 	uint64_t rec[FUNCTION_WIDTH] = {
 		[FUNCTION_START_LINE] = (uint64_t)start_line,
 	};
-	int err;
+	const char *strs[FUNCTION_WIDTH] = {
+		[FUNCTION_NAME] = name,
+		[FUNCTION_SYSTEM_NAME] = system_name,
+		[FUNCTION_FILENAME] = filename,
+	};
 
-	err = str_intern(p, name, &rec[FUNCTION_NAME]);
-	if (!err)
-		err = str_intern(p, system_name, &rec[FUNCTION_SYSTEM_NAME]);
-	if (!err)
-		err = str_intern(p, filename, &rec[FUNCTION_FILENAME]);
-	if (err) {
-		errno = -err;
-		return 0;
-	}
-	return rec_intern(&p->functions, rec);
+	return rec_intern_strs(p, &p->functions, rec, strs, FUNCTION_WIDTH);
 }
 
 /* Unknown ids are refused (EINVAL): the encoded profile would not load. */

@@ -40,8 +40,10 @@ static void *pool_push(struct pool *p)
 {
 	void *tmp;
 
-	if (array_reserve_raw(&p->data, &p->cap, p->len + 1, p->elem, 16))
+	tmp = array_realloc(p->data, &p->cap, p->len + 1, p->elem, 16);
+	if (!tmp)
 		return NULL;
+	p->data = tmp;
 	tmp = (char *)p->data + p->len++ * p->elem;
 	memset(tmp, 0, p->elem);
 	return tmp;
@@ -292,8 +294,10 @@ static int add_string(struct pb_dec *d, size_t start, size_t end)
 		return nomem(d);
 	*off = r->chars.len;
 	/* len is below the message's size, itself bounded: no overflow */
-	if (array_reserve_raw(&r->chars.data, &r->chars.cap, r->chars.len + len + 1, 1, 4096))
+	c = array_realloc(r->chars.data, &r->chars.cap, r->chars.len + len + 1, 1, 4096);
+	if (!c)
 		return nomem(d);
+	r->chars.data = c;
 	c = (char *)r->chars.data + r->chars.len;
 	memcpy(c, d->buf + start, len);
 	c[len] = '\0';

@@ -249,15 +249,6 @@ class E2E
     body[/^#{name}#{sel} (\d+(?:\.\d+)?)$/, 1]&.to_f
   end
 
-  private def wait_for(what, timeout, svc = nil)
-    deadline = Time.now + timeout
-    until (v = yield)
-      fail!("#{what}: not after #{timeout} s\n#{svc&.log_text}") if Time.now > deadline
-      sleep 0.2
-    end
-    v
-  end
-
   # (f) The service stopped (SIGSTOP) with deep-stacked Rubies on the CPUs until the ring buffer
   # must have overflowed, then SIGCONT: the samples the ring buffer could not hold meanwhile are
   # counted, the service goes on, the next interval's profile is written, SIGTERM ends it with 0,
