@@ -6,6 +6,12 @@
 #include "rubyprof.h"
 
 /* State of one control-frame walk (walk.bpf.h). */
+/* The walk state that changes per frame: on the stack (in registers) while a batch is compared,
+ * in rp_walk while its frames are decoded (walk.bpf.h). */
+struct rp_walk_hot {
+	__u32 slot, shared, base_n, key_base, nframes, first;
+};
+
 struct rp_walk {
 	__u64 cfp;	 /* next control frame to read */
 	__u32 remaining; /* control frames left to read */
@@ -20,6 +26,9 @@ struct rp_walk {
 	__u32 read_failed;
 	__u32 dropped;
 	__u32 shipped;
+	__u32 decoded;		/* frames of the batch decoded so far */
+	__u64 miss;		/* the batch's frames to decode (bit j: its frame j) */
+	struct rp_walk_hot hot; /* rp_walk_batch's while the batch's frames are decoded */
 };
 
 /* Per-CPU working memory: the BPF stack (512 bytes) is far too small. */

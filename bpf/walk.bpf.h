@@ -38,11 +38,6 @@ static __always_inline __u64 cfp_field(struct rp_scratch *s, __u32 base, __u32 o
 	return *(__u64 *)(s->cfps + ((base + off) & ((RP_CFP_BATCH * RP_CFP_MAX_SIZE - 1) & ~7)));
 }
 
-/* The walk state that changes per frame, kept on the stack (in registers) during a batch. */
-struct rp_walk_hot {
-	__u32 slot, shared, base_n, key_base, nframes, first;
-};
-
 /* Writes a frame into slot r unless it holds it already (then the stacks still share it). */
 static __always_inline void slot_write(struct rp_walk_hot *h, struct rp_frame *f, __u32 r,
 				       __u64 addr, __u64 info, __u64 ep)
@@ -60,40 +55,25 @@ static __always_inline void slot_write(struct rp_walk_hot *h, struct rp_frame *f
 #define RP_VM_FRAME_FLAG_FINISH 0x20ULL
 
 /*
+ * Turns the control frame at `base` in the batch into an rp_frame (or an empty slot) in slot r.
+ *
  * A Ruby frame: a method's own frame (local environment) ships its ep[-2] instead of its ep
  * (RP_FRAME_FLAG_ME). Read only when the slot held another frame: the same iseq and pc with the
  * same receiver again is the same method (one iseq under two method entries, define_method of
  * one body in two classes, is called on two receivers), and a block's slot matches on its ep,
  * which needs no read.
+ *
+ * Every kind of frame ends in the one slot_write: the verifier explores what follows a branch
+ * once per path, and this runs in callbacks that it verifies many times over (a copy of
+ * slot_write per kind took it past a million instructions in the wall-clock program).
  */
-static __always_inline void slot_put_ruby(struct rp_scratch *s, struct rp_walk_hot *h,
-					  struct rp_frame *f, __u32 r, __u64 iseq, __u64 info,
-					  __u64 ep, bool same_self, void *rctx)
-{
-	__u64 me_flag = RP_FRAME_FLAG_ME << RP_FRAME_KIND_SHIFT;
-	__u64 fin_flag = RP_FRAME_FLAG_FINISH << RP_FRAME_KIND_SHIFT;
-
-	if (r < h->base_n && f->addr == iseq && (f->info & ~(me_flag | fin_flag)) == info &&
-	    ((f->info & me_flag) ? same_self : f->ep == ep))
-		return;
-	if (ep && !RP_READ_USER(rctx, s->ep, sizeof(s->ep), (const void *)(ep - 16))) {
-		/* mixed stacks: where a VM invocation starts (a constant the verifier drops else) */
-		if (stacks_mixed && (s->ep[2] & RP_VM_FRAME_FLAG_FINISH))
-			info |= fin_flag;
-		if (s->ep[2] & RP_VM_ENV_FLAG_LOCAL) {
-			info |= me_flag;
-			ep = s->ep[0];
-		}
-	}
-	slot_write(h, f, r, iseq, info, ep);
-}
-
-/* Turns the control frame at `base` in the batch into an rp_frame (or an empty slot) in slot r. */
 static __always_inline void walk_one(struct rp_scratch *s, struct rp_walk *w, struct rp_walk_hot *h,
 				     __u32 base, struct rp_frame *f, __u64 *selfp, __u32 r,
 				     void *rctx)
 {
-	__u64 iseq, pc, ep, info, self;
+	__u64 me_flag = RP_FRAME_FLAG_ME << RP_FRAME_KIND_SHIFT;
+	__u64 fin_flag = RP_FRAME_FLAG_FINISH << RP_FRAME_KIND_SHIFT;
+	__u64 iseq, pc, ep, info = 0, addr = 0, self;
 	bool same_self;
 	__u32 jit;
 
@@ -108,38 +88,42 @@ static __always_inline void walk_one(struct rp_scratch *s, struct rp_walk *w, st
 
 	iseq = cfp_field(s, base, w->off_iseq);
 	ep = cfp_field(s, base, w->off_ep);
-	if (iseq) {
-		pc = cfp_field(s, base, w->off_pc);
-		/* pc == 0: an ifunc frame (C block), skipped as Ruby does, unless it is JIT code */
-		if (!pc && !jit)
-			goto empty;
+	pc = iseq ? cfp_field(s, base, w->off_pc) : 0;
+	/* pc == 0: an ifunc frame (C block), skipped as Ruby does, unless it is JIT code */
+	if (iseq && (pc || jit)) {
 		info = (pc & RP_FRAME_PC_MASK) | (RP_FRAME_KIND_ISEQ << RP_FRAME_KIND_SHIFT);
 		if (jit) {
 			info |= RP_FRAME_FLAG_JIT << RP_FRAME_KIND_SHIFT;
 			s->sample.flags |= RP_SAMPLE_JIT_LEAF;
 		}
 		h->nframes++;
-		slot_put_ruby(s, h, f, r, iseq, info, ep, same_self, rctx);
-		return;
-	} else {
-		if (!ep)
-			goto empty;
+		if (r < h->base_n && f->addr == iseq && (f->info & ~(me_flag | fin_flag)) == info &&
+		    ((f->info & me_flag) ? same_self : f->ep == ep))
+			return;
+		addr = iseq;
+		if (ep && !RP_READ_USER(rctx, s->ep, sizeof(s->ep), (const void *)(ep - 16))) {
+			/* mixed stacks: where a VM invocation starts (a constant the verifier
+			 * drops else) */
+			if (stacks_mixed && (s->ep[2] & RP_VM_FRAME_FLAG_FINISH))
+				info |= fin_flag;
+			if (s->ep[2] & RP_VM_ENV_FLAG_LOCAL) {
+				info |= me_flag;
+				ep = s->ep[0];
+			}
+		}
+	} else if (!iseq && ep) {
 		/* ep[-2] is the method entry, ep[0] the frame's flags (magic). A C function's
 		 * method entry is read now: its frame is gone by the time userspace could look. */
 		if (RP_READ_USER(rctx, s->ep, sizeof(s->ep), (const void *)(ep - 16))) {
 			w->read_failed = 1;
-			goto empty;
+		} else if ((s->ep[2] & RP_VM_FRAME_MAGIC_MASK) == RP_VM_FRAME_MAGIC_CFUNC) {
+			addr = s->ep[0];
+			info = RP_FRAME_KIND_CFUNC << RP_FRAME_KIND_SHIFT;
+			h->nframes++;
 		}
-		if ((s->ep[2] & RP_VM_FRAME_MAGIC_MASK) != RP_VM_FRAME_MAGIC_CFUNC)
-			goto empty;
-		iseq = s->ep[0];
-		info = RP_FRAME_KIND_CFUNC << RP_FRAME_KIND_SHIFT;
 	}
-	h->nframes++;
-	slot_write(h, f, r, iseq, info, ep);
-	return;
-empty:
-	slot_write(h, f, r, 0, 0, 0);
+	/* a frame, or an empty slot (all 0) */
+	slot_write(h, f, r, addr, info, addr ? ep : 0);
 }
 
 /* The block of slot r (its CPU's), NULL when the map has none (counted as a failed read). */
@@ -148,6 +132,36 @@ static __always_inline struct rp_slot_block *slot_block(struct rp_walk_hot *h, _
 	__u32 key = h->key_base + r / RP_SLOT_BLOCK;
 
 	return bpf_map_lookup_elem(&slots, &key);
+}
+
+/*
+ * Decodes frame j of the batch rp_walk_batch copied, if its bit is in w->miss (a bpf_loop
+ * callback: its body is verified once, not once for every frame of the batch and every path
+ * through the frames before it, which took the verifier past a million instructions).
+ */
+static long rp_walk_decode(__u32 j, void *ctx)
+{
+	struct rp_slot_block *b;
+	struct rp_scratch *s;
+	struct rp_walk *w;
+	__u32 zero = 0, r;
+
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s || j >= RP_CFP_BATCH)
+		return 1;
+	w = &s->walk;
+	if (!(w->miss & (1ULL << j)))
+		return 0;
+	r = w->hot.slot - 1 - j;
+	b = slot_block(&w->hot, r);
+	if (!b) {
+		w->read_failed = 1;
+		return 1;
+	}
+	w->decoded++;
+	walk_one(s, w, &w->hot, j * w->cfp_size, &b->f[r & (RP_SLOT_BLOCK - 1)],
+		 &b->self[r & (RP_SLOT_BLOCK - 1)], r, ctx);
+	return 0;
 }
 
 /*
@@ -217,7 +231,7 @@ static long rp_walk_batch(__u32 idx, void *ctx)
 	off_ep = w->off_ep;
 	off_self = w->off_self;
 
-	/* Pass 1: the frames whose slot holds them already (the same test as slot_put_ruby's). The
+	/* Pass 1: the frames whose slot holds them already (the same test as walk_one's). The
 	 * first frame of the stack (it may be JIT code) and the frames at or past the end of the last
 	 * stack are decoded without a test: they are the batch's first. */
 	j = h.first;
@@ -244,18 +258,16 @@ static long rp_walk_batch(__u32 idx, void *ctx)
 		miss |= 1ULL << j;
 	}
 
-	/* Pass 2: decode the others (usually the leaf frame or two). */
-	for (j = 0; j < RP_CFP_BATCH && miss; j++) {
-		if (j >= n)
-			break;
-		if (!(miss & (1ULL << j)))
-			continue;
-		miss &= ~(1ULL << j);
-		decoded++;
-		r = h.slot - 1 - j;
-		b = r >= hi_first ? b_hi : b_lo;
-		walk_one(s, w, &h, j * cfp_size, &b->f[r & (RP_SLOT_BLOCK - 1)],
-			 &b->self[r & (RP_SLOT_BLOCK - 1)], r, ctx);
+	/* Pass 2: decode the others (usually the leaf frame or two), the walk state in the map.
+	 * The mask is tested as read back from the map: in a register the verifier knows its bits
+	 * on each path through pass 1 and would go on with each of those 2^8 values apart. */
+	w->miss = miss;
+	if (*(volatile __u64 *)&w->miss) {
+		w->hot = h;
+		w->decoded = 0;
+		bpf_loop(n, rp_walk_decode, ctx, 0);
+		h = w->hot;
+		decoded = w->decoded;
 	}
 	/* the others were Ruby frames */
 	h.nframes += n - decoded;
@@ -512,11 +524,9 @@ static __always_inline void rp_sample_ec(struct rp_scratch *s, const struct rp_p
 		stat_add(RP_STAT_READ_FAILED, 1);
 	}
 	n -= s->sample.first;
-	/* Most samples, deltas above all, are one record: no loop for them. */
-	if (n <= RP_CHUNK_FRAMES)
-		rp_ship_chunk(0, NULL);
-	else
-		bpf_loop((n + RP_CHUNK_FRAMES - 1) / RP_CHUNK_FRAMES, rp_ship_chunk, NULL, 0);
+	/* One record at least (a delta may add no slot: a header that ends the sample). One call
+	 * site of the callback, so that the verifier explores it once; the JIT inlines bpf_loop. */
+	bpf_loop(n ? (n + RP_CHUNK_FRAMES - 1) / RP_CHUNK_FRAMES : 1, rp_ship_chunk, NULL, 0);
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
 		return;

@@ -79,6 +79,11 @@ struct wall_scratch {
 	__u64 list[3];	 /* the list head's next and prev, the thread count (low half) */
 	__u32 list_same; /* the list is as at the last run (wall_quiet) */
 	__u32 pad;
+	__u64 walk_th, walk_ec; /* the thread wall_visit left to walk, and its EC */
+	/* a visit's facts, passed through memory (WALL_OPAQUE) */
+	__u64 v_weight, v_switches;
+	__s64 v_sysnr;
+	__u32 v_tid, v_kstate, v_on_cpu, v_state, v_has_task, v_pad;
 	struct rp_wall_thread now; /* this visit's view of the thread (reuse) */
 };
 
@@ -503,7 +508,30 @@ static __always_inline struct task_struct *wall_quiet(struct wall_scratch *w,
 }
 
 /* One Ruby thread: its header, state, task, and stack (or "the same stack as last time"). */
-static long wall_thread(__u32 i, void *ctx)
+/*
+ * var, passed through the scratch map: the verifier does not track what a map holds, so the value
+ * read back is one it knows nothing of. A visit's paths (a quiet thread or not, with its task or
+ * not, each state) leave each fact with a value of their own; through memory, the paths after it
+ * are verified once for all, not once per combination of those values.
+ */
+#define WALL_OPAQUE(w, field, var)                                                                 \
+	do {                                                                                       \
+		(w)->field = (var);                                                                \
+		(var) = *(volatile __typeof__((w)->field) *)&(w)->field;                           \
+	} while (0)
+
+/* What wall_visit tells wall_thread: the bpf_loop's answer (go on, stop), or walk the stack. */
+#define WALL_NEXT 0
+#define WALL_STOP 1
+#define WALL_WALK 2
+
+/*
+ * Visit i of the run: the thread at w->node, its task, state, weight and reuse. A function of its
+ * own, not inlined: what its paths leave in registers and on its stack (an entry or none, a task,
+ * its states) is gone when it returns, so that the stack walk after it is verified for one caller
+ * state, not once for each of its paths (which took the verifier past a million instructions).
+ */
+static __noinline long wall_visit(__u32 i, void *ctx)
 {
 	const struct rp_wall_offsets *o = &wall_params.off;
 	struct task_struct *t = NULL;
@@ -578,6 +606,8 @@ static long wall_thread(__u32 i, void *ctx)
 		tid = th_u32(w, o->th_tid);
 	}
 
+	WALL_OPAQUE(w, v_tid, tid);
+	WALL_OPAQUE(w, v_sysnr, sysnr);
 	__builtin_memset(s->sample.comm, 0, sizeof(s->sample.comm));
 	/* The tid is the process's own (its pid namespace), looked up in the daemon's: the task
 	 * is used only if it is in this process, i.e. the namespaces agree (the process is in
@@ -612,7 +642,15 @@ static long wall_thread(__u32 i, void *ctx)
 		tid = 0;
 		wall_out.untasked++;
 	}
+	WALL_OPAQUE(w, v_weight, weight);
+	WALL_OPAQUE(w, v_switches, switches);
+	WALL_OPAQUE(w, v_sysnr, sysnr);
+	WALL_OPAQUE(w, v_tid, tid);
+	WALL_OPAQUE(w, v_kstate, kstate);
+	WALL_OPAQUE(w, v_on_cpu, on_cpu);
+	WALL_OPAQUE(w, v_has_task, has_task);
 	state = wall_state(w, th, kstate, on_cpu, has_task);
+	WALL_OPAQUE(w, v_state, state);
 
 	wall_fingerprint(w, ec);
 	w->now.tid = tid;
@@ -676,7 +714,30 @@ static long wall_thread(__u32 i, void *ctx)
 	w->now.pend_state = state; /* what a quiet visit takes as its syscall (wall_quiet) */
 	w->now.pend_syscall = syscall;
 	w->on_cpu = on_cpu;
-	rp_sample_ec(s, proc, ec, 0, ctx);
+	w->walk_th = th;
+	w->walk_ec = ec;
+	return WALL_WALK;
+}
+
+static long wall_thread(__u32 i, void *ctx)
+{
+	struct rp_wall_key key = {.tgid = wall_params.tgid};
+	__u32 zero = 0, tgid = wall_params.tgid;
+	struct wall_scratch *w;
+	struct rp_scratch *s;
+	struct rp_proc *proc;
+	long r;
+
+	r = wall_visit(i, ctx);
+	if (r != WALL_WALK)
+		return r == WALL_NEXT ? 0 : 1;
+	w = bpf_map_lookup_elem(&wall_scratch, &zero);
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	proc = bpf_map_lookup_elem(&procs, &tgid);
+	if (!w || !s || !proc)
+		return 1;
+	key.th = w->walk_th;
+	rp_sample_ec(s, proc, w->walk_ec, 0, ctx);
 	wall_note(&key, w);
 	return 0;
 }

@@ -12,6 +12,7 @@
 
 #include "profile/wall.h"
 #include "ruby/offsets.h"
+#include "sample/sampler.h"
 #include "sample/wallcopy.h"
 #include "wall.skel.h"
 
@@ -222,6 +223,8 @@ static int load_object(struct wall *w, const struct sampler_maps *m, char *why, 
 		return err;
 	}
 	err = wall_bpf__load(w->skel);
+	if (!err)
+		sampler_log_verified(w->skel->obj);
 	if (err) {
 		if (w->syscall_run)
 			snprintf(why, whylen,

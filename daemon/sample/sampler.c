@@ -85,6 +85,28 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
+/* BPF_COMPLEXITY_LIMIT_INSNS of the kernel: what the verifier may explore of one program. */
+#define VERIFIER_INSN_LIMIT 1000000u
+
+void sampler_log_verified(struct bpf_object *obj)
+{
+	struct bpf_program *p;
+
+	bpf_object__for_each_program(p, obj)
+	{
+		struct bpf_prog_info info = {0};
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(p);
+
+		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+			continue;
+		log_debug("BPF program %s: the verifier explored %u instructions (%.1f %% of its "
+			  "limit of %u)",
+			  bpf_program__name(p), info.verified_insns,
+			  100.0 * info.verified_insns / VERIFIER_INSN_LIMIT, VERIFIER_INSN_LIMIT);
+	}
+}
+
 /* Logs the last lines of the verifier log, where the reason for a rejection is. */
 static void log_verifier_tail(const char *vlog)
 {
@@ -423,6 +445,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampl
 	}
 	free(s->verifier_log);
 	s->verifier_log = NULL;
+	sampler_log_verified(s->skel->obj);
 	if (opts->pidns_ino) {
 		err = find_pidns_level(s, opts->pidns_ino);
 		if (err)

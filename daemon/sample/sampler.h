@@ -70,6 +70,11 @@ struct sampler_counters {
  * failure logs the tail of the verifier log. */
 struct sampler *sampler__new(const struct sampler_opts *opts, const struct sampler_handlers *h);
 void sampler__free(struct sampler *s);
+
+struct bpf_object;
+/* Logs (debug) how much of the verifier's limit each loaded program of obj took: the margin a
+ * kernel whose verifier explores more (another version, another build) has left. */
+void sampler_log_verified(struct bpf_object *obj);
 /* The dispatcher and stack reassembly alone, for `ncpus` CPUs, with no BPF object (records come
  * from sampler_feed; tests). NULL with errno set. */
 struct sampler *sampler__new_offline(const struct sampler_opts *opts,
