@@ -29,37 +29,26 @@ void *array_realloc(void *p, size_t *cap, size_t want, size_t elem, size_t first
  */
 void *array_extend_realloc(void *p, size_t *n, size_t want, size_t elem);
 
+/* arr = p when p is not NULL: 0, else -ENOMEM (arr untouched). */
+#define array_assign_(arr, p)                                                                      \
+	__extension__({                                                                            \
+		void *array_p_ = (p);                                                              \
+		array_p_ ? ((arr) = array_p_, 0) : -ENOMEM;                                        \
+	})
+
 /*
  * array_realloc for an array arr (an lvalue of pointer type, updated) of capacity cap (a size_t
  * lvalue): 0, or -ENOMEM with both as they were. arr and cap are evaluated more than once.
  */
 #define array_reserve(arr, cap, want, first)                                                       \
-	__extension__({                                                                            \
-		int array_err_ = 0;                                                                \
-		if ((want) > (cap)) {                                                              \
-			void *array_p_ =                                                           \
-				array_realloc((arr), &(cap), (want), sizeof(*(arr)), (first));     \
-			if (array_p_)                                                              \
-				(arr) = array_p_;                                                  \
-			else                                                                       \
-				array_err_ = -ENOMEM;                                              \
-		}                                                                                  \
-		array_err_;                                                                        \
-	})
+	((want) <= (cap) ? 0                                                                       \
+			 : array_assign_(arr, array_realloc((arr), &(cap), (want), sizeof(*(arr)), \
+							    (first))))
 
 /* array_extend_realloc the same way: 0, or -ENOMEM with arr and n as they were. */
 #define array_extend(arr, n, want)                                                                 \
-	__extension__({                                                                            \
-		int array_err_ = 0;                                                                \
-		if ((want) > (n)) {                                                                \
-			void *array_p_ =                                                           \
-				array_extend_realloc((arr), &(n), (want), sizeof(*(arr)));         \
-			if (array_p_)                                                              \
-				(arr) = array_p_;                                                  \
-			else                                                                       \
-				array_err_ = -ENOMEM;                                              \
-		}                                                                                  \
-		array_err_;                                                                        \
-	})
+	((want) <= (n)                                                                             \
+		 ? 0                                                                               \
+		 : array_assign_(arr, array_extend_realloc((arr), &(n), (want), sizeof(*(arr)))))
 
 #endif

@@ -591,22 +591,23 @@ cleanup:
 
 /* ---- public -------------------------------------------------------------------------------- */
 
+/* The pools' rows (a pool that never got one holds NULL). */
+static void pools_free(struct pprofread *r)
+{
+	struct pool *const pools[] = {&r->strs,	  &r->chars,  &r->types,  &r->rsamples,
+				      &r->locids, &r->values, &r->labels, &r->rlocs,
+				      &r->lines,  &r->funcs,  &r->maps,	  &r->comments};
+	size_t i;
+
+	for (i = 0; i < sizeof(pools) / sizeof(pools[0]); i++)
+		free(pools[i]->data);
+}
+
 void pprofread__free(struct pprofread *r)
 {
 	if (!r)
 		return;
-	free(r->strs.data);
-	free(r->chars.data);
-	free(r->types.data);
-	free(r->rsamples.data);
-	free(r->locids.data);
-	free(r->values.data);
-	free(r->labels.data);
-	free(r->rlocs.data);
-	free(r->lines.data);
-	free(r->funcs.data);
-	free(r->maps.data);
-	free(r->comments.data);
+	pools_free(r);
 	free(r->strings);
 	free(r->samples);
 	free(r->locations);
