@@ -23,6 +23,7 @@
 
 #include "cmd/config.h"
 #include "cmd/config_keys.h"
+#include "lib/lines.h"
 #include "lib/log.h"
 #include "lib/safepath.h"
 #include "lib/text.h"
@@ -665,6 +666,56 @@ static void remember(struct config *cfg, enum config_key_id id, const char *val,
 	}
 }
 
+/*
+ * Stores a checked value where its key's entry says (config_keys.h: field, field_size, truth).
+ * 1 when stored, 0 for a key that has no field (key_set's own case), -EINVAL (err filled) for
+ * a path that K_READABLE refuses.
+ */
+static int key_store(struct config *cfg, const struct config_key *k, const char *val,
+		     const union key_value *v, char *err, size_t errlen)
+{
+	char *at = (char *)cfg + k->field;
+	unsigned int u;
+	bool b;
+	int i;
+
+	if (!k->field_size)
+		return 0;
+	switch (k->type) {
+	case KT_UINT:
+		u = (unsigned int)v->u;
+		memcpy(at, &u, sizeof(u));
+		return 1;
+	case KT_SIZE:
+		if (k->field_size == sizeof(uint64_t)) {
+			memcpy(at, &v->size, sizeof(v->size));
+		} else {
+			u = (unsigned int)v->size; /* its max fits: test_config checks */
+			memcpy(at, &u, sizeof(u));
+		}
+		return 1;
+	case KT_SECONDS:
+	case KT_DURATION:
+		memcpy(at, &v->d, sizeof(v->d));
+		return 1;
+	case KT_ENUM:
+		if (k->truth) {
+			b = strcmp(val, k->truth) == 0;
+			memcpy(at, &b, sizeof(b));
+		} else {
+			i = (int)v->u;
+			memcpy(at, &i, sizeof(i));
+		}
+		return 1;
+	case KT_TEXT:
+		if (!(k->flags & K_READABLE))
+			return 0;
+		return check_readable(val, at, k->field_size, err, errlen) ?: 1;
+	default:
+		return 0;
+	}
+}
+
 static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val, const char *where)
 {
 	struct config *cfg = ctx->cfg;
@@ -673,46 +724,23 @@ static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val
 	union key_value v = {0};
 	unsigned long pid;
 	size_t n = strlen(val);
+	int stored;
 
 	if (key_check(&config_keys[id], val, &v, err, errlen))
 		return -EINVAL;
 	remember(cfg, id, val, where);
+	stored = key_store(cfg, &config_keys[id], val, &v, err, errlen);
+	if (stored)
+		return stored < 0 ? stored : 0;
 	switch (id) {
-	case KEY_FREQUENCY:
-		cfg->frequency = (unsigned int)v.u;
-		return 0;
-	case KEY_INTERVAL:
-		cfg->interval = v.d;
-		return 0;
-	case KEY_MAX_FRAMES:
-		cfg->max_frames = (unsigned int)v.u;
-		return 0;
-	case KEY_STACKS:
-		cfg->stacks_mixed = v.u == 1; /* ruby, mixed */
-		return 0;
-	case KEY_USTACK_BYTES:
-		cfg->ustack_bytes = (unsigned int)v.size;
-		return 0;
-	case KEY_KERNEL_STACKS:
-		cfg->kernel_stacks = v.u == 0; /* yes, no */
-		return 0;
 	case KEY_NATIVE_PROCESSES:
 		return set_native_processes(cfg, val, err, errlen);
-	case KEY_CLOCK:
-		cfg->clock_wall = v.u == 1; /* cpu, wall */
-		return 0;
 	case KEY_SPOOL_DIR:
 		if (val[0] != '/' || n >= sizeof(cfg->spool_dir) || has_control(val)) {
 			snprintf(err, errlen, "'%s' is not an absolute path", val);
 			return -EINVAL;
 		}
 		memcpy(cfg->spool_dir, val, n + 1);
-		return 0;
-	case KEY_SPOOL_MAX_BYTES:
-		cfg->spool_max_bytes = v.size;
-		return 0;
-	case KEY_SPOOL_MAX_AGE:
-		cfg->spool_max_age = v.d;
 		return 0;
 	case KEY_METRICS_ADDRESS:
 		if (n >= sizeof(cfg->metrics_address)) {
@@ -725,14 +753,6 @@ static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val
 			return -EINVAL;
 		memcpy(cfg->metrics_address, val, n + 1);
 		return 0;
-	case KEY_THREAD_NAMES: /* auto, yes, no */
-		cfg->thread_names = v.u == 0   ? CONFIG_THREAD_NAMES_AUTO
-				    : v.u == 1 ? CONFIG_THREAD_NAMES_YES
-					       : CONFIG_THREAD_NAMES_NO;
-		return 0;
-	case KEY_RESCAN_INTERVAL:
-		cfg->rescan_interval = v.d;
-		return 0;
 	case KEY_HOSTNAME:
 		/* it ends up in file names and labels */
 		return set_text(cfg->hostname, sizeof(cfg->hostname), val, "/ \t", "a host name",
@@ -741,9 +761,6 @@ static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val
 		return set_label(ctx, val, where);
 	case KEY_RULE:
 		return set_rule(ctx, val, where);
-	case KEY_LOG_LEVEL: /* error, warn, info, debug: enum log_level's order */
-		cfg->log_level = (int)v.u;
-		return 0;
 	case KEY_PID:
 		if (parse_uint(val, 1, INT_MAX, &pid)) {
 			snprintf(err, errlen, "'%s' is not a process id", val);
@@ -769,9 +786,6 @@ static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val
 		}
 		cfg->output = val;
 		return 0;
-	case KEY_TOP:
-		cfg->top = (unsigned int)v.u;
-		return 0;
 	case KEY_UPLOAD_URL:
 		if (n && check_url(val, err, errlen))
 			return -EINVAL;
@@ -788,35 +802,11 @@ static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val
 		cfg->upload_protocol = (unsigned int)p;
 		return 0;
 	}
-	case KEY_UPLOAD_TOKEN_FILE:
-		return check_readable(val, cfg->upload_token_file, sizeof(cfg->upload_token_file),
-				      err, errlen);
-	case KEY_UPLOAD_BASIC_AUTH_FILE:
-		return check_readable(val, cfg->upload_basic_auth_file,
-				      sizeof(cfg->upload_basic_auth_file), err, errlen);
-	case KEY_UPLOAD_CA_FILE:
-		return check_readable(val, cfg->upload_ca_file, sizeof(cfg->upload_ca_file), err,
-				      errlen);
 	case KEY_UPLOAD_TENANT_ID:
 		return set_text(cfg->upload_tenant_id, sizeof(cfg->upload_tenant_id), val, "",
 				"a tenant id", "no control characters", err, errlen);
 	case KEY_UPLOAD_HEADER:
 		return set_upload_header(ctx, val, where);
-	case KEY_UPLOAD_CONNECT_TIMEOUT:
-		cfg->upload_connect_timeout = v.d;
-		return 0;
-	case KEY_UPLOAD_TIMEOUT:
-		cfg->upload_timeout = v.d;
-		return 0;
-	case KEY_UPLOAD_MAX_AGE:
-		cfg->upload_max_age = v.d;
-		return 0;
-	case KEY_UPLOAD_BACKOFF_MAX:
-		cfg->upload_backoff_max = v.d;
-		return 0;
-	case KEY_UPLOAD_REJECTED_MAX_AGE:
-		cfg->upload_rejected_max_age = v.d;
-		return 0;
 	case KEY_FORMAT: /* only from argv, as --output; the table's names are the views' */
 		if (!view_format_ext(val)) {
 			snprintf(err, errlen, "'%s' is not a view of this build", val);
@@ -824,14 +814,7 @@ static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val
 		}
 		cfg->format = val;
 		return 0;
-	case KEY_CONFIG: /* the first pass's */
-	case KEY_ONESHOT:
-	case KEY_CHECK_CONFIG:
-	case KEY_HELP:
-	case KEY_VERSION:
-	case KEY_VERBOSE:
-	case KEY_QUIET:
-	case NKEYS:
+	default: /* the first pass's (config, the modes' switches); the table's stored above */
 		break;
 	}
 	snprintf(err, errlen, "no such key");
@@ -891,36 +874,19 @@ static int unquote(char *v, char *err, size_t errlen)
 }
 
 /*
- * Reads one line, without its newline, into buf (CONFIG_MAX_LINE + 1 bytes). Returns 1 for a
- * line, 0 at the end, -EFBIG for a line too long or -EINVAL for a NUL byte (the rest of the line
- * is skipped either way), -errno when reading fails.
+ * The next line of the file, without its newline, in l->line. Returns 1 for a line, 0 at the
+ * end, -EFBIG for a line longer than CONFIG_MAX_LINE or -EINVAL for a NUL byte, -errno when
+ * reading fails.
  */
-static int read_line(FILE *f, char *buf)
+static int read_line(struct lines *l)
 {
-	size_t n = 0;
-	bool any = false, too_long = false, nul = false;
-	int c;
+	int r = lines_next(l);
 
-	errno = 0;
-	while ((c = getc(f)) != EOF) {
-		any = true;
-		if (c == '\n')
-			break;
-		if (c == '\0')
-			nul = true;
-		if (n == CONFIG_MAX_LINE)
-			too_long = true;
-		else
-			buf[n++] = (char)c;
-	}
-	if (c == EOF && ferror(f))
-		return errno ? -errno : -EIO;
-	buf[n] = '\0';
-	if (!any)
-		return 0;
-	if (too_long)
+	if (r <= 0)
+		return r == -EFBIG ? -EIO : r; /* no bound on the whole file */
+	if (l->len > CONFIG_MAX_LINE)
 		return -EFBIG;
-	return nul ? -EINVAL : 1;
+	return memchr(l->line, '\0', l->len) ? -EINVAL : 1;
 }
 
 static void unknown_key(const char *path, unsigned int line, const char *key)
@@ -957,23 +923,21 @@ static void unknown_key(const char *path, unsigned int line, const char *key)
 static int read_file(struct parse_ctx *ctx, const char *path, bool optional)
 {
 	unsigned int seen[NKEYS] = {0};
-	char buf[CONFIG_MAX_LINE + 1];
+	char why[CONFIG_MAX_LINE + 1];
 	char where[PATH_MAX + 16];
-	unsigned int line = 0;
-	FILE *f = NULL;
+	struct lines l = {0};
+	unsigned int line;
 	int err = 0, r;
 
-	err = safepath_check(path, buf, sizeof(buf));
+	err = safepath_check(path, why, sizeof(why));
 	if (err == -EPERM) {
-		log_line(LOG_LVL_ERROR, "configuration file refused: %s", buf);
+		log_line(LOG_LVL_ERROR, "configuration file refused: %s", why);
 		return err;
 	}
-	if (!err) {
-		f = fopen(path, "re");
-		if (!f)
-			err = -errno;
-	}
-	if (!f) {
+	/* a root-owned file the administrator wrote: no bound on its size */
+	if (!err)
+		err = lines_open(&l, path, UINT64_MAX);
+	if (err) {
 		if (optional && err == -ENOENT) {
 			ctx->cfg->config_file_missing = true;
 			return 0;
@@ -986,10 +950,10 @@ static int read_file(struct parse_ctx *ctx, const char *path, bool optional)
 		enum config_key_id id;
 		char *key, *val, *eq;
 
-		r = read_line(f, buf);
+		r = read_line(&l);
 		if (r == 0)
 			break;
-		line++;
+		line = l.no;
 		if (r == -EFBIG || r == -EINVAL) {
 			log_line(LOG_LVL_ERROR, "%s:%u: %s", path, line,
 				 r == -EFBIG ? "line longer than 4096 bytes"
@@ -1002,7 +966,7 @@ static int read_file(struct parse_ctx *ctx, const char *path, bool optional)
 			err = r;
 			goto cleanup;
 		}
-		key = trim(buf);
+		key = trim(l.line);
 		if (!*key || *key == '#')
 			continue;
 		eq = strchr(key, '=');
@@ -1037,7 +1001,7 @@ static int read_file(struct parse_ctx *ctx, const char *path, bool optional)
 		}
 	}
 cleanup:
-	fclose(f);
+	lines_close(&l);
 	return err;
 }
 

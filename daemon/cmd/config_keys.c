@@ -3,8 +3,10 @@
  * config_keys.c - the table of every configuration key and flag (config_keys.h says what reads
  * it). The order is --help's: both modes, the service, shipping, --oneshot.
  */
+#include <stddef.h>
 #include <string.h>
 
+#include "cmd/config.h"
 #include "cmd/config_keys.h"
 #include "rubyprof.h"
 
@@ -47,6 +49,7 @@ const struct config_key config_keys[NKEYS] = {
 			.arg = "HZ",
 			.flags = K_FILE,
 			.type = KT_UINT,
+			CONFIG_FIELD(frequency),
 			.min = 1,
 			.max = 10000,
 			.def = "19",
@@ -80,6 +83,8 @@ const struct config_key config_keys[NKEYS] = {
 			.arg = "C",
 			.flags = K_FILE,
 			.type = KT_ENUM,
+			CONFIG_FIELD(clock_wall),
+			.truth = "wall",
 			.values = clock_values,
 			.def = "cpu",
 			.reload = RELOAD_RESTART,
@@ -106,6 +111,7 @@ const struct config_key config_keys[NKEYS] = {
 			.arg = "N",
 			.flags = K_FILE,
 			.type = KT_UINT,
+			CONFIG_FIELD(max_frames),
 			.min = 1,
 			.max = RP_MAX_FRAMES_LIMIT,
 			.def = "4096",
@@ -123,6 +129,8 @@ const struct config_key config_keys[NKEYS] = {
 			.arg = "ruby|mixed",
 			.flags = K_FILE,
 			.type = KT_ENUM,
+			CONFIG_FIELD(stacks_mixed),
+			.truth = "mixed",
 			.values = stacks_values,
 			.def = "ruby",
 			.reload = RELOAD_RESTART,
@@ -141,6 +149,7 @@ const struct config_key config_keys[NKEYS] = {
 			.arg = "SIZE",
 			.flags = K_FILE,
 			.type = KT_SIZE,
+			CONFIG_FIELD(ustack_bytes),
 			.min = RP_USTACK_MIN,
 			.max = RP_USTACK_MAX,
 			.def = "16K",
@@ -156,6 +165,8 @@ const struct config_key config_keys[NKEYS] = {
 			.arg = "yes|no",
 			.flags = K_FILE | K_OPTARG,
 			.type = KT_ENUM,
+			CONFIG_FIELD(kernel_stacks),
+			.truth = "yes",
 			.values = yes_no,
 			.def = "no",
 			.reload = RELOAD_RESTART,
@@ -212,6 +223,7 @@ const struct config_key config_keys[NKEYS] = {
 			.arg = "L",
 			.flags = K_FILE | K_ONE_OF,
 			.type = KT_ENUM,
+			CONFIG_FIELD(log_level),
 			.values = log_levels,
 			.def = "info",
 			.def_oneshot = "warn",
@@ -278,6 +290,7 @@ const struct config_key config_keys[NKEYS] = {
 			.arg = "S",
 			.flags = K_FILE | K_SERVICE,
 			.type = KT_SECONDS,
+			CONFIG_FIELD(interval),
 			.min = 1,
 			.max = 3600,
 			.def = "10",
@@ -308,6 +321,7 @@ const struct config_key config_keys[NKEYS] = {
 			.arg = "SIZE",
 			.flags = K_FILE | K_SERVICE,
 			.type = KT_SIZE,
+			CONFIG_FIELD(spool_max_bytes),
 			.min = 1 << 20,
 			.max = 1ULL << 50,
 			.def = "256M",
@@ -321,6 +335,7 @@ const struct config_key config_keys[NKEYS] = {
 			.arg = "AGE",
 			.flags = K_FILE | K_SERVICE,
 			.type = KT_DURATION,
+			CONFIG_FIELD(spool_max_age),
 			.min = 1,
 			.max = 3650 * DAY,
 			.def = "24h",
@@ -350,6 +365,7 @@ const struct config_key config_keys[NKEYS] = {
 			.arg = "S",
 			.flags = K_FILE | K_SERVICE,
 			.type = KT_SECONDS,
+			CONFIG_FIELD(rescan_interval),
 			.min = 1,
 			.max = 3600,
 			.zero = "no rescans",
@@ -366,6 +382,7 @@ const struct config_key config_keys[NKEYS] = {
 			.arg = "auto|yes|no",
 			.flags = K_FILE | K_SERVICE,
 			.type = KT_ENUM,
+			CONFIG_FIELD(thread_names),
 			.values = thread_names_values,
 			.def = "auto",
 			.reload = RELOAD_NEXT,
@@ -468,8 +485,9 @@ const struct config_key config_keys[NKEYS] = {
 		{
 			.name = "upload_token_file",
 			.arg = "FILE",
-			.flags = K_FILE | K_SERVICE | K_SHIP,
+			.flags = K_FILE | K_SERVICE | K_SHIP | K_READABLE,
 			.type = KT_TEXT,
+			CONFIG_FIELD(upload_token_file),
 			.syntax =
 				"an absolute path, readable when the file is read, that only root "
 				"can change",
@@ -488,8 +506,9 @@ const struct config_key config_keys[NKEYS] = {
 		{
 			.name = "upload_basic_auth_file",
 			.arg = "FILE",
-			.flags = K_FILE | K_SERVICE | K_SHIP,
+			.flags = K_FILE | K_SERVICE | K_SHIP | K_READABLE,
 			.type = KT_TEXT,
+			CONFIG_FIELD(upload_basic_auth_file),
 			.syntax =
 				"an absolute path, readable when the file is read, that only root "
 				"can change",
@@ -537,8 +556,9 @@ const struct config_key config_keys[NKEYS] = {
 		{
 			.name = "upload_ca_file",
 			.arg = "FILE",
-			.flags = K_FILE | K_SERVICE | K_SHIP,
+			.flags = K_FILE | K_SERVICE | K_SHIP | K_READABLE,
 			.type = KT_TEXT,
+			CONFIG_FIELD(upload_ca_file),
 			.syntax =
 				"an absolute path, readable when the file is read, that only root "
 				"can change",
@@ -557,6 +577,7 @@ const struct config_key config_keys[NKEYS] = {
 			.arg = "AGE",
 			.flags = K_FILE | K_SERVICE | K_SHIP,
 			.type = KT_DURATION,
+			CONFIG_FIELD(upload_connect_timeout),
 			.min = 0.1,
 			.max = 600,
 			.def = "5s",
@@ -570,6 +591,7 @@ const struct config_key config_keys[NKEYS] = {
 			.arg = "AGE",
 			.flags = K_FILE | K_SERVICE | K_SHIP,
 			.type = KT_DURATION,
+			CONFIG_FIELD(upload_timeout),
 			.min = 1,
 			.max = 3600,
 			.def = "30s",
@@ -583,6 +605,7 @@ const struct config_key config_keys[NKEYS] = {
 			.arg = "AGE",
 			.flags = K_FILE | K_SERVICE | K_SHIP,
 			.type = KT_DURATION,
+			CONFIG_FIELD(upload_max_age),
 			.min = 1,
 			.max = 3650 * DAY,
 			.zero = "never",
@@ -599,6 +622,7 @@ const struct config_key config_keys[NKEYS] = {
 			.arg = "AGE",
 			.flags = K_FILE | K_SERVICE | K_SHIP,
 			.type = KT_DURATION,
+			CONFIG_FIELD(upload_backoff_max),
 			.min = 1,
 			.max = DAY,
 			.def = "5m",
@@ -614,6 +638,7 @@ const struct config_key config_keys[NKEYS] = {
 			.arg = "AGE",
 			.flags = K_FILE | K_SERVICE | K_SHIP,
 			.type = KT_DURATION,
+			CONFIG_FIELD(upload_rejected_max_age),
 			.min = 1,
 			.max = 3650 * DAY,
 			.def = "7d",
@@ -668,6 +693,7 @@ const struct config_key config_keys[NKEYS] = {
 			.arg = "N",
 			.flags = K_ONESHOT,
 			.type = KT_UINT,
+			CONFIG_FIELD(top),
 			.min = 0,
 			.max = 10000,
 			.def = "15",

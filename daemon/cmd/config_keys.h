@@ -9,8 +9,9 @@
  * table of docs/configuration.md and the installed systemd/rubyprofd.conf (every key, commented).
  * tests/unit/test_config_doc.c fails when a committed one differs from what the table gives.
  *
- * Adding a key: an entry here (docs/hacking.md), a field in struct config, and a case in
- * config.c's key_set() for what its type does not check by itself; then `make gen`.
+ * Adding a key: an entry here (docs/hacking.md) and a field in struct config, named by the
+ * entry's CONFIG_FIELD when its type says all (a number, a size, a duration, one of a list); a
+ * case in config.c's key_set() only for a value that needs code of its own; then `make gen`.
  */
 #ifndef RP_CONFIG_KEYS_H
 #define RP_CONFIG_KEYS_H
@@ -69,13 +70,15 @@ enum config_key_id {
 };
 
 enum {
-	K_FILE = 1 << 0,    /* a key of the file too (else a flag only) */
-	K_REPEAT = 1 << 1,  /* may be given many times */
-	K_SERVICE = 1 << 2, /* only for the service (checked, unused, with --oneshot --config) */
-	K_ONESHOT = 1 << 3, /* only with --oneshot */
-	K_SHIP = 1 << 4,    /* of the shipper (a K_SERVICE key): its own section of --help */
-	K_OPTARG = 1 << 5,  /* the flag's value is optional (--kernel-stacks alone: yes) */
-	K_ONE_OF = 1 << 6,  /* KT_ENUM: "is not one of a, b, c" (else "is not a, b or c") */
+	K_FILE = 1 << 0,     /* a key of the file too (else a flag only) */
+	K_REPEAT = 1 << 1,   /* may be given many times */
+	K_SERVICE = 1 << 2,  /* only for the service (checked, unused, with --oneshot --config) */
+	K_ONESHOT = 1 << 3,  /* only with --oneshot */
+	K_SHIP = 1 << 4,     /* of the shipper (a K_SERVICE key): its own section of --help */
+	K_OPTARG = 1 << 5,   /* the flag's value is optional (--kernel-stacks alone: yes) */
+	K_ONE_OF = 1 << 6,   /* KT_ENUM: "is not one of a, b, c" (else "is not a, b or c") */
+	K_READABLE = 1 << 7, /* KT_TEXT: empty, or the absolute path of a file only root can
+				change, which the daemon can read (stored in its field) */
 };
 
 enum config_key_type {
@@ -112,7 +115,23 @@ struct config_key {
 	const char *help;    /* --help: a short phrase; the default is added to it */
 	const char *doc;     /* the documentation: sentences, `code` marked with backquotes */
 	const char *example; /* rubyprofd.conf: a value shown as an example, or NULL */
+	/*
+	 * Where config.c's key_set stores a value that needs no code of its own (CONFIG_FIELD):
+	 * the member of struct config at `field`, of `field_size` bytes (0: key_set has a case
+	 * for the key). What is stored follows the type: KT_UINT an unsigned int, KT_SIZE an
+	 * unsigned int or a uint64_t, KT_SECONDS and KT_DURATION a double, KT_ENUM the value's
+	 * index in `values` as an int, or, with `truth`, a bool: whether the value is `truth`;
+	 * KT_TEXT with K_READABLE the path, in a char array.
+	 * tests/unit/test_config.c holds every entry to these sizes.
+	 */
+	size_t field;
+	size_t field_size;
+	const char *truth;
 };
+
+/* The member of struct config (cmd/config.h) that holds a key's value. */
+#define CONFIG_FIELD(member)                                                                       \
+	.field = offsetof(struct config, member), .field_size = sizeof(((struct config *)0)->member)
 
 extern const struct config_key config_keys[NKEYS];
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cmd/metrics.h"
+#include "lib/buf.h"
 #include "lib/clock.h"
 #include "lib/text.h"
 
@@ -27,10 +28,9 @@
 
 /* ---- writers ------------------------------------------------------------------------------- */
 
+/* A struct buf that stops at METRICS_MAX_BODY (-E2BIG), and the family its samples are of. */
 struct mbuf {
-	char *data;
-	size_t len, cap;
-	int err;
+	struct buf b;
 	char family[METRICS_MAX_NAME + 1]; /* the family samples must belong to */
 };
 
@@ -43,64 +43,44 @@ void mbuf__free(struct mbuf *b)
 {
 	if (!b)
 		return;
-	free(b->data);
+	free(b->b.p);
 	free(b);
 }
 
 const char *mbuf_data(const struct mbuf *b, size_t *len)
 {
 	if (len)
-		*len = b->len;
-	return b->data ? b->data : "";
+		*len = b->b.len;
+	return b->b.p ? (const char *)b->b.p : "";
 }
 
 int mbuf_error(const struct mbuf *b)
 {
-	return b->err;
+	return b->b.err;
 }
 
 static void mbuf_fail(struct mbuf *b, int err)
 {
-	if (!b->err)
-		b->err = err;
+	if (!b->b.err)
+		b->b.err = err;
 }
 
-/* Room for n more bytes and a NUL; false (and the sticky error) when there is none. */
-static bool mbuf_reserve(struct mbuf *b, size_t n)
+/* Whether n more bytes keep the body within METRICS_MAX_BODY (else the sticky -E2BIG). */
+static bool mbuf_room(struct mbuf *b, size_t n)
 {
-	size_t cap;
-	char *data;
-
-	if (b->err)
+	if (b->b.err)
 		return false;
-	if (b->len + n + 1 <= b->cap)
-		return true;
-	if (n > METRICS_MAX_BODY - b->len) {
+	if (n > METRICS_MAX_BODY - b->b.len) {
 		mbuf_fail(b, -E2BIG);
 		return false;
 	}
-	cap = b->cap ? b->cap * 2 : 4096;
-	if (cap < b->len + n + 1)
-		cap = b->len + n + 1;
-	if (cap > METRICS_MAX_BODY + 1)
-		cap = METRICS_MAX_BODY + 1;
-	data = realloc(b->data, cap);
-	if (!data) {
-		mbuf_fail(b, -ENOMEM);
-		return false;
-	}
-	b->data = data;
-	b->cap = cap;
 	return true;
 }
 
 static void mbuf_append(struct mbuf *b, const char *s, size_t n)
 {
-	if (!mbuf_reserve(b, n))
-		return;
-	memcpy(b->data + b->len, s, n);
-	b->len += n;
-	b->data[b->len] = '\0';
+	if (mbuf_room(b, n))
+		buf_put(&b->b, s, n);
 }
 
 static void mbuf_puts(struct mbuf *b, const char *s)
@@ -148,12 +128,10 @@ static size_t escape(char *dst, const char *s, bool quotes)
 static void mbuf_escaped(struct mbuf *b, const char *s, bool quotes)
 {
 	size_t n = escape(NULL, s, quotes);
+	char *p = mbuf_room(b, n) ? buf_put_space(&b->b, n) : NULL;
 
-	if (!mbuf_reserve(b, n))
-		return;
-	escape(b->data + b->len, s, quotes);
-	b->len += n;
-	b->data[b->len] = '\0';
+	if (p)
+		escape(p, s, quotes);
 }
 
 /* [a-zA-Z_:][a-zA-Z0-9_:]* for metric names (colon allowed), without it for label names. */
@@ -176,7 +154,7 @@ static bool valid_name(const char *s, bool colon)
 
 void mbuf_family(struct mbuf *b, const char *name, const char *type, const char *help)
 {
-	if (b->err)
+	if (b->b.err)
 		return;
 	if (!valid_name(name, true) || !type ||
 	    (strcmp(type, "counter") && strcmp(type, "gauge"))) {
@@ -225,7 +203,7 @@ void mbuf_sample(struct mbuf *b, const char *name, const char *labels, double va
 {
 	char num[64];
 
-	if (b->err)
+	if (b->b.err)
 		return;
 	if (!name || !b->family[0] || strcmp(name, b->family)) {
 		mbuf_fail(b, -EINVAL);

@@ -21,6 +21,7 @@
 #include "cmd/metrics_table.h"
 #include "cmd/notify.h"
 #include "cmd/service.h"
+#include "lib/array.h"
 #include "lib/clock.h"
 #include "lib/hash.h"
 #include "lib/hmap.h"
@@ -31,6 +32,7 @@
 #include "output/spool.h"
 #include "output/upload.h"
 #include "proc/appname.h"
+#include "proc/apprules.h"
 #include "proc/privs.h"
 #include "profile/pprof.h"
 #include "profile/session.h"
@@ -59,7 +61,7 @@ struct service {
 	struct spool *spool;
 	struct ship *ship; /* NULL: no upload_url, the spool is the output */
 	struct metrics *metrics;
-	struct appname_rules *rules;
+	struct apprules *rules;
 	struct hmap svcs; /* hash of name -> struct svc * (chained by probing with k2) */
 	char hostname[256];
 	int epfd, sigfd;
@@ -133,7 +135,6 @@ static void collect_service(void *ctx, const struct aggregate_proc *p)
 	struct names *x = ctx;
 	const char *name = aggregate_proc_info(p)->service;
 	struct svc *s = svc_find(x->sv, name);
-	const char **nv;
 	size_t i;
 
 	if (s)
@@ -142,13 +143,8 @@ static void collect_service(void *ctx, const struct aggregate_proc *p)
 		if (strcmp(x->v[i], name) == 0)
 			return;
 	}
-	if (x->n == x->cap) {
-		nv = realloc(x->v, (x->cap ? x->cap * 2 : 16) * sizeof(*nv));
-		if (!nv)
-			return;
-		x->v = nv;
-		x->cap = x->cap ? x->cap * 2 : 16;
-	}
+	if (array_reserve(x->v, x->cap, x->n + 1, 16))
+		return;
 	x->v[x->n++] = name;
 }
 
@@ -428,16 +424,16 @@ static void render(void *ctx, struct mbuf *b)
 
 /* ---- set-up, reload, loop ----------------------------------------------------------------- */
 
-static struct appname_rules *compile_rules(const struct config *cfg)
+static struct apprules *compile_rules(const struct config *cfg)
 {
 	const char *texts[CONFIG_MAX_RULES];
-	struct appname_rules *r;
+	struct apprules *r;
 	char msg[512];
 	size_t i, bad = 0;
 
 	for (i = 0; i < cfg->nrules; i++)
 		texts[i] = cfg->rules[i].text;
-	r = appname_rules__new(texts, cfg->nrules, &bad, msg, sizeof(msg));
+	r = apprules__new(texts, cfg->nrules, &bad, msg, sizeof(msg));
 	if (!r)
 		log_error("%s: %s", bad < cfg->nrules ? cfg->rules[bad].where : "rule", msg);
 	return r;
@@ -526,7 +522,7 @@ static int reload_ship(struct service *sv, const struct config *ncfg, bool *stop
 static void reload(struct service *sv, int64_t now)
 {
 	struct config *ncfg = malloc(sizeof(*ncfg)), *old = sv->cfg;
-	struct appname_rules *rules;
+	struct apprules *rules;
 	bool stop_ship;
 	int err;
 
@@ -546,7 +542,7 @@ static void reload(struct service *sv, int64_t now)
 	if (!rules || reload_ship(sv, ncfg, &stop_ship)) {
 		log_error("reload: the configuration stays as it was");
 		sv->reload_errors++;
-		appname_rules__free(rules);
+		apprules__free(rules);
 		free(ncfg);
 		goto out;
 	}
@@ -589,7 +585,7 @@ static void reload(struct service *sv, int64_t now)
 	snprintf(ncfg->metrics_address, sizeof(ncfg->metrics_address), "%s", old->metrics_address);
 	ncfg->max_frames = old->max_frames;
 	spool_set_bounds(sv->spool, ncfg->spool_max_bytes, (int64_t)(ncfg->spool_max_age * 1e9));
-	appname_rules__free(sv->rules);
+	apprules__free(sv->rules);
 	sv->rules = rules;
 	sv->cfg = ncfg;
 	if (old != sv->orig)
@@ -776,13 +772,13 @@ static bool ship_ok(const struct config *cfg)
 
 int service_check_config(const struct config *cfg)
 {
-	struct appname_rules *rules;
+	struct apprules *rules;
 	const char *file = cfg->config_file ? cfg->config_file : "(no file)";
 	bool ok;
 
 	rules = compile_rules(cfg);
 	ok = rules != NULL;
-	appname_rules__free(rules);
+	apprules__free(rules);
 	ok = spool_dir_ok(cfg) && ok;
 	ok = ship_ok(cfg) && ok;
 	if (!ok) {
@@ -893,7 +889,7 @@ cleanup:
 	session__free(sv.session);
 	metrics__free(sv.metrics);
 	spool__free(sv.spool);
-	appname_rules__free(sv.rules);
+	apprules__free(sv.rules);
 	hmap_filter(&sv.svcs, unseen, NULL);
 	hmap_filter(&sv.svcs, unseen, NULL);
 	hmap_clear(&sv.svcs);

@@ -57,6 +57,15 @@ void buf_put(struct buf *b, const void *data, size_t n)
 	b->p[b->len] = '\0';
 }
 
+void *buf_put_space(struct buf *b, size_t n)
+{
+	if (buf_reserve(b, n))
+		return NULL;
+	b->len += n;
+	b->p[b->len] = '\0';
+	return b->p + b->len - n;
+}
+
 void buf_puts(struct buf *b, const char *s)
 {
 	buf_put(b, s, strlen(s));

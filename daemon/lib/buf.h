@@ -27,6 +27,8 @@ struct buf {
 void buf_init_fixed(struct buf *b, void *mem, size_t size);
 void buf_put(struct buf *b, const void *data, size_t n);
 void buf_puts(struct buf *b, const char *s);
+/* n more bytes at the end for the caller to fill (a NUL after them), or NULL and b->err. */
+void *buf_put_space(struct buf *b, size_t n);
 /* Formats at most 255 bytes (numbers and short words; longer output sets -EOVERFLOW). */
 void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Inserts data[0..n) at offset at (at most b->len), moving what follows up; -EINVAL past len. */

@@ -148,35 +148,33 @@ int fileio_open_regular(const char *path, int flags, uint64_t max, struct stat *
 	return err;
 }
 
-int fileio_read_file(const char *path, int flags, size_t max, uint8_t **out, size_t *len)
+int fileio_read_fd(int fd, size_t first, size_t max, uint8_t **out, size_t *len, bool *cut)
 {
-	struct stat st;
-	uint8_t *buf = NULL, *grown;
-	size_t got = 0, cap;
+	size_t got = 0, cap = first ? first : 4096;
+	uint8_t *buf, *grown, c;
 	ssize_t n;
-	int fd, err = 0;
 
-	fd = fileio_open_regular(path, flags, max, &st);
-	if (fd < 0)
-		return fd;
-	/* one byte more than fstat said, so that a file that grew is seen; one more for the NUL */
-	cap = (size_t)st.st_size + 1;
+	if (cap > max)
+		cap = max;
 	buf = malloc(cap + 1);
-	if (!buf) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
+	if (!buf)
+		return -ENOMEM;
 	for (;;) {
 		if (got == cap) {
-			if (cap > max) {
-				err = -EFBIG;
-				goto cleanup;
+			if (cap >= max) {
+				/* one byte more says whether there was more */
+				do
+					n = read(fd, &c, 1);
+				while (n < 0 && errno == EINTR);
+				if (n == 1)
+					*cut = true;
+				break;
 			}
-			cap = cap > max / 2 ? max + 1 : cap * 2;
+			cap = cap > max / 2 ? max : cap * 2;
 			grown = realloc(buf, cap + 1);
 			if (!grown) {
-				err = -ENOMEM;
-				goto cleanup;
+				free(buf);
+				return -ENOMEM;
 			}
 			buf = grown;
 		}
@@ -184,23 +182,40 @@ int fileio_read_file(const char *path, int flags, size_t max, uint8_t **out, siz
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			err = -errno;
-			goto cleanup;
+			int err = errno ? -errno : -EIO;
+
+			free(buf);
+			return err;
 		}
 		if (!n)
 			break;
 		got += (size_t)n;
 	}
-	if (got > max) {
-		err = -EFBIG;
-		goto cleanup;
-	}
 	buf[got] = 0;
-cleanup:
+	*out = buf;
+	*len = got;
+	return 0;
+}
+
+int fileio_read_file(const char *path, int flags, size_t max, uint8_t **out, size_t *len)
+{
+	struct stat st;
+	bool cut = false;
+	uint8_t *buf = NULL;
+	size_t got = 0;
+	int fd, err;
+
+	fd = fileio_open_regular(path, flags, max, &st);
+	if (fd < 0)
+		return fd;
+	/* one byte more than fstat said, so that a file that grew is seen */
+	err = fileio_read_fd(fd, (size_t)st.st_size + 1, max, &buf, &got, &cut);
 	close(fd);
-	if (err) {
-		free(buf);
+	if (err)
 		return err;
+	if (cut) {
+		free(buf);
+		return -EFBIG;
 	}
 	*out = buf;
 	*len = got;

@@ -4,6 +4,7 @@
 #ifndef RP_FILEIO_H
 #define RP_FILEIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -51,6 +52,13 @@ int fileio_open_regular(const char *path, int flags, uint64_t max, struct stat *
  * bytes for a caller that parses text. 0 or -errno; *out is untouched on error.
  */
 int fileio_read_file(const char *path, int flags, size_t max, uint8_t **out, size_t *len);
+
+/*
+ * Reads what fd gives, at most max bytes (the first allocation holds first, or 4 KiB when 0),
+ * into *out, malloc'ed, NUL-terminated, its length in *len; sets *cut when there was more.
+ * 0 or -errno; *out is untouched on error. For files that stat cannot size (/proc's).
+ */
+int fileio_read_fd(int fd, size_t first, size_t max, uint8_t **out, size_t *len, bool *cut);
 
 /* The words for a fileio_write_file error: strerror's, but saying what is in the way. */
 const char *fileio_strerror(int err);

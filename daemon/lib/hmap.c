@@ -8,6 +8,7 @@
  * most 3/4, so every probe reaches an empty slot.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "lib/hmap.h"
@@ -272,6 +273,17 @@ void hmap_foreach(const struct hmap *h,
 size_t hmap_bytes(const struct hmap *h)
 {
 	return h->cap * sizeof(*h->slots);
+}
+
+static void free_val(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
+{
+	free((void *)(uintptr_t)val);
+}
+
+void hmap_clear_free(struct hmap *h)
+{
+	hmap_foreach(h, free_val, NULL);
+	hmap_clear(h);
 }
 
 void hmap_clear(struct hmap *h)

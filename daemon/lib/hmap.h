@@ -65,5 +65,7 @@ void hmap_foreach(const struct hmap *h,
 /* Heap bytes held by the table (for metrics). */
 size_t hmap_bytes(const struct hmap *h);
 void hmap_clear(struct hmap *h);
+/* hmap_clear for a map whose values are malloc'ed pointers: each is freed first. */
+void hmap_clear_free(struct hmap *h);
 
 #endif

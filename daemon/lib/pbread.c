@@ -6,7 +6,7 @@
 
 #include "lib/pbread.h"
 
-void pb_fail_msg(struct pb_dec *d, size_t at, int err, const char *fmt, ...)
+void pbread_fail_msg(struct pbread_dec *d, size_t at, int err, const char *fmt, ...)
 {
 	char msg[200];
 	va_list ap;
@@ -21,7 +21,7 @@ void pb_fail_msg(struct pb_dec *d, size_t at, int err, const char *fmt, ...)
 	d->ret = err;
 }
 
-int pb_varint(struct pb_dec *d, uint64_t *v)
+int pbread_varint(struct pbread_dec *d, uint64_t *v)
 {
 	size_t start = d->pos;
 	unsigned int shift = 0;
@@ -31,9 +31,9 @@ int pb_varint(struct pb_dec *d, uint64_t *v)
 	*v = 0;
 	do {
 		if (d->pos >= d->end)
-			return pb_fail(d, start, -EINVAL, "truncated varint");
+			return pbread_fail(d, start, -EINVAL, "truncated varint");
 		if (shift > 63)
-			return pb_fail(d, start, -EINVAL, "varint longer than 10 bytes");
+			return pbread_fail(d, start, -EINVAL, "varint longer than 10 bytes");
 		b = d->buf[d->pos++];
 		x |= (uint64_t)(b & 0x7f) << shift;
 		shift += 7;
@@ -42,7 +42,7 @@ int pb_varint(struct pb_dec *d, uint64_t *v)
 	return 0;
 }
 
-bool pb_next_field(struct pb_dec *d, struct pb_field *f)
+bool pbread_next_field(struct pbread_dec *d, struct pbread_field *f)
 {
 	uint64_t tag, n;
 
@@ -51,23 +51,24 @@ bool pb_next_field(struct pb_dec *d, struct pb_field *f)
 	f->at = d->pos;
 	f->v = 0;
 	f->start = f->end = d->pos;
-	if (pb_varint(d, &tag))
+	if (pbread_varint(d, &tag))
 		return false;
 	if ((tag >> 3) == 0 || (tag >> 3) > 0x1fffffff) {
-		pb_fail_msg(d, f->at, -EINVAL, "invalid field number %llu",
-			    (unsigned long long)(tag >> 3));
+		pbread_fail_msg(d, f->at, -EINVAL, "invalid field number %llu",
+				(unsigned long long)(tag >> 3));
 		return false;
 	}
 	f->num = (unsigned int)(tag >> 3);
 	f->wt = (unsigned int)(tag & 7);
 	switch (f->wt) {
 	case PB_WT_VARINT:
-		return !pb_varint(d, &f->v);
+		return !pbread_varint(d, &f->v);
 	case PB_WT_I64:
 	case PB_WT_I32:
 		n = f->wt == PB_WT_I64 ? 8 : 4;
 		if (d->end - d->pos < n) {
-			pb_fail_msg(d, f->at, -EINVAL, "truncated fixed-width field %u", f->num);
+			pbread_fail_msg(d, f->at, -EINVAL, "truncated fixed-width field %u",
+					f->num);
 			return false;
 		}
 		/* little-endian, as the wire writes them (a double's bits, a fixed64) */
@@ -76,12 +77,12 @@ bool pb_next_field(struct pb_dec *d, struct pb_field *f)
 		d->pos += n;
 		return true;
 	case PB_WT_LEN:
-		if (pb_varint(d, &n))
+		if (pbread_varint(d, &n))
 			return false;
 		if (n > d->end - d->pos) {
-			pb_fail_msg(d, f->at, -EINVAL,
-				    "field %u: length %llu past the end of its message", f->num,
-				    (unsigned long long)n);
+			pbread_fail_msg(d, f->at, -EINVAL,
+					"field %u: length %llu past the end of its message", f->num,
+					(unsigned long long)n);
 			return false;
 		}
 		f->start = d->pos;
@@ -89,12 +90,13 @@ bool pb_next_field(struct pb_dec *d, struct pb_field *f)
 		d->pos += n;
 		return true;
 	default:
-		pb_fail_msg(d, f->at, -EINVAL, "field %u: unsupported wire type %u", f->num, f->wt);
+		pbread_fail_msg(d, f->at, -EINVAL, "field %u: unsupported wire type %u", f->num,
+				f->wt);
 		return false;
 	}
 }
 
-int pb_sub(struct pb_dec *d, size_t start, size_t end, pb_fn fn, void *obj)
+int pbread_sub(struct pbread_dec *d, size_t start, size_t end, pbread_fn fn, void *obj)
 {
 	size_t pos = d->pos, oend = d->end;
 

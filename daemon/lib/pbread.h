@@ -16,7 +16,7 @@
 enum { PB_WT_VARINT = 0, PB_WT_I64 = 1, PB_WT_LEN = 2, PB_WT_I32 = 5 };
 
 /* The decoder's position in buf, [pos, end) the message being read, and its first error. */
-struct pb_dec {
+struct pbread_dec {
 	const uint8_t *buf;
 	size_t pos, end;
 	const char *name; /* what is decoded, the first word of an error message */
@@ -27,7 +27,7 @@ struct pb_dec {
 };
 
 /* One field of a message: its number, wire type, and value (varint) or payload (length). */
-struct pb_field {
+struct pbread_field {
 	unsigned int num, wt;
 	uint64_t v;
 	size_t at;	   /* where its tag starts, for error messages */
@@ -35,23 +35,23 @@ struct pb_field {
 };
 
 /* Keeps the first error and its message ("NAME: byte N: ..."). */
-__attribute__((format(printf, 4, 5))) void pb_fail_msg(struct pb_dec *d, size_t at, int err,
-						       const char *fmt, ...);
+__attribute__((format(printf, 4, 5))) void pbread_fail_msg(struct pbread_dec *d, size_t at, int err,
+							   const char *fmt, ...);
 /* Records an error and evaluates to it (a macro: the static analyzer does not follow variadic
  * calls, and must see that every failure path returns non-zero). */
-#define pb_fail(d, at, err, ...) (pb_fail_msg((d), (at), (err), __VA_ARGS__), (err))
+#define pbread_fail(d, at, err, ...) (pbread_fail_msg((d), (at), (err), __VA_ARGS__), (err))
 
 /* A base-128 varint at d->pos (at most 10 bytes). 0 or -EINVAL (recorded). */
-int pb_varint(struct pb_dec *d, uint64_t *v);
+int pbread_varint(struct pbread_dec *d, uint64_t *v);
 /*
  * Steps d over the next field of the message [d->pos, d->end). False at the message's end or
- * once an error is recorded (d->ret), so that a reader's loop is `while (pb_next_field(d, &f))`
+ * once an error is recorded (d->ret), so that a reader's loop is `while (pbread_next_field(d, &f))`
  * and it returns d->ret. Wire types 3 and 4 (groups) are refused.
  */
-bool pb_next_field(struct pb_dec *d, struct pb_field *f);
+bool pbread_next_field(struct pbread_dec *d, struct pbread_field *f);
 
-typedef int (*pb_fn)(struct pb_dec *d, void *obj);
+typedef int (*pbread_fn)(struct pbread_dec *d, void *obj);
 /* Runs fn over the sub-message [start, end) and returns to where d was. d->ret. */
-int pb_sub(struct pb_dec *d, size_t start, size_t end, pb_fn fn, void *obj);
+int pbread_sub(struct pbread_dec *d, size_t start, size_t end, pbread_fn fn, void *obj);
 
 #endif

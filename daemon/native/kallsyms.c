@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/array.h"
 #include "lib/buf.h"
+#include "lib/lines.h"
 #include "native/kallsyms.h"
 
 /*
@@ -63,8 +65,7 @@ static int parse_line(char *line, uint64_t *addr, char *type, char **name)
 
 static int add_name(struct kallsyms *k, const char *name, uint32_t *off)
 {
-	size_t len = strlen(name), want;
-	char *nn;
+	size_t len = strlen(name);
 
 	if (len >= KALLSYMS_MAX_NAME) {
 		len = KALLSYMS_MAX_NAME - 1;
@@ -72,16 +73,8 @@ static int add_name(struct kallsyms *k, const char *name, uint32_t *off)
 	}
 	if (k->names_len + len + 1 > UINT32_MAX)
 		return -ENOSPC;
-	if (k->names_len + len + 1 > k->names_cap) {
-		want = k->names_cap ? k->names_cap * 2 : 1u << 16;
-		while (want < k->names_len + len + 1)
-			want *= 2;
-		nn = realloc(k->names, want);
-		if (!nn)
-			return -ENOMEM;
-		k->names = nn;
-		k->names_cap = want;
-	}
+	if (array_reserve(k->names, k->names_cap, k->names_len + len + 1, 1u << 16))
+		return -ENOMEM;
 	*off = (uint32_t)k->names_len;
 	memcpy(k->names + k->names_len, name, len);
 	k->names[k->names_len + len] = '\0';
@@ -91,8 +84,6 @@ static int add_name(struct kallsyms *k, const char *name, uint32_t *off)
 
 static int add_sym(struct kallsyms *k, uint64_t addr, const char *name)
 {
-	struct ksym *ns;
-	size_t want;
 	uint32_t off;
 	int err;
 
@@ -100,14 +91,8 @@ static int add_sym(struct kallsyms *k, uint64_t addr, const char *name)
 		k->stats.over++;
 		return 0;
 	}
-	if (k->n == k->cap) {
-		want = k->cap ? k->cap * 2 : 4096;
-		ns = realloc(k->syms, want * sizeof(*ns));
-		if (!ns)
-			return -ENOMEM;
-		k->syms = ns;
-		k->cap = want;
-	}
+	if (array_reserve(k->syms, k->cap, k->n + 1, 4096))
+		return -ENOMEM;
 	err = add_name(k, name, &off);
 	if (err)
 		return err;
@@ -128,22 +113,20 @@ static int cmp_sym(const void *a, const void *b)
 struct kallsyms *kallsyms__new(const char *path)
 {
 	struct kallsyms *k = calloc(1, sizeof(*k));
-	char *line = NULL, *name;
-	size_t linecap = 0;
+	struct lines l = {0};
 	uint64_t addr;
-	FILE *f = NULL;
-	int err = 0;
+	int err = 0, r;
+	char *name;
 	char type;
 
 	if (!k)
 		return NULL;
-	f = fopen(path ? path : "/proc/kallsyms", "re");
-	if (!f) {
-		err = -errno;
+	/* the kernel's own list: no bound but the kernel's */
+	err = lines_open(&l, path ? path : "/proc/kallsyms", UINT64_MAX);
+	if (err)
 		goto cleanup;
-	}
-	while (getline(&line, &linecap, f) > 0) {
-		if (parse_line(line, &addr, &type, &name)) {
+	while ((r = lines_next(&l)) > 0) {
+		if (parse_line(l.line, &addr, &type, &name)) {
 			k->stats.bad++;
 			continue;
 		}
@@ -158,17 +141,15 @@ struct kallsyms *kallsyms__new(const char *path)
 		if (err)
 			goto cleanup;
 	}
-	if (ferror(f)) {
-		err = -EIO;
+	if (r < 0) {
+		err = r;
 		goto cleanup;
 	}
 	if (k->n)
 		qsort(k->syms, k->n, sizeof(*k->syms), cmp_sym);
 	k->stats.syms = k->n;
 cleanup:
-	free(line);
-	if (f)
-		fclose(f);
+	lines_close(&l);
 	if (err) {
 		kallsyms__free(k);
 		errno = -err;

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/array.h"
 #include "lib/bounds.h"
 #include "lib/clock.h"
 #include "lib/log.h"
@@ -155,9 +156,8 @@ static bool evict_for(struct unwinder *u, const struct uproc *p)
  */
 static int share_elf(struct uproc *p, int fd, Elf **elfp, const char *shown)
 {
-	struct elfcache_obj *o, **no;
+	struct elfcache_obj *o;
 	char clean[256];
-	size_t cap;
 	int again;
 
 	bounds_set_pid(p->pid);
@@ -186,15 +186,9 @@ static int share_elf(struct uproc *p, int fd, Elf **elfp, const char *shown)
 	if (uproc_holds(p, o)) {
 		elfcache_put(p->u->elf, o); /* one reference per process is enough */
 	} else {
-		if (p->nobjs == p->objs_cap) {
-			cap = p->objs_cap ? 2 * p->objs_cap : 16;
-			no = realloc(p->objs, cap * sizeof(*no));
-			if (!no) {
-				elfcache_put(p->u->elf, o);
-				return -1;
-			}
-			p->objs = no;
-			p->objs_cap = cap;
+		if (array_reserve(p->objs, p->objs_cap, p->nobjs + 1, 16)) {
+			elfcache_put(p->u->elf, o);
+			return -1;
 		}
 		p->objs[p->nobjs++] = o;
 	}

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/array.h"
 #include "lib/clock.h"
 #include "lib/fileio.h"
 #include "lib/log.h"
@@ -219,7 +220,7 @@ static int rej_cmp(const void *a, const void *b)
 static void ship_sweep_rejected(struct ship *s)
 {
 	const struct ship_conf *c = s->conf;
-	struct rej_file *v = NULL, *nv;
+	struct rej_file *v = NULL;
 	size_t n = 0, cap = 0, i, max_files = c->rejected_max_files * 2;
 	uint64_t bytes = 0, removed = 0;
 	int64_t now = clock_real_ns();
@@ -238,13 +239,8 @@ static void ship_sweep_rejected(struct ship *s)
 		if (de->d_name[0] == '.' || fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
 		    !S_ISREG(st.st_mode))
 			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv)
-				break;
-			v = nv;
-		}
+		if (array_reserve(v, cap, n + 1, 64))
+			break;
 		snprintf(v[n].name, sizeof(v[n].name), "%s", de->d_name);
 		v[n].mtime_ns = (int64_t)st.st_mtim.tv_sec * NS + st.st_mtim.tv_nsec;
 		v[n].bytes = (uint64_t)st.st_size;
@@ -376,6 +372,15 @@ static void ship_count(struct ship *s, enum ship_failure f)
 	pthread_mutex_lock(&s->mu);
 	s->st.failures[f]++;
 	pthread_mutex_unlock(&s->mu);
+}
+
+/* A pair given up without a send: counted in *counter (a member of s->st), removed. */
+static void ship_drop(struct ship *s, uint64_t *counter, const char *stem)
+{
+	pthread_mutex_lock(&s->mu);
+	(*counter)++;
+	pthread_mutex_unlock(&s->mu);
+	spool_remove(s->spool, stem);
 }
 
 /* Profiles waiting, the one just sent (still in the spool) not counted. */
@@ -554,10 +559,7 @@ static enum outcome ship_one(struct ship *s, const struct spool_entry *e, int64_
 			"upload: \"%s\": a file of the pair in %s is not a regular file (a link?): "
 			"not followed, not sent; the pair is removed",
 			e->stem, spool_dir(s->spool));
-		pthread_mutex_lock(&s->mu);
-		s->st.not_regular++;
-		pthread_mutex_unlock(&s->mu);
-		spool_remove(s->spool, e->stem);
+		ship_drop(s, &s->st.not_regular, e->stem);
 		goto cleanup;
 	}
 	r = spool_sidecar_path(s->spool, e->stem, path, sizeof(path));
@@ -582,10 +584,7 @@ static enum outcome ship_one(struct ship *s, const struct spool_entry *e, int64_
 				 "first \"%s\": the collector would refuse them",
 				 c->max_age, e->stem);
 		s->warned_old = true;
-		pthread_mutex_lock(&s->mu);
-		s->st.dropped_too_old++;
-		pthread_mutex_unlock(&s->mu);
-		spool_remove(s->spool, e->stem);
+		ship_drop(s, &s->st.dropped_too_old, e->stem);
 		goto cleanup;
 	}
 	r = spool_profile_path(s->spool, e->stem, path, sizeof(path));

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/array.h"
 #include "lib/buf.h"
 #include "lib/fileio.h"
 #include "lib/json.h"
@@ -148,14 +149,9 @@ static int sc_labels(struct jr *j, struct sidecar *sc)
 			err = jr_field_fail(j, "labels", "more than %d labels", SIDECAR_MAX_LABELS);
 			goto cleanup;
 		}
-		if (sc->nlabels == cap) {
-			cap = cap ? cap * 2 : 8;
-			l = realloc(sc->labels, cap * sizeof(*l));
-			if (!l) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			sc->labels = l;
+		if (array_reserve(sc->labels, cap, sc->nlabels + 1, 8)) {
+			err = -ENOMEM;
+			goto cleanup;
 		}
 		err = jr_expect(j, ':');
 		if (err)

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/array.h"
 #include "lib/buf.h"
 #include "lib/clock.h"
 #include "lib/fileio.h"
@@ -160,9 +161,6 @@ static bool spool_find(struct spool *s, const char *stem, size_t *idx)
 /* Room for one more entry at the end, so that an insert after a write cannot fail. */
 static int spool_reserve(struct spool *s)
 {
-	struct spool_entry *e;
-	size_t cap;
-
 	if (s->off + s->n < s->cap)
 		return 0;
 	if (s->off) {
@@ -170,13 +168,7 @@ static int spool_reserve(struct spool *s)
 		s->off = 0;
 		return 0;
 	}
-	cap = s->cap ? s->cap * 2 : 64;
-	e = realloc(s->ents, cap * sizeof(*e));
-	if (!e)
-		return -ENOMEM;
-	s->ents = e;
-	s->cap = cap;
-	return 0;
+	return array_reserve(s->ents, s->cap, s->n + 1, 64);
 }
 
 static void spool_insert(struct spool *s, const struct spool_entry *e)
@@ -396,7 +388,7 @@ static bool scan_name(const char *name, const char *suffix, struct scan_ent *se)
  */
 static int spool_scan(struct spool *s)
 {
-	struct scan_ent *v = NULL, *nv;
+	struct scan_ent *v = NULL;
 	size_t nv_len = 0, nv_cap = 0, i;
 	struct dirent *de;
 	struct stat st;
@@ -434,14 +426,9 @@ static int spool_scan(struct spool *s)
 			continue;
 		}
 		se.e.bytes = (uint64_t)st.st_size;
-		if (nv_len == nv_cap) {
-			nv_cap = nv_cap ? nv_cap * 2 : 64;
-			nv = realloc(v, nv_cap * sizeof(*v));
-			if (!nv) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			v = nv;
+		if (array_reserve(v, nv_cap, nv_len + 1, 64)) {
+			err = -ENOMEM;
+			goto cleanup;
 		}
 		v[nv_len++] = se;
 	}

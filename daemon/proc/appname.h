@@ -14,20 +14,11 @@
 
 #include "proc/container.h"
 
-/* Compiled rules ("FIELD ~ REGEX => ACTIONS", one per string). */
-struct appname_rules;
-
-/*
- * texts[i] are rule strings. On error returns NULL with errno EINVAL (ENOMEM when out of memory),
- * *bad = index of the bad rule and msg filled ("rule: unknown field 'cgrop'"; no index or file in
- * it, the caller adds those).
- */
-struct appname_rules *appname_rules__new(const char *const *texts, size_t n, size_t *bad, char *msg,
-					 size_t msglen);
-void appname_rules__free(struct appname_rules *r);
+/* Compiled rules ("FIELD ~ REGEX => ACTIONS", one per string): apprules.h. */
+struct apprules;
 
 #define APPNAME_MAX		101 /* 100 bytes and the NUL */
-/* Repetition operators a rule's regular expression may use (see appname.c). */
+/* Repetition operators a rule's regular expression may use (see apprules.c). */
 #define APPNAME_MAX_REPEATS	12
 #define APPNAME_MAX_LABELS	8
 #define APPNAME_LABEL_KEY_MAX	64
@@ -54,10 +45,10 @@ struct app_identity {
  * Reads /proc/PID/{cgroup,cmdline,exe,comm} and environ (only when a rule needs it). 0 or -errno
  * (-ESRCH/-ENOENT: the process is gone). rules may be NULL.
  */
-int appname_identify(pid_t pid, const struct appname_rules *rules, struct app_identity *out);
+int appname_identify(pid_t pid, const struct apprules *rules, struct app_identity *out);
 /* The same with the service.name of the process's OpenTelemetry process context (procctx.h;
  * NULL or "": none), which names it after the rules and before the systemd unit. */
-int appname_identify_with(pid_t pid, const struct appname_rules *rules, const char *otel_service,
+int appname_identify_with(pid_t pid, const struct apprules *rules, const char *otel_service,
 			  struct app_identity *out);
 
 /* The same from given inputs, for tests and fuzzing (no /proc access). Any field may be NULL. */
@@ -71,7 +62,7 @@ struct appname_input {
 	size_t environ_len;	  /* NUL-separated NAME=value as in /proc */
 	const char *otel_service; /* service.name of its process context, NULL or "": none */
 };
-int appname_identify_from(const struct appname_input *in, const struct appname_rules *rules,
+int appname_identify_from(const struct appname_input *in, const struct apprules *rules,
 			  struct app_identity *out);
 
 #endif

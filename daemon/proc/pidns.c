@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "proc/pidns.h"
+#include "proc/procs.h"
 
 /* NSpid lists the pids of a task from the namespace of the /proc it is read in down to the
  * task's own: more than one means that /proc is of a namespace above the daemon's. */
@@ -46,31 +47,6 @@ int pidns_check_nspid(const char *field, pid_t self, char *why, size_t whylen)
 	return -EXDEV;
 }
 
-/* The NSpid field of /proc/self/status into buf. 0 or -errno. */
-static int self_nspid(char *buf, size_t len)
-{
-	char line[512];
-	int err = -ENOENT;
-	FILE *f;
-
-	f = fopen("/proc/self/status", "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "NSpid:", 6) == 0) {
-			size_t n = strlen(line + 6);
-
-			n = n < len ? n : len - 1;
-			memcpy(buf, line + 6, n);
-			buf[n] = '\0';
-			err = 0;
-			break;
-		}
-	}
-	fclose(f);
-	return err;
-}
-
 int pidns_self(uint32_t *ino, char *why, size_t whylen)
 {
 	char field[256];
@@ -80,7 +56,7 @@ int pidns_self(uint32_t *ino, char *why, size_t whylen)
 	*ino = 0;
 	why[0] = '\0';
 	/* a /proc of a namespace beside or below the daemon's has no /proc/self */
-	err = self_nspid(field, sizeof(field));
+	err = procs_status_field("/proc/self/status", "NSpid", field, sizeof(field));
 	if (err == -ENOENT) {
 		snprintf(why, whylen,
 			 "/proc/self/status cannot be read or has no NSpid line: /proc is not "

@@ -82,16 +82,16 @@ static char *slot_of(struct procctx_attrs *a, const uint8_t *key, size_t len)
  * (UTF-8, no control character, no NUL, at most PROCCTX_VALUE_MAX bytes). 0, -ENOENT (another
  * type, or a value refused), or the decoder's error.
  */
-static int any_string(struct pb_dec *d, size_t start, size_t end, size_t *vs, size_t *vlen)
+static int any_string(struct pbread_dec *d, size_t start, size_t end, size_t *vs, size_t *vlen)
 {
 	size_t pos = d->pos, oend = d->end, i, n;
-	struct pb_field f;
+	struct pbread_field f;
 	bool found = false;
 	int err = 0;
 
 	d->pos = start;
 	d->end = end;
-	while (pb_next_field(d, &f)) {
+	while (pbread_next_field(d, &f)) {
 		/* a oneof: the last one on the wire wins */
 		found = f.num == 1 && f.wt == PB_WT_LEN;
 		if (found) {
@@ -140,10 +140,10 @@ static int keys_add(struct decoding *x, const uint8_t *s, size_t len)
 }
 
 /* threadlocal.attribute_key_map: AnyValue { array_value = 5: ArrayValue { values = 1 } }. */
-static int key_map(struct pb_dec *d, struct decoding *x, size_t start, size_t end)
+static int key_map(struct pbread_dec *d, struct decoding *x, size_t start, size_t end)
 {
 	size_t pos = d->pos, oend = d->end, apos, aend, vs = 0, vlen = 0;
-	struct pb_field f, g;
+	struct pbread_field f, g;
 	bool array = false;
 	int err;
 
@@ -152,7 +152,7 @@ static int key_map(struct pb_dec *d, struct decoding *x, size_t start, size_t en
 	x->keys_len = 0;
 	d->pos = start;
 	d->end = end;
-	while (pb_next_field(d, &f)) {
+	while (pbread_next_field(d, &f)) {
 		if (f.num != 5 || f.wt != PB_WT_LEN)
 			continue;
 		array = true;
@@ -160,7 +160,7 @@ static int key_map(struct pb_dec *d, struct decoding *x, size_t start, size_t en
 		aend = d->end;
 		d->pos = f.start;
 		d->end = f.end;
-		while (pb_next_field(d, &g)) {
+		while (pbread_next_field(d, &g)) {
 			if (g.num != 1 || g.wt != PB_WT_LEN)
 				continue;
 			/* past the uint8 index: no record can name it */
@@ -176,7 +176,7 @@ static int key_map(struct pb_dec *d, struct decoding *x, size_t start, size_t en
 				break;
 			}
 			if (keys_add(x, d->buf + vs, vlen)) {
-				pb_fail_msg(d, g.at, -ENOMEM, "out of memory");
+				pbread_fail_msg(d, g.at, -ENOMEM, "out of memory");
 				break;
 			}
 		}
@@ -190,17 +190,17 @@ static int key_map(struct pb_dec *d, struct decoding *x, size_t start, size_t en
 	return d->ret;
 }
 
-static int dec_keyvalue(struct pb_dec *d, void *obj)
+static int dec_keyvalue(struct pbread_dec *d, void *obj)
 {
 	struct decoding *x = d->ctx;
 	size_t ks = 0, klen = 0, vstart = 0, vend = 0, vs = 0, vlen = 0;
 	bool have_key = false, have_value = false;
-	struct pb_field f;
+	struct pbread_field f;
 	char *slot;
 	int err;
 
 	(void)obj;
-	while (pb_next_field(d, &f)) {
+	while (pbread_next_field(d, &f)) {
 		if (f.num == 1 && f.wt == PB_WT_LEN) {
 			have_key = true;
 			ks = f.start;
@@ -235,23 +235,23 @@ int procctx_decode(const uint8_t *buf, size_t len, struct procctx_attrs *out, ch
 		   size_t whylen)
 {
 	struct decoding x = {.a = out};
-	struct pb_dec d = {.buf = buf,
-			   .end = len,
-			   .name = "Resource",
-			   .err = why,
-			   .errlen = whylen,
-			   .ctx = &x};
-	struct pb_field f;
+	struct pbread_dec d = {.buf = buf,
+			       .end = len,
+			       .name = "Resource",
+			       .err = why,
+			       .errlen = whylen,
+			       .ctx = &x};
+	struct pbread_field f;
 
 	procctx_attrs_release(out);
 	if (why && whylen)
 		why[0] = '\0';
 	if (len > PROCCTX_PAYLOAD_MAX)
-		return pb_fail(&d, 0, -EINVAL, "%zu bytes, past the bound of %u", len,
-			       PROCCTX_PAYLOAD_MAX);
-	while (pb_next_field(&d, &f))
+		return pbread_fail(&d, 0, -EINVAL, "%zu bytes, past the bound of %u", len,
+				   PROCCTX_PAYLOAD_MAX);
+	while (pbread_next_field(&d, &f))
 		if (f.num == 1 && f.wt == PB_WT_LEN)
-			pb_sub(&d, f.start, f.end, dec_keyvalue, NULL);
+			pbread_sub(&d, f.start, f.end, dec_keyvalue, NULL);
 	if (d.ret) {
 		int err = d.ret;
 

@@ -16,7 +16,9 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 
+#include "lib/array.h"
 #include "lib/bounds.h"
+#include "lib/lines.h"
 #include "lib/text.h"
 #include "proc/procs.h"
 
@@ -24,7 +26,7 @@ int procs_list(pid_t **pids, size_t *n)
 {
 	struct dirent *de;
 	size_t cap = 0;
-	pid_t *v = NULL, *nv;
+	pid_t *v = NULL;
 	char *end;
 	long pid;
 	DIR *d;
@@ -40,15 +42,10 @@ int procs_list(pid_t **pids, size_t *n)
 		pid = strtol(de->d_name, &end, 10);
 		if (*end || pid <= 0)
 			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 256;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				free(v);
-				closedir(d);
-				return -ENOMEM;
-			}
-			v = nv;
+		if (array_reserve(v, cap, *n + 1, 256)) {
+			free(v);
+			closedir(d);
+			return -ENOMEM;
 		}
 		v[(*n)++] = (pid_t)pid;
 	}
@@ -95,42 +92,32 @@ int procs_parse_maps_line(const char *line, struct proc_map *m)
 
 int procs_read_maps(pid_t pid, struct proc_maps *out)
 {
-	char fname[64], *line = NULL;
-	size_t cap = 0, lcap = 0;
-	struct proc_map *nv;
-	uint64_t read = 0;
-	ssize_t n;
-	FILE *f;
-	int err = 0;
+	char fname[64];
+	struct lines l;
+	size_t cap = 0;
+	int err, r;
 
 	out->v = NULL;
 	out->n = 0;
 	snprintf(fname, sizeof(fname), "/proc/%d/maps", pid);
-	f = fopen(fname, "re");
-	if (!f)
-		return -errno;
-	while ((n = getline(&line, &lcap, f)) > 0) {
-		/* a target chooses how many mappings it has and how long their paths are */
-		read += (uint64_t)n;
-		if (read > BOUND_MAPS_BYTES) {
-			bounds_refuse(BOUND_MAPS, fname, 0, 0, "the list of mappings", read);
-			err = -EFBIG;
+	/* a target chooses how many mappings it has and how long their paths are */
+	err = lines_open(&l, fname, BOUND_MAPS_BYTES);
+	if (err)
+		return err;
+	/* a read that fails (the process exited) ends the list */
+	while ((r = lines_next(&l)) > 0) {
+		if (array_reserve(out->v, cap, out->n + 1, 64)) {
+			err = -ENOMEM;
 			break;
 		}
-		if (out->n == cap) {
-			cap = cap ? cap * 2 : 64;
-			nv = realloc(out->v, cap * sizeof(*nv));
-			if (!nv) {
-				err = -ENOMEM;
-				break;
-			}
-			out->v = nv;
-		}
-		if (procs_parse_maps_line(line, &out->v[out->n]) == 0)
+		if (procs_parse_maps_line(l.line, &out->v[out->n]) == 0)
 			out->n++;
 	}
-	free(line);
-	fclose(f);
+	if (r == -EFBIG) {
+		bounds_refuse(BOUND_MAPS, fname, 0, 0, "the list of mappings", l.read);
+		err = r;
+	}
+	lines_close(&l);
 	if (err)
 		procs_maps_free(out);
 	return err;
@@ -157,18 +144,15 @@ int procs_parse_status_line(const char *line, const char *key, char *buf, size_t
 	return 0;
 }
 
-/*
- * Value of the status line "Key:\t..." into buf. Lines are read in pieces of the buffer's size
- * (a Groups line may be long): only a piece that starts a line can be the key's.
- */
-static int status_field(pid_t pid, const char *key, char *buf, size_t len)
+/* Lines are read in pieces of the buffer's size (a Groups line may be long): only a piece that
+ * starts a line can be the key's. */
+int procs_status_field(const char *fname, const char *key, char *buf, size_t len)
 {
-	char fname[64], line[512];
+	char line[512];
 	bool at_start = true;
 	FILE *f;
 	int err = -ENOENT;
 
-	snprintf(fname, sizeof(fname), "/proc/%d/status", pid);
 	f = fopen(fname, "re");
 	if (!f)
 		return -errno;
@@ -212,8 +196,11 @@ int procs_parse_ppid(const char *value, pid_t *ppid)
 
 int procs_ppid(pid_t pid, pid_t *ppid)
 {
-	char buf[64];
-	int err = status_field(pid, "PPid", buf, sizeof(buf));
+	char buf[64], fname[64];
+	int err;
+
+	snprintf(fname, sizeof(fname), "/proc/%d/status", pid);
+	err = procs_status_field(fname, "PPid", buf, sizeof(buf));
 
 	return err ? err : procs_parse_ppid(buf, ppid);
 }
@@ -244,8 +231,11 @@ int procs_parse_nspid(const char *value, pid_t *nspid)
 
 int procs_nspid(pid_t pid, pid_t *nspid)
 {
-	char buf[512];
-	int err = status_field(pid, "NSpid", buf, sizeof(buf));
+	char buf[512], fname[64];
+	int err;
+
+	snprintf(fname, sizeof(fname), "/proc/%d/status", pid);
+	err = procs_status_field(fname, "NSpid", buf, sizeof(buf));
 
 	if (err)
 		return err;
@@ -334,13 +324,11 @@ static ssize_t procs_mount_holds(const char *mp, const char *path)
 int procs_served_fs(const char *procdir, const char *path, uint64_t dev, char *type, size_t len,
 		    uint64_t *mount_dev)
 {
-	char fname[PATH_MAX], *line = NULL, *save, *f[5], *sep, *fstype;
-	ssize_t n, best = -1, held;
+	char fname[PATH_MAX], *line, *save, *f[5], *sep, *fstype;
+	ssize_t best = -1, held;
 	unsigned int maj, min;
-	uint64_t read = 0;
-	size_t lcap = 0;
-	int i, err = 0;
-	FILE *mi;
+	struct lines mi;
+	int i, err, r;
 
 	type[0] = '\0';
 	*mount_dev = 0;
@@ -349,16 +337,11 @@ int procs_served_fs(const char *procdir, const char *path, uint64_t dev, char *t
 		return 0;
 	if (snprintf(fname, sizeof(fname), "%s/mountinfo", procdir) >= (int)sizeof(fname))
 		return -ENAMETOOLONG;
-	mi = fopen(fname, "re");
-	if (!mi)
-		return -errno;
-	while ((n = getline(&line, &lcap, mi)) > 0) {
-		read += (uint64_t)n;
-		if (read > BOUND_MOUNTS_BYTES) {
-			bounds_refuse(BOUND_MOUNTS, fname, 0, 0, "the mount table", 0);
-			err = -EFBIG;
-			break;
-		}
+	err = lines_open(&mi, fname, BOUND_MOUNTS_BYTES);
+	if (err)
+		return err;
+	while ((r = lines_next(&mi)) > 0) {
+		line = mi.line;
 		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [TAGS...] - FSTYPE SOURCE OPTIONS */
 		sep = strstr(line, " - ");
 		if (!sep)
@@ -386,10 +369,11 @@ int procs_served_fs(const char *procdir, const char *path, uint64_t dev, char *t
 		if (dev)
 			break;
 	}
-	free(line);
-	fclose(mi);
-	if (err)
-		return err;
+	lines_close(&mi);
+	if (r == -EFBIG) {
+		bounds_refuse(BOUND_MOUNTS, fname, 0, 0, "the mount table", 0);
+		return r;
+	}
 	return strncmp(type, "fuse", 4) == 0 ? 1 : 0;
 }
 

@@ -43,6 +43,12 @@ int procs_parse_start_ticks(const char *stat, uint64_t *ticks);
 
 /* PPid from /proc/PID/status. 0 or -errno. */
 int procs_ppid(pid_t pid, pid_t *ppid);
+/*
+ * The value of the line "key:\tVALUE" of a status file (fname: "/proc/PID/status",
+ * "/proc/self/status"), its newline kept, into buf (cut at len). 0, -ENOENT without the key's
+ * line, or fopen's -errno.
+ */
+int procs_status_field(const char *fname, const char *key, char *buf, size_t len);
 /* pid in the process's own (innermost) pid namespace, from the NSpid line. 0 or -errno. */
 int procs_nspid(pid_t pid, pid_t *nspid);
 /*

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lib/hash.h"
+#include "lib/array.h"
 #include "lib/hmap.h"
 #include "lib/text.h"
 #include "profile/aggregate.h"
@@ -103,8 +104,7 @@ static uint32_t intern_clean(struct frametab *ft, const char *s)
 {
 	size_t len = strlen(s), ncap;
 	uint64_t h = hash_bytes(HASH_INIT, s, len), head = 0;
-	uint32_t id, *nn;
-	char **ns;
+	uint32_t id;
 
 	if (!len)
 		return 0;
@@ -114,18 +114,11 @@ static uint32_t intern_clean(struct frametab *ft, const char *s)
 				return id;
 		}
 	}
-	if (ft->nstrs == ft->strs_cap) {
-		ncap = ft->strs_cap * 2;
-		ns = realloc(ft->strs, ncap * sizeof(*ns));
-		if (!ns)
-			return (uint32_t)-1;
-		ft->strs = ns;
-		nn = realloc(ft->str_next, ncap * sizeof(*nn));
-		if (!nn)
-			return (uint32_t)-1;
-		ft->str_next = nn;
-		ft->strs_cap = ncap;
-	}
+	ncap = ft->strs_cap;
+	/* two arrays, one capacity: the second grows only when the first did */
+	if (array_reserve(ft->strs, ncap, ft->nstrs + 1, 64) ||
+	    array_reserve(ft->str_next, ft->strs_cap, ft->nstrs + 1, 64))
+		return (uint32_t)-1;
 	id = (uint32_t)ft->nstrs;
 	ft->strs[id] = strdup(s);
 	if (!ft->strs[id])
@@ -224,15 +217,10 @@ void aggregate__free(struct aggregate *a)
 struct aggregate_proc *aggregate_proc__new(struct aggregate *a,
 					   const struct aggregate_proc_info *info)
 {
-	struct aggregate_proc *p, **np;
+	struct aggregate_proc *p;
 
-	if (a->nprocs == a->procs_cap) {
-		np = realloc(a->procs, (a->procs_cap ? a->procs_cap * 2 : 16) * sizeof(*np));
-		if (!np)
-			return NULL;
-		a->procs = np;
-		a->procs_cap = a->procs_cap ? a->procs_cap * 2 : 16;
-	}
+	if (array_reserve(a->procs, a->procs_cap, a->nprocs + 1, 16))
+		return NULL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
@@ -291,7 +279,7 @@ uint32_t aggregate_frame_id(struct aggregate_proc *p, enum aggregate_frame_kind 
 	struct frametab *ft = &p->ft;
 	uint32_t name_id, file_id, id;
 	uint64_t k1, k2, val;
-	struct aggregate_frame *nf, *f;
+	struct aggregate_frame *f;
 
 	if (ft->nframes >= AGG_MAX_FRAMES_PER_PROC || !ft->strs) {
 		p->full = true;
@@ -310,14 +298,9 @@ uint32_t aggregate_frame_id(struct aggregate_proc *p, enum aggregate_frame_kind 
 	     (uint64_t)kind;
 	if (hmap_get(&ft->frame_index, k1, k2, &val))
 		return (uint32_t)val;
-	if (ft->nframes == ft->frames_cap) {
-		nf = realloc(ft->frames, ft->frames_cap * 2 * sizeof(*nf));
-		if (!nf) {
-			errno = ENOMEM;
-			return 0;
-		}
-		ft->frames = nf;
-		ft->frames_cap *= 2;
+	if (array_reserve(ft->frames, ft->frames_cap, ft->nframes + 1, 64)) {
+		errno = ENOMEM;
+		return 0;
 	}
 	id = (uint32_t)ft->nframes;
 	f = &ft->frames[id];
@@ -409,7 +392,7 @@ int aggregate_add_thread(struct aggregate *a, struct aggregate_proc *p,
 		.syscall = thread->syscall ? thread->syscall : "",
 	};
 	char name[AGG_NAME_MAX], ruby_name[AGG_NAME_MAX];
-	struct stack_entry *e, *ns;
+	struct stack_entry *e;
 	uint64_t h, head = 0;
 	uint32_t idx;
 	size_t i;
@@ -435,13 +418,8 @@ int aggregate_add_thread(struct aggregate *a, struct aggregate_proc *p,
 		a->stats.dropped_full += (uint64_t)values[0];
 		return -ENOSPC;
 	}
-	if (a->nstacks == a->stacks_cap) {
-		ns = realloc(a->stacks, (a->stacks_cap ? a->stacks_cap * 2 : 256) * sizeof(*ns));
-		if (!ns)
-			return -ENOMEM;
-		a->stacks = ns;
-		a->stacks_cap = a->stacks_cap ? a->stacks_cap * 2 : 256;
-	}
+	if (array_reserve(a->stacks, a->stacks_cap, a->nstacks + 1, 256))
+		return -ENOMEM;
 	e = &a->stacks[a->nstacks];
 	memset(e, 0, sizeof(*e));
 	e->frames = malloc((nframes ? nframes : 1) * sizeof(*frames));
@@ -633,20 +611,14 @@ static void export_stack(void *ctx, const struct aggregate_stack *st)
 	struct pprof_label labels[10];
 	int64_t values[2];
 	size_t i, nl = 0;
-	uint64_t *nb;
 
 	if (x->err)
 		return;
 	if (x->service && strcmp(info->service, x->service) != 0)
 		return;
-	if (st->nframes > x->buf_cap) {
-		nb = realloc(x->buf, st->nframes * sizeof(*nb));
-		if (!nb) {
-			x->err = -ENOMEM;
-			return;
-		}
-		x->buf = nb;
-		x->buf_cap = st->nframes;
+	if (array_reserve(x->buf, x->buf_cap, st->nframes, 64)) {
+		x->err = -ENOMEM;
+		return;
 	}
 	for (i = 0; i < st->nframes; i++) {
 		x->buf[i] = frame_location(x, st->proc, st->frames[i]);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "lib/array.h"
 #include "lib/buf.h"
 #include "lib/fileio.h"
 #include "lib/hash.h"
@@ -35,26 +36,16 @@ struct vec {
 /* Makes room for `need` more elements. 0 or -ENOMEM. */
 static int vec_reserve(struct vec *v, size_t need)
 {
-	size_t new_cap;
 	void *tmp;
 
 	if (need <= v->cap - v->len)
 		return 0;
 	if (need > SIZE_MAX - v->len)
 		return -ENOMEM;
-	new_cap = v->cap ? v->cap : 16;
-	while (new_cap < v->len + need) {
-		if (new_cap > SIZE_MAX / 2)
-			return -ENOMEM;
-		new_cap *= 2;
-	}
-	if (new_cap > SIZE_MAX / v->elem)
-		return -ENOMEM;
-	tmp = realloc(v->data, new_cap * v->elem);
+	tmp = array_realloc(v->data, &v->cap, v->len + need, v->elem, 16);
 	if (!tmp)
 		return -ENOMEM;
 	v->data = tmp;
-	v->cap = new_cap;
 	return 0;
 }
 
@@ -313,6 +304,24 @@ int pprof_add_comment(struct pprof *p, const char *comment)
 	return 0;
 }
 
+/* The strings strs[i] (where not NULL) interned into rec[i], then rec into t: its id, or 0 with
+ * errno set. */
+static uint64_t rec_intern_strs(struct pprof *p, struct rtab *t, uint64_t *rec,
+				const char *const *strs, size_t n)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < n; i++) {
+		err = strs[i] ? str_intern(p, strs[i], &rec[i]) : 0;
+		if (err) {
+			errno = -err;
+			return 0;
+		}
+	}
+	return rec_intern(t, rec);
+}
+
 uint64_t pprof_mapping(struct pprof *p, uint64_t start, uint64_t limit, uint64_t offset,
 		       const char *filename, const char *build_id)
 {
@@ -321,16 +330,12 @@ uint64_t pprof_mapping(struct pprof *p, uint64_t start, uint64_t limit, uint64_t
 		[MAPPING_LIMIT] = limit,
 		[MAPPING_OFFSET] = offset,
 	};
-	int err;
+	const char *strs[MAPPING_WIDTH] = {
+		[MAPPING_FILENAME] = filename,
+		[MAPPING_BUILD_ID] = build_id,
+	};
 
-	err = str_intern(p, filename, &rec[MAPPING_FILENAME]);
-	if (!err)
-		err = str_intern(p, build_id, &rec[MAPPING_BUILD_ID]);
-	if (err) {
-		errno = -err;
-		return 0;
-	}
-	return rec_intern(&p->mappings, rec);
+	return rec_intern_strs(p, &p->mappings, rec, strs, MAPPING_WIDTH);
 }
 
 uint64_t pprof_function(struct pprof *p, const char *name, const char *system_name,
@@ -339,18 +344,13 @@ uint64_t pprof_function(struct pprof *p, const char *name, const char *system_na
 	uint64_t rec[FUNCTION_WIDTH] = {
 		[FUNCTION_START_LINE] = (uint64_t)start_line,
 	};
-	int err;
+	const char *strs[FUNCTION_WIDTH] = {
+		[FUNCTION_NAME] = name,
+		[FUNCTION_SYSTEM_NAME] = system_name,
+		[FUNCTION_FILENAME] = filename,
+	};
 
-	err = str_intern(p, name, &rec[FUNCTION_NAME]);
-	if (!err)
-		err = str_intern(p, system_name, &rec[FUNCTION_SYSTEM_NAME]);
-	if (!err)
-		err = str_intern(p, filename, &rec[FUNCTION_FILENAME]);
-	if (err) {
-		errno = -err;
-		return 0;
-	}
-	return rec_intern(&p->functions, rec);
+	return rec_intern_strs(p, &p->functions, rec, strs, FUNCTION_WIDTH);
 }
 
 /* Unknown ids are refused (EINVAL): the encoded profile would not load. */
@@ -577,16 +577,38 @@ static void encode_sample(struct buf *b, const struct pprof *p, const struct pp_
 	pb_end(b, start);
 }
 
+/*
+ * A Mapping or a Function: the id as field 1, then the record's values in their fields, which
+ * follow the record's order from field 2 on (checked below). Returns the message's start, for
+ * the caller to add to it and end it.
+ */
+static size_t encode_record(struct buf *b, unsigned int field, uint64_t id, const uint64_t *rec,
+			    size_t n)
+{
+	size_t start = pb_begin(b, field), i;
+
+	pb_uint(b, 1, id);
+	for (i = 0; i < n; i++)
+		pb_uint(b, (unsigned int)i + 2, rec[i]);
+	return start;
+}
+
+_Static_assert(MAPPING_F_ID == 1 && MAPPING_F_MEMORY_START == MAPPING_START + 2 &&
+		       MAPPING_F_MEMORY_LIMIT == MAPPING_LIMIT + 2 &&
+		       MAPPING_F_FILE_OFFSET == MAPPING_OFFSET + 2 &&
+		       MAPPING_F_FILENAME == MAPPING_FILENAME + 2 &&
+		       MAPPING_F_BUILD_ID == MAPPING_BUILD_ID + 2,
+	       "a Mapping's fields follow its record");
+_Static_assert(FUNCTION_F_ID == 1 && FUNCTION_F_NAME == FUNCTION_NAME + 2 &&
+		       FUNCTION_F_SYSTEM_NAME == FUNCTION_SYSTEM_NAME + 2 &&
+		       FUNCTION_F_FILENAME == FUNCTION_FILENAME + 2 &&
+		       FUNCTION_F_START_LINE == FUNCTION_START_LINE + 2,
+	       "a Function's fields follow its record");
+
 static void encode_mapping(struct buf *b, uint64_t id, const uint64_t *m)
 {
-	size_t start = pb_begin(b, PROFILE_MAPPING);
+	size_t start = encode_record(b, PROFILE_MAPPING, id, m, MAPPING_WIDTH);
 
-	pb_uint(b, MAPPING_F_ID, id);
-	pb_uint(b, MAPPING_F_MEMORY_START, m[MAPPING_START]);
-	pb_uint(b, MAPPING_F_MEMORY_LIMIT, m[MAPPING_LIMIT]);
-	pb_uint(b, MAPPING_F_FILE_OFFSET, m[MAPPING_OFFSET]);
-	pb_uint(b, MAPPING_F_FILENAME, m[MAPPING_FILENAME]);
-	pb_uint(b, MAPPING_F_BUILD_ID, m[MAPPING_BUILD_ID]);
 	/* Frames are symbolized already: readers must not try to symbolize them again. */
 	pb_uint(b, MAPPING_F_HAS_FUNCTIONS, 1);
 	pb_uint(b, MAPPING_F_HAS_FILENAMES, 1);
@@ -611,14 +633,7 @@ static void encode_location(struct buf *b, uint64_t id, const uint64_t *l)
 
 static void encode_function(struct buf *b, uint64_t id, const uint64_t *f)
 {
-	size_t start = pb_begin(b, PROFILE_FUNCTION);
-
-	pb_uint(b, FUNCTION_F_ID, id);
-	pb_uint(b, FUNCTION_F_NAME, f[FUNCTION_NAME]);
-	pb_uint(b, FUNCTION_F_SYSTEM_NAME, f[FUNCTION_SYSTEM_NAME]);
-	pb_uint(b, FUNCTION_F_FILENAME, f[FUNCTION_FILENAME]);
-	pb_uint(b, FUNCTION_F_START_LINE, f[FUNCTION_START_LINE]);
-	pb_end(b, start);
+	pb_end(b, encode_record(b, PROFILE_FUNCTION, id, f, FUNCTION_WIDTH));
 }
 
 static void encode_profile(struct buf *b, const struct pprof *p)

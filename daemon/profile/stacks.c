@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "lib/array.h"
 #include "lib/hmap.h"
 #include "native/kallsyms.h"
 #include "profile/stacks.h"
@@ -556,17 +557,11 @@ static void keep_ids(struct stacks *c, const struct target *t, const struct samp
 {
 	uint32_t cpu = st->first->cpu, *ids, k;
 	size_t n = st->nframes, cap;
-	struct cpu_ids *p, *np;
+	struct cpu_ids *p;
 
-	if (cpu >= c->ncpus) {
-		/* the sampler checked cpu against the possible CPUs */
-		np = realloc(c->cpus, ((size_t)cpu + 1) * sizeof(*np));
-		if (!np)
-			return;
-		memset(np + c->ncpus, 0, ((size_t)cpu + 1 - c->ncpus) * sizeof(*np));
-		c->cpus = np;
-		c->ncpus = (size_t)cpu + 1;
-	}
+	/* the sampler checked cpu against the possible CPUs */
+	if (array_extend(c->cpus, c->ncpus, (size_t)cpu + 1))
+		return;
 	p = &c->cpus[cpu];
 	p->pid = 0;
 	if (n > p->cap) {
@@ -717,22 +712,11 @@ static int stack_frames(struct stacks *c, struct target *t, const struct sampler
 
 static int reserve(struct stacks *c, size_t n)
 {
-	uint32_t *nb;
-	uint8_t *nk;
+	size_t cap = c->buf_cap;
 
-	if (n <= c->buf_cap)
-		return 0;
-	if (n > SIZE_MAX / sizeof(*nb))
+	/* two arrays, one capacity: the second grows only when the first did */
+	if (array_reserve(c->buf, cap, n, 64) || array_reserve(c->kind, c->buf_cap, n, 64))
 		return -ENOMEM;
-	nb = realloc(c->buf, n * sizeof(*nb));
-	if (!nb)
-		return -ENOMEM;
-	c->buf = nb;
-	nk = realloc(c->kind, n * sizeof(*nk));
-	if (!nk)
-		return -ENOMEM;
-	c->kind = nk;
-	c->buf_cap = n;
 	return 0;
 }
 
@@ -927,18 +911,8 @@ int stacks_enable_kernel(struct stacks *c, const char *kallsyms_path)
 
 static struct kpending *kcpu(struct stacks *c, uint32_t cpu)
 {
-	struct kpending *nk;
-
-	if (cpu >= NATIVE_MAX_CPUS)
+	if (cpu >= NATIVE_MAX_CPUS || array_extend(c->kcpus, c->nkcpus, (size_t)cpu + 1))
 		return NULL;
-	if (cpu >= c->nkcpus) {
-		nk = realloc(c->kcpus, ((size_t)cpu + 1) * sizeof(*nk));
-		if (!nk)
-			return NULL;
-		memset(nk + c->nkcpus, 0, ((size_t)cpu + 1 - c->nkcpus) * sizeof(*nk));
-		c->kcpus = nk;
-		c->nkcpus = (size_t)cpu + 1;
-	}
 	return &c->kcpus[cpu];
 }
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "lib/clock.h"
+#include "lib/array.h"
 #include "lib/hmap.h"
 #include "lib/log.h"
 #include "proc/procs.h"
@@ -424,7 +425,6 @@ static void collect_due(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
 {
 	struct due_ctx *x = ctx;
 	struct entry *e = (struct entry *)(uintptr_t)val;
-	pid_t *nd;
 
 	if (e->state != ST_PENDING && e->state != ST_FORKED)
 		return;
@@ -432,13 +432,8 @@ static void collect_due(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
 		x->next = min64(x->next, e->next_ns);
 		return;
 	}
-	if (x->n == x->cap) {
-		nd = realloc(x->due, (x->cap ? x->cap * 2 : 16) * sizeof(*nd));
-		if (!nd)
-			return;
-		x->due = nd;
-		x->cap = x->cap ? x->cap * 2 : 16;
-	}
+	if (array_reserve(x->due, x->cap, x->n + 1, 16))
+		return;
 	x->due[x->n++] = e->pid;
 }
 

@@ -43,15 +43,9 @@ struct rthreads *rthreads__new(pid_t pid, const struct ruby_offsets *off,
 	return r;
 }
 
-static void free_entry(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
-{
-	free((struct entry *)(uintptr_t)val);
-}
-
 static void drop_all(struct rthreads *r)
 {
-	hmap_foreach(&r->by_th, free_entry, NULL);
-	hmap_clear(&r->by_th);
+	hmap_clear_free(&r->by_th);
 }
 
 void rthreads__free(struct rthreads *r)

@@ -123,23 +123,15 @@ static void free_iseq(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
 	free(info);
 }
 
-static void free_str(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
-{
-	free((char *)(uintptr_t)val);
-}
-
 static void drop_caches(struct symbolizer *sym)
 {
 	hmap_foreach(&sym->iseqs, free_iseq, NULL);
-	hmap_foreach(&sym->cfuncs, free_str, NULL);
-	hmap_foreach(&sym->owners, free_str, NULL);
-	hmap_foreach(&sym->classes, free_str, NULL);
 	hmap_clear(&sym->iseqs);
 	hmap_clear(&sym->lines);
-	hmap_clear(&sym->cfuncs);
-	hmap_clear(&sym->owners);
+	hmap_clear_free(&sym->cfuncs);
+	hmap_clear_free(&sym->owners);
 	hmap_clear(&sym->multi);
-	hmap_clear(&sym->classes);
+	hmap_clear_free(&sym->classes);
 	sym->generation++;
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/array.h"
 #include "sample/native.h"
 
 struct pending {
@@ -50,20 +51,8 @@ void native__free(struct native *n)
 
 static struct pending *cpu_slot(struct native *n, uint32_t cpu)
 {
-	struct pending *nc;
-	size_t want;
-
-	if (cpu >= NATIVE_MAX_CPUS)
+	if (cpu >= NATIVE_MAX_CPUS || array_extend(n->cpus, n->ncpus, (size_t)cpu + 1))
 		return NULL;
-	if (cpu >= n->ncpus) {
-		want = (size_t)cpu + 1;
-		nc = realloc(n->cpus, want * sizeof(*nc));
-		if (!nc)
-			return NULL;
-		memset(nc + n->ncpus, 0, (want - n->ncpus) * sizeof(*nc));
-		n->cpus = nc;
-		n->ncpus = want;
-	}
 	if (!n->cpus[cpu].data) {
 		n->cpus[cpu].data = malloc((size_t)RP_USTACK_PAGES_MAX * RP_USTACK_PAGE);
 		if (!n->cpus[cpu].data)

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "lib/array.h"
 #include "lib/fileio.h"
 #include "lib/hmap.h"
 #include "lib/pbread.h"
@@ -36,19 +38,12 @@ struct pool {
 /* Room for one more element; a pointer to it (zeroed), or NULL (ENOMEM). */
 static void *pool_push(struct pool *p)
 {
-	size_t ncap;
 	void *tmp;
 
-	if (p->len == p->cap) {
-		ncap = p->cap ? p->cap * 2 : 16;
-		if (ncap > SIZE_MAX / p->elem)
-			return NULL;
-		tmp = realloc(p->data, ncap * p->elem);
-		if (!tmp)
-			return NULL;
-		p->data = tmp;
-		p->cap = ncap;
-	}
+	tmp = array_realloc(p->data, &p->cap, p->len + 1, p->elem, 16);
+	if (!tmp)
+		return NULL;
+	p->data = tmp;
 	tmp = (char *)p->data + p->len++ * p->elem;
 	memset(tmp, 0, p->elem);
 	return tmp;
@@ -100,14 +95,14 @@ static const void *pool_at(const struct pool *p, size_t size, size_t off)
 }
 
 /* The reader a decoder fills. */
-static struct pprofread *reader(const struct pb_dec *d)
+static struct pprofread *reader(const struct pbread_dec *d)
 {
 	return d->ctx;
 }
 
-static int nomem(struct pb_dec *d)
+static int nomem(struct pbread_dec *d)
 {
-	return pb_fail(d, d->pos, -ENOMEM, "out of memory");
+	return pbread_fail(d, d->pos, -ENOMEM, "out of memory");
 }
 
 /*
@@ -115,36 +110,36 @@ static int nomem(struct pb_dec *d)
  * are so far (the pool's length, or the parent's count of them, which is bumped); at max the
  * profile is refused.
  */
-static int sub_push(struct pb_dec *d, const struct pb_field *f, struct pool *pool, size_t *count,
-		    uint64_t max, const char *what, pb_fn fn)
+static int sub_push(struct pbread_dec *d, const struct pbread_field *f, struct pool *pool,
+		    size_t *count, uint64_t max, const char *what, pbread_fn fn)
 {
 	void *obj;
 
 	if ((count ? *count : pool->len) >= max)
-		return pb_fail(d, f->at, -EFBIG, "more than %llu %s", (unsigned long long)max,
-			       what);
+		return pbread_fail(d, f->at, -EFBIG, "more than %llu %s", (unsigned long long)max,
+				   what);
 	obj = pool_push(pool);
 	if (!obj)
 		return nomem(d);
 	if (count)
 		(*count)++;
-	return pb_sub(d, f->start, f->end, fn, obj);
+	return pbread_sub(d, f->start, f->end, fn, obj);
 }
 
 /*
  * A repeated scalar: packed (PB_WT_LEN) or one value (PB_WT_VARINT). Appends to pool (8-byte elements);
  * *count is bumped per value, and past max the profile is refused.
  */
-static int repeated(struct pb_dec *d, const struct pb_field *f, struct pool *pool, size_t *count,
-		    uint64_t max, const char *what)
+static int repeated(struct pbread_dec *d, const struct pbread_field *f, struct pool *pool,
+		    size_t *count, uint64_t max, const char *what)
 {
 	size_t pos = d->pos, oend = d->end;
 	uint64_t *slot, v = f->v;
 
 	if (f->wt == PB_WT_VARINT) {
 		if (*count >= max)
-			return pb_fail(d, pos, -EFBIG, "more than %llu %s", (unsigned long long)max,
-				       what);
+			return pbread_fail(d, pos, -EFBIG, "more than %llu %s",
+					   (unsigned long long)max, what);
 		slot = pool_push(pool);
 		if (!slot)
 			return nomem(d);
@@ -153,16 +148,16 @@ static int repeated(struct pb_dec *d, const struct pb_field *f, struct pool *poo
 		return 0;
 	}
 	if (f->wt != PB_WT_LEN)
-		return pb_fail(d, pos, -EINVAL, "%s: wire type %u", what, f->wt);
+		return pbread_fail(d, pos, -EINVAL, "%s: wire type %u", what, f->wt);
 	d->pos = f->start;
 	d->end = f->end;
 	while (d->pos < d->end && !d->ret) {
 		if (*count >= max) {
-			pb_fail_msg(d, d->pos, -EFBIG, "more than %llu %s", (unsigned long long)max,
-				    what);
+			pbread_fail_msg(d, d->pos, -EFBIG, "more than %llu %s",
+					(unsigned long long)max, what);
 			break;
 		}
-		if (pb_varint(d, &v))
+		if (pbread_varint(d, &v))
 			break;
 		slot = pool_push(pool);
 		if (!slot) {
@@ -184,18 +179,18 @@ static int repeated(struct pb_dec *d, const struct pb_field *f, struct pool *poo
  * and other wire types are skipped). int64 fields are two's complement varints, stored through
  * a uint64_t pointer (the unsigned type may alias the signed one).
  */
-static void set_varint(const struct pb_field *f, uint64_t *const *slot, size_t n)
+static void set_varint(const struct pbread_field *f, uint64_t *const *slot, size_t n)
 {
 	if (f->wt == PB_WT_VARINT && f->num <= n && slot[f->num - 1])
 		*slot[f->num - 1] = f->v;
 }
 
 /* A message of varint fields only (see set_varint). */
-static int dec_varints(struct pb_dec *d, uint64_t *const *slot, size_t n)
+static int dec_varints(struct pbread_dec *d, uint64_t *const *slot, size_t n)
 {
-	struct pb_field f;
+	struct pbread_field f;
 
-	while (pb_next_field(d, &f))
+	while (pbread_next_field(d, &f))
 		set_varint(&f, slot, n);
 	return d->ret;
 }
@@ -204,28 +199,28 @@ static int dec_varints(struct pb_dec *d, uint64_t *const *slot, size_t n)
 	dec_varints((d), (uint64_t *const[]){__VA_ARGS__},                                         \
 		    sizeof((uint64_t *const[]){__VA_ARGS__}) / sizeof(uint64_t *))
 
-static int dec_value_type(struct pb_dec *d, void *obj)
+static int dec_value_type(struct pbread_dec *d, void *obj)
 {
 	struct pprofread_value_type *vt = obj;
 
 	return DEC_VARINTS(d, &vt->type, &vt->unit);
 }
 
-static int dec_label(struct pb_dec *d, void *obj)
+static int dec_label(struct pbread_dec *d, void *obj)
 {
 	struct pprofread_label *l = obj;
 
 	return DEC_VARINTS(d, &l->key, &l->str, (uint64_t *)&l->num, &l->num_unit);
 }
 
-static int dec_line(struct pb_dec *d, void *obj)
+static int dec_line(struct pbread_dec *d, void *obj)
 {
 	struct pprofread_line *l = obj;
 
 	return DEC_VARINTS(d, &l->function_id, (uint64_t *)&l->line);
 }
 
-static int dec_function(struct pb_dec *d, void *obj)
+static int dec_function(struct pbread_dec *d, void *obj)
 {
 	struct pprofread_function *fn = obj;
 
@@ -233,28 +228,28 @@ static int dec_function(struct pb_dec *d, void *obj)
 			   (uint64_t *)&fn->start_line);
 }
 
-static int dec_mapping(struct pb_dec *d, void *obj)
+static int dec_mapping(struct pbread_dec *d, void *obj)
 {
 	struct pprofread_mapping *m = obj;
 
 	return DEC_VARINTS(d, &m->id, &m->start, &m->limit, &m->offset, &m->filename, &m->build_id);
 }
 
-static int dec_sample(struct pb_dec *d, void *obj)
+static int dec_sample(struct pbread_dec *d, void *obj)
 {
 	struct rsample *s = obj;
 	struct pprofread *r = reader(d);
-	struct pb_field f;
+	struct pbread_field f;
 
 	s->loc_off = r->locids.len;
 	s->val_off = r->values.len;
 	s->lab_off = r->labels.len;
-	while (pb_next_field(d, &f)) {
+	while (pbread_next_field(d, &f)) {
 		if (f.num == 1) {
 			if (r->locids.len >= PPROFREAD_MAX_STACK_TOTAL)
-				return pb_fail(d, f.at, -EFBIG,
-					       "more than %llu location ids in all samples",
-					       (unsigned long long)PPROFREAD_MAX_STACK_TOTAL);
+				return pbread_fail(d, f.at, -EFBIG,
+						   "more than %llu location ids in all samples",
+						   (unsigned long long)PPROFREAD_MAX_STACK_TOTAL);
 			repeated(d, &f, &r->locids, &s->nlocs, PPROFREAD_MAX_STACK,
 				 "locations in a sample");
 		} else if (f.num == 2) {
@@ -268,15 +263,15 @@ static int dec_sample(struct pb_dec *d, void *obj)
 	return d->ret;
 }
 
-static int dec_location(struct pb_dec *d, void *obj)
+static int dec_location(struct pbread_dec *d, void *obj)
 {
 	struct rlocation *rl = obj;
 	struct pprofread *r = reader(d);
 	uint64_t *const slot[] = {&rl->loc.id, &rl->loc.mapping_id, &rl->loc.address};
-	struct pb_field f;
+	struct pbread_field f;
 
 	rl->line_off = r->lines.len;
-	while (pb_next_field(d, &f)) {
+	while (pbread_next_field(d, &f)) {
 		if (f.wt == PB_WT_LEN && f.num == 4)
 			sub_push(d, &f, &r->lines, &rl->loc.nlines, PPROFREAD_MAX_LINES,
 				 "lines in a location", dec_line);
@@ -286,29 +281,23 @@ static int dec_location(struct pb_dec *d, void *obj)
 	return d->ret;
 }
 
-static int add_string(struct pb_dec *d, size_t start, size_t end)
+static int add_string(struct pbread_dec *d, size_t start, size_t end)
 {
 	struct pprofread *r = reader(d);
-	size_t *off, len = end - start, ncap;
+	size_t *off, len = end - start;
 	char *c;
 
 	if (r->strs.len >= PPROFREAD_MAX_STRINGS)
-		return pb_fail(d, start, -EFBIG, "more than %u strings", PPROFREAD_MAX_STRINGS);
+		return pbread_fail(d, start, -EFBIG, "more than %u strings", PPROFREAD_MAX_STRINGS);
 	off = pool_push(&r->strs);
 	if (!off)
 		return nomem(d);
 	*off = r->chars.len;
-	if (r->chars.cap - r->chars.len < len + 1) {
-		/* len is below the message's size, itself bounded: no overflow */
-		ncap = (r->chars.cap ? r->chars.cap : 4096);
-		while (ncap - r->chars.len < len + 1)
-			ncap *= 2;
-		c = realloc(r->chars.data, ncap);
-		if (!c)
-			return nomem(d);
-		r->chars.data = c;
-		r->chars.cap = ncap;
-	}
+	/* len is below the message's size, itself bounded: no overflow */
+	c = array_realloc(r->chars.data, &r->chars.cap, r->chars.len + len + 1, 1, 4096);
+	if (!c)
+		return nomem(d);
+	r->chars.data = c;
 	c = (char *)r->chars.data + r->chars.len;
 	memcpy(c, d->buf + start, len);
 	c[len] = '\0';
@@ -316,15 +305,36 @@ static int add_string(struct pb_dec *d, size_t start, size_t end)
 	return 0;
 }
 
-static int dec_profile(struct pb_dec *d)
+struct table_field {
+	size_t pool; /* offset of its struct pool in struct pprofread */
+	uint64_t max;
+	const char *what;
+	pbread_fn fn;
+};
+
+static int dec_profile(struct pbread_dec *d)
 {
 	struct pprofread *r = reader(d);
 	uint64_t *const slot[] = {[8] = (uint64_t *)&r->prof.time_ns,
 				  [9] = (uint64_t *)&r->prof.duration_ns,
 				  [11] = (uint64_t *)&r->prof.period};
-	struct pb_field f;
+	/* the repeated messages of a Profile by field number: the pool each goes to, its bound */
+	static const struct table_field tables[] = {
+		[1] = {offsetof(struct pprofread, types), PPROFREAD_MAX_VALUES, "sample types",
+		       dec_value_type},
+		[2] = {offsetof(struct pprofread, rsamples), PPROFREAD_MAX_SAMPLES, "samples",
+		       dec_sample},
+		[3] = {offsetof(struct pprofread, maps), PPROFREAD_MAX_TABLE, "mappings",
+		       dec_mapping},
+		[4] = {offsetof(struct pprofread, rlocs), PPROFREAD_MAX_TABLE, "locations",
+		       dec_location},
+		[5] = {offsetof(struct pprofread, funcs), PPROFREAD_MAX_TABLE, "functions",
+		       dec_function},
+	};
+	struct pbread_field f;
+	const struct table_field *t;
 
-	while (pb_next_field(d, &f)) {
+	while (pbread_next_field(d, &f)) {
 		if (f.num == 13) {
 			r->prof.ncomments = r->comments.len;
 			repeated(d, &f, &r->comments, &r->prof.ncomments, 1u << 20, "comments");
@@ -334,35 +344,14 @@ static int dec_profile(struct pb_dec *d)
 			set_varint(&f, slot, sizeof(slot) / sizeof(slot[0]));
 			continue;
 		}
-		switch (f.num) {
-		case 1:
-			sub_push(d, &f, &r->types, NULL, PPROFREAD_MAX_VALUES, "sample types",
-				 dec_value_type);
-			break;
-		case 2:
-			sub_push(d, &f, &r->rsamples, NULL, PPROFREAD_MAX_SAMPLES, "samples",
-				 dec_sample);
-			break;
-		case 3:
-			sub_push(d, &f, &r->maps, NULL, PPROFREAD_MAX_TABLE, "mappings",
-				 dec_mapping);
-			break;
-		case 4:
-			sub_push(d, &f, &r->rlocs, NULL, PPROFREAD_MAX_TABLE, "locations",
-				 dec_location);
-			break;
-		case 5:
-			sub_push(d, &f, &r->funcs, NULL, PPROFREAD_MAX_TABLE, "functions",
-				 dec_function);
-			break;
-		case 6:
+		if (f.num == 6) {
 			add_string(d, f.start, f.end);
-			break;
-		case 11:
-			pb_sub(d, f.start, f.end, dec_value_type, &r->prof.period_type);
-			break;
-		default:
-			break;
+		} else if (f.num == 11) {
+			pbread_sub(d, f.start, f.end, dec_value_type, &r->prof.period_type);
+		} else if (f.num < sizeof(tables) / sizeof(tables[0]) && tables[f.num].fn) {
+			t = &tables[f.num];
+			sub_push(d, &f, (struct pool *)((char *)r + t->pool), NULL, t->max, t->what,
+				 t->fn);
 		}
 	}
 	return d->ret;
@@ -370,16 +359,16 @@ static int dec_profile(struct pb_dec *d)
 
 /* ---- checks and indexes ------------------------------------------------------------------- */
 
-static int check_str(struct pb_dec *d, uint64_t idx, const char *what, uint64_t id)
+static int check_str(struct pbread_dec *d, uint64_t idx, const char *what, uint64_t id)
 {
 	if (idx < reader(d)->strs.len)
 		return 0;
-	return pb_fail(d, d->end, -EINVAL,
-		       "%s %llu: string index %llu past the table (%zu strings)", what,
-		       (unsigned long long)id, (unsigned long long)idx, reader(d)->strs.len);
+	return pbread_fail(d, d->end, -EINVAL,
+			   "%s %llu: string index %llu past the table (%zu strings)", what,
+			   (unsigned long long)id, (unsigned long long)idx, reader(d)->strs.len);
 }
 
-static int index_ids(struct pb_dec *d, struct hmap *h, const void *base, size_t n, size_t elem,
+static int index_ids(struct pbread_dec *d, struct hmap *h, const void *base, size_t n, size_t elem,
 		     const char *what)
 {
 	uint64_t id, old;
@@ -388,10 +377,10 @@ static int index_ids(struct pb_dec *d, struct hmap *h, const void *base, size_t 
 	for (i = 0; i < n; i++) {
 		id = *(const uint64_t *)((const char *)base + i * elem);
 		if (!id)
-			return pb_fail(d, d->end, -EINVAL, "%s #%zu has id 0", what, i + 1);
+			return pbread_fail(d, d->end, -EINVAL, "%s #%zu has id 0", what, i + 1);
 		if (hmap_get(h, id, 0, &old))
-			return pb_fail(d, d->end, -EINVAL, "%s id %llu appears twice", what,
-				       (unsigned long long)id);
+			return pbread_fail(d, d->end, -EINVAL, "%s id %llu appears twice", what,
+					   (unsigned long long)id);
 		if (hmap_put(h, id, 0, i + 1))
 			return nomem(d);
 	}
@@ -418,7 +407,7 @@ static int build_dense(struct pprofread *r)
 }
 
 /* Builds the public view of the pools and checks every reference. */
-static int finish(struct pb_dec *d)
+static int finish(struct pbread_dec *d)
 {
 	struct pprofread *r = reader(d);
 	struct pprofread_profile *p = &r->prof;
@@ -433,7 +422,7 @@ static int finish(struct pb_dec *d)
 	uint64_t v;
 
 	if (r->strs.len == 0 || ((const char *)r->chars.data)[off[0]] != '\0')
-		return pb_fail(d, d->end, -EINVAL, "the string table does not start with \"\"");
+		return pbread_fail(d, d->end, -EINVAL, "the string table does not start with \"\"");
 	r->strings = calloc(r->strs.len, sizeof(*r->strings));
 	r->samples = calloc(r->rsamples.len ? r->rsamples.len : 1, sizeof(*r->samples));
 	r->locations = calloc(r->rlocs.len ? r->rlocs.len : 1, sizeof(*r->locations));
@@ -478,23 +467,23 @@ static int finish(struct pb_dec *d)
 		r->locations[i].lines =
 			pool_at(&r->lines, sizeof(struct pprofread_line), rl[i].line_off);
 		if (rl[i].loc.mapping_id && !hmap_get(&r->map_by_id, rl[i].loc.mapping_id, 0, &v))
-			return pb_fail(d, d->end, -EINVAL, "location %llu: no mapping %llu",
-				       (unsigned long long)rl[i].loc.id,
-				       (unsigned long long)rl[i].loc.mapping_id);
+			return pbread_fail(d, d->end, -EINVAL, "location %llu: no mapping %llu",
+					   (unsigned long long)rl[i].loc.id,
+					   (unsigned long long)rl[i].loc.mapping_id);
 		for (j = 0; j < rl[i].loc.nlines; j++) {
 			ln = r->locations[i].lines + j;
 			if (ln->function_id && !hmap_get(&r->fn_by_id, ln->function_id, 0, &v))
-				return pb_fail(d, d->end, -EINVAL,
-					       "location %llu: no function %llu",
-					       (unsigned long long)rl[i].loc.id,
-					       (unsigned long long)ln->function_id);
+				return pbread_fail(d, d->end, -EINVAL,
+						   "location %llu: no function %llu",
+						   (unsigned long long)rl[i].loc.id,
+						   (unsigned long long)ln->function_id);
 		}
 	}
 	for (i = 0; i < r->rsamples.len; i++) {
 		if (rs[i].nvals != nt)
-			return pb_fail(d, d->end, -EINVAL,
-				       "sample %zu: %zu values for %zu sample types", i + 1,
-				       rs[i].nvals, nt);
+			return pbread_fail(d, d->end, -EINVAL,
+					   "sample %zu: %zu values for %zu sample types", i + 1,
+					   rs[i].nvals, nt);
 		r->samples[i].location_ids = pool_at(&r->locids, sizeof(uint64_t), rs[i].loc_off);
 		r->samples[i].nlocations = rs[i].nlocs;
 		r->samples[i].values = pool_at(&r->values, sizeof(int64_t), rs[i].val_off);
@@ -503,9 +492,9 @@ static int finish(struct pb_dec *d)
 		r->samples[i].nlabels = rs[i].nlabs;
 		for (j = 0; j < rs[i].nlocs; j++) {
 			if (!pprofread_location_index(r, r->samples[i].location_ids[j]))
-				return pb_fail(d, d->end, -EINVAL, "sample %zu: no location %llu",
-					       i + 1,
-					       (unsigned long long)r->samples[i].location_ids[j]);
+				return pbread_fail(
+					d, d->end, -EINVAL, "sample %zu: no location %llu", i + 1,
+					(unsigned long long)r->samples[i].location_ids[j]);
 		}
 		for (j = 0; j < rs[i].nlabs; j++) {
 			l = r->samples[i].labels + j;
@@ -539,7 +528,8 @@ static int finish(struct pb_dec *d)
 /* ---- gzip ---------------------------------------------------------------------------------- */
 
 /* Inflates a gzip stream into a malloc'd buffer of at most PPROFREAD_MAX_BYTES. */
-static int gunzip(struct pb_dec *d, const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
+static int gunzip(struct pbread_dec *d, const uint8_t *in, size_t len, uint8_t **out,
+		  size_t *out_len)
 {
 	const size_t piece = 1u << 30; /* zlib's counts are uInt: feed and drain in pieces */
 	size_t cap = len * 4 + 4096, n = 0;
@@ -554,15 +544,15 @@ static int gunzip(struct pb_dec *d, const uint8_t *in, size_t len, uint8_t **out
 		return nomem(d);
 	if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
 		free(buf);
-		return pb_fail(d, 0, -ENOMEM, "zlib: inflateInit2 failed");
+		return pbread_fail(d, 0, -ENOMEM, "zlib: inflateInit2 failed");
 	}
 	zs.next_in = in;
 	for (;;) {
 		if (n == cap) {
 			if (cap >= PPROFREAD_MAX_BYTES) {
-				ret = pb_fail(d, zs.total_in, -EFBIG,
-					      "gzip: decompresses to more than %llu bytes",
-					      (unsigned long long)PPROFREAD_MAX_BYTES);
+				ret = pbread_fail(d, zs.total_in, -EFBIG,
+						  "gzip: decompresses to more than %llu bytes",
+						  (unsigned long long)PPROFREAD_MAX_BYTES);
 				goto cleanup;
 			}
 			cap = cap * 2 > PPROFREAD_MAX_BYTES ? PPROFREAD_MAX_BYTES : cap * 2;
@@ -583,12 +573,12 @@ static int gunzip(struct pb_dec *d, const uint8_t *in, size_t len, uint8_t **out
 		if (zret == Z_OK || (zret == Z_BUF_ERROR && zs.avail_out == 0))
 			continue;
 		/* Z_BUF_ERROR with room to write: the input ended inside the stream */
-		ret = pb_fail(d, zs.total_in, zret == Z_MEM_ERROR ? -ENOMEM : -EINVAL,
-			      "gzip: %s at compressed byte %lu",
-			      zret == Z_BUF_ERROR ? "truncated stream"
-			      : zs.msg		  ? zs.msg
-						  : "corrupt stream",
-			      zs.total_in);
+		ret = pbread_fail(d, zs.total_in, zret == Z_MEM_ERROR ? -ENOMEM : -EINVAL,
+				  "gzip: %s at compressed byte %lu",
+				  zret == Z_BUF_ERROR ? "truncated stream"
+				  : zs.msg	      ? zs.msg
+						      : "corrupt stream",
+				  zs.total_in);
 		goto cleanup;
 	}
 	*out = buf;
@@ -602,22 +592,23 @@ cleanup:
 
 /* ---- public -------------------------------------------------------------------------------- */
 
+/* The pools' rows (a pool that never got one holds NULL). */
+static void pools_free(struct pprofread *r)
+{
+	struct pool *const pools[] = {&r->strs,	  &r->chars,  &r->types,  &r->rsamples,
+				      &r->locids, &r->values, &r->labels, &r->rlocs,
+				      &r->lines,  &r->funcs,  &r->maps,	  &r->comments};
+	size_t i;
+
+	for (i = 0; i < sizeof(pools) / sizeof(pools[0]); i++)
+		free(pools[i]->data);
+}
+
 void pprofread__free(struct pprofread *r)
 {
 	if (!r)
 		return;
-	free(r->strs.data);
-	free(r->chars.data);
-	free(r->types.data);
-	free(r->rsamples.data);
-	free(r->locids.data);
-	free(r->values.data);
-	free(r->labels.data);
-	free(r->rlocs.data);
-	free(r->lines.data);
-	free(r->funcs.data);
-	free(r->maps.data);
-	free(r->comments.data);
+	pools_free(r);
 	free(r->strings);
 	free(r->samples);
 	free(r->locations);
@@ -652,7 +643,7 @@ static struct pprofread *reader_alloc(void)
 struct pprofread *pprofread__new(const uint8_t *data, size_t len, const char *name, char *err,
 				 size_t errlen)
 {
-	struct pb_dec d = {.name = name ? name : "profile", .err = err, .errlen = errlen};
+	struct pbread_dec d = {.name = name ? name : "profile", .err = err, .errlen = errlen};
 	uint8_t *plain = NULL;
 	size_t plain_len = len;
 
@@ -668,8 +659,8 @@ struct pprofread *pprofread__new(const uint8_t *data, size_t len, const char *na
 			goto cleanup;
 		data = plain;
 	} else if (len > PPROFREAD_MAX_BYTES) {
-		pb_fail_msg(&d, 0, -EFBIG, "more than %llu bytes",
-			    (unsigned long long)PPROFREAD_MAX_BYTES);
+		pbread_fail_msg(&d, 0, -EFBIG, "more than %llu bytes",
+				(unsigned long long)PPROFREAD_MAX_BYTES);
 		goto cleanup;
 	}
 	d.buf = data;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/array.h"
 #include "lib/hash.h"
 #include "lib/hmap.h"
 #include "profile/wall.h"
@@ -57,13 +58,8 @@ static struct fn_row *row_of(struct top_ctx *x, const struct aggregate_frame *f)
 				return nr;
 		}
 	}
-	if (x->nrows == x->cap) {
-		nr = realloc(x->rows, (x->cap ? x->cap * 2 : 64) * sizeof(*nr));
-		if (!nr)
-			return NULL;
-		x->rows = nr;
-		x->cap = x->cap ? x->cap * 2 : 64;
-	}
+	if (array_reserve(x->rows, x->cap, x->nrows + 1, 64))
+		return NULL;
 	nr = &x->rows[x->nrows];
 	memset(nr, 0, sizeof(*nr));
 	nr->name = f->name;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/array.h"
 #include "lib/hash.h"
 #include "lib/hmap.h"
 #include "lib/text.h"
@@ -143,13 +144,8 @@ static uint32_t frame_intern(struct view *v, enum view_kind kind, const char *na
 		file = "";
 		line = 0;
 	}
-	if (v->nframes == v->frames_cap) {
-		nf = realloc(v->frames, v->frames_cap * 2 * sizeof(*nf));
-		if (!nf)
-			return 0;
-		v->frames = nf;
-		v->frames_cap *= 2;
-	}
+	if (array_reserve(v->frames, v->frames_cap, v->nframes + 1, 1))
+		return 0;
 	nf = &v->frames[v->nframes];
 	nf->f.kind = kind;
 	nf->f.line = line;
@@ -212,7 +208,7 @@ static enum view_kind kind_of(const char *mapping, const char *name, const char 
 static uint32_t child_of(struct view *v, uint32_t parent, uint32_t frame, int *err)
 {
 	uint64_t key = (uint64_t)parent << 32 | frame, id;
-	struct view_node *nn, *n;
+	struct view_node *n;
 	uint32_t c;
 	int k = 0;
 
@@ -227,16 +223,8 @@ static uint32_t child_of(struct view *v, uint32_t parent, uint32_t frame, int *e
 		return (uint32_t)id;
 	if (v->nnodes >= VIEW_MAX_NODES)
 		return 0;
-	if (v->nnodes == v->nodes_cap) {
-		nn = realloc(v->nodes, v->nodes_cap * 2 * sizeof(*nn));
-		if (!nn) {
-			*err = -ENOMEM;
-			return 0;
-		}
-		v->nodes = nn;
-		v->nodes_cap *= 2;
-	}
-	if (hmap_put(&v->child, key, 0, v->nnodes)) {
+	if (array_reserve(v->nodes, v->nodes_cap, v->nnodes + 1, 1) ||
+	    hmap_put(&v->child, key, 0, v->nnodes)) {
 		*err = -ENOMEM;
 		return 0;
 	}
@@ -260,20 +248,17 @@ static uint32_t child_of(struct view *v, uint32_t parent, uint32_t frame, int *e
  */
 static int tree_add(struct view *v, const uint32_t *frames, size_t n, uint64_t value)
 {
-	uint32_t node = 0, next, *nb;
+	uint32_t node = 0, next;
 	size_t d = 0, depth;
 	int err = 0;
 
 	if (n > v->path_cap) {
-		nb = realloc(v->path_frames, n * sizeof(*nb));
-		if (!nb)
+		size_t cap = v->path_cap;
+
+		/* two arrays, one capacity: the second grows only when the first did */
+		if (array_reserve(v->path_frames, cap, n, 64) ||
+		    array_reserve(v->path_nodes, v->path_cap, n, 64))
 			return -ENOMEM;
-		v->path_frames = nb;
-		nb = realloc(v->path_nodes, n * sizeof(*nb));
-		if (!nb)
-			return -ENOMEM;
-		v->path_nodes = nb;
-		v->path_cap = n;
 	}
 	/* the shared root side: same frames at the same depths as the previous stack */
 	while (d < n && d < v->path_len && v->path_frames[d] == frames[n - 1 - d]) {
@@ -323,15 +308,8 @@ struct file_ctx {
 
 static int lf_push(struct file_ctx *x, uint32_t id)
 {
-	uint32_t *n;
-
-	if (x->nlf == x->lf_cap) {
-		n = realloc(x->lf, (x->lf_cap ? x->lf_cap * 2 : 256) * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		x->lf = n;
-		x->lf_cap = x->lf_cap ? x->lf_cap * 2 : 256;
-	}
+	if (array_reserve(x->lf, x->lf_cap, x->nlf + 1, 256))
+		return -ENOMEM;
 	x->lf[x->nlf++] = id;
 	return 0;
 }
@@ -469,16 +447,11 @@ static size_t value_index(const struct pprofread *r)
 
 static int grow_stack(struct file_ctx *x, size_t n)
 {
-	uint32_t *ns = realloc(x->stack, n * sizeof(*ns)), *na;
+	size_t cap = x->stack_cap;
 
-	if (!ns)
+	/* two arrays, one capacity: the second grows only when the first did */
+	if (array_reserve(x->stack, cap, n, 64) || array_reserve(x->astack, x->stack_cap, n, 64))
 		return -ENOMEM;
-	x->stack = ns;
-	na = realloc(x->astack, n * sizeof(*na));
-	if (!na)
-		return -ENOMEM;
-	x->astack = na;
-	x->stack_cap = n;
 	return 0;
 }
 
@@ -620,21 +593,16 @@ static int by_name(const void *a, const void *b, void *ctx)
 
 int view_finish(struct view *v)
 {
-	uint32_t *kids = NULL, *nk, c;
+	uint32_t *kids = NULL, c;
 	size_t cap = 0, n, i, j;
 
 	hmap_clear(&v->child); /* lookups are over: its memory goes back */
 	for (i = 0; i < v->nnodes; i++) {
 		n = 0;
 		for (c = v->nodes[i].child; c; c = v->nodes[c].sibling) {
-			if (n == cap) {
-				nk = realloc(kids, (cap ? cap * 2 : 64) * sizeof(*nk));
-				if (!nk) {
-					free(kids);
-					return -ENOMEM;
-				}
-				kids = nk;
-				cap = cap ? cap * 2 : 64;
+			if (array_reserve(kids, cap, n + 1, 64)) {
+				free(kids);
+				return -ENOMEM;
 			}
 			kids[n++] = c;
 		}
@@ -682,8 +650,7 @@ void view_stats(const struct view *v, struct view_stats *out)
 
 /* ---- walking the tree ----------------------------------------------------------------------- */
 
-/* The next node in preorder after i (children first, then siblings, then an ancestor's sibling). */
-static uint32_t preorder_next(const struct view *v, uint32_t i)
+uint32_t view_next_node(const struct view *v, uint32_t i)
 {
 	if (v->nodes[i].child)
 		return v->nodes[i].child;
@@ -716,7 +683,7 @@ int view_write_collapsed(const struct view *v, FILE *out)
 
 	if (!path)
 		return -ENOMEM;
-	for (i = preorder_next(v, 0); i; i = preorder_next(v, i)) {
+	for (i = view_next_node(v, 0); i; i = view_next_node(v, i)) {
 		if (!v->nodes[i].self)
 			continue;
 		path_of(v, i, path);
@@ -792,7 +759,7 @@ int view_write_speedscope(const struct view *v, FILE *out, const char *title)
 	fprintf(out, ",\"unit\":\"none\",\"startValue\":0,\"endValue\":%" PRIu64 ",\"samples\":[",
 		view_total(v));
 	/* one sample per distinct stack (a node with self samples), root first, weighted */
-	for (i = preorder_next(v, 0); i; i = preorder_next(v, i)) {
+	for (i = view_next_node(v, 0); i; i = view_next_node(v, i)) {
 		if (!v->nodes[i].self)
 			continue;
 		path_of(v, i, path);
@@ -804,7 +771,7 @@ int view_write_speedscope(const struct view *v, FILE *out, const char *title)
 	}
 	fputs("],\"weights\":[", out);
 	first = true;
-	for (i = preorder_next(v, 0); i; i = preorder_next(v, i)) {
+	for (i = view_next_node(v, 0); i; i = view_next_node(v, i)) {
 		if (!v->nodes[i].self)
 			continue;
 		fprintf(out, first ? "%" PRIu64 : ",%" PRIu64, v->nodes[i].self);

@@ -90,6 +90,9 @@ int view_finish(struct view *v);
 uint64_t view_total(const struct view *v);
 size_t view_nnodes(const struct view *v);
 const struct view_node *view_node(const struct view *v, uint32_t i);
+/* The node after i in preorder (children first, then siblings, then an ancestor's sibling;
+ * children in view_finish's order); 0 after the last. view_next_node(v, 0) is the first. */
+uint32_t view_next_node(const struct view *v, uint32_t i);
 const struct view_frame *view_frame(const struct view *v, uint32_t id);
 size_t view_nframes(const struct view *v);
 void view_stats(const struct view *v, struct view_stats *out);

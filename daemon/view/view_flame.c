@@ -17,26 +17,13 @@
 
 #define MARKER "/*@PROFILE@*/"
 
-/* The next node in preorder (children sorted by view_finish). */
-static uint32_t next_node(const struct view *v, uint32_t i)
-{
-	const struct view_node *n = view_node(v, i);
-
-	if (n->child)
-		return n->child;
-	while (i) {
-		n = view_node(v, i);
-		if (n->sibling)
-			return n->sibling;
-		i = n->parent;
-	}
-	return 0;
-}
-
 void view_put_xml_text(FILE *out, const char *s)
 {
+	static const char specials[] = "&<>\"'";
+	static const char *const entities[] = {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"};
 	const unsigned char *p = (const unsigned char *)s;
 	size_t left = strlen(s), k;
+	const char *sp;
 
 	for (; left; p += k, left -= k) {
 		k = text_utf8_len(p, left);
@@ -47,29 +34,13 @@ void view_put_xml_text(FILE *out, const char *s)
 			k = k ? k : 1;
 			continue;
 		}
-		switch (*p) {
-		case '&':
-			fputs("&amp;", out);
-			break;
-		case '<':
-			fputs("&lt;", out);
-			break;
-		case '>':
-			fputs("&gt;", out);
-			break;
-		case '"':
-			fputs("&quot;", out);
-			break;
-		case '\'':
-			fputs("&apos;", out);
-			break;
-		default:
-			/* XML 1.0 has no place for most control characters */
-			if (*p < 0x20 && *p != '\t')
-				fputc(' ', out);
-			else
-				fwrite(p, 1, k, out);
-		}
+		sp = *p ? strchr(specials, *p) : NULL;
+		if (sp)
+			fputs(entities[sp - specials], out);
+		else if (*p < 0x20 && *p != '\t')
+			fputc(' ', out); /* XML 1.0 has no place for most control characters */
+		else
+			fwrite(p, 1, k, out);
 	}
 }
 
@@ -99,7 +70,7 @@ static void put_nodes(const struct view *v, FILE *out, const char *name, int fie
 		default:
 			fprintf(out, "%" PRIu64, n->self);
 		}
-		i = next_node(v, i);
+		i = view_next_node(v, i);
 	} while (i);
 	fputc(']', out);
 }
@@ -237,7 +208,7 @@ int view_write_svg(const struct view *v, FILE *out, const char *title)
 	}
 	c.scale = c.total ? (double)(SVG_WIDTH - 20) / (double)c.total : 0;
 	/* x of each node: its parent's x plus its elder siblings' widths; and the deepest row drawn */
-	for (i = next_node(v, 0); i; i = next_node(v, i)) {
+	for (i = view_next_node(v, 0); i; i = view_next_node(v, i)) {
 		n = view_node(v, i);
 		x[i] = x[n->parent] + cur[n->parent];
 		cur[n->parent] += (double)n->total;
@@ -257,7 +228,7 @@ int view_write_svg(const struct view *v, FILE *out, const char *title)
 	i = 0;
 	do {
 		svg_frame(v, &c, i);
-		i = next_node(v, i);
+		i = view_next_node(v, i);
 	} while (i);
 	fputs("</svg>\n", out);
 	free(x);

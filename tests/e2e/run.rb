@@ -166,6 +166,25 @@ class E2E
     Dir["/proc/#{pid}/task/*"].to_h { |t| [(File.read("#{t}/comm").strip rescue ""), [pid, Integer(File.basename(t))]] }
   end
 
+  # scripts/NAME profiled by --oneshot from start to end, its facts written to NAME's "-facts"
+  # file: the facts, the profile read back, the daemon's stderr.
+  def oneshot_facts(name)
+    facts_path = File.join(@rt.workdir, name.sub(/\.rb\z/, "-facts"))
+    path, _, stderr, = rubyprofd("--", *@rt.argv(@rt.script(name), facts_path))
+    [Marshal.load(File.binread(facts_path)), PprofRaw.read(path), stderr]
+  end
+
+  # The block's value once truthy, polled until a generous deadline; past it the test fails,
+  # with the service's log when svc is given.
+  def wait_for(what, timeout = 60, svc = nil)
+    deadline = Time.now + timeout
+    until (v = yield)
+      fail!("#{what}: not after #{timeout} s\n#{svc&.log_text}") if Time.now > deadline
+      sleep 0.2
+    end
+    v
+  end
+
   # Waits until pid has used `secs` seconds of CPU more than now: the target's own progress, not
   # the clock's (on a busy machine a second of the clock may be a tenth of one on a CPU).
   def wait_cpu(pid, secs, timeout: 60)

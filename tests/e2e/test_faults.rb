@@ -255,15 +255,6 @@ class E2E
     body[/^#{name}#{sel} (\d+(?:\.\d+)?)$/, 1]&.to_f
   end
 
-  private def wait_for(what, timeout, svc = nil)
-    deadline = Time.now + timeout
-    until (v = yield)
-      fail!("#{what}: not after #{timeout} s\n#{svc&.log_text}") if Time.now > deadline
-      sleep 0.2
-    end
-    v
-  end
-
   # The BPF programs' own counters (include/rubyprof.h: RP_STAT_*) of the daemon pid, summed
   # over CPUs, read with bpftool through the daemon's descriptors (/proc/PID/fdinfo names each
   # map's id): readable while the daemon is stopped, since the kernel, not the daemon, counts.

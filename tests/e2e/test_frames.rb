@@ -11,11 +11,7 @@ class E2E
   # the script knows it: none is excused. A build that names a method without its owner one
   # frame lookup in ten: caught (62/69 samples of the instance method's case named).
   def test_labels
-    script = @rt.script("labels.rb")
-    facts_path = File.join(@rt.workdir, "labels-facts")
-    path, _, stderr, = rubyprofd("--", *@rt.argv(script, facts_path))
-    facts = Marshal.load(File.binread(facts_path))
-    prof = PprofRaw.read(path)
+    facts, prof, stderr = oneshot_facts("labels.rb")
     hot_line = facts["cases"].first[1][0]["lineno"]
     failures = []
     facts["cases"].each do |name, want, owner_labels|

@@ -16,11 +16,8 @@ class E2E
       above.all?(&native) && above.any? { |l| l.name == "deflate" && l.file =~ /libz\.so/ } &&
         method?(frames[idx + 1], "compress_loop")
     end
-    n = good.sum { |s, _, _| s.count }
-    best = in_deflate.max_by { |s, _, _| s.count }
-    check(n >= 0.8 * got,
-          "#{n}/#{got} samples in deflate show libz's deflate above it; most frequent stack:\n  " +
-          best[1].map { |l| "#{fmt(l, prof)} (#{prof.mappings[l.mapping]})" }.join("\n  "))
+    n = check_most_in_deflate(prof, in_deflate, good, got,
+                              "show libz's deflate above it; most frequent stack")
     depth = good.sum { |s, _, idx| s.count * idx } / [n, 1].max.to_f
     ruby_only = samples.count { |s| prof.frames(s).none?(&native) }
     # libz's Mapping carries its build id, as the file has it
@@ -63,7 +60,7 @@ class E2E
     # (75 samples at 99 Hz) under it, however busy the machine (8 workers share its CPUs)
     path, stdout, = rubyprofd(*args, "--duration", "300", "--stacks", "mixed") do
       c0 = workers.to_h { |p| [p, cpu_seconds(p) || fail!("worker #{p} is gone")] }
-      native_wait("0.75 s of CPU in every worker", 120) do
+      wait_for("0.75 s of CPU in every worker", 120) do
         workers.all? { |p| (cpu_seconds(p) || fail!("worker #{p} is gone")) - c0[p] >= 0.75 }
       end
     ensure
@@ -143,27 +140,32 @@ class E2E
     "#{n}/#{r.total} samples in ns::Class::method(int)"
   end
 
-  # The block's value once truthy, polled until a generous deadline.
-  def native_wait(what, timeout = 60)
-    deadline = Time.now + timeout
-    until (v = yield)
-      fail!("#{what}: not after #{timeout} s") if Time.now > deadline
-      sleep 0.2
-    end
-    v
-  end
-
   # [[sample, frames, index of the Zlib::Deflate.deflate frame]], and their count: at least half
   # of the run's samples.
-  def deflate_samples(r)
-    in_deflate = r.samples.filter_map do |s|
+  def deflate_samples(r) = cfunc_samples(r, "deflate", "Zlib::Deflate.deflate")
+
+  # The samples in the C method `name` (shown as `shown`), at least half of them: [[sample,
+  # frames, the method's index in frames]...] and their count.
+  def cfunc_samples(r, name, shown)
+    inside = r.samples.filter_map do |s|
       frames = r.prof.frames(s)
-      idx = frames.index { |l| method?(l, "deflate") && r.prof.cfunc?(l) }
+      idx = frames.index { |l| method?(l, name) && r.prof.cfunc?(l) }
       [s, frames, idx] if idx
     end
-    got = in_deflate.sum { |s, _, _| s.count }
-    check(got >= 0.5 * r.total, "only #{got}/#{r.total} samples in Zlib::Deflate.deflate")
-    [in_deflate, got]
+    got = inside.sum { |s, _, _| s.count }
+    check(got >= 0.5 * r.total, "only #{got}/#{r.total} samples in #{shown}")
+    [inside, got]
+  end
+
+  # The samples of good (a selection of deflate_samples) are 80 % of those in deflate, else the
+  # test fails saying what they were to show, with the most frequent stack in deflate. Their count.
+  def check_most_in_deflate(prof, in_deflate, good, got, what)
+    n = good.sum { |s, _, _| s.count }
+    best = in_deflate.max_by { |s, _, _| s.count }
+    check(n >= 0.8 * got,
+          "#{n}/#{got} samples in deflate #{what}:\n  " +
+          best[1].map { |l| "#{fmt(l, prof)} (#{prof.mappings[l.mapping]})" }.join("\n  "))
+    n
   end
 
   # A native frame: its mapping is its object (pprof -raw prints the build id after the path).
@@ -223,11 +225,8 @@ class E2E
         (!each_c || (!between.empty? && between.all?(&native) &&
                      between.any? { |l| l.name == "rb_ary_each" }))
     end
-    n = good.sum { |s, _, _| s.count }
-    best = in_deflate.max_by { |s, _, _| s.count }
-    check(n >= 0.8 * got,
-          "#{n}/#{got} samples interleave Array#each's C frames under the block; most frequent other:\n  " +
-          best[1].map { |l| "#{fmt(l, prof)} (#{prof.mappings[l.mapping]})" }.join("\n  "))
+    n = check_most_in_deflate(prof, in_deflate, good, got,
+                              "interleave Array#each's C frames under the block; most frequent other")
     "#{n}/#{got} samples in deflate interleaved#{each_c ? "" : " (Array#each is Ruby here)"}"
   end
 
@@ -236,15 +235,9 @@ class E2E
   def test_native_truncated
     depth = 40
     r = profile_script("nested_deep.rb", depth.to_s, duration: 6, flags: ["--stacks", "mixed"])
-    prof, samples = r.prof, r.samples
+    prof = r.prof
     want = r.facts["frames"].map { |f| f["label"] }
-    in_deflate = samples.filter_map do |s|
-      frames = prof.frames(s)
-      idx = frames.index { |l| method?(l, "deflate") && prof.cfunc?(l) }
-      [s, frames, idx] if idx
-    end
-    got = in_deflate.sum { |s, _, _| s.count }
-    check(got >= 0.5 * r.total, "only #{got}/#{r.total} samples in Zlib::Deflate.deflate")
+    in_deflate, got = deflate_samples(r)
     good = in_deflate.select do |_, frames, idx|
       # Ruby's backtrace, taken in the block that calls deflate, is the stack under it
       ruby = frames[(idx + 1)..].select { |l| prof.mappings[l.mapping] =~ /\A\[ruby( cfunc)?\]\z/ }
@@ -282,13 +275,7 @@ class E2E
     native = ->(loc) { native?(prof, loc) }
     ruby = ->(loc) { prof.mappings[loc.mapping] =~ /\A\[ruby( cfunc)?\]\z/ }
     ext = ->(loc, name) { loc.name == name && loc.file.end_with?("/cbext.so") }
-    in_spin = r.samples.filter_map do |s|
-      frames = prof.frames(s)
-      idx = frames.index { |l| method?(l, "spin") && prof.cfunc?(l) }
-      [s, frames, idx] if idx
-    end
-    got = in_spin.sum { |s, _, _| s.count }
-    check(got >= 0.5 * r.total, "only #{got}/#{r.total} samples in CbExt.spin")
+    in_spin, got = cfunc_samples(r, "spin", "CbExt.spin")
     # the block is the last Ruby frame of the inner VM invocation
     blk = want.index { |w| w["label"].start_with?("block") }
     check(blk, "no block in the script's backtrace: #{show(want)}")

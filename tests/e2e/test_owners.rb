@@ -3,11 +3,7 @@
 # sample, with the owner of that call, as Ruby itself names it.
 class E2E
   def test_shared_iseq_owners
-    script = @rt.script("owners.rb")
-    facts_path = File.join(@rt.workdir, "owners-facts")
-    path, _, stderr, = rubyprofd("--", *@rt.argv(script, facts_path))
-    facts = Marshal.load(File.binread(facts_path))
-    prof = PprofRaw.read(path)
+    facts, prof, stderr = oneshot_facts("owners.rb")
     failures = []
     check(facts["cases"].size == 4, "the script recorded #{facts["cases"].size} cases, not 4")
     facts["cases"].each do |name, want, label|

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Fuzzes the service naming (daemon/proc/appname.c): rule text (from the configuration) compiled by
- * appname_rules__new, then matched against a process's cgroup, cmdline, exe, comm and environ,
+ * apprules__new, then matched against a process's cgroup, cmdline, exe, comm and environ,
  * which the process controls. The input's fields are separated by 0x1e (ASCII record separator):
  *   rules (one per line, at most 8) 0x1e cgroup 0x1e cmdline 0x1e exe 0x1e comm 0x1e environ
  * cmdline and environ keep their NULs; missing fields are NULL.
@@ -12,6 +12,7 @@
 
 #include "fuzz_common.h"
 #include "proc/appname.h"
+#include "proc/apprules.h"
 
 #define FUZZ_FIELDS    6
 #define FUZZ_MAX_RULES 8
@@ -37,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *f[FUZZ_FIELDS] = {NULL};
 	size_t flen[FUZZ_FIELDS] = {0};
 	const char *texts[FUZZ_MAX_RULES];
-	struct appname_rules *rules = NULL;
+	struct apprules *rules = NULL;
 	struct appname_input in;
 	struct app_identity id;
 	char msg[256], *line, *save = NULL;
@@ -61,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	if (nrules) {
-		rules = appname_rules__new(texts, nrules, &bad, msg, sizeof(msg));
+		rules = apprules__new(texts, nrules, &bad, msg, sizeof(msg));
 		if (!rules && strnlen(msg, sizeof(msg)) == sizeof(msg))
 			abort(); /* the message is not terminated */
 	}
@@ -80,7 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 cleanup:
-	appname_rules__free(rules);
+	apprules__free(rules);
 	for (i = 0; i < FUZZ_FIELDS; i++)
 		free(f[i]);
 	return 0;

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Sourced by the tests of the package under a live systemd (tests/package/test-live.sh,
-# test-upgrade.sh), after boot.sh: their counters and checks, and the steps they share.
+# test-upgrade.sh), with boot.sh (it sources it): their counters and checks, and the steps they share.
 #
 #   live_suite SUITE PREFIX     SUITE bookworm or trixie: sets name (PREFIX or PREFIX-trixie,
 #                               the summary line's), debian ("Debian 12"...), cgroups (boot_root's
 #                               third argument); 2 if unknown
+#   live_start SCRIPT PREFIX BUILD SUITE   live_suite, or SCRIPT's usage error (exit 2); sets
+#                               suite, out (BUILD/name) and conf (the package's configuration)
 #   ok/bad/skipped NAME [WHY]   one PASS/FAIL/SKIP line, counted
 #   finish                      the summary line "NAME: N passed, N failed, N skipped"; exits
 #   check NAME COMMAND...       PASS when COMMAND succeeds, else FAIL with its (short) output
@@ -21,6 +23,8 @@
 #   json FILE EXPR              EXPR of the JSON document d in FILE
 #   pprof ARGS...               go tool pprof on the host
 
+. tests/package/boot.sh
+
 pass=0 fail=0 skip=0 name= debian= cgroups= deb= version=
 live_suite() {
 	case "$1" in
@@ -28,6 +32,12 @@ live_suite() {
 	trixie) name=$2-trixie debian="Debian 13" cgroups=unified ;;
 	*) return 2 ;;
 	esac
+}
+live_start() {
+	suite=$4
+	live_suite "$suite" "$2" || { echo "$1: SUITE is bookworm or trixie" >&2; exit 2; }
+	out="$3/$name"
+	conf=/etc/rubyprofd/rubyprofd.conf
 }
 ok() { echo "  PASS $1"; pass=$((pass + 1)); }
 bad() { echo "  FAIL $1: $2"; fail=$((fail + 1)); }

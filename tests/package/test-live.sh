@@ -19,13 +19,9 @@
 # whole test is one skip with the reason. It starts rubyprofd: on a shared machine, run it alone.
 set -u
 build=${1:-build}
-suite=${2:-bookworm}
 cd "$(dirname "$0")/../.." || exit 1
-. tests/package/boot.sh
-. tests/package/live-lib.sh
-live_suite "$suite" package-live || { echo "test-live.sh: SUITE is bookworm or trixie" >&2; exit 2; }
-out="$build/$name"
-conf=/etc/rubyprofd/rubyprofd.conf
+. tests/package/live-lib.sh # and boot.sh
+live_start test-live.sh package-live "$build" "${2:-bookworm}"
 mkdir -p "$out"
 echo "== $name: the package under a booted systemd ($debian root)"
 live_boot "$build" "$out" "$suite"

@@ -19,13 +19,9 @@
 # it again with dpkg-buildpackage would give the same files and take a minute.)
 set -u
 build=${1:-build}
-suite=${2:-bookworm}
 cd "$(dirname "$0")/../.." || exit 1
-. tests/package/boot.sh
-. tests/package/live-lib.sh
-live_suite "$suite" package-upgrade || { echo "test-upgrade.sh: SUITE is bookworm or trixie" >&2; exit 2; }
-out="$build/$name"
-conf=/etc/rubyprofd/rubyprofd.conf
+. tests/package/live-lib.sh # and boot.sh
+live_start test-upgrade.sh package-upgrade "$build" "${2:-bookworm}"
 rm -rf "$out" && mkdir -p "$out"
 echo "== $name: an upgrade from an earlier package under a booted systemd ($debian root)"
 live_boot "$build" "$out" "$suite"

@@ -52,6 +52,17 @@ static struct aggregate_proc *proc(struct aggregate *a, pid_t pid, const char *s
 	return p;
 }
 
+/* An aggregate with one process ("shop", pid 1) and its one frame. */
+static struct aggregate *shop_one_frame(struct aggregate_proc **p, uint32_t *fp)
+{
+	struct aggregate *a = aggregate__new(2, 100);
+
+	cr_assert_not_null(a);
+	*p = proc(a, 1, "shop");
+	*fp = aggregate_frame_id(*p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2);
+	return a;
+}
+
 static const int64_t ONE[2] = {1, 10}, TWO[2] = {2, 20}, FOUR[2] = {4, 40};
 
 Test(aggregate, frames_are_interned_per_process)
@@ -194,9 +205,9 @@ Test(aggregate, pprof_per_service)
 /* Thread names are sample labels, unless the caller asks for none (profiles for Pyroscope). */
 Test(aggregate, pprof_thread_names)
 {
-	struct aggregate *a = aggregate__new(2, 100);
-	struct aggregate_proc *p = proc(a, 1, "shop");
-	uint32_t fp = aggregate_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2);
+	struct aggregate_proc *p;
+	uint32_t fp;
+	struct aggregate *a = shop_one_frame(&p, &fp);
 	unsigned int flags[] = {0, AGG_PPROF_NO_THREAD_NAME};
 
 	cr_assert_eq(aggregate_add(a, p, 1, "puma srv tp 001", &fp, 1, ONE), 0);
@@ -224,9 +235,9 @@ Test(aggregate, pprof_thread_names)
  */
 Test(aggregate, pprof_ruby_threads)
 {
-	struct aggregate *a = aggregate__new(2, 100);
-	struct aggregate_proc *p = proc(a, 1, "shop");
-	uint32_t fp = aggregate_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2);
+	struct aggregate_proc *p;
+	uint32_t fp;
+	struct aggregate *a = shop_one_frame(&p, &fp);
 	struct aggregate_thread t1 = {7, "ruby", "0x1000", "worker-1", NULL, NULL},
 				t2 = {7, "ruby", "0x2000", "", NULL, NULL};
 	unsigned int flags[] = {0, AGG_PPROF_NO_THREAD_NAME};
@@ -273,9 +284,9 @@ Test(aggregate, pprof_ruby_threads)
  * and period types say wall/nanoseconds. */
 Test(aggregate, pprof_thread_state)
 {
-	struct aggregate *a = aggregate__new(2, 100);
-	struct aggregate_proc *p = proc(a, 1, "shop");
-	uint32_t fp = aggregate_frame_id(p, AGG_FRAME_RUBY, "x", "/x.rb", 1, 2);
+	struct aggregate_proc *p;
+	uint32_t fp;
+	struct aggregate *a = shop_one_frame(&p, &fp);
 	struct aggregate_thread run = {7, "ruby", "0x1000", "", "running", NULL},
 				io = {7, "ruby", "0x1000", "", "blocked_io", "poll"},
 				cpu = {7, "ruby", "0x1000", "", NULL, NULL};

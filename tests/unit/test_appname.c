@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "proc/appname.h"
+#include "proc/apprules.h"
 
 #define ID    "4a9c6a1b5e2f3d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c"
 #define SHORT "4a9c6a1b5e2f"
@@ -100,7 +101,7 @@ static void mkcmd(struct cmd *c, const char *const *argv, size_t pad)
 }
 
 static void identify(const char *cgroup, const char *const *argv, const char *exe,
-		     const struct appname_rules *rules, struct app_identity *out)
+		     const struct apprules *rules, struct app_identity *out)
 {
 	struct appname_input in = {.cgroup_text = cgroup, .exe = exe, .comm = "ruby"};
 	struct cmd c;
@@ -391,14 +392,14 @@ Test(appname, embedding_executables)
 
 /* ---- rules -------------------------------------------------------------------------------- */
 
-static struct appname_rules *rules1(const char *text)
+static struct apprules *rules1(const char *text)
 {
 	const char *texts[] = {text};
-	struct appname_rules *r;
+	struct apprules *r;
 	char msg[256];
 	size_t bad = 99;
 
-	r = appname_rules__new(texts, 1, &bad, msg, sizeof(msg));
+	r = apprules__new(texts, 1, &bad, msg, sizeof(msg));
 	cr_assert_not_null(r, "%s: %s", text, msg);
 	return r;
 }
@@ -410,7 +411,7 @@ static void rule_error(const char *text, const char *want)
 	size_t bad = 99;
 
 	errno = 0;
-	cr_assert_null(appname_rules__new(texts, 2, &bad, msg, sizeof(msg)), "%s", text);
+	cr_assert_null(apprules__new(texts, 2, &bad, msg, sizeof(msg)), "%s", text);
 	cr_assert_eq(errno, EINVAL, "%s", text);
 	cr_assert_eq(bad, 1, "%s", text);
 	cr_assert_str_eq(msg, want, "%s", text);
@@ -469,15 +470,15 @@ Test(appname, rule_errors_name_the_rule_and_free_half_built)
 	char msg[256];
 	size_t bad = 99;
 
-	cr_assert_null(appname_rules__new(texts, 3, &bad, msg, sizeof(msg)));
+	cr_assert_null(apprules__new(texts, 3, &bad, msg, sizeof(msg)));
 	cr_assert_eq(bad, 2);
 	cr_assert(strncmp(msg, "rule: bad regular expression: ", 30) == 0, "%s", msg);
-	appname_rules__free(NULL);
+	apprules__free(NULL);
 }
 
 Test(appname, rule_templates_and_labels)
 {
-	struct appname_rules *r =
+	struct apprules *r =
 		rules1("cmdline ~ ^puma [^ ]+ \\(.*\\) \\[([a-z]+)\\]$ => name=web-$1 team=$1 "
 		       "cost=$$5 whole=$0");
 	struct app_identity id;
@@ -491,12 +492,12 @@ Test(appname, rule_templates_and_labels)
 	expect_label(&id, 0, "team", "shop");
 	expect_label(&id, 1, "cost", "$5");
 	expect_label(&id, 2, "whole", PUMA[0]);
-	appname_rules__free(r);
+	apprules__free(r);
 }
 
 Test(appname, rule_regex_with_spaces_and_arrows)
 {
-	struct appname_rules *r = rules1("cmdline ~ ^ruby a => (b) => name=$1");
+	struct apprules *r = rules1("cmdline ~ ^ruby a => (b) => name=$1");
 	struct app_identity id;
 
 	identify(V2_ROOT, ARGV("ruby", "a", "=>", "b"), "/usr/bin/ruby", r, &id);
@@ -504,18 +505,18 @@ Test(appname, rule_regex_with_spaces_and_arrows)
 	identify(V2_ROOT, ARGV("ruby", "a", "b"), "/usr/bin/ruby", r, &id);
 	cr_assert_eq(id.rule, -1);
 	cr_assert_str_eq(id.service, "a");
-	appname_rules__free(r);
+	apprules__free(r);
 }
 
 Test(appname, first_matching_rule_decides_entirely)
 {
 	const char *texts[] = {"comm ~ ^ruby$ => team=payments", "exe ~ ruby => name=never"};
-	struct appname_rules *r;
+	struct apprules *r;
 	struct app_identity id;
 	char msg[256];
 	size_t bad;
 
-	r = appname_rules__new(texts, 2, &bad, msg, sizeof(msg));
+	r = apprules__new(texts, 2, &bad, msg, sizeof(msg));
 	cr_assert_not_null(r, "%s", msg);
 	/* labels only: the name comes from the steps after the rules, not from rule 2 */
 	identify(V2_ESCAPED, APP_RB, "/usr/bin/ruby", r, &id);
@@ -523,18 +524,18 @@ Test(appname, first_matching_rule_decides_entirely)
 	expect_name(&id, "shop-web", "systemd");
 	cr_assert_eq(id.nlabels, 1);
 	cr_assert_str_eq(id.labels[0].value, "payments");
-	appname_rules__free(r);
+	apprules__free(r);
 }
 
 Test(appname, rule_empty_expansion_gives_no_name)
 {
-	struct appname_rules *r = rules1("cmdline ~ ^ruby( x)?.* => name=$1 seen=yes");
+	struct apprules *r = rules1("cmdline ~ ^ruby( x)?.* => name=$1 seen=yes");
 	struct app_identity id;
 
 	identify(V2_ROOT, APP_RB, "/usr/bin/ruby", r, &id);
 	cr_assert_eq(id.rule, 0);
 	expect_name(&id, "app", "script");
-	appname_rules__free(r);
+	apprules__free(r);
 }
 
 Test(appname, rule_fields_cgroup_exe_comm)
@@ -548,7 +549,7 @@ Test(appname, rule_fields_cgroup_exe_comm)
 		{"exe ~ ^/opt/(shop)/ => name=$1", V2_ROOT, "/opt/shop/bin/ruby", "shop"},
 		{"comm ~ ^ru => name=by-comm", V2_ROOT, "/usr/bin/ruby", "by-comm"},
 	};
-	struct appname_rules *r;
+	struct apprules *r;
 	struct app_identity id;
 	size_t i;
 
@@ -559,12 +560,12 @@ Test(appname, rule_fields_cgroup_exe_comm)
 	/* the unified path when present, even when it is the root */
 	identify(HYBRID_ROOT, APP_RB, "/usr/bin/ruby", r, &id);
 	cr_assert_eq(id.rule, -1);
-	appname_rules__free(r);
+	apprules__free(r);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		r = rules1(cases[i].rule);
 		identify(cases[i].cgroup, APP_RB, cases[i].exe, r, &id);
 		cr_assert_str_eq(id.service, cases[i].service, "%s", cases[i].rule);
-		appname_rules__free(r);
+		apprules__free(r);
 	}
 }
 
@@ -577,7 +578,7 @@ Test(appname, rule_env)
 			       "env:SERVICE ~ ^(.+)$ => name=$1 env=prod"};
 	const char *empty[] = {"env:EMPTY ~ ^$ => name=empty-set"};
 	const char *last[] = {"env:RAILS_ENV ~ ^(production)$ => name=$1"};
-	struct appname_rules *r;
+	struct apprules *r;
 	struct app_identity id;
 	char msg[256];
 	size_t bad;
@@ -586,18 +587,18 @@ Test(appname, rule_env)
 	mkcmd(&c, APP_RB, 0);
 	in.cmdline = c.buf;
 	in.cmdline_len = c.len;
-	r = appname_rules__new(texts, 2, &bad, msg, sizeof(msg));
+	r = apprules__new(texts, 2, &bad, msg, sizeof(msg));
 	cr_assert_not_null(r, "%s", msg);
 	cr_assert_eq(appname_identify_from(&in, r, &id), 0);
 	cr_assert_eq(id.rule, 1);
 	cr_assert_str_eq(id.service, "billing");
-	appname_rules__free(r);
-	r = appname_rules__new(empty, 1, &bad, msg, sizeof(msg));
+	apprules__free(r);
+	r = apprules__new(empty, 1, &bad, msg, sizeof(msg));
 	cr_assert_eq(appname_identify_from(&in, r, &id), 0);
 	cr_assert_str_eq(id.service, "empty-set");
-	appname_rules__free(r);
+	apprules__free(r);
 	/* the last variable has no terminating NUL in the block */
-	r = appname_rules__new(last, 1, &bad, msg, sizeof(msg));
+	r = apprules__new(last, 1, &bad, msg, sizeof(msg));
 	cr_assert_eq(appname_identify_from(&in, r, &id), 0);
 	cr_assert_str_eq(id.service, "production");
 	/* no environment at all: no match */
@@ -605,12 +606,12 @@ Test(appname, rule_env)
 	in.environ_len = 0;
 	cr_assert_eq(appname_identify_from(&in, r, &id), 0);
 	cr_assert_eq(id.rule, -1);
-	appname_rules__free(r);
+	apprules__free(r);
 }
 
 Test(appname, rule_ignore)
 {
-	struct appname_rules *r = rules1("cmdline ~ (^|/)irb( |$) => ignore");
+	struct apprules *r = rules1("cmdline ~ (^|/)irb( |$) => ignore");
 	struct app_identity id;
 
 	identify(V2_ROOT, ARGV("ruby", "/usr/bin/irb"), "/usr/bin/ruby", r, &id);
@@ -620,14 +621,14 @@ Test(appname, rule_ignore)
 	cr_assert_str_eq(id.service, "irb");
 	identify(V2_ROOT, APP_RB, "/usr/bin/ruby", r, &id);
 	cr_assert_not(id.ignore);
-	appname_rules__free(r);
+	apprules__free(r);
 }
 
 /* ---- sanitizing --------------------------------------------------------------------------- */
 
 Test(appname, sanitize)
 {
-	struct appname_rules *r = rules1("cmdline ~ ^x (.*)$ => name=$1");
+	struct apprules *r = rules1("cmdline ~ ^x (.*)$ => name=$1");
 	struct app_identity id;
 	char long_name[300];
 
@@ -642,12 +643,12 @@ Test(appname, sanitize)
 	identify(V2_ROOT, ARGV(long_name), "/usr/bin/ruby", r, &id);
 	cr_assert_eq(strlen(id.service), APPNAME_MAX - 1);
 	cr_assert(id.truncated);
-	appname_rules__free(r);
+	apprules__free(r);
 }
 
 Test(appname, label_values_cut_on_characters)
 {
-	struct appname_rules *r = rules1("cmdline ~ ^(.*)$ => v=$1");
+	struct apprules *r = rules1("cmdline ~ ^(.*)$ => v=$1");
 	struct app_identity id;
 	char arg[400];
 	size_t i;
@@ -660,7 +661,7 @@ Test(appname, label_values_cut_on_characters)
 	/* 'a' and 63 two-byte characters; the 64th would be split at byte 128 */
 	cr_assert_eq(strlen(id.labels[0].value), 127);
 	cr_assert(id.truncated);
-	appname_rules__free(r);
+	apprules__free(r);
 }
 
 /* ---- live processes ----------------------------------------------------------------------- */
@@ -747,7 +748,7 @@ Test(appname, live_ruby_sets_its_title)
 	char *envp[] = {"RP_TEST_SERVICE=billing", "PATH=/usr/bin:/bin", NULL};
 	const char *texts[] = {"env:RP_TEST_SERVICE ~ ^(.+)$ => team=$1",
 			       "cmdline ~ sidekiq => name=never"};
-	struct appname_rules *r;
+	struct apprules *r;
 	struct app_identity id;
 	char msg[256];
 	size_t bad;
@@ -755,7 +756,7 @@ Test(appname, live_ruby_sets_its_title)
 
 	if (access(argv[0], X_OK))
 		cr_skip_test("missing: /usr/bin/ruby (make deps installs ruby)");
-	r = appname_rules__new(texts, 2, &bad, msg, sizeof(msg));
+	r = apprules__new(texts, 2, &bad, msg, sizeof(msg));
 	cr_assert_not_null(r, "%s", msg);
 	pid = spawn(argv[0], argv, envp, true);
 	cr_assert_eq(appname_identify(pid, r, &id), 0);
@@ -765,7 +766,7 @@ Test(appname, live_ruby_sets_its_title)
 	cr_assert_eq(id.rule, 0);
 	cr_assert_eq(id.nlabels, 1);
 	cr_assert_str_eq(id.labels[0].value, "billing");
-	appname_rules__free(r);
+	apprules__free(r);
 }
 
 Test(appname, live_ruby_script_and_exe_rule)
@@ -773,7 +774,7 @@ Test(appname, live_ruby_script_and_exe_rule)
 	char dir[] = "/tmp/rp-appname-XXXXXX", script[64];
 	const char *argv[] = {"/usr/bin/ruby", "-W0", "-I", "lib", script, NULL};
 	char *envp[] = {"PATH=/usr/bin:/bin", NULL};
-	struct appname_rules *r = rules1("exe ~ /(ruby[0-9.]*)$ => interp=$1");
+	struct apprules *r = rules1("exe ~ /(ruby[0-9.]*)$ => interp=$1");
 	struct app_identity id;
 	FILE *f;
 	pid_t pid;
@@ -795,7 +796,7 @@ Test(appname, live_ruby_script_and_exe_rule)
 	cr_assert_eq(id.rule, 0);
 	/* the real interpreter, e.g. ruby3.1 behind the /usr/bin/ruby link */
 	cr_assert(strncmp(id.labels[0].value, "ruby", 4) == 0, "%s", id.labels[0].value);
-	appname_rules__free(r);
+	apprules__free(r);
 }
 
 Test(appname, live_gone_process)
@@ -823,8 +824,8 @@ Test(appname, too_many_repetitions_refused)
 		   "rule: regular expression with more than 12 repetition operators (*, +, ?, {}): "
 		   "too costly to compile");
 	/* twelve are fine; escaped ones and those in a bracket expression are not operators */
-	appname_rules__free(rules1("cmdline ~ a+a+a+a+a+a+a+a+a+a+a+a+ => name=x"));
-	appname_rules__free(rules1(
+	apprules__free(rules1("cmdline ~ a+a+a+a+a+a+a+a+a+a+a+a+ => name=x"));
+	apprules__free(rules1(
 		"cmdline ~ [+*?{]+\\+\\*\\?\\{ [*+?]* a+ b+ c+ d+ e+ f+ g+ h+ i+ j+ => name=x"));
 }
 
@@ -836,7 +837,7 @@ Test(appname, otel_service_name_after_rules_before_the_unit)
 	const char *other[] = {"cmdline ~ ^ruby app\\.rb$ => team=a"};
 	struct appname_input in = {
 		.cgroup_text = V1_SERVICE, .exe = "/usr/bin/ruby", .comm = "ruby"};
-	struct appname_rules *r, *labels_only;
+	struct apprules *r, *labels_only;
 	struct app_identity id;
 	size_t bad;
 	char msg[200];
@@ -851,12 +852,12 @@ Test(appname, otel_service_name_after_rules_before_the_unit)
 	expect_name(&id, "billing_api", "otel");
 	cr_assert_str_eq(id.unit, "shop-web.service");
 	/* a rule that names it still wins */
-	r = appname_rules__new(texts, 1, &bad, msg, sizeof(msg));
+	r = apprules__new(texts, 1, &bad, msg, sizeof(msg));
 	cr_assert_not_null(r, "%s", msg);
 	cr_assert_eq(appname_identify_from(&in, r, &id), 0);
 	expect_name(&id, "from-rule", "rule");
 	/* one with labels only does not name it: service.name does */
-	labels_only = appname_rules__new(other, 1, &bad, msg, sizeof(msg));
+	labels_only = apprules__new(other, 1, &bad, msg, sizeof(msg));
 	cr_assert_not_null(labels_only, "%s", msg);
 	cr_assert_eq(appname_identify_from(&in, labels_only, &id), 0);
 	cr_assert_str_eq(id.service, "billing_api");
@@ -865,6 +866,6 @@ Test(appname, otel_service_name_after_rules_before_the_unit)
 	in.otel_service = "";
 	cr_assert_eq(appname_identify_from(&in, NULL, &id), 0);
 	expect_name(&id, "shop-web", "systemd");
-	appname_rules__free(r);
-	appname_rules__free(labels_only);
+	apprules__free(r);
+	apprules__free(labels_only);
 }

@@ -6,6 +6,7 @@
  * the module behind it knows.
  */
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <criterion/redirect.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,4 +154,57 @@ Test(config_doc, the_default_file_uncommented_parses)
 	cr_assert_geq(keys, 30, "only %zu keys in systemd/rubyprofd.conf", keys);
 	unlink(path);
 	free(conf);
+}
+
+/* key_set stores a value where its entry says (CONFIG_FIELD): the member must be of the size
+ * its type writes, and a list that sets a bool names one of its values as the true one. */
+Test(config_doc, stored_fields_fit_their_types)
+{
+	size_t i, j, stored = 0;
+
+	for (i = 0; i < NKEYS; i++) {
+		const struct config_key *k = &config_keys[i];
+
+		if (!k->field_size) {
+			cr_assert_null(k->truth, "%s: truth without a field", k->name);
+			continue;
+		}
+		stored++;
+		cr_assert(k->field + k->field_size <= sizeof(struct config), "%s", k->name);
+		switch (k->type) {
+		case KT_UINT:
+			cr_assert_eq(k->field_size, sizeof(unsigned int), "%s", k->name);
+			cr_assert(k->max <= UINT_MAX, "%s", k->name);
+			break;
+		case KT_SIZE:
+			cr_assert(k->field_size == sizeof(uint64_t) ||
+					  (k->field_size == sizeof(unsigned int) &&
+					   k->max <= UINT_MAX),
+				  "%s", k->name);
+			break;
+		case KT_SECONDS:
+		case KT_DURATION:
+			cr_assert_eq(k->field_size, sizeof(double), "%s", k->name);
+			break;
+		case KT_ENUM:
+			if (!k->truth) {
+				cr_assert_eq(k->field_size, sizeof(int), "%s", k->name);
+				break;
+			}
+			cr_assert_eq(k->field_size, sizeof(bool), "%s", k->name);
+			for (j = 0; k->values[j] && strcmp(k->values[j], k->truth); j++)
+				;
+			cr_assert_not_null(k->values[j], "%s: truth '%s' is none of its values",
+					   k->name, k->truth);
+			break;
+		case KT_TEXT:
+			cr_assert(k->flags & K_READABLE, "%s: a text with a field but no check",
+				  k->name);
+			cr_assert_geq(k->field_size, 256, "%s", k->name);
+			break;
+		default:
+			cr_assert_fail("%s: a field for a type key_set does not store", k->name);
+		}
+	}
+	cr_assert_gt(stored, 10);
 }

@@ -19,6 +19,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "fixture.h"
 #include "lib/bounds.h"
 #include "native/checksum.h"
 #include "native/debugfile.h"
@@ -32,16 +33,6 @@ static char root[PATH_MAX];
 static char outside[PATH_MAX];
 static struct elf_file *obj;
 static char build_id[128];
-
-static void fixture_path(char *buf, size_t len, const char *name)
-{
-	const char *dir = getenv("RP_BUILD");
-	int n;
-
-	n = snprintf(buf, len, "%s/fixtures/%s", dir ? dir : "build", name);
-	cr_assert(n > 0 && (size_t)n < len);
-	cr_assert(access(buf, R_OK) == 0, "fixture \"%s\" missing: run make %s first", buf, buf);
-}
 
 static void mkdirs(const char *path)
 {

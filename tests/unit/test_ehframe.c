@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fixture.h"
 #include "../fuzz/dwfl_offline.h"
 #include "native/coldpart.h"
 #include "native/ehframe.h"
@@ -58,7 +59,6 @@ Test(ehframe, search)
 /* coldfix_split's extent from the table, and its cold part outside it, before coldfix_work. */
 Test(ehframe, object_with_a_cold_part)
 {
-	const char *dir = getenv("RP_BUILD");
 	uint64_t s = 0, e = 0, at = 0, split, work, split_size = 0;
 	Dwfl_Module *mod;
 	GElf_Sym sym;
@@ -66,8 +66,7 @@ Test(ehframe, object_with_a_cold_part)
 	int i, n;
 	Dwfl *dwfl;
 
-	snprintf(path, sizeof(path), "%s/fixtures/libcoldfix.so", dir ? dir : "build");
-	cr_assert(access(path, R_OK) == 0, "fixture %s missing: run make %s first", path, path);
+	fixture_path(path, sizeof(path), "libcoldfix.so");
 	dwfl = offline_open("coldfix", path, &mod);
 	cr_assert_not_null(dwfl);
 	cr_assert_not_null(mod);

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fixture.h"
 #include "lib/bounds.h"
 #include "lib/clock.h"
 #include "native/elf.h"
@@ -27,18 +28,6 @@
 #define LIBRUBY "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1"
 
 /* ---- helpers --------------------------------------------------------------------------------- */
-
-static void fixture_path(char *buf, size_t len, const char *name)
-{
-	const char *dir = getenv("RP_BUILD");
-	int n;
-
-	if (!dir || !*dir)
-		dir = "build";
-	n = snprintf(buf, len, "%s/fixtures/%s", dir, name);
-	cr_assert(n > 0 && (size_t)n < len);
-	cr_assert(access(buf, R_OK) == 0, "fixture \"%s\" missing: run make %s first", buf, buf);
-}
 
 static struct elf_file *open_fixture(const char *name)
 {

@@ -37,21 +37,23 @@ static uint64_t fm_thread(uint64_t name)
 	return th;
 }
 
+/* What the test's thread reader counts (each test runs in a process of its own). */
+static struct rthread_stats stats;
+
 /* Maps the image and opens a thread reader over it, counting into stats. */
-static struct rthreads *open_threads(struct rthread_stats *stats)
+static struct rthreads *open_threads(void)
 {
 	struct rthreads *r;
 
 	cr_assert_not(img.overflow);
 	fakemem_map_image(&img);
-	r = rthreads__new(FAKEMEM_PID, img.off, stats);
+	r = rthreads__new(FAKEMEM_PID, img.off, &stats);
 	cr_assert_not_null(r);
 	return r;
 }
 
 static void names_and_identities(bool tested)
 {
-	struct rthread_stats stats = {0};
 	const struct rthread_label *lab;
 	const struct ruby_offsets *o;
 	uint64_t named, unnamed, nil;
@@ -66,7 +68,7 @@ static void names_and_identities(bool tested)
 		nil = 0x08;
 		named = fm_thread(fm_string(&img, "worker-1"));
 		unnamed = fm_thread(nil);
-		r = open_threads(&stats);
+		r = open_threads();
 		cr_assert_eq(rthreads_get(r, named, &lab), 0, "%s", offsets_row_what(o));
 		snprintf(want, sizeof(want), "0x%llx", (unsigned long long)named);
 		cr_assert_str_eq(lab->id, want);
@@ -111,7 +113,6 @@ Test(rthread, the_measured_versions_know_the_name)
 
 Test(rthread, not_a_thread_is_refused_and_counted)
 {
-	struct rthread_stats stats = {0};
 	const struct rthread_label *lab;
 	uint64_t th, other, str;
 	struct rthreads *r;
@@ -122,7 +123,7 @@ Test(rthread, not_a_thread_is_refused_and_counted)
 	/* th's Thread object points at another rb_thread_t: a freed and reused struct */
 	fm_w64(&img, fm_r64(&img, th + img.off->th_self) + 32, other);
 	str = fm_string(&img, "not a Thread");
-	r = open_threads(&stats);
+	r = open_threads();
 	cr_assert_eq(rthreads_get(r, th, &lab), -EINVAL);
 	cr_assert_null(lab);
 	cr_assert_eq(rthreads_get(r, 0, &lab), -EINVAL);
@@ -142,7 +143,6 @@ Test(rthread, not_a_thread_is_refused_and_counted)
 
 Test(rthread, a_name_set_later_is_seen_next_interval)
 {
-	struct rthread_stats stats = {0};
 	const struct rthread_label *lab;
 	uint64_t th, name, bad;
 	struct rthreads *r;
@@ -153,7 +153,7 @@ Test(rthread, a_name_set_later_is_seen_next_interval)
 	name = fm_string(&img, "renamed");
 	bad = fm_alloc(&img, FM_OBJ, 40); /* a heap object that is no String */
 	fm_w64(&img, bad, RUBY_T_ARRAY);
-	r = open_threads(&stats);
+	r = open_threads();
 	cr_assert_eq(rthreads_get(r, th, &lab), 0);
 	cr_assert_str_eq(lab->name, "");
 	fm_w64(&img, th + img.off->th_name, name);
@@ -173,13 +173,12 @@ Test(rthread, a_name_set_later_is_seen_next_interval)
 
 Test(rthread, the_cache_keeps_its_bound)
 {
-	struct rthread_stats stats = {0};
 	const struct rthread_label *lab;
 	struct rthreads *r;
 	uint64_t i;
 
 	start(3);
-	r = open_threads(&stats);
+	r = open_threads();
 	/* unreadable pointers are cached too (refused for the interval) */
 	for (i = 1; i <= RTHREAD_MAX_PER_PROC + 10; i++)
 		cr_assert_eq(rthreads_get(r, 0x7f0000000000 + i * 8, &lab), -EINVAL);

@@ -13,6 +13,25 @@ def write_facts(path, facts)
   File.rename(path + ".tmp", path)
 end
 
+# write_facts the first time only: for a script's endless loop, which reports once it runs.
+def write_facts_once(path, facts)
+  return if $facts_written
+  write_facts(path, facts)
+  $facts_written = true
+end
+
+# count words of 3 to 12 letters joined by spaces, drawn from 512 by a seeded generator (the
+# same text every run): work for a compressor or a parser that is not a run of one byte.
+def random_words(r)
+  Array.new(512) { Array.new(r.rand(3..12)) { (97 + r.rand(26)).chr }.join }
+end
+
+def random_text(count)
+  r = Random.new(42)
+  words = random_words(r)
+  Array.new(count) { words[r.rand(words.size)] }.join(" ")
+end
+
 def monotonic
   Process.clock_gettime(Process::CLOCK_MONOTONIC)
 end

@@ -12,7 +12,7 @@ OUT = ARGV.fetch(0)
 # in the parser's own code: with 20,000 small elements it took a third to half of the samples.
 def make_xml
   r = Random.new(42)
-  words = Array.new(512) { Array.new(r.rand(3..12)) { (97 + r.rand(26)).chr }.join }
+  words = random_words(r)
   items = Array.new(300) do |i|
     desc = Array.new(1600) { words[r.rand(words.size)] }.join(" ")
     %(<item id="#{i}" kind="k#{r.rand(50)}"><name>#{words[r.rand(words.size)]}</name>) +

@@ -7,17 +7,11 @@ require_relative "common"
 OUT = ARGV.fetch(0)
 WORKERS = Integer(ARGV.fetch(1))
 
-def make_data
-  r = Random.new(42)
-  words = Array.new(512) { Array.new(r.rand(3..12)) { (97 + r.rand(26)).chr }.join }
-  Array.new(100_000) { words[r.rand(words.size)] }.join(" ")
-end
-
 def worker_loop(data)
   loop { Zlib::Deflate.deflate(data, Zlib::BEST_COMPRESSION) }
 end
 
-data = make_data
+data = random_text(100_000)
 workers = Array.new(WORKERS) { fork { worker_loop(data) } }
 write_facts(OUT, "workers" => workers)
 # the workers are in the master's process group: they go with it
