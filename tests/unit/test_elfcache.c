@@ -504,9 +504,14 @@ Test(elfcache, libelf_per_section_memory_counts_against_the_byte_bound)
 	cr_expect_geq(st.bytes, (uint64_t)got * SECTIONS * ELFCACHE_SECTION_COST);
 	cr_expect_lt(got, OBJECTS, "all %d objects taken", got);
 	cr_expect_gt(got, 0);
-	/* what the process holds for them stays near what the bound counts */
+	/* what the process holds for them stays near what the bound counts (not under ASan,
+	 * whose redzones and quarantine hold 4-5 times what libelf asked for: 28 MiB for 6) */
+#if !defined(__SANITIZE_ADDRESS__)
 	cr_expect_lt(status_kib("VmRSS:") - rss0, 12 * 1024, "RSS grew by %ld KiB for %d objects",
 		     status_kib("VmRSS:") - rss0, got);
+#else
+	(void)rss0;
+#endif
 	for (i = 0; i < OBJECTS; i++) {
 		elfcache_put(c, objs[i]);
 		unlink(paths[i]);
