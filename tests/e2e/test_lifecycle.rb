@@ -52,7 +52,8 @@ class E2E
     #   0-3 samples a child);
     # - :gone: "[unknown C function]" on the block at line 0 (or on "[unknown Ruby frame]"),
     #   or a named C function on "[unknown Ruby frame]" (the cpu helper's Process.clock_gettime
-    #   in the block's last line, seen once on 3.3): the child's last instants, whose sample the
+    #   in the block's last line, seen on 3.3 and 2.7; a C function's file is its caller's, so
+    #   over an unread frame it has none): the child's last instants, whose sample the
     #   daemon read after the child had exited but before the master reaped it. A forked child has caches of its own
     #   (stacks_fork: a new symbolizer), so exit!'s method entry, which only the children
     #   call, is named nowhere yet; the exited child's memory is gone, so neither it nor the
@@ -69,7 +70,12 @@ class E2E
     # - and in each, every other frame is the child's own code: the script's and common.rb's
     #   methods and the C functions it calls, by name and file (a misnamed frame is none).
     script = @rt.script("forker.rb")
-    code = ->(l) { own_code?(l, script, %w[child_work monotonic cpu clock_gettime fork _fork times close dump write exit!]) }
+    names = %w[child_work monotonic cpu clock_gettime fork _fork times close dump write exit!]
+    code = ->(l) { own_code?(l, script, names) }
+    # one of the script's C functions on a Ruby frame that could not be read: no file to check
+    unread_caller = lambda do |l, below|
+      prof.cfunc?(l) && l.file.to_s.empty? && below&.name == "[unknown Ruby frame]" && names.any? { |n| method?(l, n) }
+    end
     kinds = Hash.new(0)
     gone = Hash.new(0)
     odd = nil
@@ -93,7 +99,7 @@ class E2E
               :child_work
             elsif f.any? { |l| UNREAD_FRAMES.include?(l.name) } &&
                   (in_fork || f[1]&.name == "[unknown Ruby frame]") &&
-                  f.all? { |l| code.(l) || UNREAD_FRAMES.include?(l.name) }
+                  f.each_with_index.all? { |l, i| code.(l) || UNREAD_FRAMES.include?(l.name) || unread_caller.(l, f[i + 1]) }
               :gone
             elsif in_fork && f.all?(&code)
               :fork_block
