@@ -29,17 +29,17 @@
 /* ---- writers ------------------------------------------------------------------------------- */
 
 /* A struct buf that stops at METRICS_MAX_BODY (-E2BIG), and the family its samples are of. */
-struct mbuf {
+struct metrics_buf {
 	struct buf b;
 	char family[METRICS_MAX_NAME + 1]; /* the family samples must belong to */
 };
 
-struct mbuf *mbuf__new(void)
+struct metrics_buf *metrics_buf__new(void)
 {
-	return calloc(1, sizeof(struct mbuf));
+	return calloc(1, sizeof(struct metrics_buf));
 }
 
-void mbuf__free(struct mbuf *b)
+void metrics_buf__free(struct metrics_buf *b)
 {
 	if (!b)
 		return;
@@ -47,45 +47,45 @@ void mbuf__free(struct mbuf *b)
 	free(b);
 }
 
-const char *mbuf_data(const struct mbuf *b, size_t *len)
+const char *metrics_buf_data(const struct metrics_buf *b, size_t *len)
 {
 	if (len)
 		*len = b->b.len;
 	return b->b.p ? (const char *)b->b.p : "";
 }
 
-int mbuf_error(const struct mbuf *b)
+int metrics_buf_error(const struct metrics_buf *b)
 {
 	return b->b.err;
 }
 
-static void mbuf_fail(struct mbuf *b, int err)
+static void metrics_buf_fail(struct metrics_buf *b, int err)
 {
 	if (!b->b.err)
 		b->b.err = err;
 }
 
 /* Whether n more bytes keep the body within METRICS_MAX_BODY (else the sticky -E2BIG). */
-static bool mbuf_room(struct mbuf *b, size_t n)
+static bool metrics_buf_room(struct metrics_buf *b, size_t n)
 {
 	if (b->b.err)
 		return false;
 	if (n > METRICS_MAX_BODY - b->b.len) {
-		mbuf_fail(b, -E2BIG);
+		metrics_buf_fail(b, -E2BIG);
 		return false;
 	}
 	return true;
 }
 
-static void mbuf_append(struct mbuf *b, const char *s, size_t n)
+static void metrics_buf_append(struct metrics_buf *b, const char *s, size_t n)
 {
-	if (mbuf_room(b, n))
+	if (metrics_buf_room(b, n))
 		buf_put(&b->b, s, n);
 }
 
-static void mbuf_puts(struct mbuf *b, const char *s)
+static void metrics_buf_puts(struct metrics_buf *b, const char *s)
 {
-	mbuf_append(b, s, strlen(s));
+	metrics_buf_append(b, s, strlen(s));
 }
 
 /*
@@ -125,10 +125,10 @@ static size_t escape(char *dst, const char *s, bool quotes)
 	return out;
 }
 
-static void mbuf_escaped(struct mbuf *b, const char *s, bool quotes)
+static void metrics_buf_escaped(struct metrics_buf *b, const char *s, bool quotes)
 {
 	size_t n = escape(NULL, s, quotes);
-	char *p = mbuf_room(b, n) ? buf_put_space(&b->b, n) : NULL;
+	char *p = metrics_buf_room(b, n) ? buf_put_space(&b->b, n) : NULL;
 
 	if (p)
 		escape(p, s, quotes);
@@ -152,27 +152,27 @@ static bool valid_name(const char *s, bool colon)
 	return true;
 }
 
-void mbuf_family(struct mbuf *b, const char *name, const char *type, const char *help)
+void metrics_buf_family(struct metrics_buf *b, const char *name, const char *type, const char *help)
 {
 	if (b->b.err)
 		return;
 	if (!valid_name(name, true) || !type ||
 	    (strcmp(type, "counter") && strcmp(type, "gauge"))) {
-		mbuf_fail(b, -EINVAL);
+		metrics_buf_fail(b, -EINVAL);
 		return;
 	}
 	if (help && *help) {
-		mbuf_puts(b, "# HELP ");
-		mbuf_puts(b, name);
-		mbuf_puts(b, " ");
-		mbuf_escaped(b, help, false);
-		mbuf_puts(b, "\n");
+		metrics_buf_puts(b, "# HELP ");
+		metrics_buf_puts(b, name);
+		metrics_buf_puts(b, " ");
+		metrics_buf_escaped(b, help, false);
+		metrics_buf_puts(b, "\n");
 	}
-	mbuf_puts(b, "# TYPE ");
-	mbuf_puts(b, name);
-	mbuf_puts(b, " ");
-	mbuf_puts(b, type);
-	mbuf_puts(b, "\n");
+	metrics_buf_puts(b, "# TYPE ");
+	metrics_buf_puts(b, name);
+	metrics_buf_puts(b, " ");
+	metrics_buf_puts(b, type);
+	metrics_buf_puts(b, "\n");
 	snprintf(b->family, sizeof(b->family), "%s", name); /* fits: valid_name checked */
 }
 
@@ -199,29 +199,29 @@ static void format_value(char *buf, size_t len, double v)
 	}
 }
 
-void mbuf_sample(struct mbuf *b, const char *name, const char *labels, double value)
+void metrics_buf_sample(struct metrics_buf *b, const char *name, const char *labels, double value)
 {
 	char num[64];
 
 	if (b->b.err)
 		return;
 	if (!name || !b->family[0] || strcmp(name, b->family)) {
-		mbuf_fail(b, -EINVAL);
+		metrics_buf_fail(b, -EINVAL);
 		return;
 	}
-	mbuf_puts(b, name);
+	metrics_buf_puts(b, name);
 	if (labels && *labels) {
-		mbuf_puts(b, "{");
-		mbuf_puts(b, labels);
-		mbuf_puts(b, "}");
+		metrics_buf_puts(b, "{");
+		metrics_buf_puts(b, labels);
+		metrics_buf_puts(b, "}");
 	}
 	format_value(num, sizeof(num), value);
-	mbuf_puts(b, " ");
-	mbuf_puts(b, num);
-	mbuf_puts(b, "\n");
+	metrics_buf_puts(b, " ");
+	metrics_buf_puts(b, num);
+	metrics_buf_puts(b, "\n");
 }
 
-int mbuf_label(char *dst, size_t len, const char *key, const char *value)
+int metrics_buf_label(char *dst, size_t len, const char *key, const char *value)
 {
 	size_t cur, need, klen, vlen;
 	char *p;
@@ -271,7 +271,7 @@ struct client {
 	char req[METRICS_MAX_REQUEST];
 	char head[256];
 	size_t head_len;
-	struct mbuf *rendered; /* owns body when the body was rendered */
+	struct metrics_buf *rendered; /* owns body when the body was rendered */
 	const char *body;
 	size_t body_len;
 	size_t off; /* bytes of head + body sent */
@@ -411,7 +411,7 @@ static void client_close(struct metrics *m, struct client *c, int epfd)
 {
 	epoll_ctl(epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
-	mbuf__free(c->rendered);
+	metrics_buf__free(c->rendered);
 	c->rendered = NULL;
 	c->fd = -1;
 	c->state = CLIENT_FREE;
@@ -428,7 +428,7 @@ void metrics__free(struct metrics *m)
 	for (i = 0; i < METRICS_MAX_CLIENTS; i++) {
 		if (m->clients[i].fd >= 0)
 			close(m->clients[i].fd);
-		mbuf__free(m->clients[i].rendered);
+		metrics_buf__free(m->clients[i].rendered);
 	}
 	if (m->lfd >= 0)
 		close(m->lfd);
@@ -625,7 +625,7 @@ static void client_write(struct metrics *m, struct client *c, int epfd)
 		}
 		c->off += n;
 	}
-	mbuf__free(c->rendered);
+	metrics_buf__free(c->rendered);
 	c->rendered = NULL;
 	shutdown(c->fd, SHUT_WR);
 	c->state = CLIENT_DRAINING;
@@ -685,19 +685,19 @@ static void client_metrics(struct metrics *m, struct client *c, int epfd)
 	const char *data;
 	size_t len;
 
-	c->rendered = mbuf__new();
+	c->rendered = metrics_buf__new();
 	if (!c->rendered) {
 		client_error(m, c, epfd, METRICS_CODE_500);
 		return;
 	}
 	m->fn(m->ctx, c->rendered);
-	if (mbuf_error(c->rendered)) {
-		mbuf__free(c->rendered);
+	if (metrics_buf_error(c->rendered)) {
+		metrics_buf__free(c->rendered);
 		c->rendered = NULL;
 		client_error(m, c, epfd, METRICS_CODE_500);
 		return;
 	}
-	data = mbuf_data(c->rendered, &len);
+	data = metrics_buf_data(c->rendered, &len);
 	client_respond(m, c, epfd, METRICS_CODE_200, "text/plain; version=0.0.4; charset=utf-8",
 		       data, len);
 }

@@ -6,7 +6,7 @@
  * HTTP/1.x, one request per connection: GET /metrics answers 200 with a body the render callback
  * builds at request time; GET / a pointer to /metrics; other paths 404; other methods 405; a
  * malformed request 400; a request head over METRICS_MAX_REQUEST bytes 431; a render that failed
- * (sticky mbuf error) 500. After its response a connection is closed.
+ * (sticky buffer error) 500. After its response a connection is closed.
  *
  * Slow or hostile clients never hold the endpoint (nor the loop: nothing here waits on one).
  * Each connection has deadlines that bytes do not extend: its whole request head within
@@ -49,10 +49,10 @@
 #define METRICS_DRAIN_MS    2000
 
 struct metrics;
-struct mbuf; /* growable text buffer, bounded by METRICS_MAX_BODY */
+struct metrics_buf; /* growable text buffer, bounded by METRICS_MAX_BODY */
 
-/* Writes the exposition body with the mbuf_* writers. Errors are sticky in out. */
-typedef void (*metrics_render_fn)(void *ctx, struct mbuf *out);
+/* Writes the exposition body with the metrics_buf_* writers. Errors are sticky in out. */
+typedef void (*metrics_render_fn)(void *ctx, struct metrics_buf *out);
 
 /*
  * address: "HOST:PORT" with a numeric IPv4 host, or "[V6]:PORT" (e.g. "127.0.0.1:9464",
@@ -121,32 +121,33 @@ enum metrics_route metrics_parse_request(const char *req, size_t len);
 
 /* ---- writers ------------------------------------------------------------------------------- */
 
-struct mbuf *mbuf__new(void); /* NULL, errno */
-void mbuf__free(struct mbuf *b);
+struct metrics_buf *metrics_buf__new(void); /* NULL, errno */
+void metrics_buf__free(struct metrics_buf *b);
 /* The text so far (NUL-terminated; "" when empty) and its length. */
-const char *mbuf_data(const struct mbuf *b, size_t *len);
+const char *metrics_buf_data(const struct metrics_buf *b, size_t *len);
 /* 0, or the first error a writer hit: -ENOMEM, -E2BIG (METRICS_MAX_BODY), -EINVAL (bad name or
  * type, or a sample outside its family). Writers do nothing once it is set. */
-int mbuf_error(const struct mbuf *b);
+int metrics_buf_error(const struct metrics_buf *b);
 
 /*
  * Starts a family: "# HELP" (skipped when help is NULL or empty) and "# TYPE" lines. name must
  * match [a-zA-Z_:][a-zA-Z0-9_:]*; type is "counter" or "gauge". Counter names should end in
  * "_total" (promtool's lint). Call once per family, then its samples.
  */
-void mbuf_family(struct mbuf *b, const char *name, const char *type, const char *help);
+void metrics_buf_family(struct metrics_buf *b, const char *name, const char *type,
+			const char *help);
 /*
- * One sample of the current family (name must be the family's). labels: built with mbuf_label,
+ * One sample of the current family (name must be the family's). labels: built with metrics_buf_label,
  * or NULL/"" for none. Integral values print exactly without exponent (|v| < 2^63); others
  * shortest round-trip; NaN, +Inf, -Inf as the format spells them.
  */
-void mbuf_sample(struct mbuf *b, const char *name, const char *labels, double value);
+void metrics_buf_sample(struct metrics_buf *b, const char *name, const char *labels, double value);
 /*
  * Appends key="value" to the NUL-terminated label list dst (with a comma when dst is not
  * empty), escaping \, " and newline, and replacing bytes that are not UTF-8 with U+FFFD (a
  * scraper rejects the whole body otherwise; paths from /proc are arbitrary bytes).
  * 0, -EINVAL (key not [a-zA-Z_][a-zA-Z0-9_]* or starting "__"), -ENOSPC (dst unchanged).
  */
-int mbuf_label(char *dst, size_t len, const char *key, const char *value);
+int metrics_buf_label(char *dst, size_t len, const char *key, const char *value);
 
 #endif

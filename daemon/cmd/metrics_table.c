@@ -39,7 +39,7 @@ static const struct metric_entry entries[] = {RP_METRICS(FAMILY_ENTRY, VALUE_ENT
 	case id:                                                                                   \
 		return (double)(expr);
 
-double metric_value(const struct metric_snapshot *S, enum metric_id id)
+double metrics_table_value(const struct metric_snapshot *S, enum metric_id id)
 {
 	switch (id) {
 		RP_METRICS(NO_FAMILY, VALUE_CASE)
@@ -49,7 +49,7 @@ double metric_value(const struct metric_snapshot *S, enum metric_id id)
 	return 0;
 }
 
-void metrics_table_render(const struct metric_snapshot *S, struct mbuf *b)
+void metrics_table_render(const struct metric_snapshot *S, struct metrics_buf *b)
 {
 	const struct metric_entry *family = NULL;
 	char labels[128];
@@ -61,15 +61,16 @@ void metrics_table_render(const struct metric_snapshot *S, struct mbuf *b)
 		if (e->kind == ENTRY_FAMILY) {
 			family = e->when & S->modes ? e : NULL;
 			if (family)
-				mbuf_family(b, e->name, e->type, e->help);
+				metrics_buf_family(b, e->name, e->type, e->help);
 			continue;
 		}
 		if (!family)
 			continue;
 		labels[0] = '\0';
 		if (e->label_key)
-			mbuf_label(labels, sizeof(labels), e->label_key, e->label_value);
-		mbuf_sample(b, family->name, labels[0] ? labels : NULL, metric_value(S, e->id));
+			metrics_buf_label(labels, sizeof(labels), e->label_key, e->label_value);
+		metrics_buf_sample(b, family->name, labels[0] ? labels : NULL,
+				   metrics_table_value(S, e->id));
 	}
 }
 
@@ -126,7 +127,7 @@ void metrics_table_doc(FILE *out)
 	}
 }
 
-const char *metric_label_value(enum metric_id id)
+const char *metrics_table_label_value(enum metric_id id)
 {
 	size_t i;
 

@@ -426,11 +426,11 @@ enum {
 enum metric_id { RP_METRICS(RP_METRIC_NO_FAMILY, RP_METRIC_ID) M_COUNT };
 
 /* A sample's value now. */
-double metric_value(const struct metric_snapshot *S, enum metric_id id);
+double metrics_table_value(const struct metric_snapshot *S, enum metric_id id);
 /* The label value of a sample (NULL for one without labels). */
-const char *metric_label_value(enum metric_id id);
+const char *metrics_table_label_value(enum metric_id id);
 /* The families that exist in S->modes, as Prometheus text. */
-void metrics_table_render(const struct metric_snapshot *S, struct mbuf *b);
+void metrics_table_render(const struct metric_snapshot *S, struct metrics_buf *b);
 /* docs/metrics.md's table. */
 void metrics_table_doc(FILE *out);
 

@@ -231,7 +231,7 @@ static void write_view(const char *path, const char *format)
 }
 
 /* The value of metric id (metrics_table.h) as an integer, for the summary's lines. */
-#define M(id) ((uint64_t)metric_value(&S, id))
+#define M(id) ((uint64_t)metrics_table_value(&S, id))
 
 /*
  * The summary: the top list, then the counters, read from the same metric table as the
@@ -260,7 +260,7 @@ static void summary(struct run *r, double secs, const char *path)
 		       " failed reads, %" PRIu64 " late ticks, %" PRIu64 " failed runs\n",
 		       M(M_WALL_THREADS_SAMPLED), M(M_WALL_RUNS),
 		       S.c.wall.by_syscall ? "syscall program" : "task iterator",
-		       (uint64_t)(metric_value(&S, M_WALL_ITERATOR_SECONDS) * 1000),
+		       (uint64_t)(metrics_table_value(&S, M_WALL_ITERATOR_SECONDS) * 1000),
 		       M(M_WALL_TICKS_SKIPPED), M(M_WALL_SKIPPED_VISITS), M(M_WALL_TICKS_SLEPT),
 		       M(M_WALL_THREADS_ON_CPU), M(M_WALL_CREDIT_CUT), M(M_WALL_PERF_MUTED),
 		       M(M_WALL_LOSSES_MAX_THREADS), RP_MAX_WALL_THREADS,

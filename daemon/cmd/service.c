@@ -414,7 +414,7 @@ static void snapshot(struct service *sv, struct metric_snapshot *S)
 		S->modes |= METRIC_SHIP;
 }
 
-static void render(void *ctx, struct mbuf *b)
+static void render(void *ctx, struct metrics_buf *b)
 {
 	struct metric_snapshot S;
 

@@ -14,7 +14,7 @@
 #include "lib/text.h"
 
 /* A malformed document: the message names the field, or else the byte it was read at. -EINVAL. */
-int jr_field_fail(struct jr *j, const char *field, const char *fmt, ...)
+int json_field_fail(struct json_reader *j, const char *field, const char *fmt, ...)
 {
 	char msg[200];
 	va_list ap;
@@ -32,7 +32,7 @@ int jr_field_fail(struct jr *j, const char *field, const char *fmt, ...)
 /* Objects and arrays nested deeper than this (in unknown fields) are refused, not recursed into. */
 #define JSON_MAX_DEPTH 32
 
-void jr_ws(struct jr *j)
+void json_ws(struct json_reader *j)
 {
 	while (j->pos < j->len && (j->p[j->pos] == ' ' || j->p[j->pos] == '\t' ||
 				   j->p[j->pos] == '\n' || j->p[j->pos] == '\r'))
@@ -40,17 +40,17 @@ void jr_ws(struct jr *j)
 }
 
 /* The next byte after white space, or -1 at the end. */
-int jr_peek(struct jr *j)
+int json_peek(struct json_reader *j)
 {
-	jr_ws(j);
+	json_ws(j);
 	return j->pos < j->len ? j->p[j->pos] : -1;
 }
 
-int jr_expect(struct jr *j, char c)
+int json_expect(struct json_reader *j, char c)
 {
-	if (jr_peek(j) != (unsigned char)c)
-		return j->pos < j->len ? jr_fail(j, "expected '%c'", c)
-				       : jr_fail(j, "expected '%c', found the end", c);
+	if (json_peek(j) != (unsigned char)c)
+		return j->pos < j->len ? json_fail(j, "expected '%c'", c)
+				       : json_fail(j, "expected '%c', found the end", c);
 	j->pos++;
 	return 0;
 }
@@ -80,17 +80,17 @@ static size_t utf8_put(char *o, uint32_t cp)
 }
 
 /* Four hex digits at j->pos (after "\u"). */
-static int jr_hex4(struct jr *j, uint32_t *out)
+static int json_hex4(struct json_reader *j, uint32_t *out)
 {
 	uint32_t v = 0;
 	int i, h;
 
 	if (j->len - j->pos < 4)
-		return jr_fail(j, "\\u escape cut short");
+		return json_fail(j, "\\u escape cut short");
 	for (i = 0; i < 4; i++) {
 		h = buf_hexval(j->p[j->pos + i]);
 		if (h < 0)
-			return jr_fail(j, "\\u escape with a non-hex digit");
+			return json_fail(j, "\\u escape with a non-hex digit");
 		v = v << 4 | (uint32_t)h;
 	}
 	j->pos += 4;
@@ -99,7 +99,7 @@ static int jr_hex4(struct jr *j, uint32_t *out)
 }
 
 /* A backslash escape at j->pos (the backslash already consumed), decoded into o. */
-static int jr_escape(struct jr *j, char *o, size_t *olen)
+static int json_escape(struct json_reader *j, char *o, size_t *olen)
 {
 	static const char simple[] = "\"\"\\\\//b\bf\fn\nr\rt\t";
 	uint32_t cp, lo;
@@ -108,7 +108,7 @@ static int jr_escape(struct jr *j, char *o, size_t *olen)
 	int err;
 
 	if (j->pos >= j->len)
-		return jr_fail(j, "unterminated string");
+		return json_fail(j, "unterminated string");
 	c = j->p[j->pos++];
 	for (i = 0; simple[i]; i += 2) {
 		if (simple[i] == (char)c) {
@@ -119,27 +119,27 @@ static int jr_escape(struct jr *j, char *o, size_t *olen)
 	}
 	if (c != 'u') {
 		j->pos--;
-		return jr_fail(j, "unknown escape '\\%c'", isprint(c) ? c : '?');
+		return json_fail(j, "unknown escape '\\%c'", isprint(c) ? c : '?');
 	}
-	err = jr_hex4(j, &cp);
+	err = json_hex4(j, &cp);
 	if (err)
 		return err;
 	if (cp == 0)
-		return jr_fail(j, "\\u0000 (a NUL) in a string");
+		return json_fail(j, "\\u0000 (a NUL) in a string");
 	if (cp >= 0xdc00 && cp <= 0xdfff)
-		return jr_fail(j, "lone low surrogate \\u%04" PRIx32, cp);
+		return json_fail(j, "lone low surrogate \\u%04" PRIx32, cp);
 	if (cp >= 0xd800 && cp <= 0xdbff) {
 		if (j->len - j->pos < 2 || j->p[j->pos] != '\\' || j->p[j->pos + 1] != 'u')
-			return jr_fail(j, "high surrogate \\u%04" PRIx32 " without its low half",
-				       cp);
+			return json_fail(j, "high surrogate \\u%04" PRIx32 " without its low half",
+					 cp);
 		j->pos += 2;
-		err = jr_hex4(j, &lo);
+		err = json_hex4(j, &lo);
 		if (err)
 			return err;
 		if (lo < 0xdc00 || lo > 0xdfff)
-			return jr_fail(j,
-				       "high surrogate \\u%04" PRIx32 " followed by \\u%04" PRIx32,
-				       cp, lo);
+			return json_fail(
+				j, "high surrogate \\u%04" PRIx32 " followed by \\u%04" PRIx32, cp,
+				lo);
 		cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
 	}
 	*olen = utf8_put(o, cp);
@@ -151,7 +151,7 @@ static int jr_escape(struct jr *j, char *o, size_t *olen)
  * NULL out: checked and dropped). Raw control characters and bytes that are not well-formed UTF-8
  * are refused: RFC 8259 text is UTF-8, and the spool's writer never emits them.
  */
-int jr_string(struct jr *j, char **out, size_t *outlen)
+int json_string(struct json_reader *j, char **out, size_t *outlen)
 {
 	size_t start, end, n = 0, k = 0;
 	char *o;
@@ -159,8 +159,8 @@ int jr_string(struct jr *j, char **out, size_t *outlen)
 
 	if (out)
 		*out = NULL;
-	if (jr_peek(j) != '"')
-		return jr_fail(j, "expected a string");
+	if (json_peek(j) != '"')
+		return json_fail(j, "expected a string");
 	start = ++j->pos;
 	/* Escapes never decode longer than they are written: the raw length bounds the copy. */
 	for (end = start; end < j->len && j->p[end] != '"'; end++) {
@@ -168,7 +168,7 @@ int jr_string(struct jr *j, char **out, size_t *outlen)
 			end++;
 	}
 	if (end >= j->len)
-		return jr_fail(j, "unterminated string");
+		return json_fail(j, "unterminated string");
 	o = malloc(end - start + 1);
 	if (!o)
 		return -ENOMEM;
@@ -177,12 +177,12 @@ int jr_string(struct jr *j, char **out, size_t *outlen)
 
 		if (c == '\\') {
 			j->pos++;
-			err = jr_escape(j, o + n, &k);
+			err = json_escape(j, o + n, &k);
 			if (err)
 				goto fail;
 			n += k;
 		} else if (c < 0x20) {
-			err = jr_fail(j, "control character 0x%02x in a string", c);
+			err = json_fail(j, "control character 0x%02x in a string", c);
 			goto fail;
 		} else if (c < 0x80) {
 			o[n++] = (char)c;
@@ -190,7 +190,7 @@ int jr_string(struct jr *j, char **out, size_t *outlen)
 		} else {
 			k = text_utf8_len(j->p + j->pos, end - j->pos);
 			if (!k) {
-				err = jr_fail(j, "invalid UTF-8 byte 0x%02x in a string", c);
+				err = json_fail(j, "invalid UTF-8 byte 0x%02x in a string", c);
 				goto fail;
 			}
 			memcpy(o + n, j->p + j->pos, k);
@@ -221,21 +221,21 @@ static bool is_digit(int c)
  * The integer part of a number at j->pos: an optional '-', then 0 or [1-9][0-9]* (JSON refuses
  * leading zeros). *mag is its magnitude; *ovf is set when it does not fit 64 bits unsigned.
  */
-static int jr_int_part(struct jr *j, bool *neg, uint64_t *mag, bool *ovf)
+static int json_int_part(struct json_reader *j, bool *neg, uint64_t *mag, bool *ovf)
 {
 	uint64_t v = 0;
 	unsigned d;
 
 	*neg = false;
 	*ovf = false;
-	if (jr_peek(j) == '-') {
+	if (json_peek(j) == '-') {
 		*neg = true;
 		j->pos++;
 	}
 	if (j->pos >= j->len || !is_digit(j->p[j->pos]))
-		return jr_fail(j, "malformed number");
+		return json_fail(j, "malformed number");
 	if (j->p[j->pos] == '0' && j->pos + 1 < j->len && is_digit(j->p[j->pos + 1]))
-		return jr_fail(j, "number with a leading zero");
+		return json_fail(j, "number with a leading zero");
 	while (j->pos < j->len && is_digit(j->p[j->pos])) {
 		d = j->p[j->pos++] - '0';
 		if (v > (UINT64_MAX - d) / 10)
@@ -248,14 +248,14 @@ static int jr_int_part(struct jr *j, bool *neg, uint64_t *mag, bool *ovf)
 }
 
 /* The fraction and exponent of a number, if any; true if there was one. */
-static int jr_frac_exp(struct jr *j, bool *had)
+static int json_frac_exp(struct json_reader *j, bool *had)
 {
 	*had = false;
 	if (j->pos < j->len && j->p[j->pos] == '.') {
 		*had = true;
 		j->pos++;
 		if (j->pos >= j->len || !is_digit(j->p[j->pos]))
-			return jr_fail(j, "malformed number");
+			return json_fail(j, "malformed number");
 		while (j->pos < j->len && is_digit(j->p[j->pos]))
 			j->pos++;
 	}
@@ -265,7 +265,7 @@ static int jr_frac_exp(struct jr *j, bool *had)
 		if (j->pos < j->len && (j->p[j->pos] == '+' || j->p[j->pos] == '-'))
 			j->pos++;
 		if (j->pos >= j->len || !is_digit(j->p[j->pos]))
-			return jr_fail(j, "malformed number");
+			return json_fail(j, "malformed number");
 		while (j->pos < j->len && is_digit(j->p[j->pos]))
 			j->pos++;
 	}
@@ -273,101 +273,101 @@ static int jr_frac_exp(struct jr *j, bool *had)
 }
 
 /* An integer field: in [min, max] (as signed when min < 0, unsigned otherwise). */
-int jr_integer(struct jr *j, const char *field, bool is_signed, int64_t *s, uint64_t *u)
+int json_integer(struct json_reader *j, const char *field, bool is_signed, int64_t *s, uint64_t *u)
 {
 	bool neg = false, ovf = false, frac = false;
 	uint64_t mag = 0;
 	int c, err;
 
-	c = jr_peek(j);
+	c = json_peek(j);
 	if (c != '-' && !is_digit(c))
-		return jr_field_fail(j, field, "not an integer");
-	err = jr_int_part(j, &neg, &mag, &ovf);
+		return json_field_fail(j, field, "not an integer");
+	err = json_int_part(j, &neg, &mag, &ovf);
 	if (err)
 		return err;
-	err = jr_frac_exp(j, &frac);
+	err = json_frac_exp(j, &frac);
 	if (err)
 		return err;
 	if (frac)
-		return jr_field_fail(j, field, "not an integer");
+		return json_field_fail(j, field, "not an integer");
 	if (ovf)
-		return jr_field_fail(j, field, "out of range");
+		return json_field_fail(j, field, "out of range");
 	if (!is_signed) {
 		if (neg && mag)
-			return jr_field_fail(j, field, "negative");
+			return json_field_fail(j, field, "negative");
 		*u = mag;
 		return 0;
 	}
 	if (neg) {
 		if (mag > (uint64_t)INT64_MAX + 1)
-			return jr_field_fail(j, field, "out of range");
+			return json_field_fail(j, field, "out of range");
 		*s = mag == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)mag;
 	} else {
 		if (mag > (uint64_t)INT64_MAX)
-			return jr_field_fail(j, field, "out of range");
+			return json_field_fail(j, field, "out of range");
 		*s = (int64_t)mag;
 	}
 	return 0;
 }
 
-int jr_literal(struct jr *j, const char *word)
+int json_literal(struct json_reader *j, const char *word)
 {
 	size_t n = strlen(word);
 
 	if (j->len - j->pos < n || memcmp(j->p + j->pos, word, n))
-		return jr_fail(j, "expected a value");
+		return json_fail(j, "expected a value");
 	j->pos += n;
 	return 0;
 }
 
 /* Any value, checked and dropped; depth counts the objects and arrays around it. */
-int jr_skip(struct jr *j, int depth)
+int json_skip(struct json_reader *j, int depth)
 {
 	bool neg, ovf, frac;
 	uint64_t mag;
 	int c, err;
 
-	c = jr_peek(j);
+	c = json_peek(j);
 	switch (c) {
 	case '"':
-		return jr_string(j, NULL, NULL);
+		return json_string(j, NULL, NULL);
 	case 't':
-		return jr_literal(j, "true");
+		return json_literal(j, "true");
 	case 'f':
-		return jr_literal(j, "false");
+		return json_literal(j, "false");
 	case 'n':
-		return jr_literal(j, "null");
+		return json_literal(j, "null");
 	case '{':
 	case '[':
 		if (depth >= JSON_MAX_DEPTH)
-			return jr_fail(j, "nested deeper than %d", JSON_MAX_DEPTH);
+			return json_fail(j, "nested deeper than %d", JSON_MAX_DEPTH);
 		j->pos++;
-		if (jr_peek(j) == (c == '{' ? '}' : ']')) {
+		if (json_peek(j) == (c == '{' ? '}' : ']')) {
 			j->pos++;
 			return 0;
 		}
 		for (;;) {
 			if (c == '{') {
-				err = jr_string(j, NULL, NULL);
+				err = json_string(j, NULL, NULL);
 				if (!err)
-					err = jr_expect(j, ':');
+					err = json_expect(j, ':');
 				if (err)
 					return err;
 			}
-			err = jr_skip(j, depth + 1);
+			err = json_skip(j, depth + 1);
 			if (err)
 				return err;
-			if (jr_peek(j) == ',') {
+			if (json_peek(j) == ',') {
 				j->pos++;
 				continue;
 			}
-			return jr_expect(j, c == '{' ? '}' : ']');
+			return json_expect(j, c == '{' ? '}' : ']');
 		}
 	default:
 		if (c != '-' && !is_digit(c))
-			return c < 0 ? jr_fail(j, "expected a value, found the end")
-				     : jr_fail(j, "expected a value");
-		err = jr_int_part(j, &neg, &mag, &ovf);
-		return err ? err : jr_frac_exp(j, &frac);
+			return c < 0 ? json_fail(j, "expected a value, found the end")
+				     : json_fail(j, "expected a value");
+		err = json_int_part(j, &neg, &mag, &ovf);
+		return err ? err : json_frac_exp(j, &frac);
 	}
 }

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct jr {
+struct json_reader {
 	const unsigned char *p;
 	size_t len, pos;
 	char *err;
@@ -20,16 +20,16 @@ struct jr {
 };
 
 /* A malformed document: the message names the field, or else the byte it was read at. -EINVAL. */
-__attribute__((format(printf, 3, 4))) int jr_field_fail(struct jr *j, const char *field,
-							const char *fmt, ...);
-#define jr_fail(j, ...) jr_field_fail((j), NULL, __VA_ARGS__)
+__attribute__((format(printf, 3, 4))) int json_field_fail(struct json_reader *j, const char *field,
+							  const char *fmt, ...);
+#define json_fail(j, ...) json_field_fail((j), NULL, __VA_ARGS__)
 
-void jr_ws(struct jr *j);
-int jr_peek(struct jr *j);
-int jr_expect(struct jr *j, char c);
-int jr_string(struct jr *j, char **out, size_t *outlen);
-int jr_integer(struct jr *j, const char *field, bool is_signed, int64_t *s, uint64_t *u);
-int jr_literal(struct jr *j, const char *word);
-int jr_skip(struct jr *j, int depth);
+void json_ws(struct json_reader *j);
+int json_peek(struct json_reader *j);
+int json_expect(struct json_reader *j, char c);
+int json_string(struct json_reader *j, char **out, size_t *outlen);
+int json_integer(struct json_reader *j, const char *field, bool is_signed, int64_t *s, uint64_t *u);
+int json_literal(struct json_reader *j, const char *word);
+int json_skip(struct json_reader *j, int depth);
 
 #endif

@@ -642,29 +642,29 @@ int protocol_check_response(enum protocol proto, const void *body, size_t len, c
 /* Connect's (and Pyroscope's /ingest's) error body: {"code": "...", "message": "..."}. */
 static bool connect_error(const void *body, size_t len, char *out, size_t outlen)
 {
-	struct jr j = {.p = body, .len = len};
+	struct json_reader j = {.p = body, .len = len};
 	char *key = NULL, *code = NULL, *msg = NULL, **dst;
 	bool ok = false;
 
-	if (jr_expect(&j, '{'))
+	if (json_expect(&j, '{'))
 		return false;
-	while (jr_peek(&j) == '"') {
-		if (jr_string(&j, &key, NULL) || !key || jr_expect(&j, ':'))
+	while (json_peek(&j) == '"') {
+		if (json_string(&j, &key, NULL) || !key || json_expect(&j, ':'))
 			goto cleanup;
 		dst = !strcmp(key, "code") ? &code : !strcmp(key, "message") ? &msg : NULL;
 		free(key);
 		key = NULL;
-		if (dst && jr_peek(&j) == '"' && !*dst) {
-			if (jr_string(&j, dst, NULL))
+		if (dst && json_peek(&j) == '"' && !*dst) {
+			if (json_string(&j, dst, NULL))
 				goto cleanup;
-		} else if (jr_skip(&j, 1)) {
+		} else if (json_skip(&j, 1)) {
 			goto cleanup;
 		}
-		if (jr_peek(&j) != ',')
+		if (json_peek(&j) != ',')
 			break;
 		j.pos++;
 	}
-	if (jr_expect(&j, '}') || (!code && !msg))
+	if (json_expect(&j, '}') || (!code && !msg))
 		goto cleanup;
 	snprintf(out, outlen, "%s%s%s", code ? code : "", code && msg ? ": " : "", msg ? msg : "");
 	ok = true;

@@ -114,65 +114,66 @@ void sidecar__free(struct sidecar *sc)
 	free(sc);
 }
 
-static int sc_string(struct jr *j, const char *field, char **out)
+static int sc_string(struct json_reader *j, const char *field, char **out)
 {
-	if (jr_peek(j) != '"')
-		return jr_field_fail(j, field, "not a string");
-	return jr_string(j, out, NULL);
+	if (json_peek(j) != '"')
+		return json_field_fail(j, field, "not a string");
+	return json_string(j, out, NULL);
 }
 
-static int sc_labels(struct jr *j, struct sidecar *sc)
+static int sc_labels(struct json_reader *j, struct sidecar *sc)
 {
 	struct sidecar_label *l;
 	size_t cap = 0, i;
 	char *key = NULL;
 	int err;
 
-	if (jr_peek(j) != '{')
-		return jr_field_fail(j, "labels", "not an object");
+	if (json_peek(j) != '{')
+		return json_field_fail(j, "labels", "not an object");
 	j->pos++;
-	if (jr_peek(j) == '}') {
+	if (json_peek(j) == '}') {
 		j->pos++;
 		return 0;
 	}
 	for (;;) {
-		err = jr_string(j, &key, NULL);
+		err = json_string(j, &key, NULL);
 		if (err)
 			goto cleanup;
 		for (i = 0; i < sc->nlabels; i++) {
 			if (!strcmp(sc->labels[i].key, key)) {
-				err = jr_field_fail(j, "labels", "duplicate key \"%.64s\"", key);
+				err = json_field_fail(j, "labels", "duplicate key \"%.64s\"", key);
 				goto cleanup;
 			}
 		}
 		if (sc->nlabels == SIDECAR_MAX_LABELS) {
-			err = jr_field_fail(j, "labels", "more than %d labels", SIDECAR_MAX_LABELS);
+			err = json_field_fail(j, "labels", "more than %d labels",
+					      SIDECAR_MAX_LABELS);
 			goto cleanup;
 		}
 		if (array_reserve(sc->labels, cap, sc->nlabels + 1, 8)) {
 			err = -ENOMEM;
 			goto cleanup;
 		}
-		err = jr_expect(j, ':');
+		err = json_expect(j, ':');
 		if (err)
 			goto cleanup;
-		if (jr_peek(j) != '"') {
-			err = jr_field_fail(j, "labels", "the value of \"%.64s\" is not a string",
-					    key);
+		if (json_peek(j) != '"') {
+			err = json_field_fail(j, "labels", "the value of \"%.64s\" is not a string",
+					      key);
 			goto cleanup;
 		}
 		l = &sc->labels[sc->nlabels];
-		err = jr_string(j, &l->value, NULL);
+		err = json_string(j, &l->value, NULL);
 		if (err)
 			goto cleanup;
 		l->key = key;
 		key = NULL;
 		sc->nlabels++;
-		if (jr_peek(j) == ',') {
+		if (json_peek(j) == ',') {
 			j->pos++;
 			continue;
 		}
-		err = jr_expect(j, '}');
+		err = json_expect(j, '}');
 		break;
 	}
 cleanup:
@@ -180,7 +181,7 @@ cleanup:
 	return err;
 }
 
-static int sc_field(struct jr *j, struct sidecar *sc, enum sc_field f)
+static int sc_field(struct json_reader *j, struct sidecar *sc, enum sc_field f)
 {
 	const char *name = sc_names[f];
 	int64_t s = 0;
@@ -189,27 +190,27 @@ static int sc_field(struct jr *j, struct sidecar *sc, enum sc_field f)
 
 	switch (f) {
 	case F_VERSION:
-		err = jr_integer(j, name, true, &s, NULL);
+		err = json_integer(j, name, true, &s, NULL);
 		if (!err && (s < INT_MIN || s > INT_MAX))
-			err = jr_field_fail(j, name, "out of range");
+			err = json_field_fail(j, name, "out of range");
 		if (!err)
 			sc->version = (int)s;
 		return err;
 	case F_SERVICE:
 		return sc_string(j, name, &sc->service);
 	case F_FROM:
-		return jr_integer(j, name, true, &sc->from_ns, NULL);
+		return json_integer(j, name, true, &sc->from_ns, NULL);
 	case F_UNTIL:
-		return jr_integer(j, name, true, &sc->until_ns, NULL);
+		return json_integer(j, name, true, &sc->until_ns, NULL);
 	case F_RATE:
-		err = jr_integer(j, name, false, NULL, &u);
+		err = json_integer(j, name, false, NULL, &u);
 		if (!err && u > UINT_MAX)
-			err = jr_field_fail(j, name, "out of range");
+			err = json_field_fail(j, name, "out of range");
 		if (!err)
 			sc->sample_rate = (unsigned int)u;
 		return err;
 	case F_PERIOD:
-		return jr_integer(j, name, true, &sc->period_ns, NULL);
+		return json_integer(j, name, true, &sc->period_ns, NULL);
 	case F_SPY:
 		return sc_string(j, name, &sc->spy_name);
 	case F_LABELS:
@@ -217,7 +218,7 @@ static int sc_field(struct jr *j, struct sidecar *sc, enum sc_field f)
 	case F_PROFILE:
 		return sc_string(j, name, &sc->profile);
 	case F_BYTES:
-		return jr_integer(j, name, false, NULL, &sc->bytes);
+		return json_integer(j, name, false, NULL, &sc->bytes);
 	case F_PROFILE_NAME:
 		return sc_string(j, name, &sc->profile_name);
 	default:
@@ -241,13 +242,13 @@ static bool metric_name_ok(const char *s)
 }
 
 /* What a complete version 1 sidecar must also hold beyond its syntax. */
-static int sc_check(struct jr *j, struct sidecar *sc, unsigned seen)
+static int sc_check(struct json_reader *j, struct sidecar *sc, unsigned seen)
 {
 	int f;
 
 	if (seen & (1u << F_VERSION) && sc->version != 1)
-		return jr_field_fail(j, "version", "%d is not a version this reader knows (1)",
-				     sc->version);
+		return json_field_fail(j, "version", "%d is not a version this reader knows (1)",
+				       sc->version);
 	for (f = 0; f < F_COUNT; f++) {
 		if (!(seen & (1u << f)) && f != F_PROFILE_NAME) {
 			if (j->errlen)
@@ -256,25 +257,26 @@ static int sc_check(struct jr *j, struct sidecar *sc, unsigned seen)
 		}
 	}
 	if (!sc->service[0])
-		return jr_field_fail(j, "service", "empty");
+		return json_field_fail(j, "service", "empty");
 	if (sc->from_ns < 0)
-		return jr_field_fail(j, "from_ns", "negative");
+		return json_field_fail(j, "from_ns", "negative");
 	if (sc->until_ns < sc->from_ns)
-		return jr_field_fail(j, "until_ns", "before from_ns");
+		return json_field_fail(j, "until_ns", "before from_ns");
 	if (sc->period_ns < 0)
-		return jr_field_fail(j, "period_ns", "negative");
+		return json_field_fail(j, "period_ns", "negative");
 	/* The shipper opens it next to the sidecar: a plain name, never a path. */
 	if (!sc->profile[0] || sc->profile[0] == '.' || strchr(sc->profile, '/'))
-		return jr_field_fail(j, "profile", "not a plain file name");
+		return json_field_fail(j, "profile", "not a plain file name");
 	/* a metric name: it becomes __name__ (Prometheus' [a-zA-Z_:][a-zA-Z0-9_:]*) */
 	if (sc->profile_name && !metric_name_ok(sc->profile_name))
-		return jr_field_fail(j, "profile_name", "not a metric name");
+		return json_field_fail(j, "profile_name", "not a metric name");
 	return 0;
 }
 
 struct sidecar *sidecar__parse(const char *json, size_t len, char *err, size_t errlen)
 {
-	struct jr j = {.p = (const unsigned char *)json, .len = len, .err = err, .errlen = errlen};
+	struct json_reader j = {
+		.p = (const unsigned char *)json, .len = len, .err = err, .errlen = errlen};
 	char *unknown[SIDECAR_MAX_UNKNOWN];
 	size_t nunknown = 0, i;
 	struct sidecar *sc;
@@ -289,27 +291,27 @@ struct sidecar *sidecar__parse(const char *json, size_t len, char *err, size_t e
 		errno = ENOMEM;
 		return NULL;
 	}
-	ret = jr_expect(&j, '{');
+	ret = json_expect(&j, '{');
 	if (ret)
 		goto cleanup;
-	if (jr_peek(&j) == '}') {
+	if (json_peek(&j) == '}') {
 		j.pos++;
 		goto end;
 	}
 	for (;;) {
-		ret = jr_string(&j, &key, NULL);
+		ret = json_string(&j, &key, NULL);
 		if (!ret && !key)
 			ret = -EINVAL; /* not reached: tells the analyzer key is set */
 		if (ret)
 			goto cleanup;
-		ret = jr_expect(&j, ':');
+		ret = json_expect(&j, ':');
 		if (ret)
 			goto cleanup;
 		for (f = 0; f < F_COUNT && strcmp(key, sc_names[f]); f++)
 			;
 		if (f < F_COUNT) {
 			if (seen & (1u << f)) {
-				ret = jr_fail(&j, "duplicate field \"%s\"", key);
+				ret = json_fail(&j, "duplicate field \"%s\"", key);
 				goto cleanup;
 			}
 			seen |= 1u << f;
@@ -317,37 +319,37 @@ struct sidecar *sidecar__parse(const char *json, size_t len, char *err, size_t e
 		} else {
 			for (i = 0; i < nunknown; i++) {
 				if (!strcmp(unknown[i], key)) {
-					ret = jr_fail(&j, "duplicate field \"%.64s\"", key);
+					ret = json_fail(&j, "duplicate field \"%.64s\"", key);
 					goto cleanup;
 				}
 			}
 			if (nunknown == SIDECAR_MAX_UNKNOWN) {
-				ret = jr_fail(&j, "more than %d unknown fields",
-					      SIDECAR_MAX_UNKNOWN);
+				ret = json_fail(&j, "more than %d unknown fields",
+						SIDECAR_MAX_UNKNOWN);
 				goto cleanup;
 			}
 			unknown[nunknown++] = key;
 			key = NULL;
 			/* Fields may be added within a version: skipped, whatever they hold. */
-			ret = jr_skip(&j, 1);
+			ret = json_skip(&j, 1);
 		}
 		free(key);
 		key = NULL;
 		if (ret)
 			goto cleanup;
-		if (jr_peek(&j) == ',') {
+		if (json_peek(&j) == ',') {
 			j.pos++;
 			continue;
 		}
-		ret = jr_expect(&j, '}');
+		ret = json_expect(&j, '}');
 		if (ret)
 			goto cleanup;
 		break;
 	}
 end:
-	jr_ws(&j);
+	json_ws(&j);
 	if (j.pos != j.len) {
-		ret = jr_fail(&j, "data after the object");
+		ret = json_fail(&j, "data after the object");
 		goto cleanup;
 	}
 	ret = sc_check(&j, sc, seen);

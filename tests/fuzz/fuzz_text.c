@@ -95,20 +95,20 @@ static void check_terminal(const char *what, const char *out, size_t len)
 
 /* ---- a JSON parser (RFC 8259), for the check ------------------------------------------------ */
 
-struct json {
+struct rfc8259 {
 	const char *p, *end;
 	int depth;
 };
 
-static void json_ws(struct json *j)
+static void rfc8259_ws(struct rfc8259 *j)
 {
 	while (j->p < j->end && strchr(" \t\n\r", *j->p) && *j->p)
 		j->p++;
 }
 
-static bool json_value(struct json *j);
+static bool rfc8259_value(struct rfc8259 *j);
 
-static bool json_string(struct json *j)
+static bool rfc8259_string(struct rfc8259 *j)
 {
 	if (j->p >= j->end || *j->p++ != '"')
 		return false;
@@ -132,7 +132,7 @@ static bool json_string(struct json *j)
 	return j->p++ < j->end;
 }
 
-static bool json_number(struct json *j)
+static bool rfc8259_number(struct rfc8259 *j)
 {
 	const char *s = j->p;
 
@@ -156,26 +156,26 @@ static bool json_number(struct json *j)
 }
 
 /* An object (open '{', close '}', with keys) or an array. */
-static bool json_items(struct json *j, char close, bool keys)
+static bool rfc8259_items(struct rfc8259 *j, char close, bool keys)
 {
 	j->p++;
-	json_ws(j);
+	rfc8259_ws(j);
 	if (j->p < j->end && *j->p == close) {
 		j->p++;
 		return true;
 	}
 	for (;;) {
-		json_ws(j);
+		rfc8259_ws(j);
 		if (keys) {
-			if (!json_string(j))
+			if (!rfc8259_string(j))
 				return false;
-			json_ws(j);
+			rfc8259_ws(j);
 			if (j->p >= j->end || *j->p++ != ':')
 				return false;
 		}
-		if (!json_value(j))
+		if (!rfc8259_value(j))
 			return false;
-		json_ws(j);
+		rfc8259_ws(j);
 		if (j->p >= j->end)
 			return false;
 		if (*j->p == close) {
@@ -187,22 +187,22 @@ static bool json_items(struct json *j, char close, bool keys)
 	}
 }
 
-static bool json_value(struct json *j)
+static bool rfc8259_value(struct rfc8259 *j)
 {
 	bool ok;
 
-	json_ws(j);
+	rfc8259_ws(j);
 	if (j->p >= j->end || ++j->depth > 64)
 		return false;
 	switch (*j->p) {
 	case '{':
-		ok = json_items(j, '}', true);
+		ok = rfc8259_items(j, '}', true);
 		break;
 	case '[':
-		ok = json_items(j, ']', false);
+		ok = rfc8259_items(j, ']', false);
 		break;
 	case '"':
-		ok = json_string(j);
+		ok = rfc8259_string(j);
 		break;
 	default:
 		if ((size_t)(j->end - j->p) >= 4 &&
@@ -213,7 +213,7 @@ static bool json_value(struct json *j)
 			j->p += 5;
 			ok = true;
 		} else {
-			ok = json_number(j);
+			ok = rfc8259_number(j);
 		}
 	}
 	j->depth--;
@@ -222,11 +222,11 @@ static bool json_value(struct json *j)
 
 static void check_json(const char *out, size_t len)
 {
-	struct json j = {.p = out, .end = out + len};
+	struct rfc8259 j = {.p = out, .end = out + len};
 
-	if (!utf8_ok(out, len, NULL) || !json_value(&j))
+	if (!utf8_ok(out, len, NULL) || !rfc8259_value(&j))
 		fail("speedscope: not JSON", out, len);
-	json_ws(&j);
+	rfc8259_ws(&j);
 	if (j.p != j.end)
 		fail("speedscope: bytes after the document", j.p, j.end - j.p);
 }
@@ -260,7 +260,7 @@ static void check_label(const char *value)
 	const char *v;
 
 	dst[0] = '\0';
-	if (mbuf_label(dst, sizeof(dst), "service", value))
+	if (metrics_buf_label(dst, sizeof(dst), "service", value))
 		return;
 	vlen = strlen(dst);
 	if (strncmp(dst, "service=\"", 9) || vlen < 10 || dst[vlen - 1] != '"' ||

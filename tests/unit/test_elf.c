@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "elfedit.h"
 #include "fixture.h"
 #include "lib/bounds.h"
 #include "lib/clock.h"
@@ -1169,21 +1170,6 @@ Test(elf, free_null)
 
 /* ---- bounds: what a hostile object claims is not read ------------------------------------------ */
 
-/* Peak resident memory of this process, KiB. */
-static long maxrss_kib(void)
-{
-	FILE *f = fopen("/proc/self/status", "re");
-	char line[256];
-	long kib = -1;
-
-	cr_assert_not_null(f);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
-			break;
-	fclose(f);
-	return kib;
-}
-
 /*
  * A copy of the fixture whose section of type `type` claims `size` bytes, the file made sparse
  * up to the section's claimed end (a few KiB on disk): the tenant's cheap 1 GiB .dynsym.
@@ -1191,9 +1177,9 @@ static long maxrss_kib(void)
 static void sparse_section_copy(const char *from, const char *to, uint32_t type, uint64_t size)
 {
 	char src[PATH_MAX], cmd[PATH_MAX * 3];
-	Elf64_Ehdr eh;
 	Elf64_Shdr sh;
-	int fd, i, found = 0;
+	size_t idx;
+	int fd;
 
 	if (from[0] == '/')
 		snprintf(src, sizeof(src), "%s", from);
@@ -1203,21 +1189,11 @@ static void sparse_section_copy(const char *from, const char *to, uint32_t type,
 	cr_assert_eq(system(cmd), 0);
 	fd = open(to, O_RDWR | O_CLOEXEC);
 	cr_assert(fd >= 0);
-	cr_assert_eq(pread(fd, &eh, sizeof(eh), 0), (ssize_t)sizeof(eh));
-	for (i = 0; i < eh.e_shnum; i++) {
-		off_t at = (off_t)(eh.e_shoff + (uint64_t)i * eh.e_shentsize);
-
-		cr_assert_eq(pread(fd, &sh, sizeof(sh), at), (ssize_t)sizeof(sh));
-		if (sh.sh_type != type)
-			continue;
-		sh.sh_size = size;
-		cr_assert_eq(pwrite(fd, &sh, sizeof(sh), at), (ssize_t)sizeof(sh));
-		cr_assert_eq(ftruncate(fd, (off_t)(sh.sh_offset + size)), 0);
-		found = 1;
-		break;
-	}
+	idx = find_section(fd, type, &sh);
+	sh.sh_size = size;
+	write_section(fd, idx, &sh);
+	cr_assert_eq(ftruncate(fd, (off_t)(sh.sh_offset + size)), 0);
 	close(fd);
-	cr_assert(found, "no section of type %u in the fixture", type);
 }
 
 Test(elf, sparse_section_past_the_bound_is_refused_counted_and_logged_once)
@@ -1236,7 +1212,7 @@ Test(elf, sparse_section_past_the_bound_is_refused_counted_and_logged_once)
 	sparse_section_copy(LIBRUBY, path, SHT_DYNSYM,
 			    (1ULL << 30) - (1ULL << 30) % sizeof(Elf64_Sym));
 	bounds_stats(&before);
-	rss0 = maxrss_kib();
+	rss0 = status_kib("VmHWM:");
 	for (i = 0; i < 3; i++) {
 		ef = elf_file__open(path);
 		cr_assert_not_null(ef, "the headers are fine: %s", strerror(errno));
@@ -1245,8 +1221,8 @@ Test(elf, sparse_section_past_the_bound_is_refused_counted_and_logged_once)
 	}
 	bounds_stats(&after);
 	/* the old reader read the claimed 1 GiB (and copied it): here a few MiB at most */
-	cr_expect_lt(maxrss_kib() - rss0, 16 * 1024, "peak RSS grew by %ld KiB",
-		     maxrss_kib() - rss0);
+	cr_expect_lt(status_kib("VmHWM:") - rss0, 16 * 1024, "peak RSS grew by %ld KiB",
+		     status_kib("VmHWM:") - rss0);
 	cr_expect_eq(after.refused[BOUND_SECTION] - before.refused[BOUND_SECTION], 3);
 	cr_expect_eq(after.logged - before.logged, 1, "one log line for the object");
 	unlink(path);
@@ -1360,14 +1336,14 @@ Test(elf, extended_section_count_past_the_bound_is_refused)
 	cr_assert_eq(ftruncate(fd, (off_t)(eh.e_shoff + count * sizeof(sh0))), 0);
 	close(fd);
 	bounds_stats(&before);
-	rss0 = maxrss_kib();
+	rss0 = status_kib("VmHWM:");
 	for (i = 0; i < 2; i++) {
 		cr_assert_null(elf_file__open(path));
 		cr_assert_eq(errno, ENOEXEC);
 	}
 	bounds_stats(&after);
-	cr_expect_lt(maxrss_kib() - rss0, 16 * 1024, "peak RSS grew by %ld KiB",
-		     maxrss_kib() - rss0);
+	cr_expect_lt(status_kib("VmHWM:") - rss0, 16 * 1024, "peak RSS grew by %ld KiB",
+		     status_kib("VmHWM:") - rss0);
 	cr_expect_eq(after.refused[BOUND_SECTIONS] - before.refused[BOUND_SECTIONS], 2);
 	cr_expect_eq(after.logged - before.logged, 1, "one log line for the object");
 	unlink(path);
@@ -1424,14 +1400,14 @@ Test(elf, notes_past_the_bound_all_together_are_refused, .timeout = 30)
 	close(fd);
 
 	bounds_stats(&before);
-	rss0 = maxrss_kib();
+	rss0 = status_kib("VmHWM:");
 	ef = elf_file__open(path);
 	cr_assert_not_null(ef, "the headers are fine: %s", strerror(errno));
 	cr_expect_eq(elf_build_id(ef, buf, sizeof(buf)), -EFBIG);
 	elf_file__free(ef);
 	bounds_stats(&after);
-	cr_expect_lt(maxrss_kib() - rss0, 32 * 1024, "peak RSS grew by %ld KiB",
-		     maxrss_kib() - rss0);
+	cr_expect_lt(status_kib("VmHWM:") - rss0, 32 * 1024, "peak RSS grew by %ld KiB",
+		     status_kib("VmHWM:") - rss0);
 	cr_expect_eq(after.refused[BOUND_SECTION] - before.refused[BOUND_SECTION], 1);
 	cr_expect_eq(after.logged - before.logged, 1, "one log line for the object");
 	unlink(path);
@@ -1547,7 +1523,7 @@ Test(elf, relocation_tables_past_the_held_bound_are_not_read, .timeout = 60)
 	free(file);
 
 	bounds_stats(&before);
-	rss0 = maxrss_kib();
+	rss0 = status_kib("VmHWM:");
 	ef = elf_file__open(path);
 	cr_assert_not_null(ef, "%s", strerror(errno));
 	cr_expect_eq(elf_dtpmod_slot(ef, "fix_version", &slot), 0);
@@ -1556,8 +1532,8 @@ Test(elf, relocation_tables_past_the_held_bound_are_not_read, .timeout = 60)
 		     elf_file_held(ef));
 	elf_file__free(ef);
 	bounds_stats(&after);
-	cr_expect_lt(maxrss_kib() - rss0, 8 * 1024, "peak RSS grew by %ld KiB",
-		     maxrss_kib() - rss0);
+	cr_expect_lt(status_kib("VmHWM:") - rss0, 8 * 1024, "peak RSS grew by %ld KiB",
+		     status_kib("VmHWM:") - rss0);
 	cr_expect_eq(after.refused[BOUND_RELOCS] - before.refused[BOUND_RELOCS], 1);
 	cr_expect_eq(after.logged - before.logged, 1, "one log line for the object");
 	unlink(path);

@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "elfedit.h"
+#include "fixture.h"
 #include "lib/bounds.h"
 #include "native/elfcache.h"
 
@@ -209,16 +211,6 @@ Test(elfcache, byte_bound)
 
 #define SPARSE_SIZE (120ULL << 20)
 
-static void pread_all(int fd, void *buf, size_t len, off_t off)
-{
-	cr_assert_eq(pread(fd, buf, len, off), (ssize_t)len);
-}
-
-static void pwrite_all(int fd, const void *buf, size_t len, off_t off)
-{
-	cr_assert_eq(pwrite(fd, buf, len, off), (ssize_t)len);
-}
-
 /* A copy of this binary, writable, its path in path. */
 static int writable_copy(char *path, size_t size)
 {
@@ -228,46 +220,6 @@ static int writable_copy(char *path, size_t size)
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	cr_assert_geq(fd, 0);
 	return fd;
-}
-
-/* The index of the first section of type `type` of the ELF file fd; its header in *out. */
-static size_t find_section(int fd, uint32_t type, Elf64_Shdr *out)
-{
-	Elf64_Ehdr eh;
-	size_t i;
-
-	pread_all(fd, &eh, sizeof(eh), 0);
-	for (i = 1; i < eh.e_shnum; i++) {
-		pread_all(fd, out, sizeof(*out), (off_t)(eh.e_shoff + i * sizeof(*out)));
-		if (out->sh_type == type)
-			return i;
-	}
-	cr_assert_fail("no section of type %u", type);
-	return 0;
-}
-
-static void write_section(int fd, size_t idx, const Elf64_Shdr *sh)
-{
-	Elf64_Ehdr eh;
-
-	pread_all(fd, &eh, sizeof(eh), 0);
-	pwrite_all(fd, sh, sizeof(*sh), (off_t)(eh.e_shoff + idx * sizeof(*sh)));
-}
-
-/* VmHWM or VmRSS of this process, in KiB. */
-static long status_kib(const char *field)
-{
-	char line[256];
-	long v = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	cr_assert_not_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, field, strlen(field)))
-			v = strtol(line + strlen(field) + 1, NULL, 10);
-	}
-	fclose(f);
-	return v;
 }
 
 /*

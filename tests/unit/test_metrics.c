@@ -38,37 +38,37 @@ static const char *const nasty[] = {
 	"",
 };
 
-static void write_nasty_body(struct mbuf *b)
+static void write_nasty_body(struct metrics_buf *b)
 {
 	char labels[512];
 	size_t i;
 
-	mbuf_family(b, "rubyprofd_samples_total", "counter",
-		    "Samples taken, by script.\nHelp with a \\ and a newline.");
+	metrics_buf_family(b, "rubyprofd_samples_total", "counter",
+			   "Samples taken, by script.\nHelp with a \\ and a newline.");
 	for (i = 0; i < sizeof(nasty) / sizeof(nasty[0]); i++) {
 		labels[0] = '\0';
-		cr_assert_eq(mbuf_label(labels, sizeof(labels), "script", nasty[i]), 0);
-		cr_assert_eq(mbuf_label(labels, sizeof(labels), "pid", "42"), 0);
-		mbuf_sample(b, "rubyprofd_samples_total", labels, (double)(i + 1) * 1000);
+		cr_assert_eq(metrics_buf_label(labels, sizeof(labels), "script", nasty[i]), 0);
+		cr_assert_eq(metrics_buf_label(labels, sizeof(labels), "pid", "42"), 0);
+		metrics_buf_sample(b, "rubyprofd_samples_total", labels, (double)(i + 1) * 1000);
 	}
-	mbuf_family(b, "rubyprofd_ratio", "gauge", "Values of every kind.");
-	mbuf_sample(b, "rubyprofd_ratio", "k=\"nan\"", NAN);
-	mbuf_sample(b, "rubyprofd_ratio", "k=\"pinf\"", INFINITY);
-	mbuf_sample(b, "rubyprofd_ratio", "k=\"ninf\"", -INFINITY);
-	mbuf_sample(b, "rubyprofd_ratio", "k=\"big\"", 0x1p53);
-	mbuf_sample(b, "rubyprofd_ratio", "k=\"frac\"", 0.1);
-	mbuf_sample(b, "rubyprofd_ratio", "k=\"neg\"", -2.25);
+	metrics_buf_family(b, "rubyprofd_ratio", "gauge", "Values of every kind.");
+	metrics_buf_sample(b, "rubyprofd_ratio", "k=\"nan\"", NAN);
+	metrics_buf_sample(b, "rubyprofd_ratio", "k=\"pinf\"", INFINITY);
+	metrics_buf_sample(b, "rubyprofd_ratio", "k=\"ninf\"", -INFINITY);
+	metrics_buf_sample(b, "rubyprofd_ratio", "k=\"big\"", 0x1p53);
+	metrics_buf_sample(b, "rubyprofd_ratio", "k=\"frac\"", 0.1);
+	metrics_buf_sample(b, "rubyprofd_ratio", "k=\"neg\"", -2.25);
 }
 
 Test(metrics_writers, exact_text)
 {
-	struct mbuf *b = mbuf__new();
+	struct metrics_buf *b = metrics_buf__new();
 	const char *text;
 
 	cr_assert_not_null(b);
 	write_nasty_body(b);
-	cr_assert_eq(mbuf_error(b), 0);
-	text = mbuf_data(b, NULL);
+	cr_assert_eq(metrics_buf_error(b), 0);
+	text = metrics_buf_data(b, NULL);
 	cr_assert_str_eq(
 		text,
 		"# HELP rubyprofd_samples_total Samples taken, by script.\\nHelp with a \\\\ and a "
@@ -93,22 +93,22 @@ Test(metrics_writers, exact_text)
 		"rubyprofd_ratio{k=\"big\"} 9007199254740992\n"
 		"rubyprofd_ratio{k=\"frac\"} 0.1\n"
 		"rubyprofd_ratio{k=\"neg\"} -2.25\n");
-	mbuf__free(b);
+	metrics_buf__free(b);
 }
 
 static const char *value_text(double v)
 {
 	static char line[128];
-	struct mbuf *b = mbuf__new();
+	struct metrics_buf *b = metrics_buf__new();
 	const char *text;
 
-	mbuf_family(b, "v", "gauge", NULL);
-	mbuf_sample(b, "v", NULL, v);
-	cr_assert_eq(mbuf_error(b), 0);
-	text = mbuf_data(b, NULL);
+	metrics_buf_family(b, "v", "gauge", NULL);
+	metrics_buf_sample(b, "v", NULL, v);
+	cr_assert_eq(metrics_buf_error(b), 0);
+	text = metrics_buf_data(b, NULL);
 	cr_assert(!strncmp(text, "# TYPE v gauge\nv ", 17), "%s", text);
 	snprintf(line, sizeof(line), "%s", text + 17);
-	mbuf__free(b);
+	metrics_buf__free(b);
 	line[strcspn(line, "\n")] = '\0';
 	return line;
 }
@@ -137,61 +137,61 @@ Test(metrics_writers, labels)
 {
 	char l[32] = "";
 
-	cr_assert_eq(mbuf_label(l, sizeof(l), "a", "1"), 0);
-	cr_assert_eq(mbuf_label(l, sizeof(l), "b_2", "x\"y"), 0);
+	cr_assert_eq(metrics_buf_label(l, sizeof(l), "a", "1"), 0);
+	cr_assert_eq(metrics_buf_label(l, sizeof(l), "b_2", "x\"y"), 0);
 	cr_assert_str_eq(l, "a=\"1\",b_2=\"x\\\"y\"");
-	cr_assert_eq(mbuf_label(l, sizeof(l), "c", "01234567890"), -ENOSPC);
+	cr_assert_eq(metrics_buf_label(l, sizeof(l), "c", "01234567890"), -ENOSPC);
 	cr_assert_str_eq(l, "a=\"1\",b_2=\"x\\\"y\"", "dst unchanged when full");
-	cr_assert_eq(mbuf_label(l, sizeof(l), "c", "0123456789"), 0, "exactly fits: %s", l);
+	cr_assert_eq(metrics_buf_label(l, sizeof(l), "c", "0123456789"), 0, "exactly fits: %s", l);
 	cr_assert_eq(strlen(l), sizeof(l) - 1);
 	l[0] = '\0';
-	cr_assert_eq(mbuf_label(l, sizeof(l), "1a", "x"), -EINVAL);
-	cr_assert_eq(mbuf_label(l, sizeof(l), "a-b", "x"), -EINVAL);
-	cr_assert_eq(mbuf_label(l, sizeof(l), "__name__", "x"), -EINVAL);
-	cr_assert_eq(mbuf_label(l, sizeof(l), "", "x"), -EINVAL);
+	cr_assert_eq(metrics_buf_label(l, sizeof(l), "1a", "x"), -EINVAL);
+	cr_assert_eq(metrics_buf_label(l, sizeof(l), "a-b", "x"), -EINVAL);
+	cr_assert_eq(metrics_buf_label(l, sizeof(l), "__name__", "x"), -EINVAL);
+	cr_assert_eq(metrics_buf_label(l, sizeof(l), "", "x"), -EINVAL);
 	cr_assert_str_eq(l, "");
 }
 
 Test(metrics_writers, errors_are_sticky)
 {
-	struct mbuf *b = mbuf__new();
+	struct metrics_buf *b = metrics_buf__new();
 
-	mbuf_family(b, "a_total", "counter", "A.");
-	mbuf_sample(b, "b_total", NULL, 1); /* outside its family */
-	cr_assert_eq(mbuf_error(b), -EINVAL);
-	mbuf_family(b, "c", "gauge", "C.");
-	cr_assert_eq(mbuf_error(b), -EINVAL);
-	cr_assert_str_eq(mbuf_data(b, NULL), "# HELP a_total A.\n# TYPE a_total counter\n");
-	mbuf__free(b);
+	metrics_buf_family(b, "a_total", "counter", "A.");
+	metrics_buf_sample(b, "b_total", NULL, 1); /* outside its family */
+	cr_assert_eq(metrics_buf_error(b), -EINVAL);
+	metrics_buf_family(b, "c", "gauge", "C.");
+	cr_assert_eq(metrics_buf_error(b), -EINVAL);
+	cr_assert_str_eq(metrics_buf_data(b, NULL), "# HELP a_total A.\n# TYPE a_total counter\n");
+	metrics_buf__free(b);
 
-	b = mbuf__new();
-	mbuf_family(b, "x", "histogram", "X.");
-	cr_assert_eq(mbuf_error(b), -EINVAL);
-	mbuf__free(b);
-	b = mbuf__new();
-	mbuf_family(b, "9x", "gauge", "X.");
-	cr_assert_eq(mbuf_error(b), -EINVAL);
-	mbuf__free(b);
-	b = mbuf__new();
-	mbuf_sample(b, "x", NULL, 1); /* no family at all */
-	cr_assert_eq(mbuf_error(b), -EINVAL);
-	mbuf__free(b);
+	b = metrics_buf__new();
+	metrics_buf_family(b, "x", "histogram", "X.");
+	cr_assert_eq(metrics_buf_error(b), -EINVAL);
+	metrics_buf__free(b);
+	b = metrics_buf__new();
+	metrics_buf_family(b, "9x", "gauge", "X.");
+	cr_assert_eq(metrics_buf_error(b), -EINVAL);
+	metrics_buf__free(b);
+	b = metrics_buf__new();
+	metrics_buf_sample(b, "x", NULL, 1); /* no family at all */
+	cr_assert_eq(metrics_buf_error(b), -EINVAL);
+	metrics_buf__free(b);
 }
 
 Test(metrics_writers, body_is_bounded)
 {
-	struct mbuf *b = mbuf__new();
+	struct metrics_buf *b = metrics_buf__new();
 	size_t len = 0, i;
 
-	mbuf_family(b, "rubyprofd_filler", "gauge", "Filler.");
-	for (i = 0; i < METRICS_MAX_BODY && !mbuf_error(b); i++)
-		mbuf_sample(b, "rubyprofd_filler",
-			    "k=\"vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv\"", i);
-	cr_assert_eq(mbuf_error(b), -E2BIG);
-	mbuf_data(b, &len);
+	metrics_buf_family(b, "rubyprofd_filler", "gauge", "Filler.");
+	for (i = 0; i < METRICS_MAX_BODY && !metrics_buf_error(b); i++)
+		metrics_buf_sample(b, "rubyprofd_filler",
+				   "k=\"vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv\"", i);
+	cr_assert_eq(metrics_buf_error(b), -E2BIG);
+	metrics_buf_data(b, &len);
 	cr_assert_leq(len, METRICS_MAX_BODY);
 	cr_assert_gt(len, METRICS_MAX_BODY - 200);
-	mbuf__free(b);
+	metrics_buf__free(b);
 }
 
 /* Runs promtool check metrics on path; its exit status, and its output in out. */
@@ -234,7 +234,7 @@ Test(metrics_writers, promtool_accepts_the_text)
 					"x_total{a=\"\"\"} 1\n";
 	static const char lint[] = "# TYPE x counter\nx 1\n";
 	char path[] = "/tmp/rp-metrics-XXXXXX", out[4096];
-	struct mbuf *b = mbuf__new();
+	struct metrics_buf *b = metrics_buf__new();
 	const char *text;
 	size_t len;
 	int fd = mkstemp(path);
@@ -242,7 +242,7 @@ Test(metrics_writers, promtool_accepts_the_text)
 	cr_assert_geq(fd, 0);
 	close(fd);
 	write_nasty_body(b);
-	text = mbuf_data(b, &len);
+	text = metrics_buf_data(b, &len);
 	write_file(path, text, len);
 	promtool_accepts(path);
 
@@ -253,7 +253,7 @@ Test(metrics_writers, promtool_accepts_the_text)
 	cr_assert_neq(promtool(path, out, sizeof(out)), 0);
 	cr_assert_not_null(strstr(out, "no help text"), "%s", out);
 	unlink(path);
-	mbuf__free(b);
+	metrics_buf__free(b);
 }
 
 /* ---- server -------------------------------------------------------------------------------- */
@@ -272,7 +272,7 @@ struct server {
 static struct server srv;
 
 /* The endpoint's own families, as the metric table renders them for the service. */
-static void render_own(const struct metrics *m, struct mbuf *out)
+static void render_own(const struct metrics *m, struct metrics_buf *out)
 {
 	struct metric_snapshot S;
 
@@ -282,7 +282,7 @@ static void render_own(const struct metrics *m, struct mbuf *out)
 	metrics_table_render(&S, out);
 }
 
-static void render(void *ctx, struct mbuf *out)
+static void render(void *ctx, struct metrics_buf *out)
 {
 	struct server *s = ctx;
 	int fd, small = 4096;
@@ -290,7 +290,7 @@ static void render(void *ctx, struct mbuf *out)
 
 	switch (atomic_load(&s->mode)) {
 	case RENDER_FAIL:
-		mbuf_sample(out, "no_family", NULL, 1);
+		metrics_buf_sample(out, "no_family", NULL, 1);
 		return;
 	case RENDER_BIG:
 		/* Runs in the loop's thread, so asking metrics_owns is safe: small send buffers
@@ -298,9 +298,11 @@ static void render(void *ctx, struct mbuf *out)
 		for (fd = 0; fd < 1024; fd++)
 			if (fd != metrics_listen_fd(s->m) && metrics_owns(s->m, fd))
 				setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
-		mbuf_family(out, "rubyprofd_big", "gauge", "A body larger than socket buffers.");
+		metrics_buf_family(out, "rubyprofd_big", "gauge",
+				   "A body larger than socket buffers.");
 		for (i = 0; i < 60000; i++)
-			mbuf_sample(out, "rubyprofd_big", "k=\"some label value to fill it\"", i);
+			metrics_buf_sample(out, "rubyprofd_big",
+					   "k=\"some label value to fill it\"", i);
 		return;
 	default:
 		write_nasty_body(out);
@@ -308,7 +310,7 @@ static void render(void *ctx, struct mbuf *out)
 	}
 }
 
-static void noop_render(void *ctx, struct mbuf *out)
+static void noop_render(void *ctx, struct metrics_buf *out)
 {
 }
 

@@ -155,9 +155,9 @@ Test(metrics_table, label_values_are_the_modules_names)
 	cr_assert_eq(sizeof(refused) / sizeof(refused[0]), TRACKER_REFUSED_MAX);
 	cr_assert_eq(sizeof(failures) / sizeof(failures[0]), SHIP_NFAIL);
 	for (i = 0; i < TRACKER_REFUSED_MAX; i++)
-		cr_expect_str_eq(metric_label_value(refused[i]), tracker_refusal_name(i));
+		cr_expect_str_eq(metrics_table_label_value(refused[i]), tracker_refusal_name(i));
 	for (i = 0; i < SHIP_NFAIL; i++)
-		cr_expect_str_eq(metric_label_value(failures[i]),
+		cr_expect_str_eq(metrics_table_label_value(failures[i]),
 				 ship_failure_name((enum ship_failure)i));
 }
 
@@ -166,15 +166,15 @@ Test(metrics_table, label_values_are_the_modules_names)
 Test(metrics_table, every_family_renders)
 {
 	struct metric_snapshot S;
-	struct mbuf *b = mbuf__new();
+	struct metrics_buf *b = metrics_buf__new();
 	size_t len;
 
 	cr_assert_not_null(b);
 	memset(&S, 0, sizeof(S));
 	S.modes = ~0u;
 	metrics_table_render(&S, b);
-	cr_assert_eq(mbuf_error(b), 0);
+	cr_assert_eq(metrics_buf_error(b), 0);
 	cr_assert_not_null(
-		strstr(mbuf_data(b, &len), "# TYPE rubyprofd_upload_ok_total counter\n"));
-	mbuf__free(b);
+		strstr(metrics_buf_data(b, &len), "# TYPE rubyprofd_upload_ok_total counter\n"));
+	metrics_buf__free(b);
 }
