@@ -1,0 +1,171 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# An app that publishes OpenTelemetry thread context (OTEP 4947) through tests/e2e/cext/otelctx.c
+# while it handles "requests": each request has its own trace_id, span_id and http.route, and
+# runs in a method of its own (req_<trace_id>), so a profile's stack says which request a sample
+# was taken in, and the test compares the sample's labels with that request's ids. Between
+# requests the app works in between_requests, where no record is attached.
+#
+# Usage: ruby threadctx_app.rb OUT SO PUBLISH SERVICE KIND WORK
+#   SO       the otelctx.so to load
+#   PUBLISH  "yes": process context and records; "no": the extension loaded, nothing published
+#   SERVICE  service.name in the process context
+#   KIND     threads: 3 threads, one request at a time each; fibers: 3 threads, each running 3
+#            requests as plain fibers resumed in turn (Fiber#resume / Fiber.yield), the record
+#            switched by the extension's RUBY_EVENT_FIBER_SWITCH hook as real writers do
+#   WORK     cpu: requests spin; wall: requests spin a little and sleep
+# Facts: "requests" => [{trace, span, route, thread, cpu_s, wall_s}], "prev" => {trace =>
+# [traces of the fibers that ran on its thread just before it]}, "key_map", "hooked".
+require_relative "common"
+
+OUT, SO, PUBLISH, SERVICE, KIND, WORK = ARGV
+require SO
+
+KEYS = %w[http.route http.method].freeze
+
+# Protobuf by hand, from opentelemetry.proto.resource.v1.Resource: attributes (1) are KeyValue
+# {key 1, value 2: AnyValue {string_value 1, array_value 5: ArrayValue {values 1}}}.
+def pb_varint(n)
+  s = +"".b
+  loop do
+    b = n & 0x7f
+    n >>= 7
+    s << (n.positive? ? b | 0x80 : b).chr
+    return s if n.zero?
+  end
+end
+
+def pb_field(num, bytes)
+  pb_varint(num << 3 | 2) + pb_varint(bytes.bytesize) + bytes.b
+end
+
+def pb_string(s)
+  pb_field(1, s)
+end
+
+def pb_kv(key, any)
+  pb_field(1, pb_field(1, key) + pb_field(2, any))
+end
+
+def resource
+  pb_kv("service.name", pb_string(SERVICE)) +
+    pb_kv("threadlocal.schema_version", pb_string("tlsdesc_v1_dev")) +
+    pb_kv("threadlocal.attribute_key_map", pb_field(5, KEYS.map { |k| pb_field(1, pb_string(k)) }.join))
+end
+
+def now_cpu
+  Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID)
+end
+
+def spin(seconds)
+  t = now_cpu + seconds
+  x = 0
+  x += 1 while now_cpu < t
+  x
+end
+
+def between_requests
+  spin(0.01)
+end
+
+# One request's work, in slices (a fiber yields between them).
+def request_slices(req)
+  4.times do |i|
+    timed(req) do
+      spin(WORK == "cpu" ? 0.02 : 0.003)
+      sleep(0.01) if WORK == "wall"
+    end
+    yield i if block_given?
+  end
+end
+
+LOCK = Mutex.new
+REQUESTS = []
+PREV = Hash.new { |h, k| h[k] = [] }
+SEQ = [0]
+RECS = []
+
+def new_request(thread)
+  n = LOCK.synchronize { SEQ[0] += 1 }
+  trace = Random.bytes(16).unpack1("H*")
+  span = Random.bytes(8).unpack1("H*")
+  route = "/r#{n % 7}/#{thread}"
+  meth = "req_#{trace}"
+  Object.class_eval("def #{meth}(req, &b)\n request_slices(req, &b)\nend", __FILE__, __LINE__)
+  req = { "trace" => trace, "span" => span, "route" => route, "thread" => thread, "meth" => meth,
+          "cpu_s" => 0.0, "wall_s" => 0.0 }
+  # kept for good: a record is never freed while a sample could still point at it
+  LOCK.synchronize do
+    REQUESTS << req
+    RECS << OtelCtx.record(trace, span, 1, { 0 => route, 1 => "GET" }) if PUBLISH == "yes"
+    [req, PUBLISH == "yes" ? RECS.last : nil]
+  end
+end
+
+def timed(req)
+  c0 = now_cpu
+  w0 = monotonic
+  yield
+ensure
+  req["cpu_s"] += now_cpu - c0
+  req["wall_s"] += monotonic - w0
+end
+
+def thread_worker(name)
+  loop do
+    req, rec = new_request(name)
+    OtelCtx.fiber_record = rec
+    send(req["meth"], req)
+    OtelCtx.fiber_record = nil
+    between_requests
+  end
+end
+
+def fiber_worker(name)
+  last = [nil]
+  loop do
+    made = Array.new(3) { new_request(name) }
+    reqs = made.map(&:first)
+    fibers = made.map do |req, rec|
+      Fiber.new do
+        OtelCtx.fiber_record = rec
+        send(req["meth"], req) { Fiber.yield }
+        OtelCtx.fiber_record = nil
+        :done
+      end
+    end
+    live = fibers.zip(reqs)
+    until live.empty?
+      live.reject! do |f, req|
+        LOCK.synchronize { PREV[req["trace"]] << last[0] if last[0] && last[0] != req["trace"] }
+        r = f.resume
+        last[0] = req["trace"]
+        between_requests
+        r == :done
+      end
+    end
+  end
+end
+
+hooked = false
+if PUBLISH == "yes"
+  OtelCtx.publish_process(resource)
+  hooked = OtelCtx.hook_fiber_switch
+  raise "no RUBY_EVENT_FIBER_SWITCH on this Ruby" if KIND == "fibers" && !hooked
+end
+
+threads = Array.new(3) do |i|
+  Thread.new do
+    Thread.current.name = "ctx-#{i}"
+    KIND == "fibers" ? fiber_worker("ctx-#{i}") : thread_worker("ctx-#{i}")
+  end
+end
+write_facts(OUT, { "key_map" => KEYS, "hooked" => hooked, "tls_model" => OtelCtx.tls_model })
+wait_for_go(OUT)
+# the facts of what ran by the go, then again at the end (the test reads the last)
+loop do
+  sleep 0.5
+  snap = LOCK.synchronize { [REQUESTS.map(&:dup), PREV.map { |k, v| [k, v.uniq] }.to_h] }
+  write_facts(OUT + ".requests", { "requests" => snap[0], "prev" => snap[1] })
+  break if File.exist?(OUT + ".stop")
+end
+threads.each(&:kill)
