@@ -21,6 +21,7 @@ pkgs=(
 	libxml2-dev							# make fuzz: fuzz_text parses the SVG views with libxml2
 	puma								# tests: test_puma profiles a real Puma server in wall-clock mode
 	ruby-nokogiri							# tests: test_native's nokogiri script (libxml2 under Nokogiri's C methods)
+	gdb								# tests: threadctx_writer finds each thread's otel_thread_ctx_v1 from outside (libthread_db)
 	g++								# tests: test_native_cxx's library; test_demangle compares with libstdc++'s __cxa_demangle
 	libiberty-dev							# build: C++ demangling with a bounded output (daemon/native/demangle.c)
 	linux-perf							# tests: test_native compares its native depth with perf's
