@@ -79,11 +79,16 @@ class E2E
     kinds = Hash.new(0)
     gone = Hash.new(0)
     odd = nil
+    all = all_expected = 0
+    least_busy = 1.0
     details = children.map do |pid, (cpu, wall)|
       samples = prof.samples_of(pid)
       n = samples.sum(&:count)
       expected = cpu * 99
       busy = [cpu / wall, 1.0].min
+      all += n
+      all_expected += expected
+      least_busy = [least_busy, busy].min
       check(samples_ok?(n, expected, busy),
             "fork child #{pid}: #{n} samples for #{format("%.2f", cpu)} s of CPU in #{format("%.2f", wall)} s " \
             "(#{expected.round} ± #{sample_spread(expected, busy).round} expected)\n#{stderr}")
@@ -112,6 +117,12 @@ class E2E
       check(gone[pid] <= 2, "fork child #{pid}: #{gone[pid]} samples with frames not read (its memory gone), more than its last instants")
       "#{n}/#{expected.round}"
     end
+    # and all the children together (about 300 samples): a relative spread narrower than each
+    # child's. Three children and the master share 2 CPUs (busy about 0.5), so a share's spread
+    # is still about 50: a build dropping one Ruby stack in ten (268 for 295) passes here and is
+    # caught by the tests of busier targets (exact_stack, three_threads, started_later, gc, ...).
+    check(samples_ok?(all, all_expected, least_busy),
+          "the children together: #{all} samples for #{all_expected.round} ± #{sample_spread(all_expected, least_busy).round} expected")
     check(kinds[:other].zero?, "#{kinds[:other]} samples of the children are none of their instants (#{kinds.inspect}); first:\n  " +
                                (odd || []).map { |l| fmt(l, prof) }.join("\n  "))
     # The master only has to be profiled still after its forks (it spins 0.5 s of CPU after the
