@@ -348,7 +348,8 @@ static void summary(struct run *r, double secs, const char *path)
  * arrives before the wait still ends it at once), or the earliest deadline: until (the duration,
  * the next scan) or the session's next due work (its read tick while a Ruby is profiled).
  */
-static void wait_records(struct run *r, int64_t now, int64_t until, const sigset_t *waitmask)
+static void wait_records(struct run *r, int64_t now, int64_t until, const sigset_t *waitmask,
+			 const sigset_t *stops)
 {
 	int64_t due = session_next_due(r->session), timeout;
 	struct pollfd pfd[2] = {{.fd = session_fd(r->session), .events = POLLIN},
@@ -362,7 +363,13 @@ static void wait_records(struct run *r, int64_t now, int64_t until, const sigset
 	timeout = until > now ? until - now : 0;
 	ts.tv_sec = (time_t)(timeout / 1000000000LL);
 	ts.tv_nsec = (long)(timeout % 1000000000LL);
-	ppoll(pfd, 2, &ts, waitmask);
+	if (ppoll(pfd, 2, &ts, waitmask) < 0 || !stops)
+		return;
+	/* ppoll that finds a descriptor ready restores the mask without delivering a pending
+	 * signal: a ring buffer that is never empty (a daemon behind its samples) would keep
+	 * SIGINT and SIGTERM pending for the whole --duration. Taken here, without waiting. */
+	if (sigtimedwait(stops, NULL, &(const struct timespec){0}) > 0)
+		oneshot_stop = 1;
 }
 
 int oneshot_run(const struct config *cfg)
@@ -477,7 +484,7 @@ int oneshot_run(const struct config *cfg)
 		}
 		wait_records(&r, clock_ns(CLOCK_MONOTONIC),
 			     deadline && deadline < next_scan ? deadline : next_scan,
-			     masked ? &waitmask : NULL);
+			     masked ? &waitmask : NULL, masked ? &stops : NULL);
 	}
 	if (masked)
 		sigprocmask(SIG_SETMASK, &waitmask, NULL);

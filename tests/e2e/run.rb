@@ -275,7 +275,13 @@ class E2E
         @daemon_log = +""
         readers = [Thread.new { so.read }, Thread.new { se.each_line { |l| @daemon_log << l }; @daemon_log }]
         tracer = cpu.run_until { !w.alive? } unless watch.empty?
-        yield w.pid if wait_ready(sock, w) && block_given?
+        if block_given?
+          unless wait_ready(sock, w)
+            Process.kill("KILL", w.pid) rescue nil
+            fail!("rubyprofd sent no READY=1 within 60 s (or exited first):\n#{@daemon_log}")
+          end
+          yield w.pid
+        end
         stdout, stderr = readers.map(&:value)
         st = w.value
         tracer&.join
