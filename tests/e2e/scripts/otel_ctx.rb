@@ -11,6 +11,7 @@
 # (OTEL_CTX_TEST_VERSION: the header's version, 2 by default: another one is refused by readers)
 require "fiddle"
 require_relative "common"
+require_relative "resource_pb"
 
 OUT, NAME, VERSION, ENVNAME, INSTANCE, NAME2, VERSION2, ENV2 = ARGV
 
@@ -34,29 +35,11 @@ PR_SET_VMA = 0x53564d41
 PR_SET_VMA_ANON_NAME = 0
 SIZE = 4096
 
-# Protobuf, by hand: length-delimited fields of varint tags and lengths.
-def varint(n)
-  s = +"".b
-  loop do
-    b = n & 0x7f
-    n >>= 7
-    s << (n.positive? ? b | 0x80 : b).chr
-    return s if n.zero?
-  end
-end
-
-def field(num, bytes) = varint(num << 3 | 2) + varint(bytes.bytesize) + bytes.b
-# Resource.attributes (1) = KeyValue{key = 1, value = 2: AnyValue{string_value = 1}}
-def attr(key, value) = field(1, field(1, key) + field(2, field(1, value)))
-# AnyValue{array_value = 5: ArrayValue{values = 1: AnyValue{string_value = 1}}}
-def key_map(names) = field(1, field(1, "threadlocal.attribute_key_map") +
-                              field(2, field(5, names.map { |n| field(1, field(1, n)) }.join)))
-
 def resource(name, version, env)
-  attr("service.name", name) + attr("service.version", version) +
-    attr("deployment.environment.name", env) + attr("service.instance.id", INSTANCE) +
-    attr("telemetry.sdk.language", "ruby") + attr("threadlocal.schema_version", "tlsdesc_v1_dev") +
-    key_map(%w[http.route http.method])
+  otel_resource({ "service.name" => name, "service.version" => version,
+                  "deployment.environment.name" => env, "service.instance.id" => INSTANCE,
+                  "telemetry.sdk.language" => "ruby", "threadlocal.schema_version" => "tlsdesc_v1_dev" },
+                %w[http.route http.method])
 end
 
 def now_ns = Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)

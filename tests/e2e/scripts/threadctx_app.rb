@@ -16,41 +16,14 @@
 # Facts: "requests" => [{trace, span, route, thread, cpu_s, wall_s}], "prev" => {trace =>
 # [traces of the fibers that ran on its thread just before it]}, "key_map", "hooked".
 require_relative "common"
+require_relative "resource_pb"
 
 OUT, SO, PUBLISH, SERVICE, KIND, WORK = ARGV
 require SO
 
 KEYS = %w[http.route http.method].freeze
 
-# Protobuf by hand, from opentelemetry.proto.resource.v1.Resource: attributes (1) are KeyValue
-# {key 1, value 2: AnyValue {string_value 1, array_value 5: ArrayValue {values 1}}}.
-def pb_varint(n)
-  s = +"".b
-  loop do
-    b = n & 0x7f
-    n >>= 7
-    s << (n.positive? ? b | 0x80 : b).chr
-    return s if n.zero?
-  end
-end
-
-def pb_field(num, bytes)
-  pb_varint(num << 3 | 2) + pb_varint(bytes.bytesize) + bytes.b
-end
-
-def pb_string(s)
-  pb_field(1, s)
-end
-
-def pb_kv(key, any)
-  pb_field(1, pb_field(1, key) + pb_field(2, any))
-end
-
-def resource
-  pb_kv("service.name", pb_string(SERVICE)) +
-    pb_kv("threadlocal.schema_version", pb_string("tlsdesc_v1_dev")) +
-    pb_kv("threadlocal.attribute_key_map", pb_field(5, KEYS.map { |k| pb_field(1, pb_string(k)) }.join))
-end
+def resource = otel_resource({ "service.name" => SERVICE, "threadlocal.schema_version" => "tlsdesc_v1_dev" }, KEYS)
 
 def now_cpu
   Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID)

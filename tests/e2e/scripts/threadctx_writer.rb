@@ -5,32 +5,13 @@
 # what was written.
 # Usage: ruby threadctx_writer.rb OUT SO
 require_relative "common"
+require_relative "resource_pb"
 
 OUT, SO = ARGV
 require SO
 
-def pb_varint(n)
-  s = +"".b
-  loop do
-    b = n & 0x7f
-    n >>= 7
-    s << (n.positive? ? b | 0x80 : b).chr
-    return s if n.zero?
-  end
-end
-
-def pb_field(num, bytes)
-  pb_varint(num << 3 | 2) + pb_varint(bytes.bytesize) + bytes.b
-end
-
-def pb_kv(key, any)
-  pb_field(1, pb_field(1, key) + pb_field(2, any))
-end
-
 KEYS = %w[http.route http.method].freeze
-payload = pb_kv("service.name", pb_field(1, "writer-check")) +
-          pb_kv("threadlocal.schema_version", pb_field(1, "tlsdesc_v1_dev")) +
-          pb_kv("threadlocal.attribute_key_map", pb_field(5, KEYS.map { |k| pb_field(1, pb_field(1, k)) }.join))
+payload = otel_resource({ "service.name" => "writer-check", "threadlocal.schema_version" => "tlsdesc_v1_dev" }, KEYS)
 map = OtelCtx.publish_process(payload)
 
 WANT = {
