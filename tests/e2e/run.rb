@@ -366,6 +366,28 @@ class E2E
   end
 
   # Whether a frame is method `name`: Ruby 3.4+ labels carry the owner ("Object#name").
+  # A C extension of tests/e2e/cext/ compiled into so with this runtime's Ruby's own headers (a
+  # root's come from its rubyX.Y-dev, added on demand by mkroot.sh --dev). No -lruby: the symbols
+  # resolve from the libruby that loads it. what: said of the build in a failure.
+  def build_cext(name, so, flags, what = "")
+    mm = @rt.version[/\A\d+\.\d+/]
+    if @rt.root
+      _, err, st = Open3.capture3(File.join(__dir__, "mkroot.sh"), "--dev", mm)
+      raise Skip, "ruby#{mm}-dev: #{err.strip}" if st.exitstatus == 77
+      check(st.success?, "mkroot.sh --dev #{mm} failed: #{err.strip}")
+      hdr = File.join(@rt.root, "usr/include/ruby-#{mm}.0")
+      arch = Dir[File.join(@rt.root, "usr/include/*/ruby-#{mm}.0")].first
+    else
+      hdr, arch = RbConfig::CONFIG.values_at("rubyhdrdir", "rubyarchhdrdir")
+    end
+    check(arch && File.exist?(File.join(hdr, "ruby.h")), "no ruby.h for Ruby #{mm} in #{hdr.inspect}")
+    FileUtils.mkdir_p(File.dirname(so))
+    src = File.expand_path("cext/#{name}", __dir__)
+    out, st = Open3.capture2e("gcc", "-O2", "-shared", "-fPIC", "-w", *flags, "-I", hdr, "-I", arch, "-o", so, src)
+    check(st.success?, "gcc #{src}#{what} for Ruby #{mm} failed:\n#{out}")
+    so
+  end
+
   def method?(loc, name) = loc.name == name || loc.name.end_with?("##{name}", ".#{name}")
 
   # Whether a profile frame is the frame Ruby described (label, path, line). rubyprofd names the

@@ -302,28 +302,11 @@ class E2E
       frames.map { |l| l.name.sub(/\+0x\h+\z/, "+..") }.chunk_while { |a, b| a == b }.map(&:first).join(" < ")
   end
 
-  # tests/e2e/cext/cbext.c compiled once per Ruby, with that Ruby's own headers (a root's come from
-  # its rubyX.Y-dev, added on demand by mkroot.sh --dev), into the runtime's workdir (inside the
-  # root for a root's Ruby). No -lruby: the symbols resolve from the libruby that loads it.
+  # tests/e2e/cext/cbext.c compiled once per Ruby (build_cext), into the runtime's workdir
+  # (inside the root for a root's Ruby).
   def cbext_so
     so = File.join(@rt.workdir, "cbext.so")
-    return so if File.exist?(so)
-    mm = @rt.version[/\A\d+\.\d+/]
-    if @rt.root
-      _, err, st = Open3.capture3(File.join(__dir__, "mkroot.sh"), "--dev", mm)
-      raise Skip, "ruby#{mm}-dev: #{err.strip}" if st.exitstatus == 77
-      check(st.success?, "mkroot.sh --dev #{mm} failed: #{err.strip}")
-      hdr = File.join(@rt.root, "usr/include/ruby-#{mm}.0")
-      arch = Dir[File.join(@rt.root, "usr/include/*/ruby-#{mm}.0")].first
-    else
-      hdr, arch = RbConfig::CONFIG.values_at("rubyhdrdir", "rubyarchhdrdir")
-    end
-    check(arch && File.exist?(File.join(hdr, "ruby.h")), "no ruby.h for Ruby #{mm} in #{hdr.inspect}")
-    src = File.expand_path("cext/cbext.c", __dir__)
-    out, st = Open3.capture2e("gcc", "-O2", "-shared", "-fPIC", "-fno-optimize-sibling-calls", "-w",
-                              "-I", hdr, "-I", arch, "-o", so, src)
-    check(st.success?, "gcc #{src} for Ruby #{mm} failed:\n#{out}")
-    so
+    File.exist?(so) ? so : build_cext("cbext.c", so, ["-fno-optimize-sibling-calls"])
   end
 
   # Debian's ruby-nokogiri on the host's Ruby: samples in Nokogiri's parser (the C method

@@ -29,28 +29,10 @@ class E2E
     "initial-exec" => [["-DOTELCTX_INITIAL_EXEC"], "R_X86_64_TPOFF64"],
   }.freeze
 
-  # tests/e2e/cext/otelctx.c built for this Ruby in one TLS model, as cbext_so builds cbext.c.
+  # tests/e2e/cext/otelctx.c built for this Ruby in one TLS model (build_cext, as cbext_so).
   def otelctx_so(model)
-    dir = File.join(@rt.workdir, "otelctx-#{model}")
-    so = File.join(dir, "otelctx.so")
-    return so if File.exist?(so)
-    mm = @rt.version[/\A\d+\.\d+/]
-    if @rt.root
-      _, err, st = Open3.capture3(File.join(__dir__, "mkroot.sh"), "--dev", mm)
-      raise Skip, "ruby#{mm}-dev: #{err.strip}" if st.exitstatus == 77
-      check(st.success?, "mkroot.sh --dev #{mm} failed: #{err.strip}")
-      hdr = File.join(@rt.root, "usr/include/ruby-#{mm}.0")
-      arch = Dir[File.join(@rt.root, "usr/include/*/ruby-#{mm}.0")].first
-    else
-      hdr, arch = RbConfig::CONFIG.values_at("rubyhdrdir", "rubyarchhdrdir")
-    end
-    check(arch && File.exist?(File.join(hdr, "ruby.h")), "no ruby.h for Ruby #{mm} in #{hdr.inspect}")
-    FileUtils.mkdir_p(dir)
-    src = File.expand_path("cext/otelctx.c", __dir__)
-    out, st = Open3.capture2e("gcc", "-O2", "-shared", "-fPIC", "-w", *OTELCTX_MODELS.fetch(model)[0],
-                              "-I", hdr, "-I", arch, "-o", so, src)
-    check(st.success?, "gcc #{src} (#{model}) for Ruby #{mm} failed:\n#{out}")
-    so
+    so = File.join(@rt.workdir, "otelctx-#{model}", "otelctx.so")
+    File.exist?(so) ? so : build_cext("otelctx.c", so, OTELCTX_MODELS.fetch(model)[0], " (#{model})")
   end
 
   # Decodes a record as the OTEP lays it out: trace-id[16], span-id[8], valid, trace-flags,
