@@ -48,6 +48,13 @@ struct rp_scratch {
 	__u32 base_seq;
 	__u32 base_valid;
 	__u32 pad;
+	struct rp_tctx tctx; /* the thread-context record being sent (walk.bpf.h) */
+	__u64 tctx_tp;	     /* and the thread pointer of the thread it is read from */
+	struct {
+		__u32 tctx_mode;
+		__s64 tctx_off;
+		__u64 tctx_modid, tctx_block_off;
+	} tctx_loc; /* its process's rp_proc.tctx_* */
 };
 
 _Static_assert(sizeof(struct rp_scratch) <= 32768, "per-CPU map values are limited to 32 KiB");

@@ -389,6 +389,108 @@ static __always_inline int find_ec(const struct rp_proc *proc, __u64 tp, __u64 *
 	return -1;
 }
 
+/*
+ * The OpenTelemetry thread context of the thread whose thread pointer is s->tctx_tp (OTEP 4947,
+ * docs/trace-context.md): the record its otel_thread_ctx_v1 points to, sent as RP_REC_TCTX with
+ * the (cpu, seq) of the sample about to be sent, when the record's valid byte is 1. Every byte is
+ * the app's: the daemon checks them all (trace-context.md, "Bad input").
+ *
+ * A bpf_loop callback run once (rp_sample_tctx): its paths are verified once and end at its
+ * return, so that the stack walk after it is verified for one state, not once per way this
+ * went (inline, it took the wall-clock program from 50 % to 90 % of the verifier's limit).
+ */
+static long rp_tctx_read(__u32 i, void *rctx)
+{
+	__u64 ptr = 0, dtv, block, addr, tp;
+	struct rp_scratch *s;
+	struct rp_tctx *r;
+	__u32 zero = 0, len;
+
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 1;
+	r = &s->tctx;
+	tp = s->tctx_tp;
+	if (s->tctx_loc.tctx_mode == RP_TCTX_STATIC) {
+		addr = tp + s->tctx_loc.tctx_off;
+	} else {
+		/* glibc's DTV, as find_ec reads it: a thread that never touched the object's TLS
+		 * (its dtv shorter, or the block unallocated) has no context */
+		if (read_u64(rctx, &dtv, tp + 8) || !dtv || read_u64(rctx, &block, dtv - 16))
+			goto failed;
+		if (s->tctx_loc.tctx_modid > block)
+			return 1;
+		if (read_u64(rctx, &block, dtv + s->tctx_loc.tctx_modid * 16))
+			goto failed;
+		if (block == 0 || block == (__u64)-1)
+			return 1;
+		addr = block + s->tctx_loc.tctx_block_off;
+	}
+	if (read_u64(rctx, &ptr, addr))
+		goto failed;
+	if (!ptr)
+		return 1;
+	/* the OTEP: a record starts 2-byte aligned; valid is 1, anything else is not a record */
+	if (ptr & 1) {
+		stat_add(RP_STAT_TCTX_INVALID, 1);
+		return 1;
+	}
+	if (RP_READ_USER(rctx, r->data, RP_TCTX_HDR, (const void *)ptr))
+		goto failed;
+	if (r->data[24] != 1) {
+		stat_add(RP_STAT_TCTX_INVALID, 1);
+		return 1;
+	}
+	len = r->data[26] | (__u32)r->data[27] << 8;
+	r->flags = 0;
+	if (len > RP_TCTX_MAX - RP_TCTX_HDR) {
+		r->flags = RP_TCTX_F_OVERSIZE;
+		len = 0;
+	}
+	/* in asm on the register passed, as in rp_walk_batch: len <= 1023, and <= 612 below */
+	asm volatile("%[len] &= 1023" : [len] "+r"(len));
+	if (len > RP_TCTX_MAX - RP_TCTX_HDR)
+		len = 0;
+	if (len &&
+	    RP_READ_USER(rctx, r->data + RP_TCTX_HDR, len, (const void *)(ptr + RP_TCTX_HDR))) {
+		r->flags |= RP_TCTX_F_ATTRS_FAIL;
+		len = 0;
+	}
+	r->attrs = len;
+	r->pad = 0;
+	r->hdr = s->sample.hdr;
+	r->hdr.version = RP_REC_VERSION;
+	r->hdr.kind = RP_REC_TCTX;
+	r->hdr.size = RP_TCTX_REC_HDR_SIZE + RP_TCTX_HDR + len;
+	r->cpu = s->sample.cpu;
+	r->seq = s->sample.seq;
+	if (bpf_ringbuf_output(&samples, r, (RP_TCTX_REC_HDR_SIZE + RP_TCTX_HDR + len) & 1023,
+			       rb_flags())) {
+		stat_add(RP_STAT_TCTX_LOST, 1);
+		return 1;
+	}
+	stat_add(RP_STAT_TCTX, 1);
+	return 1;
+failed:
+	stat_add(RP_STAT_TCTX_FAILED, 1);
+	return 1;
+}
+
+/* Reads and sends the thread context of the thread at tp, for a process that publishes one:
+ * nothing is read for one that publishes none (tctx_mode 0), its samples cost what they did. */
+static __always_inline void rp_sample_tctx(struct rp_scratch *s, const struct rp_proc *proc,
+					   __u64 tp, void *rctx)
+{
+	if (!proc->tctx_mode)
+		return;
+	s->tctx_tp = tp;
+	s->tctx_loc.tctx_mode = proc->tctx_mode;
+	s->tctx_loc.tctx_off = proc->tctx_off;
+	s->tctx_loc.tctx_modid = proc->tctx_modid;
+	s->tctx_loc.tctx_block_off = proc->tctx_block_off;
+	bpf_loop(1, rp_tctx_read, rctx, 0);
+}
+
 /* Sends a header-only sample (no frames) so that the thread's time is still accounted. */
 static __always_inline void emit_empty(struct rp_scratch *s, __u32 flags)
 {
@@ -578,6 +680,7 @@ static __always_inline void rp_sample_ruby(struct rp_scratch *s, const struct rp
 			emit_empty(s, RP_SAMPLE_NO_EC);
 		return;
 	}
+	rp_sample_tctx(s, proc, tp, rctx);
 	rp_sample_ec(s, proc, ec, tp, rctx);
 }
 

@@ -80,6 +80,7 @@ struct wall_scratch {
 	__u32 list_same; /* the list is as at the last run (wall_quiet) */
 	__u32 pad;
 	__u64 walk_th, walk_ec; /* the thread wall_visit left to walk, and its EC */
+	__u64 walk_tp;		/* and its task's thread pointer (0: no task found) */
 	/* a visit's facts, passed through memory (WALL_OPAQUE) */
 	__u64 v_weight, v_switches;
 	__s64 v_sysnr;
@@ -609,6 +610,7 @@ static __noinline long wall_visit(__u32 i, void *ctx)
 	WALL_OPAQUE(w, v_tid, tid);
 	WALL_OPAQUE(w, v_sysnr, sysnr);
 	__builtin_memset(s->sample.comm, 0, sizeof(s->sample.comm));
+	w->walk_tp = 0;
 	/* The tid is the process's own (its pid namespace), looked up in the daemon's: the task
 	 * is used only if it is in this process, i.e. the namespaces agree (the process is in
 	 * the daemon's, as a rule). */
@@ -623,6 +625,11 @@ static __noinline long wall_visit(__u32 i, void *ctx)
 			kstate = t->__state;
 			on_cpu = t->on_cpu;
 			switches = t->nvcsw + t->nivcsw;
+#if defined(__TARGET_ARCH_x86)
+			w->walk_tp = t->thread.fsbase;
+#elif defined(__TARGET_ARCH_arm64)
+			w->walk_tp = t->thread.uw.tp_value;
+#endif
 			/* the name, for a walked sample; the syscall it sleeps in (-1: none, in
 			 * user space; stale while on a CPU) */
 			if (!quiet) {
@@ -634,6 +641,10 @@ static __noinline long wall_visit(__u32 i, void *ctx)
 		}
 		bpf_task_release(t);
 	}
+	/* Ruby 2.7 gives no tid (no task), but its thread's pthread_t, which glibc makes the thread
+	 * pointer (discovery checks each EC's against it): where the thread's TLS is */
+	if (!w->walk_tp && !quiet && !proc->off.nt_thread_id && proc->off.th_thread_id)
+		w->walk_tp = th_u64(w, proc->off.th_thread_id);
 	if (!weight) {
 		wstat_add(RP_WSTAT_ON_CPU, 1);
 		return 0;
@@ -737,6 +748,9 @@ static long wall_thread(__u32 i, void *ctx)
 	if (!w || !s || !proc)
 		return 1;
 	key.th = w->walk_th;
+	/* the thread's OpenTelemetry context, read from its own TLS (its task's thread pointer) */
+	if (w->walk_tp)
+		rp_sample_tctx(s, proc, w->walk_tp, ctx);
 	rp_sample_ec(s, proc, w->walk_ec, 0, ctx);
 	wall_note(&key, w);
 	return 0;

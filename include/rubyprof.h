@@ -93,6 +93,7 @@ struct rp_frame {
 #define RP_REC_PROC   2 /* struct rp_proc_event: exec, fork or exit of a process */
 #define RP_REC_USTACK 3 /* struct rp_ustack: user registers and stack copy (--stacks mixed) */
 #define RP_REC_KSTACK 4 /* struct rp_kstack: kernel stack of a sample (--kernel-stacks) */
+#define RP_REC_TCTX   5 /* struct rp_tctx: the OpenTelemetry thread context of a sample */
 
 /* rp_rec.wunit: what `weight` counts */
 #define RP_WEIGHT_COUNT 0 /* samples */
@@ -255,6 +256,31 @@ struct rp_kstack {
 
 #define RP_KSTACK_HDR_SIZE 48
 
+/*
+ * RP_REC_TCTX: the sampled thread's OpenTelemetry thread context (OTEP 4947,
+ * docs/trace-context.md), sent just before the sample's Ruby stack with its (cpu, seq), only when
+ * the thread's otel_thread_ctx_v1 points to a record whose `valid` byte is 1. `data` is the
+ * record as the app wrote it: trace-id[16], span-id[8], valid, trace-flags, attrs-data-size
+ * (u16), then attrs-data, of which `attrs` bytes are copied (attrs-data-size, or 0 when that
+ * is past RP_TCTX_MAX: RP_TCTX_F_OVERSIZE). Decoded (and every byte checked) in userspace.
+ */
+#define RP_TCTX_HDR	     28	 /* the record's fixed part */
+#define RP_TCTX_MAX	     640 /* the OTEP's bound on a whole record */
+#define RP_TCTX_F_OVERSIZE   0x1 /* attrs-data-size was past RP_TCTX_MAX - RP_TCTX_HDR */
+#define RP_TCTX_F_ATTRS_FAIL 0x2 /* the attributes could not be read */
+
+struct rp_tctx {
+	struct rp_rec hdr;
+	__u32 cpu;
+	__u32 seq;   /* the RP_REC_STACK sample of this CPU it belongs to */
+	__u16 attrs; /* bytes of attrs-data in data (after the RP_TCTX_HDR bytes) */
+	__u16 flags; /* RP_TCTX_F_* */
+	__u32 pad;
+	__u8 data[RP_TCTX_MAX];
+};
+
+#define RP_TCTX_REC_HDR_SIZE 48
+
 /* --native-processes: which processes that are no profiled Ruby get native samples */
 #define RP_NATIVE_RUBY	   0 /* none (the default) */
 #define RP_NATIVE_ALL	   1 /* every user process */
@@ -269,6 +295,11 @@ struct rp_kstack {
 #define RP_EC_GLOBAL	   3 /* ec = *ec_global (Ruby < 3.0); checked against the thread's pthread id */
 /* musl: ec = *(dtv[tls_modid] + tls_block_off), dtv = *(fsbase + 8), 8-byte entries, dtv[0] = count */
 #define RP_EC_TLS_DTV_MUSL 4
+
+/* How the sampled thread's otel_thread_ctx_v1 (a pointer to its thread-context record) is found. */
+#define RP_TCTX_NONE   0 /* the process publishes none (no read at all) */
+#define RP_TCTX_STATIC 1 /* ptr = *(fsbase + tctx_off) */
+#define RP_TCTX_DTV    2 /* ptr = *(dtv[tctx_modid].pointer + tctx_block_off), glibc's DTV */
 
 /* Offsets of the VM structures that the BPF walk reads; filled from daemon/ruby/offsets.c. */
 struct rp_vm_offsets {
@@ -308,6 +339,12 @@ struct rp_proc {
 	 * process that got the same pid is never walked with it (0: not checked). */
 	__u64 start_time;
 	struct rp_vm_offsets off;
+	/* the OpenTelemetry thread context (RP_TCTX_*), found after its process context said so */
+	__u32 tctx_mode;
+	__u32 tctx_pad;
+	__s64 tctx_off;	      /* RP_TCTX_STATIC */
+	__u64 tctx_modid;     /* RP_TCTX_DTV */
+	__u64 tctx_block_off; /* RP_TCTX_DTV: st_value of otel_thread_ctx_v1 */
 };
 
 /* ---- wall-clock mode (bpf/wall.bpf.c) -------------------------------------------------- */
@@ -469,7 +506,12 @@ struct rp_wall_out {
 #define RP_STAT_KSTACK_LOST  22 /* --kernel-stacks: kernel stack records lost (ring buffer full) */
 #define RP_STAT_NATIVE_ALONE 23 /* --native-processes: samples of processes that are no Ruby */
 #define RP_STAT_OTHER_NS     24 /* samples of tasks outside the daemon's pid namespace (not taken) */
-#define RP_STAT_MAX	     25
+#define RP_STAT_TCTX	     25 /* thread-context records sent (a valid record was attached) */
+#define RP_STAT_TCTX_FAILED                                                                        \
+	26 /* thread-context reads that failed (pointer, record or attributes) */
+#define RP_STAT_TCTX_INVALID 27 /* records whose valid byte was not 1, or misaligned (not sent) */
+#define RP_STAT_TCTX_LOST    28 /* thread-context records lost (ring buffer full) */
+#define RP_STAT_MAX	     29
 
 /* ---- task iterator output (fsbase of each thread of one process) -------------------------- */
 
@@ -496,7 +538,8 @@ struct rp_pidns {
 _Static_assert(sizeof(struct rp_pidns) == 8, "rp_pidns layout");
 _Static_assert(sizeof(struct rp_frame) == 24, "rp_frame layout");
 _Static_assert(sizeof(struct rp_vm_offsets) == 24, "rp_vm_offsets layout");
-_Static_assert(sizeof(struct rp_proc) == 88, "rp_proc layout");
+_Static_assert(sizeof(struct rp_proc) == 120, "rp_proc layout");
+_Static_assert(__builtin_offsetof(struct rp_tctx, data) == RP_TCTX_REC_HDR_SIZE, "rp_tctx layout");
 _Static_assert(sizeof(struct rp_thread_tp) == 24, "rp_thread_tp layout");
 _Static_assert(sizeof(struct rp_rec) == 32, "rp_rec layout");
 _Static_assert(sizeof(struct rp_wall_offsets) == 24, "rp_wall_offsets layout");

@@ -269,6 +269,24 @@
 	VALUE(M_PROCESS_CONTEXTS_REFUSED_MEMORY, "reason", "memory", S->c.procctx.refused[PROCCTX_REFUSED_MEMORY]) \
 	VALUE(M_PROCESS_CONTEXTS_REFUSED_PAYLOAD, "reason", "payload", S->c.procctx.refused[PROCCTX_REFUSED_PAYLOAD]) \
 	VALUE(M_PROCESS_CONTEXTS_REFUSED_VALUE, "reason", "value", S->c.procctx.refused[PROCCTX_REFUSED_VALUE]) \
+	FAMILY("rubyprofd_thread_context_processes_total", COUNTER, ALWAYS, "Processes whose OpenTelemetry process context names a thread context (OTEP 4947), by what the look for otel_thread_ctx_v1 found: located (its samples carry the context), not_found (no loaded object exports it, yet: looked for again at updates and a few intervals), refused (the loader's TLS data not understood, or not readable), schema (a schema rubyprofd does not read).") \
+	VALUE(M_THREAD_CONTEXT_PROCESSES_LOCATED, "result", "located", S->c.procctx.tctx_located) \
+	VALUE(M_THREAD_CONTEXT_PROCESSES_NOT_FOUND, "result", "not_found", S->c.procctx.tctx_not_found) \
+	VALUE(M_THREAD_CONTEXT_PROCESSES_REFUSED, "result", "refused", S->c.procctx.tctx_refused) \
+	VALUE(M_THREAD_CONTEXT_PROCESSES_SCHEMA, "result", "schema", S->c.procctx.tctx_schema) \
+	FAMILY("rubyprofd_thread_contexts_total", COUNTER, ALWAYS, "Samples that carried an OpenTelemetry thread context (a valid record attached to the sampled thread), decoded into trace_id, span_id and attribute labels.") \
+	VALUE(M_THREAD_CONTEXTS, NULL, NULL, S->c.collector.tctx.records) \
+	FAMILY("rubyprofd_thread_contexts_bad_total", COUNTER, ALWAYS, "Thread contexts, or parts of them, not used, by reason: invalid (valid byte not 1, or a misaligned pointer: no label), failed (the pointer or the record unreadable: no label), lost (ring buffer full), unpaired (its sample was lost), size (attrs-data-size past the 640-byte record: attributes left out), read (attributes unreadable), entry (an entry past the record's end: the rest left out), key (a key index outside the key map, or a name that is one of rubyprofd's labels), value (not UTF-8 without control characters), many (past 16 attributes).") \
+	VALUE(M_THREAD_CONTEXTS_BAD_INVALID, "reason", "invalid", S->c.sampler.bpf[RP_STAT_TCTX_INVALID]) \
+	VALUE(M_THREAD_CONTEXTS_BAD_FAILED, "reason", "failed", S->c.sampler.bpf[RP_STAT_TCTX_FAILED]) \
+	VALUE(M_THREAD_CONTEXTS_BAD_LOST, "reason", "lost", S->c.sampler.bpf[RP_STAT_TCTX_LOST]) \
+	VALUE(M_THREAD_CONTEXTS_BAD_UNPAIRED, "reason", "unpaired", S->c.sampler.tctx_unpaired) \
+	VALUE(M_THREAD_CONTEXTS_BAD_SIZE, "reason", "size", S->c.collector.tctx.bad[THREADCTX_BAD_SIZE]) \
+	VALUE(M_THREAD_CONTEXTS_BAD_READ, "reason", "read", S->c.collector.tctx.bad[THREADCTX_BAD_READ]) \
+	VALUE(M_THREAD_CONTEXTS_BAD_ENTRY, "reason", "entry", S->c.collector.tctx.bad[THREADCTX_BAD_ENTRY]) \
+	VALUE(M_THREAD_CONTEXTS_BAD_KEY, "reason", "key", S->c.collector.tctx.bad[THREADCTX_BAD_KEY]) \
+	VALUE(M_THREAD_CONTEXTS_BAD_VALUE, "reason", "value", S->c.collector.tctx.bad[THREADCTX_BAD_VALUE]) \
+	VALUE(M_THREAD_CONTEXTS_BAD_MANY, "reason", "many", S->c.collector.tctx.bad[THREADCTX_BAD_MANY]) \
 	FAMILY("rubyprofd_openat2_unavailable_total", COUNTER, ALWAYS, "Files of profiled processes not opened: openat2 said ENOSYS (a kernel before 5.6, or a seccomp filter), and no other call resolves a path safely inside a process's root (logged once).") \
 	VALUE(M_OPENAT2_UNAVAILABLE, NULL, NULL, S->c.bounds.openat2_unavailable) \
 	FAMILY("rubyprofd_process_events_total", COUNTER, ALWAYS, "Process life-cycle events from the kernel.") \

@@ -2,6 +2,7 @@
 /*
  * text.c - UTF-8 checks and the cleaning of target-controlled text (text.h).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,4 +164,19 @@ int text_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 		return -EINVAL;
 	*out = v;
 	return 0;
+}
+
+size_t text_label_name(const char *key, char *buf, size_t size)
+{
+	size_t i, n = 0;
+
+	if (key[0] >= '0' && key[0] <= '9' && n + 1 < size)
+		buf[n++] = '_';
+	for (i = 0; key[i] && n + 1 < size; i++) {
+		unsigned char c = (unsigned char)key[i];
+
+		buf[n++] = (isalnum(c) && c < 0x80) || c == '_' ? (char)c : '_';
+	}
+	buf[n] = '\0';
+	return n;
 }

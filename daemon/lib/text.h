@@ -39,6 +39,14 @@ const char *text_clean_copy(const char *s, char *buf, size_t size);
 size_t text_clean(char *s);
 
 /*
+ * key as a label name every collector takes as is: Prometheus' classic [a-zA-Z_][a-zA-Z0-9_]*,
+ * which Parca requires, Pyroscope's push API sanitizes to, and Pyroscope's /ingest allows (an
+ * OpenTelemetry attribute's `http.route` is `http_route`). Other bytes become '_', a leading
+ * digit gets a '_' before it. Written into buf (size > 0), cut to size - 1 bytes; its length.
+ */
+size_t text_label_name(const char *key, char *buf, size_t size);
+
+/*
  * A decimal number, digits only (no sign, space or suffix: strtoul's leniency refused), within
  * [min, max]. 0, or -EINVAL with *out untouched.
  */

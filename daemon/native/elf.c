@@ -654,9 +654,11 @@ static int dtpmod_rank(struct elf_file *ef, const struct scn_view *syms, size_t 
 	return DTPMOD_OWN_TLS;
 }
 
-int elf_dtpmod_slot(struct elf_file *ef, const char *sym_name, uint64_t *slot_vaddr)
+/* The slot of the best relocation of type `want` (dtpmod_rank's order; named_only: only one
+ * against sym_name). */
+static int tls_reloc_slot(struct elf_file *ef, uint32_t want, const char *sym_name, bool named_only,
+			  uint64_t *slot_vaddr)
 {
-	uint32_t want = dtpmod_reloc_type(ef);
 	uint64_t total = 0;
 	int best = -1;
 	size_t i;
@@ -695,7 +697,8 @@ int elf_dtpmod_slot(struct elf_file *ef, const char *sym_name, uint64_t *slot_va
 			if (GELF_R_TYPE(rela.r_info) != want)
 				continue;
 			rank = dtpmod_rank(ef, &syms, strndx, GELF_R_SYM(rela.r_info), sym_name);
-			if (rank < 0 || (best >= 0 && rank >= best))
+			if (rank < 0 || (best >= 0 && rank >= best) ||
+			    (named_only && rank != DTPMOD_NAMED))
 				continue;
 			best = rank;
 			*slot_vaddr = rela.r_offset;
@@ -704,6 +707,25 @@ int elf_dtpmod_slot(struct elf_file *ef, const char *sym_name, uint64_t *slot_va
 		}
 	}
 	return best < 0 ? -ENOENT : 0;
+}
+
+int elf_dtpmod_slot(struct elf_file *ef, const char *sym_name, uint64_t *slot_vaddr)
+{
+	return tls_reloc_slot(ef, dtpmod_reloc_type(ef), sym_name, false, slot_vaddr);
+}
+
+int elf_tlsdesc_slot(struct elf_file *ef, const char *sym_name, uint64_t *slot_vaddr)
+{
+	return tls_reloc_slot(
+		ef, ef->ehdr.e_machine == EM_AARCH64 ? R_AARCH64_TLSDESC : R_X86_64_TLSDESC,
+		sym_name, true, slot_vaddr);
+}
+
+int elf_tpoff_slot(struct elf_file *ef, const char *sym_name, uint64_t *slot_vaddr)
+{
+	return tls_reloc_slot(
+		ef, ef->ehdr.e_machine == EM_AARCH64 ? R_AARCH64_TLS_TPREL : R_X86_64_TPOFF64,
+		sym_name, true, slot_vaddr);
 }
 
 static int pread_full(int fd, void *buf, size_t len, uint64_t off)

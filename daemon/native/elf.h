@@ -77,6 +77,12 @@ int elf_tls_segment(struct elf_file *ef, struct elf_tls *out);
  * TLS symbol defined in this file. 0 or -ENOENT.
  */
 int elf_dtpmod_slot(struct elf_file *ef, const char *sym_name, uint64_t *slot_vaddr);
+/* The GOT pair of a TLSDESC relocation against sym_name (R_X86_64_TLSDESC, R_AARCH64_TLSDESC),
+ * which the loader fills with {resolver, argument}. 0 or -ENOENT. */
+int elf_tlsdesc_slot(struct elf_file *ef, const char *sym_name, uint64_t *slot_vaddr);
+/* The GOT slot of an initial-exec relocation against sym_name (R_X86_64_TPOFF64,
+ * R_AARCH64_TLS_TPREL), which the loader fills with its offset from the thread pointer. */
+int elf_tpoff_slot(struct elf_file *ef, const char *sym_name, uint64_t *slot_vaddr);
 
 /* Copies len bytes at vaddr from the file's PT_LOAD contents (.bss reads as zeros). 0 or -errno. */
 int elf_read_vaddr(struct elf_file *ef, uint64_t vaddr, void *buf, size_t len);

@@ -81,28 +81,14 @@ static void ilabels_release(struct ilabels *ls)
 	ls->n = 0;
 }
 
-/*
- * A label name every collector takes as is: Prometheus' classic [a-zA-Z_][a-zA-Z0-9_]*, which
- * Parca requires, Pyroscope's push API sanitizes to, and Pyroscope's /ingest allows (it also
- * takes '.'). Other bytes become '_', a leading digit gets a '_' before it.
- */
+/* A label name every collector takes as is (text_label_name). */
 static char *label_name(const char *key)
 {
-	size_t n = strlen(key), i;
-	bool lead = key[0] >= '0' && key[0] <= '9';
-	char *o = malloc(n + 2), *q;
+	size_t n = strlen(key) + 2;
+	char *o = malloc(n);
 
-	if (!o)
-		return NULL;
-	q = o;
-	if (lead)
-		*q++ = '_';
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)key[i];
-
-		*q++ = (isalnum(c) && c < 0x80) || c == '_' ? (char)c : '_';
-	}
-	*q = '\0';
+	if (o)
+		text_label_name(key, o, n);
 	return o;
 }
 

@@ -58,6 +58,10 @@ struct procctx_stats {
 	uint64_t unchanged;  /* header checks that found the same published_at_ns */
 	uint64_t maps_scans; /* /proc/PID/maps read again to look for a context */
 	uint64_t refused[PROCCTX_REFUSED_MAX];
+	/* the thread context its key map is for (OTEP 4947): processes whose otel_thread_ctx_v1
+	 * was located, looked for and not found (yet), found but not understood or readable, and
+	 * whose schema is not one rubyprofd reads */
+	uint64_t tctx_located, tctx_not_found, tctx_refused, tctx_schema;
 };
 
 /* The attributes rubyprofd uses; "" when the context has none (or it was refused). */
@@ -106,8 +110,11 @@ struct procctx {
 	uint64_t addr;		  /* the established header, 0: none */
 	uint64_t published_at_ns; /* of `attrs` (0: nothing read) */
 	struct procctx_attrs attrs;
-	uint32_t polls;		   /* procctx_poll calls without an established mapping */
-	bool logged;		   /* a refusal of this process was logged */
+	uint32_t polls; /* procctx_poll calls without an established mapping */
+	bool logged;	/* a refusal of this process was logged */
+	/* its thread context (session.c): located (the BPF side reads it), looks made, logged */
+	bool tctx_located, tctx_logged;
+	uint32_t tctx_looks, tctx_polls;
 	enum procctx_refusal last; /* the last refusal (when procctx_poll returned < 0) */
 	char why[160];		   /* and what it was */
 };

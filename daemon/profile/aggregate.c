@@ -9,6 +9,7 @@
 #include "lib/hmap.h"
 #include "lib/text.h"
 #include "profile/aggregate.h"
+#include "proc/threadctx.h"
 
 /* a thread name kept for a label: Thread#name up to RTHREAD_NAME_MAX, comm 16 */
 #define AGG_NAME_MAX 256
@@ -45,6 +46,8 @@ struct stack_entry {
 	char *ruby_thread, *ruby_thread_name;
 	const char *state;   /* static: aggregate_thread.state */
 	const char *syscall; /* static: aggregate_thread.syscall */
+	char *ctx;	     /* aggregate_thread.ctx's copy, NULL: none */
+	uint32_t ctx_len;
 	uint32_t *frames;
 	uint32_t next; /* index + 1 of the next entry with the same hash, 0: none */
 	int64_t values[AGG_MAX_VALUES];
@@ -180,6 +183,7 @@ static void free_stacks(struct aggregate *a)
 		free(a->stacks[i].thread_name);
 		free(a->stacks[i].ruby_thread);
 		free(a->stacks[i].ruby_thread_name);
+		free(a->stacks[i].ctx);
 	}
 	a->nstacks = 0;
 	a->total = 0;
@@ -360,6 +364,9 @@ static uint64_t stack_hash(const struct aggregate_proc *p, const struct aggregat
 	h = hash_str(h, th->ruby_thread_name);
 	h = hash_str(h, th->state);
 	h = hash_str(h, th->syscall);
+	h = hash_bytes(h, &th->ctx_len, sizeof(th->ctx_len));
+	if (th->ctx_len)
+		h = hash_bytes(h, th->ctx, th->ctx_len);
 	return hash_bytes(h, frames, n * sizeof(*frames));
 }
 
@@ -368,7 +375,9 @@ static bool same_thread(const struct stack_entry *e, const struct aggregate_thre
 	return e->tid == th->tid && strcmp(e->thread_name, th->name) == 0 &&
 	       strcmp(e->ruby_thread, th->ruby_thread) == 0 &&
 	       strcmp(e->ruby_thread_name, th->ruby_thread_name) == 0 &&
-	       strcmp(e->state, th->state) == 0 && strcmp(e->syscall, th->syscall) == 0;
+	       strcmp(e->state, th->state) == 0 && strcmp(e->syscall, th->syscall) == 0 &&
+	       e->ctx_len == th->ctx_len &&
+	       (!th->ctx_len || memcmp(e->ctx, th->ctx, th->ctx_len) == 0);
 }
 
 int aggregate_add(struct aggregate *a, struct aggregate_proc *p, pid_t tid, const char *thread_name,
@@ -390,6 +399,8 @@ int aggregate_add_thread(struct aggregate *a, struct aggregate_proc *p,
 		.ruby_thread_name = thread->ruby_thread_name ? thread->ruby_thread_name : "",
 		.state = thread->state ? thread->state : "",
 		.syscall = thread->syscall ? thread->syscall : "",
+		.ctx = thread->ctx,
+		.ctx_len = thread->ctx ? thread->ctx_len : 0,
 	};
 	char name[AGG_NAME_MAX], ruby_name[AGG_NAME_MAX];
 	struct stack_entry *e;
@@ -426,12 +437,19 @@ int aggregate_add_thread(struct aggregate *a, struct aggregate_proc *p,
 	e->thread_name = strdup(th.name);
 	e->ruby_thread = strdup(th.ruby_thread);
 	e->ruby_thread_name = strdup(th.ruby_thread_name);
+	if (th.ctx_len) {
+		e->ctx = malloc(th.ctx_len);
+		if (e->ctx)
+			memcpy(e->ctx, th.ctx, th.ctx_len);
+		e->ctx_len = (uint32_t)th.ctx_len;
+	}
 	if (!e->frames || !e->thread_name || !e->ruby_thread || !e->ruby_thread_name ||
-	    hmap_put(&a->stack_index, h, 0, (uint64_t)a->nstacks + 1)) {
+	    (th.ctx_len && !e->ctx) || hmap_put(&a->stack_index, h, 0, (uint64_t)a->nstacks + 1)) {
 		free(e->frames);
 		free(e->thread_name);
 		free(e->ruby_thread);
 		free(e->ruby_thread_name);
+		free(e->ctx);
 		return -ENOMEM;
 	}
 	memcpy(e->frames, frames, nframes * sizeof(*frames));
@@ -464,6 +482,8 @@ void aggregate_foreach(const struct aggregate *a,
 		st.ruby_thread_name = a->stacks[i].ruby_thread_name;
 		st.state = a->stacks[i].state;
 		st.syscall = a->stacks[i].syscall;
+		st.ctx = a->stacks[i].ctx;
+		st.ctx_len = a->stacks[i].ctx_len;
 		st.frames = a->stacks[i].frames;
 		st.nframes = a->stacks[i].nframes;
 		st.values = a->stacks[i].values;
@@ -608,7 +628,8 @@ static void export_stack(void *ctx, const struct aggregate_stack *st)
 {
 	struct export_ctx *x = ctx;
 	const struct aggregate_proc_info *info = &st->proc->info;
-	struct pprof_label labels[10];
+	struct pprof_label labels[12 + 2 + THREADCTX_ATTRS_MAX];
+	const char *c, *end;
 	int64_t values[2];
 	size_t i, nl = 0;
 
@@ -653,6 +674,16 @@ static void export_stack(void *ctx, const struct aggregate_stack *st)
 		labels[nl++] = (struct pprof_label){.key = "thread_state", .str = st->state};
 	if (st->syscall && st->syscall[0])
 		labels[nl++] = (struct pprof_label){.key = "syscall", .str = st->syscall};
+	/* the thread context's: trace_id, span_id, attributes (name NUL value NUL ...) */
+	for (c = st->ctx, end = c ? c + st->ctx_len : NULL;
+	     c && c < end && nl + 1 < sizeof(labels) / sizeof(labels[0]);) {
+		const char *v = c + strlen(c) + 1;
+
+		if (v >= end)
+			break;
+		labels[nl++] = (struct pprof_label){.key = c, .str = v};
+		c = v + strlen(v) + 1;
+	}
 	values[0] = st->values[0];
 	values[1] = x->a->nvalues > 1 ? st->values[1] : 0;
 	x->err = pprof_add_sample(x->p, x->buf, st->nframes, values, labels, nl);

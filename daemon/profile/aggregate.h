@@ -75,7 +75,11 @@ struct aggregate_stack {
 	const char *ruby_thread_name; /* Thread#name, "" when nil or unknown */
 	const char *state;	      /* wall-clock samples: thread_state label, "" otherwise */
 	const char *syscall;	      /* wall-clock samples in blocked_io: the syscall, or "" */
-	const uint32_t *frames;	      /* frame ids of `proc`, leaf first */
+	/* more string labels, packed as name NUL value NUL ... (the thread context's: trace_id,
+	 * span_id, attributes; daemon/proc/threadctx.h), ctx_len bytes (0: none) */
+	const char *ctx;
+	size_t ctx_len;
+	const uint32_t *frames; /* frame ids of `proc`, leaf first */
 	size_t nframes;
 	const int64_t *values; /* agg's nvalues values */
 };
@@ -133,6 +137,8 @@ struct aggregate_thread {
 	const char *ruby_thread_name;
 	const char *state; /* thread_state label (a static string, not copied); NULL or "": none */
 	const char *syscall; /* syscall label (static, as state); NULL or "": none */
+	const char *ctx;     /* packed labels (aggregate_stack.ctx), copied; NULL: none */
+	size_t ctx_len;
 };
 
 /* aggregate_add with the sample's Ruby thread: a stack is counted per (native, Ruby) thread. */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* session.c - sampler + tracker + collector + aggregate, shared by both modes. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +151,74 @@ static void context_logged(struct procctx *pc, pid_t pid, enum procctx_result re
 	}
 }
 
+/* The thread-context schemas of OTEP 4947 that rubyprofd reads (its draft's, and the merged). */
+static bool tctx_schema_read(const char *v)
+{
+	return strcmp(v, "tlsdesc_v1_dev") == 0 || strcmp(v, "tls_v1") == 0;
+}
+
+/* Looks for a thread context at most this many times per process. */
+#define TCTX_LOOKS_MAX 8
+
+/*
+ * A process context that names a thread-context schema: where the process's threads keep
+ * their context (discover_thread_ctx). Looked for when the context is first read or updated
+ * (the OTEP: the reader re-runs its search at an update), and at the 1st, 2nd, 4th ... 32nd
+ * interval after (an extension loaded later), TCTX_LOOKS_MAX looks at most. bpf: the entry
+ * about to be written (a process just found); NULL: the live entry gets the location.
+ */
+static void locate_tctx(struct session *s, pid_t pid, struct procctx *pc, struct rp_proc *bpf,
+			bool changed)
+{
+	struct rp_proc loc = {0};
+	char how[PATH_MAX + 256];
+	uint32_t p;
+	int err;
+
+	if (pc->tctx_located || !pc->published_at_ns || !pc->attrs.schema_version[0])
+		return;
+	if (!tctx_schema_read(pc->attrs.schema_version)) {
+		if (!pc->tctx_logged) {
+			pc->tctx_logged = true;
+			s->ctx_stats.tctx_schema++;
+			log_info("pid %d: its OpenTelemetry thread context is of schema \"%s\", "
+				 "which rubyprofd does not read (tlsdesc_v1_dev, tls_v1)",
+				 (int)pid, pc->attrs.schema_version);
+		}
+		return;
+	}
+	p = pc->tctx_polls++;
+	if (pc->tctx_looks >= TCTX_LOOKS_MAX || (!changed && (p & (p - 1))))
+		return;
+	pc->tctx_looks++;
+	err = discover_thread_ctx(pid, threads_of, s, &loc, how, sizeof(how));
+	if (!err) {
+		if (bpf) {
+			bpf->tctx_mode = loc.tctx_mode;
+			bpf->tctx_off = loc.tctx_off;
+			bpf->tctx_modid = loc.tctx_modid;
+			bpf->tctx_block_off = loc.tctx_block_off;
+		} else {
+			err = sampler_set_proc_tctx(s->sampler, (uint32_t)pid, &loc);
+		}
+	}
+	if (!err) {
+		pc->tctx_located = true;
+		s->ctx_stats.tctx_located++;
+		log_info("pid %d: OpenTelemetry thread context at %s", (int)pid, how);
+		return;
+	}
+	if (err == -EINVAL)
+		s->ctx_stats.tctx_refused++;
+	else
+		s->ctx_stats.tctx_not_found++;
+	/* one line: what was found wrong, or that nothing was found by the last look */
+	if (!pc->tctx_logged && (err == -EINVAL || pc->tctx_looks == TCTX_LOOKS_MAX)) {
+		pc->tctx_logged = true;
+		log_warn("pid %d: its OpenTelemetry thread context is not read: %s", (int)pid, how);
+	}
+}
+
 static int on_enable(void *ctx, const struct ruby_target *t, bool fresh)
 {
 	struct session *s = ctx;
@@ -166,6 +235,7 @@ static int on_enable(void *ctx, const struct ruby_target *t, bool fresh)
 			pc.polls = 1;
 		context_logged(&pc, t->pid,
 			       procctx_poll(&pc, t->pid, t->otel_ctx, t->notel_ctx, &s->ctx_stats));
+		locate_tctx(s, t->pid, &pc, &bpf, true);
 	}
 	if (s->opts.identify) {
 		err = s->opts.identify(s->opts.identify_ctx, t,
@@ -565,6 +635,7 @@ static void poll_context(void *ctx, const struct ruby_target *t, struct procctx 
 
 	res = procctx_poll(pc, t->pid, NULL, 0, &s->ctx_stats);
 	context_logged(pc, t->pid, res);
+	locate_tctx(s, t->pid, pc, NULL, res == PROCCTX_CHANGED);
 	if (res != PROCCTX_CHANGED && res != PROCCTX_GONE)
 		return;
 	/* named again: its service.name may be new; a rule that would now ignore it does not

@@ -1196,6 +1196,7 @@ void stacks_on_stack(void *ctx, const struct sampler_stack *st)
 	struct stacks *c = ctx;
 	char comm[sizeof(st->first->comm) + 1], label[64];
 	struct aggregate_thread th = {0};
+	char tctx[THREADCTX_LABELS_MAX];
 	int64_t values[2];
 	size_t i, n = 0, lead = 0, nruby = 0;
 	struct target *t;
@@ -1277,6 +1278,13 @@ void stacks_on_stack(void *ctx, const struct sampler_stack *st)
 	ruby_thread(c, t, st, &th);
 	th.state = wall_state_name(st->first->hdr.state);
 	th.syscall = wall_syscall_name(st->first->syscall);
+	/* its OpenTelemetry thread context: names from the process context's key map */
+	if (st->tctx) {
+		th.ctx = tctx;
+		th.ctx_len = threadctx_labels(st->tctx, st->tctx_len, st->tctx_flags,
+					      t->pc.published_at_ns ? &t->pc.attrs : NULL, tctx,
+					      &c->stats.tctx);
+	}
 	ret = aggregate_add_thread(c->agg, t->proc, &th, c->buf, n, values);
 	if (ret)
 		count_dropped(c, ret);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "proc/threadctx.h"
 #include "profile/aggregate.h"
 #include "ruby/discover.h"
 #include "ruby/rthreads.h"
@@ -45,6 +46,7 @@ struct stacks_stats {
 	uint64_t alone_dropped;	      /* of those: dropped at the bound of such processes kept */
 	uint64_t alone_failed;	      /* of those: not unwound (process gone, no modules) */
 	uint64_t alone_procs;	      /* non-Ruby processes kept, ever */
+	struct threadctx_stats tctx;  /* OpenTelemetry thread contexts decoded (threadctx.h) */
 	struct symbolizer_stats sym;  /* the symbolizers', summed over every process ever kept */
 	struct rthread_stats rthread; /* the Ruby thread caches', every process */
 };

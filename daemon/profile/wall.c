@@ -420,6 +420,9 @@ static bool send_pending(struct wall *w, const struct rp_wall_key *k,
 	st.nframes = c->n;
 	st.flags = c->flags;
 	st.truncated = c->truncated;
+	st.tctx = c->tctx;
+	st.tctx_len = c->tctx_len;
+	st.tctx_flags = c->tctx_flags;
 	st.samples = e->pend_visits + extra;
 	w->c.reused += e->pend_visits + extra;
 	w->c.pending_swept += e->pend_visits + extra;

@@ -936,3 +936,177 @@ cleanup:
 	bounds_set_pid(0);
 	return st;
 }
+
+/* ---- the OpenTelemetry thread context (OTEP 4947, docs/trace-context.md) ------------------ */
+
+#define TCTX_SYMBOL	 "otel_thread_ctx_v1"
+/* Objects of one process looked at for the symbol at most (each one's .dynsym lookup is a hash
+ * lookup: the cost is opening it). */
+#define TCTX_OBJECTS_MAX 512
+
+/* Whether thread tp's otel_thread_ctx_v1 can be read at the location found (static, or
+ * through the DTV: a thread that never touched the object's TLS has none and reads fine). */
+static bool tctx_readable(pid_t pid, const struct rp_proc *loc, uint64_t tp)
+{
+	uint64_t v, dtv, n, block;
+
+	if (loc->tctx_mode == RP_TCTX_STATIC)
+		return procmem_u64(pid, tp + (uint64_t)loc->tctx_off, &v) == 0;
+	if (procmem_u64(pid, tp + 8, &dtv) || !dtv || procmem_u64(pid, dtv - 16, &n))
+		return false;
+	if (loc->tctx_modid > n)
+		return true;
+	if (procmem_u64(pid, dtv + loc->tctx_modid * 16, &block))
+		return false;
+	return block == 0 || block == (uint64_t)-1 ||
+	       procmem_u64(pid, block + loc->tctx_block_off, &v) == 0;
+}
+
+/* Where otel_thread_ctx_v1 of object ef (loaded at bias) is, by the access its code makes: the
+ * loader's answer in the GOT, read from the live process. */
+static int tctx_resolve(pid_t pid, struct elf_file *ef, uint64_t bias, const struct elf_sym *sym,
+			bool is_exe, struct rp_proc *out, char *how, size_t howlen)
+{
+	uint64_t slot, desc[2], arg[2];
+
+	out->tctx_block_off = sym->value;
+	if (elf_tlsdesc_slot(ef, TCTX_SYMBOL, &slot) == 0) {
+		/* {resolver, argument}: glibc's static resolver takes the offset from the thread
+		 * pointer, its dynamic one a tls_index {module, offset} (a block allocated later) */
+		if (procmem_read(pid, bias + slot, desc, sizeof(desc)))
+			return -EFAULT;
+		if (!desc[0])
+			return -EAGAIN;
+		if ((int64_t)desc[1] < 0 && (int64_t)desc[1] > -(int64_t)STATIC_TLS_SPAN) {
+			out->tctx_mode = RP_TCTX_STATIC;
+			out->tctx_off = (int64_t)desc[1];
+			say(how, howlen, "TLSDESC, static TLS at fsbase%+" PRId64,
+			    (int64_t)out->tctx_off);
+			return 0;
+		}
+		if (procmem_read(pid, desc[1], arg, sizeof(arg)) || arg[1] != sym->value ||
+		    !arg[0] || arg[0] > 1 << 16)
+			return -EINVAL;
+		out->tctx_mode = RP_TCTX_DTV;
+		out->tctx_modid = arg[0];
+		say(how, howlen, "TLSDESC, TLS module %" PRIu64 " through the DTV", arg[0]);
+		return 0;
+	}
+	if (elf_tpoff_slot(ef, TCTX_SYMBOL, &slot) == 0) {
+		if (procmem_u64(pid, bias + slot, &slot))
+			return -EFAULT;
+		if ((int64_t)slot >= 0 || (int64_t)slot < -(int64_t)STATIC_TLS_SPAN)
+			return -EINVAL;
+		out->tctx_mode = RP_TCTX_STATIC;
+		out->tctx_off = (int64_t)slot;
+		say(how, howlen, "initial-exec, static TLS at fsbase%+" PRId64,
+		    (int64_t)out->tctx_off);
+		return 0;
+	}
+	if (elf_dtpmod_slot(ef, TCTX_SYMBOL, &slot) == 0) {
+		if (procmem_u64(pid, bias + slot, &arg[0]))
+			return -EFAULT;
+		if (!arg[0])
+			return -EAGAIN;
+		if (arg[0] > 1 << 16)
+			return -EINVAL;
+		out->tctx_mode = RP_TCTX_DTV;
+		out->tctx_modid = arg[0];
+		say(how, howlen, "general-dynamic, TLS module %" PRIu64 " through the DTV", arg[0]);
+		return 0;
+	}
+	/* no relocation: the program's own TLS (local-exec), module 1 */
+	if (!is_exe)
+		return -ENOENT;
+	out->tctx_mode = RP_TCTX_DTV;
+	out->tctx_modid = 1;
+	say(how, howlen, "the program's own TLS (module 1) through the DTV");
+	return 0;
+}
+
+int discover_thread_ctx(pid_t pid, discover_threads_fn threads, void *threads_ctx,
+			struct rp_proc *out, char *how, size_t howlen)
+{
+	struct proc_maps maps = {0};
+	struct rp_thread_tp tps[16];
+	char root[64], path[PATH_MAX], detail[160], exe[PATH_MAX] = "";
+	size_t i, j, ntps = 0, looked = 0;
+	int err = -ENOENT;
+	ssize_t n;
+
+	out->tctx_mode = RP_TCTX_NONE;
+	how[0] = '\0';
+	bounds_set_pid(pid);
+	err = procs_read_maps(pid, &maps);
+	if (err) {
+		say(how, howlen, "cannot read its maps: %s", strerror(-err));
+		goto out;
+	}
+	snprintf(root, sizeof(root), "/proc/%d/exe", pid);
+	n = readlink(root, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	snprintf(root, sizeof(root), "/proc/%d/root", pid);
+	err = -ENOENT;
+	for (i = 0; i < maps.n && looked < TCTX_OBJECTS_MAX; i++) {
+		const struct proc_map *m = &maps.v[i];
+		struct elf_file *ef = NULL;
+		struct elf_sym sym;
+		bool replaced, from_mf, seen = false;
+		uint64_t vaddr;
+		int r;
+
+		/* an object's first mapping (its ELF header), once per file */
+		if (!m->path || m->path[0] != '/' || m->offset != 0 || !m->inode)
+			continue;
+		for (j = 0; j < i && !seen; j++)
+			seen = maps.v[j].inode == m->inode && maps.v[j].dev == m->dev &&
+			       maps.v[j].offset == 0;
+		if (seen)
+			continue;
+		looked++;
+		view_path(root, m->path, path, sizeof(path));
+		if (open_object(pid, root, path, m, &ef, &replaced, &from_mf))
+			continue;
+		if (elf_find_symbol_in(ef, ELF_SYM_DYNSYM, TCTX_SYMBOL, &sym) ||
+		    sym.type != STT_TLS || elf_offset_to_vaddr(ef, m->offset, &vaddr)) {
+			elf_file__free(ef);
+			continue;
+		}
+		r = tctx_resolve(pid, ef, m->start - vaddr, &sym, strcmp(m->path, exe) == 0, out,
+				 detail, sizeof(detail));
+		elf_file__free(ef);
+		if (r) {
+			say(how, howlen, "%s in \"%s\": %s", TCTX_SYMBOL, path,
+			    r == -EAGAIN   ? "not relocated yet"
+			    : r == -EINVAL ? "the loader's TLS data is not understood"
+					   : strerror(-r));
+			err = r == -EAGAIN ? -EAGAIN : -EINVAL;
+			out->tctx_mode = RP_TCTX_NONE;
+			goto out;
+		}
+		say(how, howlen, "%s (\"%s\", offset %#" PRIx64 ": %s)", TCTX_SYMBOL, path,
+		    sym.value, detail);
+		err = 0;
+		break;
+	}
+	if (err) {
+		say(how, howlen, "no loaded object exports %s (%zu looked at)", TCTX_SYMBOL,
+		    looked);
+		goto out;
+	}
+	/* the location must read on a thread of the process */
+	err = threads(threads_ctx, pid, tps, sizeof(tps) / sizeof(tps[0]), &ntps);
+	for (i = 0; !err && i < ntps; i++)
+		if (tps[i].fsbase && tctx_readable(pid, out, tps[i].fsbase))
+			break;
+	if (err || i == ntps) {
+		n = (ssize_t)strlen(how);
+		say(how + n, howlen - (size_t)n, ", not readable on any of its %zu threads", ntps);
+		out->tctx_mode = RP_TCTX_NONE;
+		err = -EINVAL;
+	}
+out:
+	procs_maps_free(&maps);
+	bounds_set_pid(0);
+	return err;
+}

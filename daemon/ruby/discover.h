@@ -81,6 +81,16 @@ enum discover_status discover_ruby(pid_t pid, discover_threads_fn threads, void 
 				   struct ruby_target *out, char *why, size_t whylen);
 
 /*
+ * Where pid's threads keep the OpenTelemetry thread context (OTEP 4947): the first loaded object
+ * that exports otel_thread_ctx_v1 (a TLS symbol in .dynsym), and how its TLS is reached (the
+ * loader's TLSDESC, initial-exec or module-id slot, read from the process): out's tctx_* fields
+ * (the rest untouched). how says what was found, or why not. 0; -ENOENT (no object exports it);
+ * -EAGAIN (not relocated yet: try again later); -EINVAL (not understood, or not readable).
+ */
+int discover_thread_ctx(pid_t pid, discover_threads_fn threads, void *threads_ctx,
+			struct rp_proc *out, char *how, size_t howlen);
+
+/*
  * x86-64 code recognition, exposed for tests. Targets of RIP-relative `lea`/`mov` (REX.W) in
  * code (at vaddr), in order; returns how many were found (<= max).
  */

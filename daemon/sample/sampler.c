@@ -36,6 +36,9 @@ struct cpu_asm {
 	/* the last complete stack: slots [0, base_n) of sample base_seq */
 	uint32_t base_n, base_seq;
 	int has_base;
+	/* the thread context sent before the sample being assembled (RP_REC_TCTX), if any */
+	struct rp_tctx tctx;
+	bool tctx_valid;
 };
 
 struct sampler {
@@ -56,7 +59,7 @@ struct sampler {
 	struct sampler_handlers h;
 	sampler_extra_hook extra_hook; /* wall-clock stacks, before h.on_stack (or NULL) */
 	void *extra_ctx;
-	uint64_t incomplete, bad_records;
+	uint64_t incomplete, bad_records, tctx_unpaired;
 	uint64_t ring_bytes; /* bytes of records read from the ring buffer */
 	unsigned int budget; /* records left in this sampler_consume() call */
 	int64_t until_ns;    /* and when that call stops (CLOCK_MONOTONIC) */
@@ -145,6 +148,18 @@ static void deliver(struct sampler *s, struct cpu_asm *a)
 			st.nshared++;
 	}
 	st.nframes = n;
+	/* its thread context: the record sent just before it on this CPU, for this very sample */
+	if (a->tctx_valid) {
+		a->tctx_valid = false;
+		if (a->tctx.seq == a->first.seq && a->tctx.hdr.pid == a->first.hdr.pid &&
+		    a->tctx.hdr.tid == a->first.hdr.tid) {
+			st.tctx = a->tctx.data;
+			st.tctx_len = RP_TCTX_HDR + (size_t)a->tctx.attrs;
+			st.tctx_flags = a->tctx.flags;
+		} else {
+			s->tctx_unpaired++;
+		}
+	}
 	if (s->extra_hook && a->first.cpu == (uint32_t)s->ncpus)
 		s->extra_hook(s->extra_ctx, &st);
 	s->h.on_stack(s->h.ctx, &st);
@@ -218,6 +233,26 @@ static int on_stack_chunk(struct sampler *s, const struct rp_sample *r, size_t s
 	return 0;
 }
 
+/* A sample's thread context: kept for the sample of its (cpu, seq), which comes next. */
+static int on_tctx(struct sampler *s, const struct rp_tctx *r, size_t size)
+{
+	struct cpu_asm *a;
+
+	if (size < RP_TCTX_REC_HDR_SIZE + RP_TCTX_HDR || r->cpu >= (uint32_t)s->nasm ||
+	    r->attrs > RP_TCTX_MAX - RP_TCTX_HDR ||
+	    size != RP_TCTX_REC_HDR_SIZE + RP_TCTX_HDR + (size_t)r->attrs) {
+		s->bad_records++;
+		return 0;
+	}
+	a = &s->cpus[r->cpu];
+	/* the one before never met its sample (the sample's record was lost) */
+	if (a->tctx_valid)
+		s->tctx_unpaired++;
+	memcpy(&a->tctx, r, size);
+	a->tctx_valid = true;
+	return 0;
+}
+
 /* The one dispatcher of ring-buffer records: by kind, each checked against its size. */
 /* A record callback's answer that stops ring_buffer__consume after this record (see
  * sampler_consume); any negative value does, this one is ours. */
@@ -266,6 +301,8 @@ static int dispatch(struct sampler *s, void *data, size_t size)
 		if (s->h.on_ustack)
 			s->h.on_ustack(s->h.ctx, data, rec->size);
 		return 0;
+	case RP_REC_TCTX:
+		return on_tctx(s, data, rec->size);
 	case RP_REC_KSTACK:
 		if (rec->size < sizeof(struct rp_kstack) ||
 		    ((const struct rp_kstack *)data)->n > RP_KSTACK_MAX) {
@@ -702,6 +739,23 @@ int sampler_set_proc(struct sampler *s, uint32_t pid, const struct rp_proc *proc
 	return 0;
 }
 
+int sampler_set_proc_tctx(struct sampler *s, uint32_t pid, const struct rp_proc *tctx)
+{
+	struct rp_proc cur;
+
+	if (bpf_map__lookup_elem(s->skel->maps.procs, &pid, sizeof(pid), &cur, sizeof(cur), 0))
+		return -errno;
+	cur.tctx_mode = tctx->tctx_mode;
+	cur.tctx_off = tctx->tctx_off;
+	cur.tctx_modid = tctx->tctx_modid;
+	cur.tctx_block_off = tctx->tctx_block_off;
+	/* only the entry there (an exec or exit may have removed it since) */
+	if (bpf_map__update_elem(s->skel->maps.procs, &pid, sizeof(pid), &cur, sizeof(cur),
+				 BPF_EXIST))
+		return -errno;
+	return 0;
+}
+
 int sampler_del_proc(struct sampler *s, uint32_t pid)
 {
 	if (bpf_map__delete_elem(s->skel->maps.procs, &pid, sizeof(pid), 0) && errno != ENOENT)
@@ -718,6 +772,7 @@ int sampler_counters(struct sampler *s, struct sampler_counters *out)
 	memset(out, 0, sizeof(*out));
 	out->incomplete = s->incomplete;
 	out->bad_records = s->bad_records;
+	out->tctx_unpaired = s->tctx_unpaired;
 	out->ring_bytes = s->ring_bytes;
 	if (!s->skel)
 		return 0;

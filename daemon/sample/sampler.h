@@ -45,6 +45,11 @@ struct sampler_stack {
 	size_t nshared;
 	/* samples/count it stands for: 1, or a wall record's reused visits (0 reads as 1) */
 	uint32_t samples;
+	/* the thread's OpenTelemetry thread-context record (RP_REC_TCTX's data: RP_TCTX_HDR bytes
+	 * and its attributes), NULL when it had none; the app's bytes, not checked yet */
+	const uint8_t *tctx;
+	size_t tctx_len;
+	uint32_t tctx_flags; /* RP_TCTX_F_* */
 };
 
 /* What the dispatcher calls for each kind of record. */
@@ -61,9 +66,10 @@ struct sampler_handlers {
 /* Userspace-side counters, next to the BPF stats. */
 struct sampler_counters {
 	uint64_t bpf[RP_STAT_MAX];
-	uint64_t incomplete;  /* stacks missing a chunk (a chunk was dropped) */
-	uint64_t bad_records; /* records of an unknown kind or version, or malformed */
-	uint64_t ring_bytes;  /* bytes of records read from the ring buffer */
+	uint64_t incomplete;	/* stacks missing a chunk (a chunk was dropped) */
+	uint64_t bad_records;	/* records of an unknown kind or version, or malformed */
+	uint64_t ring_bytes;	/* bytes of records read from the ring buffer */
+	uint64_t tctx_unpaired; /* thread-context records whose sample never came (it was lost) */
 };
 
 /* Opens and loads the BPF object; nothing is attached yet. NULL with errno set; a verifier
@@ -110,6 +116,9 @@ int sampler_set_frequency(struct sampler *s, unsigned int frequency);
 /* Enables / disables sampling of a process. 0 or -errno. */
 int sampler_set_proc(struct sampler *s, uint32_t pid, const struct rp_proc *proc);
 int sampler_del_proc(struct sampler *s, uint32_t pid);
+/* Sets the thread-context fields (tctx_*) of pid's entry to tctx's, the rest as it is. 0, -ENOENT
+ * (no entry: not profiled any more) or -errno. */
+int sampler_set_proc_tctx(struct sampler *s, uint32_t pid, const struct rp_proc *tctx);
 
 int sampler_counters(struct sampler *s, struct sampler_counters *out);
 

@@ -43,8 +43,10 @@ void wallcopy__free(struct wallcopy *c)
 
 	if (!c)
 		return;
-	for (i = 0; c->slots && i < c->used; i++)
+	for (i = 0; c->slots && i < c->used; i++) {
 		free(c->slots[i].frames);
+		free(c->slots[i].tctx);
+	}
 	free(c->slots);
 	free(c->free_slots);
 	hmap_clear(&c->index);
@@ -57,6 +59,7 @@ static void slot_drop(struct wallcopy *c, size_t i)
 
 	hmap_del(&c->index, (uint64_t)e->pid, e->th, NULL);
 	free(e->frames);
+	free(e->tctx);
 	memset(e, 0, sizeof(*e));
 	c->free_slots[c->nfree++] = (uint32_t)i;
 }
@@ -129,6 +132,32 @@ int wallcopy_keep(struct wallcopy *c, pid_t pid, uint64_t th, uint32_t seq, uint
 	return 0;
 }
 
+int wallcopy_set_tctx(struct wallcopy *c, pid_t pid, uint64_t th, const uint8_t *tctx, size_t len,
+		      uint32_t flags)
+{
+	struct wallcopy_entry *e;
+	uint64_t v;
+
+	if (!hmap_get(&c->index, (uint64_t)pid, th, &v))
+		return -ENOENT;
+	e = &c->slots[v - 1];
+	free(e->tctx);
+	e->tctx = NULL;
+	e->tctx_len = 0;
+	e->tctx_flags = 0;
+	if (!tctx || !len)
+		return 0;
+	e->tctx = malloc(len);
+	if (!e->tctx) {
+		c->c.failed++;
+		return -ENOMEM;
+	}
+	memcpy(e->tctx, tctx, len);
+	e->tctx_len = len;
+	e->tctx_flags = flags;
+	return 0;
+}
+
 const struct wallcopy_entry *wallcopy_get(struct wallcopy *c, pid_t pid, uint64_t th, uint32_t seq,
 					  uint32_t run)
 {
@@ -182,11 +211,14 @@ void wallcopy_on_stack(struct wallcopy *c, struct sampler_stack *st, uint32_t ru
 			return;
 		if (wallcopy_keep(c, pid, st->first->ruby_thread, st->first->seq, run, st->frames,
 				  st->nframes, st->flags & WALLCOPY_STACK_FLAGS, st->truncated,
-				  st->first->comm, &gone) == 0 &&
-		    gone.pid) {
+				  st->first->comm, &gone) != 0)
+			return;
+		if (gone.pid) {
 			out->drop_pid = gone.pid;
 			out->drop_th = gone.th;
 		}
+		wallcopy_set_tctx(c, pid, st->first->ruby_thread, st->tctx, st->tctx_len,
+				  st->tctx_flags);
 		return;
 	}
 	e = wallcopy_get(c, pid, st->first->ruby_thread, st->first->base_seq, run);
@@ -208,4 +240,7 @@ void wallcopy_on_stack(struct wallcopy *c, struct sampler_stack *st, uint32_t ru
 	st->nframes = e->n;
 	st->truncated = e->truncated;
 	st->flags = (st->flags & ~RP_SAMPLE_SAME) | e->flags;
+	st->tctx = e->tctx;
+	st->tctx_len = e->tctx_len;
+	st->tctx_flags = e->tctx_flags;
 }

@@ -29,6 +29,11 @@ struct wallcopy_entry {
 	size_t n;
 	struct rp_frame *frames; /* leaf first; NULL when n is 0 */
 	char comm[16];		 /* the thread's name at that sample */
+	/* its OpenTelemetry thread context then (sampler_stack.tctx), NULL: none; a thread whose
+	 * stack is reused did not run since, so it cannot have switched its context either */
+	uint8_t *tctx;
+	size_t tctx_len;
+	uint32_t tctx_flags;
 };
 
 struct wallcopy_counters {
@@ -50,6 +55,11 @@ void wallcopy__free(struct wallcopy *c);
 int wallcopy_keep(struct wallcopy *c, pid_t pid, uint64_t th, uint32_t seq, uint32_t run,
 		  const struct rp_frame *frames, size_t n, uint32_t flags, uint32_t truncated,
 		  const char *comm, struct wallcopy_entry *evicted);
+
+/* Sets (pid, th)'s copy's thread context (a copy of tctx[0, len); NULL: none). 0, -ENOENT (no
+ * copy) or -ENOMEM (counted; the copy then has none). */
+int wallcopy_set_tctx(struct wallcopy *c, pid_t pid, uint64_t th, const uint8_t *tctx, size_t len,
+		      uint32_t flags);
 
 /* (pid, th)'s copy if it is that of sample seq (its run becomes `run`); NULL otherwise. */
 const struct wallcopy_entry *wallcopy_get(struct wallcopy *c, pid_t pid, uint64_t th, uint32_t seq,

@@ -260,7 +260,7 @@ class E2E
   # map's id): readable while the daemon is stopped, since the kernel, not the daemon, counts.
   RP_STAT_RB_DROPPED = 6
   RP_STAT_EVENTS_LOST = 12
-  RP_STAT_MAX = 25
+  RP_STAT_MAX = 29
   private def bpf_stats(daemon)
     ids = Dir["/proc/#{daemon}/fdinfo/*"].filter_map do |f|
       info = File.read(f) rescue next

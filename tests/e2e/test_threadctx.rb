@@ -12,11 +12,9 @@
 # OTEP's layout, the symbol is in .dynsym with the model's relocation, and the process context's
 # header and payload are OTEP 4719's.
 #
-# The reader's tests (threadctx_*) judge the profiler. They are registered only once the reader
-# exists: THREADCTX_READER below (or RP_E2E_THREADCTX=1 to run them before). Until then they are
-# not part of any set, so they neither pass nor skip.
+# The reader's tests (threadctx_*) judge the profiler (daemon/proc/threadctx.c and the BPF read in
+# bpf/walk.bpf.h), by the app's own facts.
 class E2E
-  THREADCTX_READER = ENV["RP_E2E_THREADCTX"] == "1" || false
 
   # The attribute label: docs/trace-context.md writes label names as collectors take them, a `.`
   # becoming `_`: the key map's `http.route` is the sample label `http_route`.
@@ -107,9 +105,15 @@ class E2E
     wall_supported! if work == "wall"
     r = profile_script("threadctx_app.rb", so, publish, service, kind, work, duration: 5, flags: flags) { |f| go(f) }
     base = r.facts.fetch("go").delete_suffix(".go")
-    sleep 1.2 # a snapshot of the requests taken after the profile's end
-    facts = Marshal.load(File.binread(base + ".requests"))
+    # the app's last snapshot of its requests, taken after the stop (so after the profile's
+    # end), however long a busy machine makes it wait for the GVL
     FileUtils.touch(base + ".stop")
+    facts = nil
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 30
+    until (facts = (Marshal.load(File.binread(base + ".requests")) rescue nil)) && facts["final"]
+      fail!("no final snapshot of the app's requests within 30 s") if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+      sleep 0.1
+    end
     [r, facts]
   end
 
@@ -124,7 +128,9 @@ class E2E
       thread = s.labels["ruby_thread_name"]
       got = s.labels["trace_id"]
       owner = got && reqs[got]
-      if owner && owner["thread"] != thread
+      # (a sample whose Ruby thread's name was not read has no thread to compare: the stack
+      # below still judges its trace)
+      if owner && thread && owner["thread"] != thread
         n[:foreign] += s.count
         bad << "#{thread} carries #{owner["thread"]}'s #{got}" if bad.size < 5
       end
@@ -152,8 +158,10 @@ class E2E
     r, facts = threadctx_run(kind, work, model)
     n, bad = threadctx_judge(r, facts)
     cpu = facts["requests"].sum { |q| q["cpu_s"] }
-    check(n[:inside] >= 100, "#{n[:inside]} samples inside requests (the app ran #{facts["requests"].size} requests, #{cpu.round(2)} CPU s)")
-    check(n[:outside] >= 10, "#{n[:outside]} samples between requests")
+    # liveness floors (a busy machine gives the app less CPU: 80 inside seen at load 7); the
+    # judgement is the shares below
+    check(n[:inside] >= 40, "#{n[:inside]} samples inside requests (the app ran #{facts["requests"].size} requests, #{cpu.round(2)} CPU s)")
+    check(n[:outside] >= 5, "#{n[:outside]} samples between requests")
     check(n[:foreign].zero?, "#{n[:foreign]} samples carry another thread's trace: #{bad.join("; ")}")
     check(n[:right] >= 0.99 * n[:inside], "#{n[:right]}/#{n[:inside]} samples inside requests carry their request's trace_id, span_id and #{ROUTE_LABEL}; " \
                                           "#{n[:prev]} the fiber switched away from, #{n[:wrong]} wrong: #{bad.join("; ")}")
@@ -203,15 +211,13 @@ class E2E
     "#{name} for pid #{published["pid"]}, threadctx_app for pid #{plain["pid"]}"
   end
 
-  if THREADCTX_READER
-    READER_TESTS.each do |t, args|
-      define_method("test_#{t}") { threadctx_check(*args) }
-    end
-    define_method(:test_threadctx_unpublished) { threadctx_unpublished }
-    define_method(:test_threadctx_service) { threadctx_service }
-    # the host's Ruby runs the cpu ones in `make test`; wall and the roots in the full suite
-    full_only :test_threadctx_threads_wall, :test_threadctx_fibers_wall
-    host_only :test_threadctx_service
-    group :service, :test_threadctx_service
+  READER_TESTS.each do |t, args|
+    define_method("test_#{t}") { threadctx_check(*args) }
   end
+  define_method(:test_threadctx_unpublished) { threadctx_unpublished }
+  define_method(:test_threadctx_service) { threadctx_service }
+  # the host's Ruby runs the cpu ones in `make test`; wall and the roots in the full suite
+  full_only :test_threadctx_threads_wall, :test_threadctx_fibers_wall
+  host_only :test_threadctx_service
+  group :service, :test_threadctx_service
 end

@@ -238,8 +238,8 @@ Test(aggregate, pprof_ruby_threads)
 	struct aggregate_proc *p;
 	uint32_t fp;
 	struct aggregate *a = shop_one_frame(&p, &fp);
-	struct aggregate_thread t1 = {7, "ruby", "0x1000", "worker-1", NULL, NULL},
-				t2 = {7, "ruby", "0x2000", "", NULL, NULL};
+	struct aggregate_thread t1 = {7, "ruby", "0x1000", "worker-1", NULL, NULL, NULL, 0},
+				t2 = {7, "ruby", "0x2000", "", NULL, NULL, NULL, 0};
 	unsigned int flags[] = {0, AGG_PPROF_NO_THREAD_NAME};
 	const struct pprofread_profile *prof;
 	const struct pprofread_sample *s;
@@ -287,9 +287,9 @@ Test(aggregate, pprof_thread_state)
 	struct aggregate_proc *p;
 	uint32_t fp;
 	struct aggregate *a = shop_one_frame(&p, &fp);
-	struct aggregate_thread run = {7, "ruby", "0x1000", "", "running", NULL},
-				io = {7, "ruby", "0x1000", "", "blocked_io", "poll"},
-				cpu = {7, "ruby", "0x1000", "", NULL, NULL};
+	struct aggregate_thread run = {7, "ruby", "0x1000", "", "running", NULL, NULL, 0},
+				io = {7, "ruby", "0x1000", "", "blocked_io", "poll", NULL, 0},
+				cpu = {7, "ruby", "0x1000", "", NULL, NULL, NULL, 0};
 	const int64_t wall[2] = {1, 50000000};
 	const struct pprofread_profile *prof;
 	struct pprofread *r;

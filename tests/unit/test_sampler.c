@@ -19,6 +19,8 @@ struct seen {
 	size_t nframes;
 	uint32_t flags;
 	uint64_t addr[MAX_FRAMES];
+	size_t tctx_len; /* the thread context it came with (0: none) */
+	uint8_t tctx[RP_TCTX_MAX];
 };
 
 static void on_stack(void *ctx, const struct sampler_stack *st)
@@ -29,6 +31,9 @@ static void on_stack(void *ctx, const struct sampler_stack *st)
 	seen->stacks++;
 	seen->nframes = st->nframes;
 	seen->flags = st->flags;
+	seen->tctx_len = st->tctx ? st->tctx_len : 0;
+	if (st->tctx)
+		memcpy(seen->tctx, st->tctx, st->tctx_len);
 	for (i = 0; i < st->nframes && i < MAX_FRAMES; i++)
 		seen->addr[i] = st->frames[i].addr;
 }
@@ -259,4 +264,58 @@ Test(sampler, records_of_another_version_or_malformed_are_counted)
 	cr_assert_eq(sampler_counters(s, &c), 0);
 	cr_assert_eq(c.bad_records, 3);
 	cr_assert_eq(seen.stacks, 0);
+}
+
+/* An RP_REC_TCTX record of sample seq on CPU 1 (pid 4242, tid 0) with `attrs` attribute bytes. */
+static void feed_tctx(uint32_t seq, uint16_t attrs, size_t size)
+{
+	struct rp_tctx r;
+
+	memset(&r, 0, sizeof(r));
+	r.hdr.version = RP_REC_VERSION;
+	r.hdr.kind = RP_REC_TCTX;
+	r.hdr.size = (uint32_t)size;
+	r.hdr.pid = 4242;
+	r.cpu = 1;
+	r.seq = seq;
+	r.attrs = attrs;
+	memset(r.data, 0x5a, sizeof(r.data));
+	r.data[24] = 1;
+	cr_assert_eq(sampler_feed(s, &r, size), 0);
+}
+
+Test(sampler, a_thread_context_goes_with_its_own_sample_only)
+{
+	struct sampler_counters c;
+
+	feed_tctx(1, 4, RP_TCTX_REC_HDR_SIZE + RP_TCTX_HDR + 4);
+	feed_whole(1);
+	cr_assert_eq(seen.stacks, 1);
+	cr_assert_eq(seen.tctx_len, RP_TCTX_HDR + 4);
+	cr_assert_eq(seen.tctx[24], 1);
+	cr_assert_eq(seen.tctx[RP_TCTX_HDR + 3], 0x5a);
+	/* the next sample has none of its own */
+	feed_whole(2);
+	cr_assert_eq(seen.tctx_len, 0);
+	/* one for sample 5 whose sample was lost: not given to sample 6, counted */
+	feed_tctx(5, 0, RP_TCTX_REC_HDR_SIZE + RP_TCTX_HDR);
+	feed_whole(6);
+	cr_assert_eq(seen.tctx_len, 0);
+	cr_assert_eq(sampler_counters(s, &c), 0);
+	cr_assert_eq(c.tctx_unpaired, 1);
+	cr_assert_eq(c.bad_records, 0);
+}
+
+Test(sampler, malformed_thread_contexts_are_counted)
+{
+	struct sampler_counters c;
+
+	/* a size that is not its attributes', attributes past the record's bound, too short */
+	feed_tctx(1, 4, RP_TCTX_REC_HDR_SIZE + RP_TCTX_HDR + 3);
+	feed_tctx(1, RP_TCTX_MAX, RP_TCTX_REC_HDR_SIZE + RP_TCTX_HDR);
+	feed_tctx(1, 0, RP_TCTX_REC_HDR_SIZE + 4);
+	feed_whole(1);
+	cr_assert_eq(seen.tctx_len, 0);
+	cr_assert_eq(sampler_counters(s, &c), 0);
+	cr_assert_eq(c.bad_records, 3);
 }

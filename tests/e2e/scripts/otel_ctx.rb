@@ -42,7 +42,9 @@ def resource(name, version, env)
                 %w[http.route http.method])
 end
 
-def now_ns = Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)
+def now_ns
+  Process.clock_gettime(Process::CLOCK_REALTIME, :nanosecond)
+end
 
 fd = MEMFD_CREATE.call("OTEL_CTX", MFD_CLOEXEC)
 raise "memfd_create failed" if fd.negative?
@@ -55,7 +57,9 @@ CLOSE.call(fd)
 raise "madvise failed" unless MADVISE.call(addr, SIZE, MADV_DONTFORK).zero?
 
 MAP = Fiddle::Pointer.new(addr.to_i, SIZE)
-def name_mapping = PRCTL.call(PR_SET_VMA, PR_SET_VMA_ANON_NAME, MAP.to_i, SIZE, Fiddle::Pointer["OTEL_CTX"].to_i)
+def name_mapping
+  PRCTL.call(PR_SET_VMA, PR_SET_VMA_ANON_NAME, MAP.to_i, SIZE, Fiddle::Pointer["OTEL_CTX"].to_i)
+end
 
 # x86-64 keeps stores in order, and each of these is a memcpy: the signature, written last, is
 # seen after the fields (the OTEP's "memory barrier")

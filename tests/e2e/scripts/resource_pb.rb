@@ -14,13 +14,19 @@ def pb_varint(n)
   end
 end
 
-def pb_field(num, bytes) = pb_varint(num << 3 | 2) + pb_varint(bytes.bytesize) + bytes.b
+def pb_field(num, bytes)
+  pb_varint(num << 3 | 2) + pb_varint(bytes.bytesize) + bytes.b
+end
 
 # AnyValue{string_value}
-def pb_string(s) = pb_field(1, s)
+def pb_string(s)
+  pb_field(1, s)
+end
 
 # one Resource.attributes entry
-def pb_kv(key, any) = pb_field(1, pb_field(1, key) + pb_field(2, any))
+def pb_kv(key, any)
+  pb_field(1, pb_field(1, key) + pb_field(2, any))
+end
 
 # A Resource: string attributes in their order, then threadlocal.attribute_key_map (an array of
 # the thread records' key names, index = key byte) when keys are given.

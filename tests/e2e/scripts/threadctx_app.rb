@@ -23,7 +23,9 @@ require SO
 
 KEYS = %w[http.route http.method].freeze
 
-def resource = otel_resource({ "service.name" => SERVICE, "threadlocal.schema_version" => "tlsdesc_v1_dev" }, KEYS)
+def resource
+  otel_resource({ "service.name" => SERVICE, "threadlocal.schema_version" => "tlsdesc_v1_dev" }, KEYS)
+end
 
 def now_cpu
   Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID)
@@ -135,10 +137,12 @@ end
 write_facts(OUT, { "key_map" => KEYS, "hooked" => hooked, "tls_model" => OtelCtx.tls_model })
 wait_for_go(OUT)
 # the facts of what ran by the go, then again at the end (the test reads the last)
+# (final: written after the test's stop, with every request the profile can have seen)
 loop do
   sleep 0.5
+  stop = File.exist?(OUT + ".stop")
   snap = LOCK.synchronize { [REQUESTS.map(&:dup), PREV.map { |k, v| [k, v.uniq] }.to_h] }
-  write_facts(OUT + ".requests", { "requests" => snap[0], "prev" => snap[1] })
-  break if File.exist?(OUT + ".stop")
+  write_facts(OUT + ".requests", { "requests" => snap[0], "prev" => snap[1], "final" => stop })
+  break if stop
 end
 threads.each(&:kill)
