@@ -475,6 +475,10 @@ int oneshot_run(const struct config *cfg)
 		}
 		if (now >= next_scan) {
 			session_scan(r.session, now);
+			/* what the apps published since (a process context, an extension that
+			 * holds the thread context loaded later): the service does it at each
+			 * interval's end */
+			session_poll_contexts(r.session);
 			next_scan = clock_ns(CLOCK_MONOTONIC) + scan_every;
 		}
 		err = session_run(r.session, now);

@@ -99,11 +99,11 @@ class E2E
     threadctx_fibers_wall: ["fibers", "wall", "initial-exec"],
   }.freeze
 
-  def threadctx_run(kind, work, model, publish: "yes", service: "ctx-shop")
+  def threadctx_run(kind, work, model, publish: "yes", service: "ctx-shop", duration: 5)
     so = otelctx_so(model)
     flags = work == "wall" ? ["--clock", "wall", "--frequency", WALL_HZ.to_s] : []
     wall_supported! if work == "wall"
-    r = profile_script("threadctx_app.rb", so, publish, service, kind, work, duration: 5, flags: flags) { |f| go(f) }
+    r = profile_script("threadctx_app.rb", so, publish, service, kind, work, duration: duration, flags: flags) { |f| go(f) }
     base = r.facts.fetch("go").delete_suffix(".go")
     # the app's last snapshot of its requests, taken after the stop (so after the profile's
     # end), however long a busy machine makes it wait for the GVL
@@ -181,6 +181,22 @@ class E2E
     "#{r.total} samples (#{inside} in #{facts["requests"].size} requests), none with a context label"
   end
 
+  # A process context published after the profiler found the process (an SDK that starts late):
+  # its thread context is located at a later look, and from then on the samples carry it.
+  def threadctx_late
+    r, facts = threadctx_run("threads", "cpu", "tlsdesc", publish: "late", duration: 8)
+    n, bad = threadctx_judge(r, facts)
+    labelled = n[:right] + n[:prev] + n[:wrong] - r.samples.select { |s| !s.labels.key?("trace_id") && r.prof.frames(s).any? { |l| l.name =~ /\breq_\h{32}\b/ } }.sum(&:count)
+    check(n[:inside] >= 40, "#{n[:inside]} samples inside requests")
+    check(n[:foreign].zero?, "#{n[:foreign]} samples carry another thread's trace: #{bad.join("; ")}")
+    # published 3 s after the go, which comes just before the daemon starts: samples before it
+    # carry nothing, those after the next look (within 2 s) carry their request's
+    check(labelled >= 0.2 * n[:inside], "#{labelled}/#{n[:inside]} samples inside requests carry a context (published about 3 s into 8 s)")
+    check(labelled < n[:inside], "every sample carries a context, also those before the context was published 3 s in")
+    check(n[:right] == labelled, "#{labelled - n[:right]} of #{labelled} labelled samples carry the wrong request's context: #{bad.join("; ")}")
+    "#{labelled}/#{n[:inside]} samples inside requests labelled after the late context, all right"
+  end
+
   # Service mode: the published service.name names the app; the same app publishing nothing is
   # named by its script.
   THREADCTX_CONF = <<~'CONF'
@@ -215,6 +231,8 @@ class E2E
     define_method("test_#{t}") { threadctx_check(*args) }
   end
   define_method(:test_threadctx_unpublished) { threadctx_unpublished }
+  define_method(:test_threadctx_late) { threadctx_late }
+  full_only :test_threadctx_late
   define_method(:test_threadctx_service) { threadctx_service }
   # the host's Ruby runs the cpu ones in `make test`; wall and the roots in the full suite
   full_only :test_threadctx_threads_wall, :test_threadctx_fibers_wall

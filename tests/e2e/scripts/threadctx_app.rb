@@ -7,7 +7,9 @@
 #
 # Usage: ruby threadctx_app.rb OUT SO PUBLISH SERVICE KIND WORK
 #   SO       the otelctx.so to load
-#   PUBLISH  "yes": process context and records; "no": the extension loaded, nothing published
+#   PUBLISH  "yes": process context and records; "no": the extension loaded, nothing published;
+#            "late": records from the start, the process context only 3 s after the go (an SDK
+#            that starts after the profiler found the process)
 #   SERVICE  service.name in the process context
 #   KIND     threads: 3 threads, one request at a time each; fibers: 3 threads, each running 3
 #            requests as plain fibers resumed in turn (Fiber#resume / Fiber.yield), the record
@@ -71,8 +73,8 @@ def new_request(thread)
   # kept for good: a record is never freed while a sample could still point at it
   LOCK.synchronize do
     REQUESTS << req
-    RECS << OtelCtx.record(trace, span, 1, { 0 => route, 1 => "GET" }) if PUBLISH == "yes"
-    [req, PUBLISH == "yes" ? RECS.last : nil]
+    RECS << OtelCtx.record(trace, span, 1, { 0 => route, 1 => "GET" }) if PUBLISH != "no"
+    [req, PUBLISH != "no" ? RECS.last : nil]
   end
 end
 
@@ -122,8 +124,8 @@ def fiber_worker(name)
 end
 
 hooked = false
-if PUBLISH == "yes"
-  OtelCtx.publish_process(resource)
+if PUBLISH != "no"
+  OtelCtx.publish_process(resource) if PUBLISH == "yes"
   hooked = OtelCtx.hook_fiber_switch
   raise "no RUBY_EVENT_FIBER_SWITCH on this Ruby" if KIND == "fibers" && !hooked
 end
@@ -136,6 +138,10 @@ threads = Array.new(3) do |i|
 end
 write_facts(OUT, { "key_map" => KEYS, "hooked" => hooked, "tls_model" => OtelCtx.tls_model })
 wait_for_go(OUT)
+if PUBLISH == "late"
+  sleep 3
+  OtelCtx.publish_process(resource)
+end
 # the facts of what ran by the go, then again at the end (the test reads the last)
 # (final: written after the test's stop, with every request the profile can have seen)
 loop do
