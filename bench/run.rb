@@ -19,12 +19,14 @@
 # about two minutes, for comparing BPF-side changes. BENCH_ONLY=idle runs only the service's idle
 # rows (no Ruby, one Ruby; a minute each). BENCH_ONLY=mixed runs only the mixed-stacks rows
 # (--stacks mixed beside --stacks ruby, alternated, by depth and with a zlib workload; a few
-# minutes).
+# minutes). BENCH_ONLY=tctx runs only the thread-context row (a spinner without and with an
+# OpenTelemetry thread context, alternated; about a minute).
 require "json"
 require "fileutils"
 require "zlib"
 require "etc"
 require "tmpdir"
+require "rbconfig"
 
 BUILD = File.expand_path(ARGV.fetch(0, "build"))
 SRC = File.expand_path("..", __dir__)
@@ -41,6 +43,8 @@ IRQ_HZ = 999
 IRQ_PAIRS = 12
 IRQ_PHASE = 0.4 * SCALE
 DEPTHS = [10, 100, 1000, 4000].freeze
+# The thread-context row's depth (a Rails request's stack is about this deep).
+TCTX_DEPTH = 100
 DEPTH_HZ = 99
 DEPTH_PAIRS = 3
 DEPTH_PHASE = 1.5 * SCALE
@@ -119,7 +123,7 @@ HEADER = File.read(File.join(SRC, "include", "rubyprof.h"))
 def header_const(name)
   Integer(HEADER[/^#define #{name}\s+(\d+)/, 1] || raise("#{name} not in include/rubyprof.h"))
 end
-RP_STAT = %w[SAMPLES RUBY_SAMPLES RUBY_STACKS FRAMES RB_DROPPED PROC_EVENTS USTACKS USTACK_LOST NATIVE_ALONE].to_h { |n| [n, header_const("RP_STAT_#{n}")] }
+RP_STAT = %w[SAMPLES RUBY_SAMPLES RUBY_STACKS FRAMES RB_DROPPED PROC_EVENTS USTACKS USTACK_LOST NATIVE_ALONE TCTX].to_h { |n| [n, header_const("RP_STAT_#{n}")] }
 RP_WSTAT = %w[RUNS THREADS CUT RUN_NS REUSED CACHE_MISS CURSOR].to_h { |n| [n, header_const("RP_WSTAT_#{n}")] }
 RP_EC_TLS_STATIC = header_const("RP_EC_TLS_STATIC")
 BPF_PROG_TYPE_PERF_EVENT = 7
@@ -361,7 +365,7 @@ def delta(a, b)
   c = ->(k) { b[:counters].fetch(RP_STAT.fetch(k), 0) - a[:counters].fetch(RP_STAT.fetch(k), 0) }
   { seconds: (b[:t] - a[:t]) / 1e9, run_time_ns: b[:run_time_ns] - a[:run_time_ns],
     run_cnt: b[:run_cnt] - a[:run_cnt], ruby_samples: c["RUBY_SAMPLES"],
-    ruby_stacks: c["RUBY_STACKS"], frames: c["FRAMES"], dropped: c["RB_DROPPED"] }
+    ruby_stacks: c["RUBY_STACKS"], frames: c["FRAMES"], dropped: c["RB_DROPPED"], tctx: c["TCTX"] }
 end
 
 # BPF time per sample of a registered Ruby process, in ns: the run time of the samples that hit
@@ -413,10 +417,14 @@ class Bench
         measure_c0
         measure_mixed
         measure_other_processes
+      elsif ONLY == "tctx"
+        measure_c0
+        measure_tctx
       elsif ONLY != "harm" && ONLY != "idle" && ONLY != "wall"
         measure_interrupt unless ONLY_BPF
         measure_c0
         measure_depths
+        measure_tctx unless ONLY_BPF
       end
       unless ONLY
         measure_slowdown
@@ -427,7 +435,7 @@ class Bench
       end
       measure_wall if ONLY == "wall" || ONLY.nil?
       measure_idle unless ONLY && ONLY != "idle"
-      measure_harm unless ONLY_BPF || ONLY == "idle" || ONLY == "wall" || ONLY == "mixed"
+      measure_harm unless ONLY_BPF || %w[idle wall mixed tctx].include?(ONLY)
     ensure
       File.write("/proc/sys/kernel/bpf_stats_enabled", old_stats)
     end
@@ -677,6 +685,72 @@ class Bench
                  fmt.call(ours), fmt.call(floor), ours.first[:frames_per_stack],
                  ours.map { |o| o[:daemon_ns] ? format('%.1f', o[:daemon_ns] / 1e3) : "n/a" }.join("/"))
     end
+  end
+
+  # -- 3a. the OpenTelemetry thread context: the same spinner without and with one -----------------
+
+  # tests/e2e/cext/otelctx.c, the tests' writer (TLSDESC, what the OTEP recommends), for this Ruby.
+  def otelctx_so
+    so = File.join(OUT, "otelctx.so")
+    hdr, arch = RbConfig::CONFIG.values_at("rubyhdrdir", "rubyarchhdrdir")
+    src = File.join(SRC, "tests/e2e/cext/otelctx.c")
+    ok = system("gcc", "-O2", "-shared", "-fPIC", "-w", "-mtls-dialect=gnu2", "-DOTELCTX_TLSDESC",
+                "-I", hdr, "-I", arch, "-o", so, src)
+    raise "cannot build #{src}" unless ok
+
+    so
+  end
+
+  # BPF time and daemon CPU per sample of two Rubies spinning TCTX_DEPTH frames deep, one that
+  # publishes no thread context and one whose thread has a record attached (process context,
+  # key map, a record of 28 + 21 bytes), each profiled alone in turn (DEPTH_PAIRS times), both
+  # running all along: the extra reads of a sample with a context, as a ratio of one run.
+  def measure_tctx
+    log "thread context: #{TCTX_DEPTH} frames without and with a published record, alternated #{DEPTH_PAIRS} times at #{DEPTH_HZ} Hz"
+    # both on the workload CPU (each gets half of it), the daemon on CPU 0: the same for both
+    plain = ruby("deep", TCTX_DEPTH.to_s, cpus: @wcpu, nice: 10)
+    ctx = ruby("deep-ctx", TCTX_DEPTH.to_s, otelctx_so, cpus: @wcpu, nice: 10)
+    [plain, ctx].each { |c| c.wait_for(/READY/) }
+    res = { none: [], ctx: [] }
+    DEPTH_PAIRS.times do
+      { none: plain, ctx: ctx }.each do |k, child|
+        rp = Rubyprofd.new(["-F", DEPTH_HZ.to_s, "--pid", child.pid.to_s],
+                           output: File.join(OUT, "tctx-#{k}.pb.gz"), register: [child.pid], cpus: "0")
+        sleep 0.2
+        a = rp.snapshot
+        cpu0 = cpu_ns(rp.pid)
+        sleep DEPTH_PHASE
+        cpu1 = cpu_ns(rp.pid)
+        d = delta(a, rp.snapshot)
+        rp.stop
+        res[k] << d.merge(per_sample_ns: per_ruby_sample(d, @r[:c0][:ours_ns]),
+                          daemon_ns: d[:ruby_samples].zero? ? nil : (cpu1 - cpu0) / d[:ruby_samples].to_f,
+                          tctx: d[:tctx], tctx_share: d[:ruby_samples].zero? ? 0 : d[:tctx] / d[:ruby_samples].to_f)
+      end
+    end
+    [plain, ctx].each { |c| c.stop(:KILL) }
+    res[:ratios] = res[:ctx].zip(res[:none]).map { |c, n| c[:per_sample_ns] && n[:per_sample_ns] ? c[:per_sample_ns] / n[:per_sample_ns] : nil }
+    @r[:tctx] = res
+    fmt = ->(xs) { xs.map { |x| x[:per_sample_ns] ? format('%.2f', x[:per_sample_ns] / 1e3) : "n/a" }.join("/") }
+    log format("  without %s µs, with %s µs (%s of its samples carried the record)", fmt.call(res[:none]), fmt.call(res[:ctx]),
+               res[:ctx].map { |x| format('%.0f %%', 100 * x[:tctx_share]) }.join("/"))
+  end
+
+  def tctx_row
+    t = @r[:tctx]
+    return nil unless t
+
+    none = t[:none].filter_map { |x| x[:per_sample_ns] && x[:per_sample_ns] / 1e3 }
+    with = t[:ctx].filter_map { |x| x[:per_sample_ns] && x[:per_sample_ns] / 1e3 }
+    dn = t[:none].filter_map { |x| x[:daemon_ns] && x[:daemon_ns] / 1e3 }
+    dc = t[:ctx].filter_map { |x| x[:daemon_ns] && x[:daemon_ns] / 1e3 }
+    share = median(t[:ctx].map { |x| 100 * x[:tctx_share] })
+    ["BPF time per sample with an OpenTelemetry thread context", format("%d Hz, %d frames, a record of 49 bytes", DEPTH_HZ, TCTX_DEPTH),
+     "#{spread(with, '%.2f')} µs; ×#{spread(t[:ratios], '%.3f')} the same spinner without one",
+     format("without a context %s µs (a process that publishes none reads nothing more); daemon CPU per sample %s µs " \
+            "with, %s µs without; %.0f %% of the samples with a context carried it", spread(none, '%.2f'),
+            spread(dc, '%.2f'), spread(dn, '%.2f'), share),
+     "—", "no budget"]
   end
 
   # -- 3b. mixed stacks: --stacks mixed beside --stacks ruby --------------------------------------
@@ -1433,6 +1507,11 @@ class Bench
     return [harm_row] if ONLY == "harm"
     return idle_rows if ONLY == "idle"
     return wall_rows if ONLY == "wall"
+    if ONLY == "tctx"
+      c0 = @r[:c0]
+      return [["BPF time per sample of another process", "#{DEPTH_HZ} Hz", "#{format('%.0f', c0[:ours_ns])} ns",
+               "floor #{format('%.0f', c0[:floor_ns])} ns", "—", "no budget"], tctx_row]
+    end
     if ONLY == "mixed"
       c0 = @r[:c0]
       return [["BPF time per sample of another process", "#{DEPTH_HZ} Hz", "#{format('%.0f', c0[:ours_ns])} ns",
@@ -1450,6 +1529,8 @@ class Bench
     DEPTHS.each { |d| rows << depth_row(d) }
     DEPTHS.each { |d| rows << daemon_sample_row(d) }
     return rows if ONLY_BPF
+
+    rows << tctx_row if @r[:tctx]
 
     %w[methods blocks].each do |kind|
       s = @r[:slowdown][kind]

@@ -17,6 +17,10 @@
 #   target.rb zlib N
 #       As deep N, then compresses with Zlib::Deflate.deflate there, over and over: most samples
 #       in libz, the native frames of a C extension above N Ruby frames.
+#   target.rb deep-ctx N SO
+#       As deep N, in an app that publishes an OpenTelemetry thread context (docs/trace-context.md)
+#       with the tests' writer SO (tests/e2e/cext/otelctx.c): the process context with its key
+#       map, and the spinning thread's record (trace, span and an http.route): every sample reads it.
 #   target.rb stamp T0_NS PREFIX SECONDS
 #       T0_NS is CLOCK_MONOTONIC just before this process was exec'd. Spends each millisecond
 #       since T0 in its own method PREFIX_<ms>ms, so the first such method in a profile tells
@@ -160,7 +164,15 @@ when "workload"
   workload(ARGV.fetch(1), ARGV.include?("quiet"),
            ARGV.include?("threads") ? Integer(ARGV.fetch(ARGV.index("threads") + 1)) : 1)
 when "deep" then down(Integer(ARGV.fetch(1)) - 2)
+when "deep-ctx"
+  require ARGV.fetch(2)
+  require_relative "../tests/e2e/scripts/resource_pb"
+  OtelCtx.publish_process(otel_resource({ "service.name" => "bench-ctx", "threadlocal.schema_version" => "tlsdesc_v1_dev" },
+                                        %w[http.route http.method]))
+  REC = OtelCtx.record("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", 1, { 0 => "/orders/:id", 1 => "GET" })
+  OtelCtx.attach(REC)
+  down(Integer(ARGV.fetch(1)) - 2)
 when "zlib" then down_zlib(Integer(ARGV.fetch(1)) - 2)
 when "stamp" then stamp(Integer(ARGV.fetch(1)), ARGV.fetch(2), Float(ARGV.fetch(3)))
-else abort "usage: target.rb workload methods|blocks [quiet] [threads N] | deep N | zlib N | stamp T0_NS PREFIX SECONDS"
+else abort "usage: target.rb workload methods|blocks [quiet] [threads N] | deep N | deep-ctx N SO | zlib N | stamp T0_NS PREFIX SECONDS"
 end
