@@ -70,7 +70,7 @@ struct procctx_attrs {
 	char service_version[PROCCTX_VALUE_MAX + 1];
 	char environment[PROCCTX_VALUE_MAX + 1]; /* deployment.environment.name */
 	char instance_id[PROCCTX_VALUE_MAX + 1]; /* service.instance.id */
-	/* For the thread-context reader (OTEP 4947), not used yet. */
+	/* For the thread-context reader (OTEP 4947: threadctx.h, discover_thread_ctx). */
 	char schema_version[PROCCTX_VALUE_MAX + 1]; /* threadlocal.schema_version */
 	/* threadlocal.attribute_key_map: name of key index i at keys + key_off[i], NUL-ended; ""
 	 * for an entry refused (not a string, not UTF-8, too long), so indexes stay in place.
