@@ -285,6 +285,21 @@ static void summary(struct run *r, double secs, const char *path)
 		       M(M_SAMPLES_OUTSIDE_NAMESPACE),
 	       M(M_SAMPLES_RUBY), M(M_RUBY_STACKS), M(M_SAMPLES_WITHOUT_RUBY_CONTEXT),
 	       M(M_GC_SAMPLES_KEPT), M(M_JIT_SAMPLES));
+	/* only where an app published a thread context (docs/trace-context.md) */
+	if (M(M_THREAD_CONTEXT_PROCESSES_LOCATED) || M(M_THREAD_CONTEXT_PROCESSES_REFUSED) ||
+	    M(M_THREAD_CONTEXTS))
+		printf("thread contexts: %" PRIu64 " samples carried one, in %" PRIu64
+		       " process%s; not used: %" PRIu64 " invalid, %" PRIu64
+		       " failed reads, %" PRIu64 " lost; parts left out: %" PRIu64 " size, %" PRIu64
+		       " read, %" PRIu64 " entry, %" PRIu64 " key, %" PRIu64 " value, %" PRIu64
+		       " many\n",
+		       M(M_THREAD_CONTEXTS), M(M_THREAD_CONTEXT_PROCESSES_LOCATED),
+		       M(M_THREAD_CONTEXT_PROCESSES_LOCATED) == 1 ? "" : "es",
+		       M(M_THREAD_CONTEXTS_BAD_INVALID), M(M_THREAD_CONTEXTS_BAD_FAILED),
+		       M(M_THREAD_CONTEXTS_BAD_LOST) + M(M_THREAD_CONTEXTS_BAD_UNPAIRED),
+		       M(M_THREAD_CONTEXTS_BAD_SIZE), M(M_THREAD_CONTEXTS_BAD_READ),
+		       M(M_THREAD_CONTEXTS_BAD_ENTRY), M(M_THREAD_CONTEXTS_BAD_KEY),
+		       M(M_THREAD_CONTEXTS_BAD_VALUE), M(M_THREAD_CONTEXTS_BAD_MANY));
 	/* only in a pid namespace (docs/containers.md): the usual summary stays as it is */
 	if (M(M_SAMPLES_OUTSIDE_NAMESPACE))
 		printf("outside the pid namespace: %" PRIu64

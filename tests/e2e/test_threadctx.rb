@@ -197,6 +197,33 @@ class E2E
     "#{labelled}/#{n[:inside]} samples inside requests labelled after the late context, all right"
   end
 
+  # A broken or hostile writer (scripts/threadctx_bad.rb): each kind of bad record gives the
+  # labels that docs/trace-context.md ("Bad input") says, never a crash, the rest of the record
+  # where it is sound; the process is profiled as any other; the summary counts each kind.
+  def threadctx_bad_input
+    so = otelctx_so("tlsdesc")
+    r = profile_script("threadctx_bad.rb", so, duration: 5) { |f| go(f) }
+    want = r.facts.fetch("want")
+    got = Hash.new { |h, k| h[k] = Hash.new(0) }
+    r.samples.each do |s|
+      kind = r.prof.frames(s).lazy.map { |l| l.name[/\bbad_(\w+)\z/, 1] }.find(&:itself)
+      next unless kind
+
+      got[kind][s.labels.slice("trace_id", "span_id", ROUTE_LABEL, "http_method")] += s.count
+    end
+    want.each do |kind, labels|
+      check(got[kind].values.sum >= 3, "#{got[kind].values.sum} samples in bad_#{kind}")
+      check(got[kind].keys == [labels], "bad_#{kind}: labels #{got[kind].inspect}, want only #{labels.inspect}")
+    end
+    summary = r.stdout[/^thread contexts: .*$/]
+    check(summary, "no thread-context line in the summary:\n#{r.stdout}")
+    counts = summary.scan(/(\d+) (invalid|failed reads|size|entry|key|value)\b/).to_h { |n, k| [k, Integer(n)] }
+    %w[invalid failed\ reads size entry key value].each do |k|
+      check(counts.fetch(k, 0).positive?, "#{k}: not counted in #{summary.inspect}")
+    end
+    "#{want.size} kinds of record, each with the labels it should have; #{summary}"
+  end
+
   # Service mode: the published service.name names the app; the same app publishing nothing is
   # named by its script.
   THREADCTX_CONF = <<~'CONF'
@@ -232,6 +259,7 @@ class E2E
   end
   define_method(:test_threadctx_unpublished) { threadctx_unpublished }
   define_method(:test_threadctx_late) { threadctx_late }
+  define_method(:test_threadctx_bad_input) { threadctx_bad_input }
   full_only :test_threadctx_late
   define_method(:test_threadctx_service) { threadctx_service }
   # the host's Ruby runs the cpu ones in `make test`; wall and the roots in the full suite

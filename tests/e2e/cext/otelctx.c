@@ -23,6 +23,8 @@
  * Ruby API (module OtelCtx):
  *   OtelCtx.record(trace_hex32, span_hex16, flags, {key_index => "value", ...}) -> Record
  *   OtelCtx.attach(record_or_nil)   set this thread's pointer (nil: detach)
+ *   OtelCtx.raw_record(bytes)       a Record of exactly these bytes (a broken writer's)
+ *   OtelCtx.attach_address(addr)    this thread's pointer set to any address
  *   OtelCtx.current                 this thread's pointer, as an Integer (0: none)
  *   OtelCtx.tls_address             &otel_thread_ctx_v1 on this thread, as an Integer
  *   OtelCtx.tls_model               the model this build was compiled for ("tlsdesc", ...)
@@ -189,6 +191,37 @@ static VALUE otelctx_attach(VALUE self, VALUE rec)
 	return rec;
 }
 
+/* OtelCtx.raw_record(bytes): a Record of exactly these bytes, unchecked (a broken or hostile
+ * writer, for the reader's bad-input tests). */
+static VALUE otelctx_raw_record(VALUE self, VALUE bytes)
+{
+	struct otelctx_rec *r;
+
+	(void)self;
+	StringValue(bytes);
+	r = malloc(sizeof(*r));
+	if (!r)
+		rb_raise(rb_eNoMemError, "record");
+	r->len = (size_t)RSTRING_LEN(bytes);
+	r->buf = malloc(r->len + 2);
+	if (!r->buf) {
+		free(r);
+		rb_raise(rb_eNoMemError, "record");
+	}
+	memcpy(r->buf, RSTRING_PTR(bytes), r->len);
+	return TypedData_Wrap_Struct(cRecord, &otelctx_rec_type, r);
+}
+
+/* OtelCtx.attach_address(addr): this thread's pointer set to any address (bad-input tests). */
+static VALUE otelctx_attach_address(VALUE self, VALUE addr)
+{
+	(void)self;
+	atomic_signal_fence(memory_order_seq_cst);
+	otel_thread_ctx_v1 = (void *)(uintptr_t)NUM2ULL(addr);
+	atomic_signal_fence(memory_order_seq_cst);
+	return addr;
+}
+
 static VALUE otelctx_current(VALUE self)
 {
 	(void)self;
@@ -315,6 +348,8 @@ void Init_otelctx(void)
 	rb_undef_alloc_func(cRecord);
 	rb_define_module_function(m, "record", otelctx_record, 4);
 	rb_define_module_function(m, "attach", otelctx_attach, 1);
+	rb_define_module_function(m, "raw_record", otelctx_raw_record, 1);
+	rb_define_module_function(m, "attach_address", otelctx_attach_address, 1);
 	rb_define_module_function(m, "current", otelctx_current, 0);
 	rb_define_module_function(m, "tls_address", otelctx_tls_address, 0);
 	rb_define_module_function(m, "tls_model", otelctx_tls_model, 0);
