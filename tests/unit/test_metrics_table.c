@@ -34,9 +34,9 @@ static const struct {
 	const char *header, *type, *path;
 } structs[] = {
 	{"daemon/sample/sampler.h", "struct sampler_counters", "c.sampler."},
-	{"daemon/profile/stacks.h", "struct stacks_stats", "c.collector."},
-	{"daemon/ruby/symbolizer.h", "struct symbolizer_stats", "c.collector.sym."},
-	{"daemon/ruby/rthreads.h", "struct rthread_stats", "c.collector.rthread."},
+	{"daemon/profile/stacks.h", "struct stacks_stats", "c.stacks."},
+	{"daemon/ruby/symbolizer.h", "struct symbolizer_stats", "c.stacks.sym."},
+	{"daemon/ruby/rthreads.h", "struct rthread_stats", "c.stacks.rthread."},
 	{"daemon/profile/tracker.h", "struct tracker_stats", "c.tracker."},
 	{"daemon/profile/wall.h", "struct wall_counters", "c.wall."},
 	{"daemon/sample/native.h", "struct native_stats", "c.native."},
