@@ -269,6 +269,9 @@
 	VALUE(M_PROCESS_CONTEXTS_REFUSED_MEMORY, "reason", "memory", S->c.procctx.refused[PROCCTX_REFUSED_MEMORY]) \
 	VALUE(M_PROCESS_CONTEXTS_REFUSED_PAYLOAD, "reason", "payload", S->c.procctx.refused[PROCCTX_REFUSED_PAYLOAD]) \
 	VALUE(M_PROCESS_CONTEXTS_REFUSED_VALUE, "reason", "value", S->c.procctx.refused[PROCCTX_REFUSED_VALUE]) \
+	FAMILY("rubyprofd_process_context_checks_total", COUNTER, ALWAYS, "Looks for an OpenTelemetry process context that read none: checks of a context's header that found it unchanged (unchanged), reads of /proc/PID/maps to find one (maps_scan: a process's 1st, 2nd, 4th, 8th... look, then every 64th).") \
+	VALUE(M_PROCESS_CONTEXT_CHECKS_UNCHANGED, "check", "unchanged", S->c.procctx.unchanged) \
+	VALUE(M_PROCESS_CONTEXT_CHECKS_MAPS_SCAN, "check", "maps_scan", S->c.procctx.maps_scans) \
 	FAMILY("rubyprofd_openat2_unavailable_total", COUNTER, ALWAYS, "Files of profiled processes not opened: openat2 said ENOSYS (a kernel before 5.6, or a seccomp filter), and no other call resolves a path safely inside a process's root (logged once).") \
 	VALUE(M_OPENAT2_UNAVAILABLE, NULL, NULL, S->c.bounds.openat2_unavailable) \
 	FAMILY("rubyprofd_process_events_total", COUNTER, ALWAYS, "Process life-cycle events from the kernel.") \

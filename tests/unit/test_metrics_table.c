@@ -46,6 +46,9 @@ static const struct {
 	{"daemon/output/spool.h", "struct spool_stats", "spool."},
 	{"daemon/output/ship.h", "struct ship_stats", "ship."},
 	{"daemon/cmd/metrics.h", "struct metrics_stats", "endpoint."},
+	{"daemon/lib/bounds.h", "struct bounds_stats", "c.bounds."},
+	{"daemon/native/checksum.h", "struct checksum_stats", "c.checksum."},
+	{"daemon/proc/procctx.h", "struct procctx_stats", "c.procctx."},
 };
 
 /* Every uint64_t or double member of every stats struct is read by some entry of the table. */
