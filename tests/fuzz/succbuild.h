@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * succbuild.h - Ruby's succinct line table (iseq.c succ_index_table_create) built from a set of
- * instruction positions, for checking symbolizer_succ_index_lookup against a plain count: test_symbolize
+ * instruction positions, for checking symbolizer_succ_index_lookup against a plain count: test_symbolizer
  * (known positions) and fuzz_succ (positions from the input).
  */
 #ifndef RP_SUCCBUILD_H
