@@ -147,6 +147,32 @@ class E2E
     ship_wait_for("first deliveries", 180) { col.index.count { |e| SHIP_APPS.key?(e["app"]) } >= n }
   end
 
+  # SIGKILLs the service while an upload is in flight (the collector takes it, stores it and never
+  # answers), then starts it again, pause seconds later, with the collector answering. Returns the
+  # new service, the time of the kill and the time it was back.
+  def ship_kill_in_flight(svc, col, dir, mport, pause: 0)
+    col.control(mode: "hang", store: true)
+    ship_wait_for("an upload in flight", 180) { col.state["hung"] >= 1 }
+    kill_at = Time.now
+    svc.kill
+    col.control(mode: "ok")
+    sleep pause
+    [ship_service(dir, mport), kill_at, Time.now]
+  end
+
+  # After ship_kill_in_flight: profiles arrive again, the apps stop, the spool drains, and every
+  # interval but the kill's gap is in the collector; the request the kill cut was held and
+  # stored once. Returns the check's summary and the held requests.
+  def ship_check_after_kill(svc, col, apps, protocol, t0, kill_at, back_at)
+    ship_wait_profiles(col, 2, since: back_at)
+    t1 = ship_stop_apps(apps)
+    ship_wait_drained(svc, col, t1)
+    summary = ship_check(col, apps, protocol, t0: t0, t1: t1, gaps: [[kill_at, back_at]])
+    held = col.held
+    check(held.size == 1 && held[0]["stored"], "held requests: #{held.inspect}")
+    [summary, held]
+  end
+
   def ship_apps
     SHIP_APPS.to_h do |name, work|
       [name, start("app.rb", "puma 6.4.0 (tcp://0.0.0.0:3000) [#{name}]", work)]
@@ -378,20 +404,8 @@ class E2E
       ship_wait_for("4 profiles kept while the collector is down", 120, interval: 0.5) { ship_spooled(svc).size >= 4 }
       check(ship_spooled(svc).size >= 4, "profiles kept while the collector is down: #{ship_spooled(svc).size}")
       col.restart
-      col.control(mode: "hang", store: true) # it takes the next upload and never answers
-      ship_wait_for("an upload in flight", 180) { col.state["hung"] >= 1 }
-      kill_at = Time.now
-      svc.kill # SIGKILL mid-upload
-      col.control(mode: "ok")
-      sleep 3
-      svc = ship_service(dir, mport)
-      back_at = Time.now
-      ship_wait_profiles(col, 2, since: back_at)
-      t1 = ship_stop_apps(apps)
-      ship_wait_drained(svc, col, t1)
-      summary = ship_check(col, apps, "pyroscope", t0: t0, t1: t1, gaps: [[kill_at, back_at]])
-      held = col.held
-      check(held.size == 1 && held[0]["stored"], "held requests: #{held.inspect}")
+      svc, kill_at, back_at = ship_kill_in_flight(svc, col, dir, mport, pause: 3)
+      summary, held = ship_check_after_kill(svc, col, apps, "pyroscope", t0, kill_at, back_at)
       dups = ship_duplicates(col)
       cut = col.index.find { |e| e["request_sha256"] == held[0]["request_sha256"] }
       check(cut && dups == { cut["sha256"] => 2 }, "resent: #{dups.inspect}, the cut upload #{cut&.fetch("file")}")
@@ -452,19 +466,8 @@ class E2E
     dir, col, mport, apps, svc, t0 = ship_start("pyroscope-push")
     begin
       ship_wait_first(col, 2)
-      col.control(mode: "hang", store: true)
-      ship_wait_for("an upload in flight", 180) { col.state["hung"] >= 1 }
-      kill_at = Time.now
-      svc.kill
-      col.control(mode: "ok")
-      svc = ship_service(dir, mport)
-      back_at = Time.now
-      ship_wait_profiles(col, 2, since: back_at)
-      t1 = ship_stop_apps(apps)
-      ship_wait_drained(svc, col, t1)
-      summary = ship_check(col, apps, "pyroscope-push", t0: t0, t1: t1, gaps: [[kill_at, back_at]])
-      held = col.held
-      check(held.size == 1 && held[0]["stored"], "held requests: #{held.inspect}")
+      svc, kill_at, back_at = ship_kill_in_flight(svc, col, dir, mport)
+      summary, held = ship_check_after_kill(svc, col, apps, "pyroscope-push", t0, kill_at, back_at)
       cut = col.index.select { |e| e["request_sha256"] == held[0]["request_sha256"] }
       check(cut.size == 2, "the cut request arrived #{cut.size} times (byte for byte)")
       check(ship_duplicates(col) == { cut[0]["sha256"] => 2 }, "resent: #{ship_duplicates(col)}")
