@@ -98,6 +98,17 @@ IDLE_HZ = 19
 IDLE_S = 60 * SCALE
 IDLE_WINDOWS = 3
 
+# BENCH_ONLY=many runs only the many-methods rows (about two minutes): a Ruby with more methods
+# than the symbolizer's caches hold (tests/e2e/scripts/many_methods.rb, as test_many_methods runs
+# it: 100 owners of 500 methods, each calling two blocks through its own copies of Kernel#catch,
+# so 150,000 iseqs and 100,000 C method entries, chains of 10), at 99 and 999 Hz: the daemon's
+# CPU per second and the samples it had to drop (ring buffer full, counted by BPF), beside the
+# same script with 10 owners (15,000 iseqs: within the caches) at 999 Hz.
+MANY_METHODS = File.join(SRC, "tests", "e2e", "scripts", "many_methods.rb")
+MANY_CASES = [[100, 99], [100, 999], [10, 999]].freeze # [owners of 500 methods, Hz]
+MANY_WINDOWS = 3
+MANY_WINDOW = 4.0 * SCALE
+
 README_BEGIN = "<!-- bench:begin (make bench rewrites this table) -->"
 README_END = "<!-- bench:end -->"
 
@@ -420,7 +431,7 @@ class Bench
       elsif ONLY == "tctx"
         measure_c0
         measure_tctx
-      elsif ONLY != "harm" && ONLY != "idle" && ONLY != "wall"
+      elsif ONLY != "harm" && ONLY != "idle" && ONLY != "wall" && ONLY != "many"
         measure_interrupt unless ONLY_BPF
         measure_c0
         measure_depths
@@ -434,8 +445,9 @@ class Bench
         measure_other_processes
       end
       measure_wall if ONLY == "wall" || ONLY.nil?
+      measure_many if ONLY == "many" || ONLY.nil?
       measure_idle unless ONLY && ONLY != "idle"
-      measure_harm unless ONLY_BPF || %w[idle wall mixed tctx].include?(ONLY)
+      measure_harm unless ONLY_BPF || %w[idle wall mixed many tctx].include?(ONLY)
     ensure
       File.write("/proc/sys/kernel/bpf_stats_enabled", old_stats)
     end
@@ -543,7 +555,7 @@ class Bench
   def check_environment
     abort "bench: needs root (BPF, perf events, other processes' memory): run 'sudo make bench'" unless Process.uid.zero?
     [RUBYPROFD, BPFBENCH].each do |f|
-      abort "bench: #{f} missing: run 'make bench'" unless File.executable?(f) || (%w[harm idle].include?(ONLY) && f == BPFBENCH)
+      abort "bench: #{f} missing: run 'make bench'" unless File.executable?(f) || (%w[harm idle many].include?(ONLY) && f == BPFBENCH)
     end
     (ONLY ? %w[bpftool taskset] : %w[bpftool bpftrace taskset]).each do |t|
       abort "bench: #{t} not found: run 'sudo scripts/deps.sh bench'" unless system("which #{t} >/dev/null 2>&1")
@@ -1391,6 +1403,92 @@ class Bench
 
   # -- the table --------------------------------------------------------------------------------------
 
+  # A Ruby with more methods than the symbolizer's caches hold, sampled at a high frequency: the
+  # daemon (--oneshot --pid, on CPU 0) and the target (alone on the workload CPU) for
+  # MANY_WINDOWS windows of MANY_WINDOW s after its start. Per window: the daemon's CPU per second
+  # of the clock, the target's samples and those BPF could not hand over (ring buffer full); at its
+  # end the daemon's own summary (every drop by cause, its cache resets).
+  def measure_many
+    @r[:many] = []
+    MANY_CASES.map(&:first).uniq.each do |owners|
+      dir = Dir.mktmpdir("rubyprofd-bench-many-")
+      facts = File.join(dir, "facts")
+      target = Child.new(["taskset", "-c", @wcpu.to_s, "ruby", MANY_METHODS, facts, owners.to_s, "500", "10", "0.0005", "0"])
+      deadline = mono + 300e9
+      sleep 0.2 until File.exist?(facts) || target.exited? || mono > deadline
+      raise "many_methods.rb: no facts after 300 s:\n#{target.text}" unless File.exist?(facts)
+
+      nmethods = Marshal.load(File.binread(facts)).fetch("methods")
+      MANY_CASES.select { |o, _| o == owners }.each do |_, hz|
+        log "many methods: #{nmethods} methods (#{nmethods * 3} iseqs, #{nmethods * 2} C method entries) at #{hz} Hz, " \
+            "#{MANY_WINDOWS} windows of #{MANY_WINDOW} s"
+        rp = Rubyprofd.new(["-F", hz.to_s, "--pid", target.pid.to_s], output: File.join(dir, "p.pb.gz"),
+                           register: [target.pid], cpus: "0")
+        startup_cpu_s = cpu_ns(rp.pid) / 1e9 # discovery, before the first sample is read
+        sleep 0.5
+        windows = MANY_WINDOWS.times.map do
+          a = rp.snapshot
+          c1 = cpu_ns(rp.pid)
+          t1 = cpu_ns(target.pid)
+          sleep MANY_WINDOW
+          c2 = cpu_ns(rp.pid)
+          t2 = cpu_ns(target.pid)
+          d = delta(a, rp.snapshot)
+          { seconds: d[:seconds], daemon_pct: 100.0 * (c2 - c1) / (d[:seconds] * 1e9), target_cpu_s: (t2 - t1) / 1e9,
+            samples: d[:ruby_samples], dropped: d[:dropped] }
+        end
+        hwm = proc_status(rp.pid).fetch("VmHWM", 0)
+        # The daemon's whole life in CPU (start-up and the samples it still had to read after
+        # SIGINT included): what the driver's reaped children used, before and after it.
+        kids = Process.times.then { |t| t.cutime + t.cstime }
+        stopped = mono
+        st = rp.stop
+        life_cpu_s = Process.times.then { |t| t.cutime + t.cstime } - kids
+        text = rp.text
+        ruby_samples = text[/^samples: \d+ on all CPUs, (\d+) Ruby/, 1]&.to_i
+        r = { owners: owners, nmethods: nmethods, hz: hz, windows: windows, stop_s: (mono - stopped) / 1e9,
+              exit: st&.exitstatus, dropped_line: text[/^dropped: .*/], resets_line: text[/^cache resets: .*/],
+              samples_line: text[/^samples: .*/], life_cpu_s: life_cpu_s, startup_cpu_s: startup_cpu_s,
+              ruby_samples: ruby_samples,
+              hwm_mib: hwm / 1024.0 }
+        @r[:many] << r
+        log format("  daemon %s %% of a core; %s of the target's samples dropped; %s; %s µs of CPU per sample after its " \
+                   "start-up, peak RSS %.1f MiB; exit %.1f s after SIGINT",
+                   windows.map { |w| format('%.0f', w[:daemon_pct]) }.join("/"),
+                   windows.map { |w| w[:samples].zero? ? "n/a" : format('%.0f %%', 100.0 * w[:dropped] / w[:samples]) }.join("/"),
+                   r[:resets_line] || "no cache reset", many_us(r), r[:hwm_mib], r[:stop_s])
+      end
+      target.stop(:KILL)
+      FileUtils.rm_rf(dir)
+    end
+  end
+
+  # The daemon's CPU per Ruby sample, in µs: its whole life but its start-up (the discovery of the
+  # target before sampling), so the samples it still read after SIGINT count too.
+  def many_us(r)
+    return "n/a" unless r[:ruby_samples].to_i.positive?
+
+    format("%.0f", 1e6 * (r[:life_cpu_s] - r[:startup_cpu_s].to_f) / r[:ruby_samples])
+  end
+
+  def many_rows
+    (@r[:many] || []).map do |r|
+      ws = r[:windows]
+      share = ws.map { |w| w[:samples].zero? ? nil : 100.0 * w[:dropped] / w[:samples] }
+      resets = r[:resets_line] ? r[:resets_line].sub(/\Acache resets: /, "") : "none"
+      ["Many methods, daemon CPU and drops",
+       format("%d Hz, --oneshot --pid, %d methods (%d iseqs, %d C method entries), %d windows of %.1f s",
+              r[:hz], r[:nmethods], r[:nmethods] * 3, r[:nmethods] * 2, ws.size, median(ws.map { |w| w[:seconds] })),
+       "#{spread(ws.map { |w| w[:daemon_pct] }, '%.1f')} % of a core; #{spread(share, '%.1f')} % of the samples dropped " \
+         "(ring buffer full)",
+       format("%s µs of daemon CPU per sample (its life after start-up, %d samples); %s target samples/s on " \
+              "%.2f s of its CPU per second; cache resets: %s; peak RSS %.1f MiB; exit %s, %.1f s after SIGINT",
+              many_us(r), r[:ruby_samples].to_i, spread(ws.map { |w| w[:samples] / w[:seconds] }, '%.0f'),
+              median(ws.map { |w| w[:target_cpu_s] / w[:seconds] }), resets, r[:hwm_mib], r[:exit].inspect, r[:stop_s]),
+       "—", "no budget"]
+    end
+  end
+
   # The target's throughput while rubyprofd is started and SIGKILLed again and again (issue 10,
   # item 5; tests/e2e/test_harm.rb checks its results): harm_work.rb's rounds (threads, a fork,
   # GC) on the workload CPU, phases without and with the churn alternated (A/B/A/B); a round
@@ -1507,6 +1605,7 @@ class Bench
     return [harm_row] if ONLY == "harm"
     return idle_rows if ONLY == "idle"
     return wall_rows if ONLY == "wall"
+    return many_rows if ONLY == "many"
     if ONLY == "tctx"
       c0 = @r[:c0]
       return [["BPF time per sample of another process", "#{DEPTH_HZ} Hz", "#{format('%.0f', c0[:ours_ns])} ns",
@@ -1560,6 +1659,7 @@ class Bench
     rows.concat(wall_rows)
     rows.concat(mixed_rows)
     rows << other_row
+    rows.concat(many_rows)
     rows << harm_row
     rows
   end

@@ -27,33 +27,33 @@
 	FAMILY("rubyprofd_failed_reads_total", COUNTER, ALWAYS, "Memory reads that failed, by where.") \
 	VALUE(M_FAILED_READS_BPF_STACK, "where", "bpf_stack", S->c.sampler.bpf[RP_STAT_READ_FAILED]) \
 	VALUE(M_FAILED_READS_BPF_CONTEXT, "where", "bpf_context", S->c.sampler.bpf[RP_STAT_BAD_EC]) \
-	VALUE(M_FAILED_READS_SYMBOLIZE, "where", "symbolize", S->c.collector.frames_failed) \
+	VALUE(M_FAILED_READS_SYMBOLIZE, "where", "symbolize", S->c.stacks.frames_failed) \
 	FAMILY("rubyprofd_dropped_samples_total", COUNTER, ALWAYS, "Samples lost, by cause.") \
 	VALUE(M_DROPPED_SAMPLES_RING_BUFFER_FULL, "cause", "ring_buffer_full", S->c.sampler.bpf[RP_STAT_RB_DROPPED]) \
 	VALUE(M_DROPPED_SAMPLES_INCOMPLETE, "cause", "incomplete", S->c.sampler.incomplete) \
-	VALUE(M_DROPPED_SAMPLES_TABLE_FULL, "cause", "table_full", S->c.collector.agg_dropped) \
-	VALUE(M_DROPPED_SAMPLES_NO_MEMORY, "cause", "no_memory", S->c.collector.dropped_nomem) \
-	VALUE(M_DROPPED_SAMPLES_REFUSED, "cause", "refused", S->c.collector.dropped_error) \
-	VALUE(M_DROPPED_SAMPLES_UNKNOWN_PROCESS, "cause", "unknown_process", S->c.collector.unknown_pid) \
+	VALUE(M_DROPPED_SAMPLES_TABLE_FULL, "cause", "table_full", S->c.stacks.agg_dropped) \
+	VALUE(M_DROPPED_SAMPLES_NO_MEMORY, "cause", "no_memory", S->c.stacks.dropped_nomem) \
+	VALUE(M_DROPPED_SAMPLES_REFUSED, "cause", "refused", S->c.stacks.dropped_error) \
+	VALUE(M_DROPPED_SAMPLES_UNKNOWN_PROCESS, "cause", "unknown_process", S->c.stacks.unknown_pid) \
 	VALUE(M_DROPPED_SAMPLES_REUSED_PID, "cause", "reused_pid", S->c.sampler.bpf[RP_STAT_STALE_PID]) \
 	FAMILY("rubyprofd_truncated_stacks_total", COUNTER, ALWAYS, "Stacks cut at max_frames.") \
 	VALUE(M_TRUNCATED_STACKS, NULL, NULL, S->c.sampler.bpf[RP_STAT_TRUNCATED]) \
 	FAMILY("rubyprofd_stacks_received_total", COUNTER, ALWAYS, "Complete stacks the daemon read from the ring buffer.") \
-	VALUE(M_STACKS_RECEIVED, NULL, NULL, S->c.collector.stacks) \
+	VALUE(M_STACKS_RECEIVED, NULL, NULL, S->c.stacks.stacks) \
 	FAMILY("rubyprofd_stacks_marked_total", COUNTER, ALWAYS, "Samples that reached the profile with a mark instead of (or beside) their Ruby frames, by mark.") \
-	VALUE(M_STACKS_MARKED_NO_CONTEXT, "mark", "no_ruby_context", S->c.collector.no_ec) \
-	VALUE(M_STACKS_MARKED_FAILED_READ, "mark", "failed_read", S->c.collector.failed_reads) \
-	VALUE(M_STACKS_MARKED_TRUNCATED, "mark", "truncated", S->c.collector.truncated) \
-	VALUE(M_STACKS_MARKED_EMPTY, "mark", "no_ruby_frames", S->c.collector.empty_stacks) \
+	VALUE(M_STACKS_MARKED_NO_CONTEXT, "mark", "no_ruby_context", S->c.stacks.no_ec) \
+	VALUE(M_STACKS_MARKED_FAILED_READ, "mark", "failed_read", S->c.stacks.failed_reads) \
+	VALUE(M_STACKS_MARKED_TRUNCATED, "mark", "truncated", S->c.stacks.truncated) \
+	VALUE(M_STACKS_MARKED_EMPTY, "mark", "no_ruby_frames", S->c.stacks.empty_stacks) \
 	FAMILY("rubyprofd_gc_samples_total", COUNTER, ALWAYS, "Samples of a thread that ran the garbage collector: as taken (bpf), and as they reached the profile (kept).") \
 	VALUE(M_GC_SAMPLES_BPF, "stage", "bpf", S->c.sampler.bpf[RP_STAT_GC]) \
-	VALUE(M_GC_SAMPLES_KEPT, "stage", "kept", S->c.collector.gc) \
+	VALUE(M_GC_SAMPLES_KEPT, "stage", "kept", S->c.stacks.gc) \
 	FAMILY("rubyprofd_jit_samples_total", COUNTER, ALWAYS, "Samples whose leaf frame is JIT code (YJIT).") \
-	VALUE(M_JIT_SAMPLES, NULL, NULL, S->c.collector.jit_leaf) \
+	VALUE(M_JIT_SAMPLES, NULL, NULL, S->c.stacks.jit_leaf) \
 	FAMILY("rubyprofd_stack_frames_total", COUNTER, ALWAYS, "Frames of the Ruby stacks taken in BPF, of those shipped through the ring buffer (the rest were the CPU's previous stack), and of those the daemon gave the previous stack's ids.") \
 	VALUE(M_STACK_FRAMES_TAKEN, "part", "taken", S->c.sampler.bpf[RP_STAT_FRAMES]) \
 	VALUE(M_STACK_FRAMES_SHIPPED, "part", "shipped", S->c.sampler.bpf[RP_STAT_SHIPPED]) \
-	VALUE(M_STACK_FRAMES_REUSED, "part", "reused", S->c.collector.frames_reused) \
+	VALUE(M_STACK_FRAMES_REUSED, "part", "reused", S->c.stacks.frames_reused) \
 	FAMILY("rubyprofd_native_copies_total", COUNTER, NATIVE, "User stack copies sent by the BPF program (--stacks mixed).") \
 	VALUE(M_NATIVE_COPIES, NULL, NULL, S->c.sampler.bpf[RP_STAT_USTACKS]) \
 	FAMILY("rubyprofd_native_copies_lost_total", COUNTER, NATIVE, "User stack copies lost: the ring buffer was full.") \
@@ -96,25 +96,25 @@
 	FAMILY("rubyprofd_native_elf_bytes", GAUGE, NATIVE, "Bytes of the ELF images held for unwinding (the parts of the objects and debug files read into memory; bound 24 MiB).") \
 	VALUE(M_NATIVE_ELF_BYTES, NULL, NULL, S->c.native.unw.elf.bytes) \
 	FAMILY("rubyprofd_kernel_stacks_total", COUNTER, KERNEL, "Kernel stacks put under native frames (kernel_stacks).") \
-	VALUE(M_KERNEL_STACKS, NULL, NULL, S->c.collector.kernel_stacks) \
+	VALUE(M_KERNEL_STACKS, NULL, NULL, S->c.stacks.kernel_stacks) \
 	FAMILY("rubyprofd_kernel_stacks_taken_total", COUNTER, KERNEL, "Kernel stacks the BPF program sent.") \
 	VALUE(M_KERNEL_STACKS_TAKEN, NULL, NULL, S->c.sampler.bpf[RP_STAT_KSTACKS]) \
 	FAMILY("rubyprofd_kernel_frames_total", COUNTER, KERNEL, "Kernel frames added under native frames.") \
-	VALUE(M_KERNEL_FRAMES, NULL, NULL, S->c.collector.kernel_frames) \
+	VALUE(M_KERNEL_FRAMES, NULL, NULL, S->c.stacks.kernel_frames) \
 	FAMILY("rubyprofd_kernel_stacks_lost_total", COUNTER, KERNEL, "Kernel stacks lost: the ring buffer was full, or their sample was.") \
-	VALUE(M_KERNEL_STACKS_LOST, NULL, NULL, S->c.sampler.bpf[RP_STAT_KSTACK_LOST] + S->c.collector.kernel_unpaired) \
+	VALUE(M_KERNEL_STACKS_LOST, NULL, NULL, S->c.sampler.bpf[RP_STAT_KSTACK_LOST] + S->c.stacks.kernel_unpaired) \
 	FAMILY("rubyprofd_kernel_frames_unnamed_total", COUNTER, KERNEL, "Kernel frames without a name (no CAP_SYSLOG, or no symbol).") \
-	VALUE(M_KERNEL_FRAMES_UNNAMED, NULL, NULL, S->c.collector.kernel_unsymbolized) \
+	VALUE(M_KERNEL_FRAMES_UNNAMED, NULL, NULL, S->c.stacks.kernel_unsymbolized) \
 	FAMILY("rubyprofd_other_samples_total", COUNTER, ALONE, "Native samples of processes that are no Ruby (native_processes).") \
-	VALUE(M_OTHER_SAMPLES, NULL, NULL, S->c.collector.alone) \
+	VALUE(M_OTHER_SAMPLES, NULL, NULL, S->c.stacks.alone) \
 	FAMILY("rubyprofd_other_samples_taken_total", COUNTER, ALONE, "Samples of processes that are no Ruby taken by the BPF program (native_processes).") \
 	VALUE(M_OTHER_SAMPLES_TAKEN, NULL, NULL, S->c.sampler.bpf[RP_STAT_NATIVE_ALONE]) \
 	FAMILY("rubyprofd_other_samples_failed_total", COUNTER, ALONE, "Of those: not unwound (the process was gone, or its modules unreadable).") \
-	VALUE(M_OTHER_SAMPLES_FAILED, NULL, NULL, S->c.collector.alone_failed) \
+	VALUE(M_OTHER_SAMPLES_FAILED, NULL, NULL, S->c.stacks.alone_failed) \
 	FAMILY("rubyprofd_other_samples_dropped_total", COUNTER, ALONE, "Of those: dropped at the bound of such processes kept at once.") \
-	VALUE(M_OTHER_SAMPLES_DROPPED, NULL, NULL, S->c.collector.alone_dropped) \
+	VALUE(M_OTHER_SAMPLES_DROPPED, NULL, NULL, S->c.stacks.alone_dropped) \
 	FAMILY("rubyprofd_other_processes_total", COUNTER, ALONE, "Processes that are no Ruby kept for their native samples.") \
-	VALUE(M_OTHER_PROCESSES, NULL, NULL, S->c.collector.alone_procs) \
+	VALUE(M_OTHER_PROCESSES, NULL, NULL, S->c.stacks.alone_procs) \
 	FAMILY("rubyprofd_wall_runs_total", COUNTER, WALL, "Wall-clock iterator runs that walked a process's thread list.") \
 	VALUE(M_WALL_RUNS, NULL, NULL, S->c.wall.bpf[RP_WSTAT_RUNS]) \
 	FAMILY("rubyprofd_wall_runs_without_process_total", COUNTER, WALL, "Wall-clock runs for a process the BPF maps did not know, or that had no task (it had ended) or not its main task in rubyprofd's pid namespace.") \
@@ -181,26 +181,26 @@
 	FAMILY("rubyprofd_bad_records_total", COUNTER, ALWAYS, "Ring-buffer records of an unknown kind.") \
 	VALUE(M_BAD_RECORDS, NULL, NULL, S->c.sampler.bad_records) \
 	FAMILY("rubyprofd_iseqs_reused_total", COUNTER, ALWAYS, "Cached iseqs found replaced by another object at their address (freed by GC), named again.") \
-	VALUE(M_ISEQS_REUSED, NULL, NULL, S->c.collector.sym.iseq_reused) \
+	VALUE(M_ISEQS_REUSED, NULL, NULL, S->c.stacks.sym.iseq_reused) \
 	FAMILY("rubyprofd_frame_cache_resets_total", COUNTER, ALWAYS, "Per-process frame caches dropped at their bound and refilled.") \
-	VALUE(M_FRAME_CACHE_RESETS, NULL, NULL, S->c.collector.cache_resets) \
+	VALUE(M_FRAME_CACHE_RESETS, NULL, NULL, S->c.stacks.cache_resets) \
 	FAMILY("rubyprofd_symbolizer_cache_resets_total", COUNTER, ALWAYS, "Per-process symbolizer caches (iseqs, lines, names) dropped at their bound.") \
-	VALUE(M_SYMBOLIZER_CACHE_RESETS, NULL, NULL, S->c.collector.sym.cache_resets) \
+	VALUE(M_SYMBOLIZER_CACHE_RESETS, NULL, NULL, S->c.stacks.sym.cache_resets) \
 	FAMILY("rubyprofd_symbolize_failures_total", COUNTER, ALWAYS, "What the symbolizer could not read: iseqs, C methods' names, 3.4+ owners (the frame was gone), line tables (line 0 given).") \
-	VALUE(M_SYMBOLIZE_FAILED_ISEQ, "what", "iseq", S->c.collector.sym.iseq_failed) \
-	VALUE(M_SYMBOLIZE_FAILED_CFUNC, "what", "cfunc", S->c.collector.sym.cfunc_failed) \
-	VALUE(M_SYMBOLIZE_FAILED_OWNER, "what", "owner", S->c.collector.sym.owner_unknown) \
-	VALUE(M_SYMBOLIZE_FAILED_LINE, "what", "line", S->c.collector.sym.line_failed) \
+	VALUE(M_SYMBOLIZE_FAILED_ISEQ, "what", "iseq", S->c.stacks.sym.iseq_failed) \
+	VALUE(M_SYMBOLIZE_FAILED_CFUNC, "what", "cfunc", S->c.stacks.sym.cfunc_failed) \
+	VALUE(M_SYMBOLIZE_FAILED_OWNER, "what", "owner", S->c.stacks.sym.owner_unknown) \
+	VALUE(M_SYMBOLIZE_FAILED_LINE, "what", "line", S->c.stacks.sym.line_failed) \
 	FAMILY("rubyprofd_processes_without_pidfd_total", COUNTER, ALWAYS, "Processes profiled without a pidfd (their reads are not checked against pid reuse).") \
-	VALUE(M_PROCESSES_WITHOUT_PIDFD, NULL, NULL, S->c.collector.no_pidfd) \
+	VALUE(M_PROCESSES_WITHOUT_PIDFD, NULL, NULL, S->c.stacks.no_pidfd) \
 	FAMILY("rubyprofd_ruby_threads_invalid_total", COUNTER, ALWAYS, "Sampled thread pointers that were not a live Ruby thread (no ruby_thread label).") \
-	VALUE(M_RUBY_THREADS_INVALID, NULL, NULL, S->c.collector.rthread.invalid) \
+	VALUE(M_RUBY_THREADS_INVALID, NULL, NULL, S->c.stacks.rthread.invalid) \
 	FAMILY("rubyprofd_ruby_thread_reads_total", COUNTER, ALWAYS, "Ruby threads read from their process (first seen in an interval).") \
-	VALUE(M_RUBY_THREAD_READS, NULL, NULL, S->c.collector.rthread.reads) \
+	VALUE(M_RUBY_THREAD_READS, NULL, NULL, S->c.stacks.rthread.reads) \
 	FAMILY("rubyprofd_ruby_thread_names_failed_total", COUNTER, ALWAYS, "Ruby thread names (Thread#name) that could not be read.") \
-	VALUE(M_RUBY_THREAD_NAMES_FAILED, NULL, NULL, S->c.collector.rthread.name_failed) \
+	VALUE(M_RUBY_THREAD_NAMES_FAILED, NULL, NULL, S->c.stacks.rthread.name_failed) \
 	FAMILY("rubyprofd_ruby_thread_cache_resets_total", COUNTER, ALWAYS, "Per-process Ruby thread caches dropped at their bound and refilled.") \
-	VALUE(M_RUBY_THREAD_CACHE_RESETS, NULL, NULL, S->c.collector.rthread.resets) \
+	VALUE(M_RUBY_THREAD_CACHE_RESETS, NULL, NULL, S->c.stacks.rthread.resets) \
 	FAMILY("rubyprofd_interval_frames_refused_total", COUNTER, ALWAYS, "Frames refused by a full per-process frame table (until the interval ends).") \
 	VALUE(M_INTERVAL_FRAMES_REFUSED, NULL, NULL, S->c.agg.frames_refused) \
 	FAMILY("rubyprofd_interval_stacks_dropped_total", COUNTER, ALWAYS, "Samples dropped: the interval's stack table was full.") \
@@ -269,24 +269,27 @@
 	VALUE(M_PROCESS_CONTEXTS_REFUSED_MEMORY, "reason", "memory", S->c.procctx.refused[PROCCTX_REFUSED_MEMORY]) \
 	VALUE(M_PROCESS_CONTEXTS_REFUSED_PAYLOAD, "reason", "payload", S->c.procctx.refused[PROCCTX_REFUSED_PAYLOAD]) \
 	VALUE(M_PROCESS_CONTEXTS_REFUSED_VALUE, "reason", "value", S->c.procctx.refused[PROCCTX_REFUSED_VALUE]) \
+	FAMILY("rubyprofd_process_context_checks_total", COUNTER, ALWAYS, "Looks for an OpenTelemetry process context that read none: checks of a context's header that found it unchanged (unchanged), reads of /proc/PID/maps to find one (maps_scan: a process's 1st, 2nd, 4th, 8th... look, then every 64th).") \
+	VALUE(M_PROCESS_CONTEXT_CHECKS_UNCHANGED, "check", "unchanged", S->c.procctx.unchanged) \
+	VALUE(M_PROCESS_CONTEXT_CHECKS_MAPS_SCAN, "check", "maps_scan", S->c.procctx.maps_scans) \
 	FAMILY("rubyprofd_thread_context_processes_total", COUNTER, ALWAYS, "Processes whose OpenTelemetry process context names a thread context (OTEP 4947), by what the look for otel_thread_ctx_v1 found: located (its samples carry the context), not_found (no loaded object exports it, yet: looked for again at updates and a few intervals), refused (the loader's TLS data not understood, or not readable), schema (a schema rubyprofd does not read).") \
 	VALUE(M_THREAD_CONTEXT_PROCESSES_LOCATED, "result", "located", S->c.procctx.tctx_located) \
 	VALUE(M_THREAD_CONTEXT_PROCESSES_NOT_FOUND, "result", "not_found", S->c.procctx.tctx_not_found) \
 	VALUE(M_THREAD_CONTEXT_PROCESSES_REFUSED, "result", "refused", S->c.procctx.tctx_refused) \
 	VALUE(M_THREAD_CONTEXT_PROCESSES_SCHEMA, "result", "schema", S->c.procctx.tctx_schema) \
 	FAMILY("rubyprofd_thread_contexts_total", COUNTER, ALWAYS, "Samples that carried an OpenTelemetry thread context (a valid record attached to the sampled thread), decoded into trace_id, span_id and attribute labels.") \
-	VALUE(M_THREAD_CONTEXTS, NULL, NULL, S->c.collector.tctx.records) \
+	VALUE(M_THREAD_CONTEXTS, NULL, NULL, S->c.stacks.tctx.records) \
 	FAMILY("rubyprofd_thread_contexts_bad_total", COUNTER, ALWAYS, "Thread contexts, or parts of them, not used, by reason: invalid (valid byte not 1, or a misaligned pointer: no label), failed (the pointer or the record unreadable: no label), lost (ring buffer full), unpaired (its sample was lost), size (attrs-data-size past the 640-byte record: attributes left out), read (attributes unreadable), entry (an entry past the record's end: the rest left out), key (a key index outside the key map, or a name that is one of rubyprofd's labels), value (not UTF-8 without control characters), many (past 16 attributes).") \
 	VALUE(M_THREAD_CONTEXTS_BAD_INVALID, "reason", "invalid", S->c.sampler.bpf[RP_STAT_TCTX_INVALID]) \
 	VALUE(M_THREAD_CONTEXTS_BAD_FAILED, "reason", "failed", S->c.sampler.bpf[RP_STAT_TCTX_FAILED]) \
 	VALUE(M_THREAD_CONTEXTS_BAD_LOST, "reason", "lost", S->c.sampler.bpf[RP_STAT_TCTX_LOST]) \
 	VALUE(M_THREAD_CONTEXTS_BAD_UNPAIRED, "reason", "unpaired", S->c.sampler.tctx_unpaired) \
-	VALUE(M_THREAD_CONTEXTS_BAD_SIZE, "reason", "size", S->c.collector.tctx.bad[THREADCTX_BAD_SIZE]) \
-	VALUE(M_THREAD_CONTEXTS_BAD_READ, "reason", "read", S->c.collector.tctx.bad[THREADCTX_BAD_READ]) \
-	VALUE(M_THREAD_CONTEXTS_BAD_ENTRY, "reason", "entry", S->c.collector.tctx.bad[THREADCTX_BAD_ENTRY]) \
-	VALUE(M_THREAD_CONTEXTS_BAD_KEY, "reason", "key", S->c.collector.tctx.bad[THREADCTX_BAD_KEY]) \
-	VALUE(M_THREAD_CONTEXTS_BAD_VALUE, "reason", "value", S->c.collector.tctx.bad[THREADCTX_BAD_VALUE]) \
-	VALUE(M_THREAD_CONTEXTS_BAD_MANY, "reason", "many", S->c.collector.tctx.bad[THREADCTX_BAD_MANY]) \
+	VALUE(M_THREAD_CONTEXTS_BAD_SIZE, "reason", "size", S->c.stacks.tctx.bad[THREADCTX_BAD_SIZE]) \
+	VALUE(M_THREAD_CONTEXTS_BAD_READ, "reason", "read", S->c.stacks.tctx.bad[THREADCTX_BAD_READ]) \
+	VALUE(M_THREAD_CONTEXTS_BAD_ENTRY, "reason", "entry", S->c.stacks.tctx.bad[THREADCTX_BAD_ENTRY]) \
+	VALUE(M_THREAD_CONTEXTS_BAD_KEY, "reason", "key", S->c.stacks.tctx.bad[THREADCTX_BAD_KEY]) \
+	VALUE(M_THREAD_CONTEXTS_BAD_VALUE, "reason", "value", S->c.stacks.tctx.bad[THREADCTX_BAD_VALUE]) \
+	VALUE(M_THREAD_CONTEXTS_BAD_MANY, "reason", "many", S->c.stacks.tctx.bad[THREADCTX_BAD_MANY]) \
 	FAMILY("rubyprofd_openat2_unavailable_total", COUNTER, ALWAYS, "Files of profiled processes not opened: openat2 said ENOSYS (a kernel before 5.6, or a seccomp filter), and no other call resolves a path safely inside a process's root (logged once).") \
 	VALUE(M_OPENAT2_UNAVAILABLE, NULL, NULL, S->c.bounds.openat2_unavailable) \
 	FAMILY("rubyprofd_process_events_total", COUNTER, ALWAYS, "Process life-cycle events from the kernel.") \

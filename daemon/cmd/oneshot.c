@@ -342,8 +342,7 @@ static void summary(struct run *r, double secs, const char *path)
 		printf("kernel: %" PRIu64 " stacks (%" PRIu64 " lost, %" PRIu64
 		       " unpaired), %" PRIu64 " frames, %" PRIu64 " unnamed\n",
 		       M(M_KERNEL_STACKS_TAKEN), S.c.sampler.bpf[RP_STAT_KSTACK_LOST],
-		       S.c.collector.kernel_unpaired, M(M_KERNEL_FRAMES),
-		       M(M_KERNEL_FRAMES_UNNAMED));
+		       S.c.stacks.kernel_unpaired, M(M_KERNEL_FRAMES), M(M_KERNEL_FRAMES_UNNAMED));
 	if (S.c.native_on && r->cfg->native_procs != RP_NATIVE_RUBY)
 		printf("other processes: %" PRIu64 " samples of %" PRIu64 " processes, %" PRIu64
 		       " not unwound, %" PRIu64 " dropped at the bound, %" PRIu64 " Dwfl evicted\n",

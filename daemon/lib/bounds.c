@@ -137,8 +137,3 @@ const char *bounds_name(enum bound_id b)
 {
 	return b < BOUND_MAX ? bounds[b].name : "?";
 }
-
-uint64_t bounds_bytes(enum bound_id b)
-{
-	return b < BOUND_MAX ? bounds[b].bytes : 0;
-}

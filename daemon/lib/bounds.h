@@ -99,7 +99,5 @@ void bounds_stats(struct bounds_stats *out);
 /* The name of bound b as the metric's label spells it: "section", "file", "name", "object",
  * "not_regular", "maps", "sections", "served_fs", "mounts", "held", "relocations". */
 const char *bounds_name(enum bound_id b);
-/* A bound's size: bytes, or sections for BOUND_SECTIONS. */
-uint64_t bounds_bytes(enum bound_id b);
 
 #endif

@@ -25,6 +25,7 @@
 #include "proc/apprules.h"
 #include "proc/appscript.h"
 #include "proc/apptitle.h"
+#include "proc/container.h"
 #include "proc/span.h"
 
 /* Bounds on what is read from /proc; a file cut at its bound sets app_identity.truncated. */
@@ -93,24 +94,23 @@ static bool controllers_have(struct span c, const char *name)
 /* "hierarchy-id:controllers:path" lines; malformed ones are skipped. */
 static size_t cgroup_lines(const char *text, struct cg_line *v, size_t max, bool *truncated)
 {
-	const char *line = text, *nl, *c1, *c2, *end;
+	struct span hierarchy, controllers, path;
+	const char *line = text, *nl, *end;
 	size_t n = 0;
 
 	while (text && *line) {
 		nl = strchr(line, '\n');
 		end = nl ? nl : line + strlen(line);
-		c1 = memchr(line, ':', (size_t)(end - line));
-		c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
-		if (c2) {
+		if (container_cgroup_line(line, (size_t)(end - line), &hierarchy, &controllers,
+					  &path)) {
 			if (n == max) {
 				*truncated = true;
 				break;
 			}
-			v[n].path = (struct span){c2 + 1, (size_t)(end - c2 - 1)};
-			if (c1 - line == 1 && line[0] == '0' && c2 == c1 + 1)
+			v[n].path = path;
+			if (span_eq(hierarchy, "0") && !controllers.len)
 				v[n].kind = CG_V2;
-			else if (controllers_have((struct span){c1 + 1, (size_t)(c2 - c1 - 1)},
-						  "name=systemd"))
+			else if (controllers_have(controllers, "name=systemd"))
 				v[n].kind = CG_V1_SYSTEMD;
 			else
 				v[n].kind = CG_V1;

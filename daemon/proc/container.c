@@ -93,9 +93,24 @@ static int path_id(const char *path, size_t plen, char *buf, size_t size)
 	return -ENOENT;
 }
 
+bool container_cgroup_line(const char *line, size_t len, struct span *hierarchy,
+			   struct span *controllers, struct span *path)
+{
+	const char *c1 = memchr(line, ':', len), *c2;
+
+	c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line)) : NULL;
+	if (!c2)
+		return false;
+	*hierarchy = (struct span){line, (size_t)(c1 - line)};
+	*controllers = (struct span){c1 + 1, (size_t)(c2 - c1 - 1)};
+	*path = (struct span){c2 + 1, len - (size_t)(c2 + 1 - line)};
+	return true;
+}
+
 int container_id_parse(const char *text, char *buf, size_t size)
 {
-	const char *line = text, *nl, *path;
+	struct span hierarchy, controllers, path;
+	const char *line = text, *nl;
 	size_t len;
 	int err = -ENOENT, seen = 0;
 
@@ -104,13 +119,9 @@ int container_id_parse(const char *text, char *buf, size_t size)
 	while (*line) {
 		nl = strchr(line, '\n');
 		len = nl ? (size_t)(nl - line) : strlen(line);
-		/* "hierarchy-id:controllers:path" */
-		path = memchr(line, ':', len);
-		path = path ? memchr(path + 1, ':', len - (size_t)(path + 1 - line)) : NULL;
-		if (path) {
+		if (container_cgroup_line(line, len, &hierarchy, &controllers, &path)) {
 			seen = 1;
-			path++;
-			err = path_id(path, len - (size_t)(path - line), buf, size);
+			err = path_id(path.p, path.len, buf, size);
 			if (err != -ENOENT)
 				return err;
 		} else if (len) {

@@ -260,13 +260,6 @@ bool procs_is_descendant(pid_t pid, pid_t ancestor)
 	return pid == ancestor;
 }
 
-int procs_root_path(pid_t pid, const char *path, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "/proc/%d/root%s", pid, path);
-
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
 /*
  * fd if it is a regular file, else closed and -EINVAL (or fstat's -errno). What else a target
  * put there (a FIFO, a device) is refused, counted and logged once (bounds.h); a directory is

@@ -62,9 +62,6 @@ int procs_parse_nspid(const char *value, pid_t *nspid);
 /* Whether pid is `ancestor` or one of its descendants. */
 bool procs_is_descendant(pid_t pid, pid_t ancestor);
 
-/* "/proc/PID/root" + path, for files as the process sees them (containers, chroots). */
-int procs_root_path(pid_t pid, const char *path, char *buf, size_t len);
-
 /*
  * Whether a file of the process whose /proc directory is procdir ("/proc/PID", "/proc/self")
  * is on a filesystem that a process serves (FUSE: "fuse", "fuse.NAME"): the mount of device dev

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* session.c - sampler + tracker + collector + aggregate, shared by both modes. */
+/* session.c - sampler + tracker + stacks + aggregate, shared by both modes. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -43,7 +43,7 @@ struct session {
 	struct session_opts opts;
 	struct sampler *sampler;
 	struct tracker *tracker;
-	struct stacks *coll;
+	struct stacks *stacks;
 	struct aggregate *agg;
 	struct wall *wall; /* --clock wall, else NULL */
 	unsigned int frequency;
@@ -252,7 +252,7 @@ static int on_enable(void *ctx, const struct ruby_target *t, bool fresh)
 		return -ESRCH;
 	}
 	bpf.start_time = s->iter_pid == t->pid ? s->iter_start : 0;
-	if (!fresh && stacks_update(s->coll, t) == 0) {
+	if (!fresh && stacks_update(s->stacks, t) == 0) {
 		/* a fork child validated on its own: its context (not its parent's) is looked for
 		 * by session_poll_contexts */
 		wall_enable(s, t, &bpf);
@@ -261,7 +261,7 @@ static int on_enable(void *ctx, const struct ruby_target *t, bool fresh)
 			wall_remove(s->wall, t->pid);
 		return err;
 	}
-	err = stacks_add(s->coll, t, service, &pc);
+	err = stacks_add(s->stacks, t, service, &pc);
 	procctx_release(&pc);
 	if (err)
 		return err;
@@ -270,7 +270,7 @@ static int on_enable(void *ctx, const struct ruby_target *t, bool fresh)
 	if (err) {
 		if (s->wall)
 			wall_remove(s->wall, t->pid);
-		stacks_remove(s->coll, t->pid);
+		stacks_remove(s->stacks, t->pid);
 	}
 	return err;
 }
@@ -279,7 +279,7 @@ static int on_fork(void *ctx, pid_t child, pid_t parent)
 {
 	struct session *s = ctx;
 
-	return stacks_fork(s->coll, child, parent, NULL);
+	return stacks_fork(s->stacks, child, parent, NULL);
 }
 
 static void on_disable(void *ctx, pid_t pid)
@@ -289,7 +289,7 @@ static void on_disable(void *ctx, pid_t pid)
 	sampler_del_proc(s->sampler, (uint32_t)pid);
 	if (s->wall)
 		wall_remove(s->wall, pid);
-	stacks_remove(s->coll, pid);
+	stacks_remove(s->stacks, pid);
 }
 
 /* ---- the dispatcher's callbacks --------------------------------------------------------- */
@@ -300,7 +300,7 @@ static void on_proc_event(void *ctx, const struct rp_proc_event *ev)
 
 	/* a process that is no Ruby, kept for its native samples, runs another program now */
 	if (ev->event == RP_PROC_EXEC)
-		stacks_forget_alone(s->coll, (pid_t)ev->hdr.pid);
+		stacks_forget_alone(s->stacks, (pid_t)ev->hdr.pid);
 	tracker_on_event(s->tracker, ev, s->now);
 }
 
@@ -308,21 +308,21 @@ static void on_stack(void *ctx, const struct sampler_stack *st)
 {
 	struct session *s = ctx;
 
-	stacks_on_stack(s->coll, st);
+	stacks_on_stack(s->stacks, st);
 }
 
 static void on_ustack(void *ctx, const struct rp_ustack *u, size_t size)
 {
 	struct session *s = ctx;
 
-	stacks_on_ustack(s->coll, u, size);
+	stacks_on_ustack(s->stacks, u, size);
 }
 
 static void on_kstack(void *ctx, const struct rp_kstack *k)
 {
 	struct session *s = ctx;
 
-	stacks_on_kstack(s->coll, k);
+	stacks_on_kstack(s->stacks, k);
 }
 
 /*
@@ -342,13 +342,13 @@ static int identify_alone(void *ctx, pid_t pid, char *service, size_t len)
 	return 0;
 }
 
-/* --kernel-stacks and --native-processes: what the collector needs for them. 0 or -errno. */
+/* --kernel-stacks and --native-processes: what the stacks need for them. 0 or -errno. */
 static int enable_native_extras(struct session *s, const struct session_opts *opts)
 {
 	int err;
 
 	if (opts->kernel_stacks) {
-		err = stacks_enable_kernel(s->coll, NULL);
+		err = stacks_enable_kernel(s->stacks, NULL);
 		if (err == -EACCES)
 			log_warn("kernel stacks: /proc/kallsyms shows every address as 0 "
 				 "(kernel.kptr_restrict): rubyprofd lacks CAP_SYSLOG; kernel "
@@ -363,7 +363,7 @@ static int enable_native_extras(struct session *s, const struct session_opts *op
 				 strerror(-err));
 	}
 	if (opts->native_procs != RP_NATIVE_RUBY)
-		return stacks_enable_alone(s->coll, 0, identify_alone, s);
+		return stacks_enable_alone(s->stacks, 0, identify_alone, s);
 	return 0;
 }
 
@@ -419,13 +419,13 @@ struct session *session__new(const struct session_opts *opts)
 	tops.ctx = s;
 	h.ctx = s;
 	s->agg = aggregate__new(2, MAX_STACKS);
-	s->coll = s->agg ? stacks__new(s->agg, period_ns(opts->frequency)) : NULL;
-	if (s->coll && opts->stacks_mixed &&
-	    (stacks_enable_native(s->coll, 0) || enable_native_extras(s, opts))) {
+	s->stacks = s->agg ? stacks__new(s->agg, period_ns(opts->frequency)) : NULL;
+	if (s->stacks && opts->stacks_mixed &&
+	    (stacks_enable_native(s->stacks, 0) || enable_native_extras(s, opts))) {
 		log_error("out of memory");
 		goto fail;
 	}
-	s->tracker = s->coll ? tracker__new(&topts, &tops) : NULL;
+	s->tracker = s->stacks ? tracker__new(&topts, &tops) : NULL;
 	if (!s->tracker) {
 		log_error("out of memory");
 		goto fail;
@@ -469,7 +469,7 @@ void session__free(struct session *s)
 	wall__free(s->wall);
 	sampler__free(s->sampler);
 	tracker__free(s->tracker);
-	stacks__free(s->coll);
+	stacks__free(s->stacks);
 	aggregate__free(s->agg);
 	free(s);
 }
@@ -566,7 +566,7 @@ int64_t session_next_due(const struct session *s)
 
 	/* without a profiled process no sample can arrive: nothing to read on a timer (but
 	 * --native-processes samples other processes too) */
-	if (stacks_count(s->coll) || s->opts.native_procs != RP_NATIVE_RUBY) {
+	if (stacks_count(s->stacks) || s->opts.native_procs != RP_NATIVE_RUBY) {
 		read = s->last_read + session_read_every(s);
 		if (read < due)
 			due = read;
@@ -582,7 +582,7 @@ void session_scan(struct session *s, int64_t now)
 	consume(s, now);
 	tracker_scan(s->tracker, now);
 	/* processes kept for their native samples alone: freed once they are gone */
-	stacks_sweep_alone(s->coll);
+	stacks_sweep_alone(s->stacks);
 }
 
 bool session_has_lifecycle(const struct session *s)
@@ -611,7 +611,7 @@ int session_set_frequency(struct session *s, unsigned int frequency)
 	if (err)
 		return err;
 	s->frequency = frequency;
-	stacks_set_period(s->coll, period_ns(frequency));
+	stacks_set_period(s->stacks, period_ns(frequency));
 	if (s->wall)
 		wall_set_frequency(s->wall, frequency);
 	return 0;
@@ -644,7 +644,7 @@ static void poll_context(void *ctx, const struct ruby_target *t, struct procctx 
 	    s->opts.identify(s->opts.identify_ctx, t, pc->published_at_ns ? &pc->attrs : NULL,
 			     service, sizeof(service)))
 		return;
-	if (stacks_relabel(s->coll, t->pid, s->opts.identify ? service : NULL))
+	if (stacks_relabel(s->stacks, t->pid, s->opts.identify ? service : NULL))
 		log_warn("pid %d: cannot label its samples from its new process context: out of "
 			 "memory",
 			 (int)t->pid);
@@ -652,30 +652,30 @@ static void poll_context(void *ctx, const struct ruby_target *t, struct procctx 
 
 void session_poll_contexts(struct session *s)
 {
-	stacks_foreach_ruby(s->coll, poll_context, s);
+	stacks_foreach_ruby(s->stacks, poll_context, s);
 }
 
 size_t session_active(const struct session *s)
 {
-	return stacks_count(s->coll);
+	return stacks_count(s->stacks);
 }
 
 size_t session_profiled(const struct session *s)
 {
-	return stacks_profiled(s->coll);
+	return stacks_profiled(s->stacks);
 }
 
 void session_counters(struct session *s, struct session_counters *out)
 {
 	memset(out, 0, sizeof(*out));
 	sampler_counters(s->sampler, &out->sampler);
-	stacks_stats(s->coll, &out->collector);
+	stacks_stats(s->stacks, &out->stacks);
 	tracker_stats(s->tracker, &out->tracker);
 	aggregate_stats(s->agg, &out->agg);
 	bounds_stats(&out->bounds);
 	checksum_stats(&out->checksum);
 	out->procctx = s->ctx_stats;
-	out->native_on = stacks_native_stats(s->coll, &out->native);
+	out->native_on = stacks_native_stats(s->stacks, &out->native);
 	if (s->wall) {
 		out->wall_on = true;
 		wall_counters(s->wall, &out->wall);

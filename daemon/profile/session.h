@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * session.h - one profiling session, shared by --oneshot and the service: the sampler (BPF),
- * the process tracker, the collector (symbolization) and the aggregate, wired so that each
+ * the process tracker, the stacks (symbolization) and the aggregate, wired so that each
  * ring-buffer record goes to its one consumer. The modes are loops around session_run().
  */
 #ifndef RP_SESSION_H
@@ -45,7 +45,7 @@ struct session_opts {
 
 struct session_counters {
 	struct sampler_counters sampler;
-	struct stacks_stats collector;
+	struct stacks_stats stacks;
 	struct tracker_stats tracker;
 	struct aggregate_stats agg;
 	bool native_on; /* --stacks mixed: `native` holds its counters */

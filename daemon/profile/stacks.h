@@ -81,7 +81,7 @@ int stacks_relabel(struct stacks *c, pid_t pid, const char *service);
 size_t stacks_count(const struct stacks *c);
 size_t stacks_profiled(const struct stacks *c);
 
-/* sampler_handlers.on_stack: called for each complete stack. ctx is the collector. */
+/* sampler_handlers.on_stack: called for each complete stack. ctx is the stacks. */
 void stacks_on_stack(void *ctx, const struct sampler_stack *st);
 
 void stacks_stats(const struct stacks *c, struct stacks_stats *out);
@@ -90,9 +90,9 @@ struct native_stats;
 /* --stacks mixed: unwind native frames (Dwfl of at most max_procs processes, 0: default) and
  * put them on top of each Ruby stack. 0 or -errno. */
 int stacks_enable_native(struct stacks *c, size_t max_procs);
-/* sampler_handlers.on_ustack: keeps a sample's user stack until its Ruby stack. ctx: collector. */
+/* sampler_handlers.on_ustack: keeps a sample's user stack until its Ruby stack. ctx: the stacks. */
 void stacks_on_ustack(void *ctx, const struct rp_ustack *u, size_t size);
-/* sampler_handlers.on_kstack: keeps a sample's kernel stack until its user stack. ctx: collector. */
+/* sampler_handlers.on_kstack: keeps a sample's kernel stack until its user stack. ctx: the stacks. */
 void stacks_on_kstack(void *ctx, const struct rp_kstack *k);
 /*
  * --kernel-stacks: kernel frames under each sample's native frames, named from /proc/kallsyms

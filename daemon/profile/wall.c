@@ -368,9 +368,9 @@ static void entry_drop(struct wall *w, pid_t pid, uint64_t th)
 }
 
 /*
- * A thread's pending visits, handed to the collector as the iterator would have sent them, with
+ * A thread's pending visits, handed to the stacks as the iterator would have sent them, with
  * the daemon's copy of the stack they reused: when its entry goes (the thread or its process
- * ended; before the collector forgets the process: wall_remove comes first), and before a
+ * ended; before the stacks forget the process: wall_remove comes first), and before a
  * profile is cut (wall_flush). False when the copy is not that stack (its record is still in
  * the ring buffer, or the copy went): the caller keeps them, or counts them lost.
  */

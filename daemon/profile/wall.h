@@ -68,7 +68,7 @@ void wall_set_frequency(struct wall *w, unsigned int frequency);
  * before a profile is cut (then wall_flush gives their visits). */
 void wall_catch_up(struct wall *w, int64_t now_ns);
 /*
- * Hands every thread's pending visits to the collector now (a parked thread's reused visits are
+ * Hands every thread's pending visits to the stacks now (a parked thread's reused visits are
  * summed in BPF and sent later, as one record): before a profile is cut, once the ring buffer
  * has been read, so that their time is in it. Also those of threads that ended since.
  */

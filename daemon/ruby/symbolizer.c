@@ -182,8 +182,8 @@ void symbolizer_stats(const struct symbolizer *sym, struct symbolizer_stats *out
 	*out = sym->stats;
 }
 
-unsigned int succ_index_lookup(const uint64_t imm[SUCC_IMM_WORDS], const uint8_t *block,
-			       unsigned int pos)
+unsigned int symbolizer_succ_index_lookup(const uint64_t imm[SUCC_IMM_WORDS], const uint8_t *block,
+					  unsigned int pos)
 {
 	uint32_t rank;
 	uint64_t small_ranks, bits;
@@ -301,7 +301,7 @@ static int insn_info_index(struct symbolizer *sym, struct iseq_info *info, unsig
 		if (procmem_read(sym->pid, addr, block, sizeof(block)))
 			return -EFAULT;
 	}
-	rank = succ_index_lookup(info->imm, block, pos);
+	rank = symbolizer_succ_index_lookup(info->imm, block, pos);
 	if (rank == 0 || rank > info->insns_size)
 		return -ERANGE;
 	*index = rank - 1;

@@ -127,7 +127,7 @@ void symbolizer_stats(const struct symbolizer *sym, struct symbolizer_stats *out
 /*
  * Starts an epoch: each cached iseq is checked once more, on its next use, against the object now
  * at its address (GC frees iseqs; the address can then hold another), and reloaded if replaced.
- * The collector calls this once per interval, when its own frame cache starts over.
+ * The stacks module (profile/stacks.c) calls this once per interval, when its own frame cache starts over.
  */
 void symbolizer_new_epoch(struct symbolizer *sym);
 
@@ -140,7 +140,7 @@ void symbolizer_new_epoch(struct symbolizer *sym);
 #define SUCC_IMM_WORDS	6
 #define SUCC_BLOCK_BITS 512
 #define SUCC_BLOCK_SIZE 80
-unsigned int succ_index_lookup(const uint64_t imm[SUCC_IMM_WORDS], const uint8_t *block,
-			       unsigned int pos);
+unsigned int symbolizer_succ_index_lookup(const uint64_t imm[SUCC_IMM_WORDS], const uint8_t *block,
+					  unsigned int pos);
 
 #endif

@@ -233,6 +233,23 @@ def pb_string(v, what):
         raise ProtoError(f"{what}: invalid UTF-8") from None
 
 
+def pb_pair(buf, what):
+    """Fields 1 and 2 of a message of two length-delimited fields (a label's name and value, a
+    raw sample and its ID), b"" for one that is absent; other fields are skipped."""
+    out = {1: b"", 2: b""}
+    for num, wt, v in pb_fields(buf):
+        if num in out:
+            pb_expect(num, wt, 2, what)
+            out[num] = v
+    return out[1], out[2]
+
+
+def pb_label(buf, what):
+    """A label message (name = 1, value = 2) as a pair of strings."""
+    name, value = pb_pair(buf, what)
+    return pb_string(name, f"{what}.name"), pb_string(value, f"{what}.value")
+
+
 # ---------------------------------------------------------------------------------------------
 # pprof (profile.proto): decoded as far as validation and the index need
 
@@ -1038,21 +1055,11 @@ class Handler(BaseHTTPRequestHandler):
             for n2, w2, v2 in pb_fields(v):
                 if n2 == 1:
                     pb_expect(n2, w2, 2, "RawProfileSeries.labels")
-                    lp = {1: b"", 2: b""}
-                    for n3, w3, v3 in pb_fields(v2):
-                        if n3 in lp:
-                            pb_expect(n3, w3, 2, "LabelPair")
-                            lp[n3] = v3
-                    pairs.append((pb_string(lp[1], "LabelPair.name"),
-                                  pb_string(lp[2], "LabelPair.value")))
+                    pairs.append(pb_label(v2, "LabelPair"))
                 elif n2 == 2:
                     pb_expect(n2, w2, 2, "RawProfileSeries.samples")
-                    rs = {1: b"", 2: b""}
-                    for n3, w3, v3 in pb_fields(v2):
-                        if n3 in rs:
-                            pb_expect(n3, w3, 2, "RawSample")
-                            rs[n3] = v3
-                    samples.append((rs[1], pb_string(rs[2], "RawSample.ID")))
+                    raw, sid = pb_pair(v2, "RawSample")
+                    samples.append((raw, pb_string(sid, "RawSample.ID")))
             series.append((pairs, samples))
         return series
 
@@ -1110,13 +1117,7 @@ class Handler(BaseHTTPRequestHandler):
                             if n3 != 1:
                                 continue
                             pb_expect(n3, w3, 2, "LabelSet.labels")
-                            lp = {1: b"", 2: b""}
-                            for n4, w4, v4 in pb_fields(v3):
-                                if n4 in lp:
-                                    pb_expect(n4, w4, 2, "Label")
-                                    lp[n4] = v4
-                            pairs.append((pb_string(lp[1], "Label.name"),
-                                          pb_string(lp[2], "Label.value")))
+                            pairs.append(pb_label(v3, "Label"))
                     elif n2 == 2:
                         pb_expect(n2, w2, 2, "RawProfileSeries.samples")
                         raw = b""

@@ -129,6 +129,50 @@ class E2E
     keys.flat_map { |k, v| Array(v).map { |x| "#{k} = #{x}\n" } }.join
   end
 
+  # What most tests here start from: a stand-in collector (collector_args), the two apps, and the
+  # service shipping to the collector with protocol (conf: more keys). Returns the directory, the
+  # collector, the metrics port, the apps, the service and the time the service was started.
+  def ship_start(protocol, collector_args: [], conf: {})
+    ship_skip_unless_shipper
+    dir = Dir.mktmpdir("rubyprofd-ship-")
+    col = StandIn.new(dir, collector_args)
+    mport = 20000 + rand(20000)
+    apps = ship_apps
+    svc = ship_service(dir, mport, conf: ship_conf("http://127.0.0.1:#{col.port}", protocol, conf))
+    [dir, col, mport, apps, svc, Time.now]
+  end
+
+  # Waits until the collector holds n profiles of the apps.
+  def ship_wait_first(col, n)
+    ship_wait_for("first deliveries", 180) { col.index.count { |e| SHIP_APPS.key?(e["app"]) } >= n }
+  end
+
+  # SIGKILLs the service while an upload is in flight (the collector takes it, stores it and never
+  # answers), then starts it again, pause seconds later, with the collector answering. Returns the
+  # new service, the time of the kill and the time it was back.
+  def ship_kill_in_flight(svc, col, dir, mport, pause: 0)
+    col.control(mode: "hang", store: true)
+    ship_wait_for("an upload in flight", 180) { col.state["hung"] >= 1 }
+    kill_at = Time.now
+    svc.kill
+    col.control(mode: "ok")
+    sleep pause
+    [ship_service(dir, mport), kill_at, Time.now]
+  end
+
+  # After ship_kill_in_flight: profiles arrive again, the apps stop, the spool drains, and every
+  # interval but the kill's gap is in the collector; the request the kill cut was held and
+  # stored once. Returns the check's summary and the held requests.
+  def ship_check_after_kill(svc, col, apps, protocol, t0, kill_at, back_at)
+    ship_wait_profiles(col, 2, since: back_at)
+    t1 = ship_stop_apps(apps)
+    ship_wait_drained(svc, col, t1)
+    summary = ship_check(col, apps, protocol, t0: t0, t1: t1, gaps: [[kill_at, back_at]])
+    held = col.held
+    check(held.size == 1 && held[0]["stored"], "held requests: #{held.inspect}")
+    [summary, held]
+  end
+
   def ship_apps
     SHIP_APPS.to_h do |name, work|
       [name, start("app.rb", "puma 6.4.0 (tcp://0.0.0.0:3000) [#{name}]", work)]
@@ -290,13 +334,7 @@ class E2E
   # The Pyroscope run also requires a tenant, a bearer token and an extra header, and checks that
   # the uploads share a keep-alive connection.
   def ship_two_apps(protocol, collector_args: [], conf: {})
-    ship_skip_unless_shipper
-    dir = Dir.mktmpdir("rubyprofd-ship-")
-    col = StandIn.new(dir, collector_args)
-    mport = 20000 + rand(20000)
-    apps = ship_apps
-    svc = ship_service(dir, mport, conf: ship_conf("http://127.0.0.1:#{col.port}", protocol, conf))
-    t0 = Time.now
+    _dir, col, mport, apps, svc, t0 = ship_start(protocol, collector_args: collector_args, conf: conf)
     begin
       ship_wait_profiles(col, 4)
       t1 = ship_stop_apps(apps)
@@ -359,33 +397,15 @@ class E2E
   # once mid-upload; when both are back, every interval of both apps is in the collector, a
   # resend only for the upload the kill cut off, each profile readable by go tool pprof.
   def test_ship_judged
-    ship_skip_unless_shipper
-    dir = Dir.mktmpdir("rubyprofd-ship-")
-    col = StandIn.new(dir)
-    mport = 20000 + rand(20000)
-    apps = ship_apps
-    svc = ship_service(dir, mport, conf: ship_conf("http://127.0.0.1:#{col.port}", "pyroscope"))
-    t0 = Time.now
+    dir, col, mport, apps, svc, t0 = ship_start("pyroscope")
     begin
-      ship_wait_for("first deliveries", 180) { col.index.count { |e| SHIP_APPS.key?(e["app"]) } >= 4 }
+      ship_wait_first(col, 4)
       col.kill # the collector stopped for a while: until 4 profiles wait in the spool
       ship_wait_for("4 profiles kept while the collector is down", 120, interval: 0.5) { ship_spooled(svc).size >= 4 }
       check(ship_spooled(svc).size >= 4, "profiles kept while the collector is down: #{ship_spooled(svc).size}")
       col.restart
-      col.control(mode: "hang", store: true) # it takes the next upload and never answers
-      ship_wait_for("an upload in flight", 180) { col.state["hung"] >= 1 }
-      kill_at = Time.now
-      svc.kill # SIGKILL mid-upload
-      col.control(mode: "ok")
-      sleep 3
-      svc = ship_service(dir, mport)
-      back_at = Time.now
-      ship_wait_profiles(col, 2, since: back_at)
-      t1 = ship_stop_apps(apps)
-      ship_wait_drained(svc, col, t1)
-      summary = ship_check(col, apps, "pyroscope", t0: t0, t1: t1, gaps: [[kill_at, back_at]])
-      held = col.held
-      check(held.size == 1 && held[0]["stored"], "held requests: #{held.inspect}")
+      svc, kill_at, back_at = ship_kill_in_flight(svc, col, dir, mport, pause: 3)
+      summary, held = ship_check_after_kill(svc, col, apps, "pyroscope", t0, kill_at, back_at)
       dups = ship_duplicates(col)
       cut = col.index.find { |e| e["request_sha256"] == held[0]["request_sha256"] }
       check(cut && dups == { cut["sha256"] => 2 }, "resent: #{dups.inspect}, the cut upload #{cut&.fetch("file")}")
@@ -405,15 +425,9 @@ class E2E
   # shipper has failed at least SHIP_DOWN_ATTEMPTS times (upload_backoff_max 2s: a retry every 1
   # to 2 s): what the checks need, where a fixed minute's sleep made this the slowest e2e test.
   def test_ship_collector_down
-    ship_skip_unless_shipper
-    dir = Dir.mktmpdir("rubyprofd-ship-")
-    col = StandIn.new(dir)
-    mport = 20000 + rand(20000)
-    apps = ship_apps
-    svc = ship_service(dir, mport, conf: ship_conf("http://127.0.0.1:#{col.port}", "pyroscope"))
-    t0 = Time.now
+    _dir, col, mport, apps, svc, t0 = ship_start("pyroscope")
     begin
-      ship_wait_for("first deliveries", 180) { col.index.count { |e| SHIP_APPS.key?(e["app"]) } >= 2 }
+      ship_wait_first(col, 2)
       log_mark = svc.log_text.lines.size
       col.kill
       down_at = Time.now
@@ -449,28 +463,11 @@ class E2E
   # c. SIGKILL while an upload is in flight (the collector stored it but never answered):
   # after the restart, nothing is lost and only that profile is sent again, byte for byte.
   def test_ship_kill_mid_upload
-    ship_skip_unless_shipper
-    dir = Dir.mktmpdir("rubyprofd-ship-")
-    col = StandIn.new(dir)
-    mport = 20000 + rand(20000)
-    apps = ship_apps
-    svc = ship_service(dir, mport, conf: ship_conf("http://127.0.0.1:#{col.port}", "pyroscope-push"))
-    t0 = Time.now
+    dir, col, mport, apps, svc, t0 = ship_start("pyroscope-push")
     begin
-      ship_wait_for("first deliveries", 180) { col.index.count { |e| SHIP_APPS.key?(e["app"]) } >= 2 }
-      col.control(mode: "hang", store: true)
-      ship_wait_for("an upload in flight", 180) { col.state["hung"] >= 1 }
-      kill_at = Time.now
-      svc.kill
-      col.control(mode: "ok")
-      svc = ship_service(dir, mport)
-      back_at = Time.now
-      ship_wait_profiles(col, 2, since: back_at)
-      t1 = ship_stop_apps(apps)
-      ship_wait_drained(svc, col, t1)
-      summary = ship_check(col, apps, "pyroscope-push", t0: t0, t1: t1, gaps: [[kill_at, back_at]])
-      held = col.held
-      check(held.size == 1 && held[0]["stored"], "held requests: #{held.inspect}")
+      ship_wait_first(col, 2)
+      svc, kill_at, back_at = ship_kill_in_flight(svc, col, dir, mport)
+      summary, held = ship_check_after_kill(svc, col, apps, "pyroscope-push", t0, kill_at, back_at)
       cut = col.index.select { |e| e["request_sha256"] == held[0]["request_sha256"] }
       check(cut.size == 2, "the cut request arrived #{cut.size} times (byte for byte)")
       check(ship_duplicates(col) == { cut[0]["sha256"] => 2 }, "resent: #{ship_duplicates(col)}")
@@ -487,15 +484,9 @@ class E2E
   # spool), and the backlog drains when it answers again. It hangs until 4 more profiles are
   # spooled and 5 watchdog pings came (a fixed 20 s before).
   def test_ship_hung_collector
-    ship_skip_unless_shipper
-    dir = Dir.mktmpdir("rubyprofd-ship-")
-    col = StandIn.new(dir)
-    mport = 20000 + rand(20000)
-    apps = ship_apps
-    svc = ship_service(dir, mport, conf: ship_conf("http://127.0.0.1:#{col.port}", "pyroscope"))
-    t0 = Time.now
+    _dir, col, mport, apps, svc, t0 = ship_start("pyroscope")
     begin
-      ship_wait_for("first deliveries", 180) { col.index.count { |e| SHIP_APPS.key?(e["app"]) } >= 2 }
+      ship_wait_first(col, 2)
       col.control(mode: "hang")
       ship_wait_for("an upload in flight", 180) { col.state["hung"] >= 1 }
       before = ship_spooled(svc).size
@@ -622,16 +613,10 @@ class E2E
   # The shipper's retries drop the too old profiles while the collector is down: it stays down
   # until 4 are dropped (a fixed 40 s with a 20 s max age before).
   def test_ship_max_age
-    ship_skip_unless_shipper
-    dir = Dir.mktmpdir("rubyprofd-ship-")
-    col = StandIn.new(dir, ["--reject-older-than", "60"])
-    mport = 20000 + rand(20000)
-    apps = ship_apps
-    svc = ship_service(dir, mport, conf: ship_conf("http://127.0.0.1:#{col.port}", "pyroscope",
-                                                  "upload_max_age" => "#{SHIP_MAX_AGE}s"))
-    t0 = Time.now
+    _dir, col, mport, apps, svc, t0 = ship_start("pyroscope", collector_args: ["--reject-older-than", "60"],
+                                                             conf: { "upload_max_age" => "#{SHIP_MAX_AGE}s" })
     begin
-      ship_wait_for("first deliveries", 180) { col.index.count { |e| SHIP_APPS.key?(e["app"]) } >= 2 }
+      ship_wait_first(col, 2)
       down_at = Time.now
       col.kill
       ship_wait_for("4 profiles dropped as older than #{SHIP_MAX_AGE} s", 120, interval: 0.5) do

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Fuzzes succ_index_lookup, the decoder of Ruby's succinct line table (copied out of an untrusted
+ * Fuzzes symbolizer_succ_index_lookup, the decoder of Ruby's succinct line table (copied out of an untrusted
  * process). Byte 0 picks the mode:
  *   even: raw. Bytes 1..48 are the immediate words, 49..50 the position, 51..130 the block; any
  *         words must decode without a fault (the rank is bounded by the caller).
@@ -36,7 +36,7 @@ static void fuzz_succ_raw(const uint8_t *data, size_t size)
 	n = size < sizeof(block) ? size : sizeof(block);
 	memcpy(block, data, n);
 	/* block is read only for positions past the immediate part, as the symbolizer passes it */
-	if (succ_index_lookup(imm, pos >= SUCC_IMM_SIZE ? block : NULL, pos) > 0x7f &&
+	if (symbolizer_succ_index_lookup(imm, pos >= SUCC_IMM_SIZE ? block : NULL, pos) > 0x7f &&
 	    pos < SUCC_IMM_SIZE)
 		abort(); /* an immediate rank has 7 bits */
 }
@@ -57,7 +57,7 @@ static void fuzz_succ_diff(const uint8_t *bitmap, size_t size)
 		abort();
 	for (pos = 0; pos <= t.max_pos; pos++) {
 		r += succ_bit(bitmap, nbits, pos);
-		if (succ_index_lookup(t.imm, succ_block(&t, pos), pos) != r)
+		if (symbolizer_succ_index_lookup(t.imm, succ_block(&t, pos), pos) != r)
 			abort(); /* the decoder disagrees with a plain count */
 	}
 	free(t.blocks);

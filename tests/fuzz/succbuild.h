@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * succbuild.h - Ruby's succinct line table (iseq.c succ_index_table_create) built from a set of
- * instruction positions, for checking succ_index_lookup against a plain count: test_symbolize
+ * instruction positions, for checking symbolizer_succ_index_lookup against a plain count: test_symbolizer
  * (known positions) and fuzz_succ (positions from the input).
  */
 #ifndef RP_SUCCBUILD_H
@@ -82,7 +82,7 @@ static inline int succ_build(struct succ_table *t, const uint8_t *bitmap, unsign
 	return 0;
 }
 
-/* The block succ_index_lookup takes for pos, as the symbolizer passes it (NULL: immediate). */
+/* The block symbolizer_succ_index_lookup takes for pos, as the symbolizer passes it (NULL: immediate). */
 static inline const uint8_t *succ_block(const struct succ_table *t, unsigned int pos)
 {
 	return pos >= SUCC_IMM_SIZE

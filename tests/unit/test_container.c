@@ -2,6 +2,7 @@
 /* Container ids from the real /proc/PID/cgroup formats of container engines. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "proc/container.h"
@@ -78,6 +79,25 @@ Test(container, malformed_and_small_buffer)
 	cr_assert_eq(container_id_parse("", buf, sizeof(buf)), -EINVAL);
 	cr_assert_eq(container_id_parse(NULL, buf, sizeof(buf)), -EINVAL);
 	cr_assert_eq(container_id_parse("0::/docker/" ID "\n", buf, sizeof(buf)), -ENOSPC);
+}
+
+/* A line's three parts, as the kernel writes them (cgroups(7)); a path may hold colons itself. */
+Test(container, cgroup_lines_split_at_their_first_two_colons)
+{
+	struct span h, c, p;
+	const char *v1 = "12:name=systemd:/system.slice/a:b.service";
+
+	cr_assert(container_cgroup_line("0::/init.scope", 14, &h, &c, &p));
+	cr_assert(span_eq(h, "0") && span_eq(c, "") && span_eq(p, "/init.scope"));
+	cr_assert(container_cgroup_line(v1, strlen(v1), &h, &c, &p));
+	cr_assert(span_eq(h, "12") && span_eq(c, "name=systemd"));
+	cr_assert(span_eq(p, "/system.slice/a:b.service"));
+	/* only len bytes are looked at */
+	cr_assert(container_cgroup_line("3:cpu:\n4:x:/y", 6, &h, &c, &p));
+	cr_assert(span_eq(h, "3") && span_eq(c, "cpu") && p.len == 0);
+	cr_assert_not(container_cgroup_line("3:cpu:/", 5, &h, &c, &p));
+	cr_assert_not(container_cgroup_line("no colons", 9, &h, &c, &p));
+	cr_assert_not(container_cgroup_line("", 0, &h, &c, &p));
 }
 
 Test(container, this_process)

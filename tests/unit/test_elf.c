@@ -1196,10 +1196,28 @@ static void sparse_section_copy(const char *from, const char *to, uint32_t type,
 	close(fd);
 }
 
+/*
+ * What a refused object costs and leaves, since *before and the peak RSS rss0 (KiB): the peak
+ * grew by less than max_mib MiB, bound b was met n times, and the object was logged once.
+ */
+static void expect_refused(const struct bounds_stats *before, long rss0, long max_mib,
+			   enum bound_id b, uint64_t n)
+{
+	struct bounds_stats after;
+	long grew;
+
+	bounds_stats(&after);
+	grew = status_kib("VmHWM:") - rss0;
+	cr_expect_lt(grew, max_mib * 1024, "peak RSS grew by %ld KiB", grew);
+	cr_expect_eq(after.refused[b] - before->refused[b], n, "bound %s met %" PRIu64 " times",
+		     bounds_name(b), after.refused[b] - before->refused[b]);
+	cr_expect_eq(after.logged - before->logged, 1, "one log line for the object");
+}
+
 Test(elf, sparse_section_past_the_bound_is_refused_counted_and_logged_once)
 {
 	char path[] = "/tmp/rp-elf-sparse-XXXXXX";
-	struct bounds_stats before, after;
+	struct bounds_stats before;
 	struct elf_sym sym;
 	struct elf_file *ef;
 	long rss0;
@@ -1219,12 +1237,8 @@ Test(elf, sparse_section_past_the_bound_is_refused_counted_and_logged_once)
 		cr_expect_eq(elf_find_symbol_in(ef, ELF_SYM_DYNSYM, "ruby_version", &sym), -EFBIG);
 		elf_file__free(ef);
 	}
-	bounds_stats(&after);
 	/* the old reader read the claimed 1 GiB (and copied it): here a few MiB at most */
-	cr_expect_lt(status_kib("VmHWM:") - rss0, 16 * 1024, "peak RSS grew by %ld KiB",
-		     status_kib("VmHWM:") - rss0);
-	cr_expect_eq(after.refused[BOUND_SECTION] - before.refused[BOUND_SECTION], 3);
-	cr_expect_eq(after.logged - before.logged, 1, "one log line for the object");
+	expect_refused(&before, rss0, 16, BOUND_SECTION, 3);
 	unlink(path);
 }
 
@@ -1311,7 +1325,7 @@ Test(elf, string_table_without_a_final_nul_is_refused_at_once, .timeout = 20)
 Test(elf, extended_section_count_past_the_bound_is_refused)
 {
 	char path[] = "/tmp/rp-elf-shnum-XXXXXX";
-	struct bounds_stats before, after;
+	struct bounds_stats before;
 	const uint64_t count = 2000000;
 	Elf64_Shdr sh0;
 	Elf64_Ehdr eh;
@@ -1341,11 +1355,7 @@ Test(elf, extended_section_count_past_the_bound_is_refused)
 		cr_assert_null(elf_file__open(path));
 		cr_assert_eq(errno, ENOEXEC);
 	}
-	bounds_stats(&after);
-	cr_expect_lt(status_kib("VmHWM:") - rss0, 16 * 1024, "peak RSS grew by %ld KiB",
-		     status_kib("VmHWM:") - rss0);
-	cr_expect_eq(after.refused[BOUND_SECTIONS] - before.refused[BOUND_SECTIONS], 2);
-	cr_expect_eq(after.logged - before.logged, 1, "one log line for the object");
+	expect_refused(&before, rss0, 16, BOUND_SECTIONS, 2);
 	unlink(path);
 }
 
@@ -1359,26 +1369,18 @@ Test(elf, extended_section_count_past_the_bound_is_refused)
 Test(elf, notes_past_the_bound_all_together_are_refused, .timeout = 30)
 {
 	char path[] = "/tmp/rp-elf-notes-XXXXXX", buf[64];
-	struct bounds_stats before, after;
+	struct bounds_stats before;
 	enum { NOTES = 300 };
 	const uint64_t note = 4ULL << 20;
 	Elf64_Phdr ph[NOTES + 1];
-	Elf64_Ehdr eh = {0};
+	Elf64_Ehdr eh = elf_header();
 	struct elf_file *ef;
 	long rss0;
 	int fd, i;
 
 	fd = mkstemp(path);
 	cr_assert(fd >= 0);
-	memcpy(eh.e_ident, ELFMAG, SELFMAG);
-	eh.e_ident[EI_CLASS] = ELFCLASS64;
-	eh.e_ident[EI_DATA] = ELFDATA2LSB;
-	eh.e_ident[EI_VERSION] = EV_CURRENT;
-	eh.e_type = ET_DYN;
-	eh.e_machine = EM_X86_64;
-	eh.e_version = EV_CURRENT;
 	eh.e_phoff = sizeof(eh);
-	eh.e_ehsize = sizeof(eh);
 	eh.e_phentsize = sizeof(Elf64_Phdr);
 	eh.e_phnum = NOTES + 1;
 	memset(ph, 0, sizeof(ph));
@@ -1405,11 +1407,7 @@ Test(elf, notes_past_the_bound_all_together_are_refused, .timeout = 30)
 	cr_assert_not_null(ef, "the headers are fine: %s", strerror(errno));
 	cr_expect_eq(elf_build_id(ef, buf, sizeof(buf)), -EFBIG);
 	elf_file__free(ef);
-	bounds_stats(&after);
-	cr_expect_lt(status_kib("VmHWM:") - rss0, 32 * 1024, "peak RSS grew by %ld KiB",
-		     status_kib("VmHWM:") - rss0);
-	cr_expect_eq(after.refused[BOUND_SECTION] - before.refused[BOUND_SECTION], 1);
-	cr_expect_eq(after.logged - before.logged, 1, "one log line for the object");
+	expect_refused(&before, rss0, 32, BOUND_SECTION, 1);
 	unlink(path);
 }
 
@@ -1480,7 +1478,7 @@ Test(elf, relocation_tables_past_the_held_bound_are_not_read, .timeout = 60)
 	char path[] = "/tmp/rp-elf-rela-XXXXXX", src[PATH_MAX];
 	const uint64_t size = BOUND_SECTION_BYTES - BOUND_SECTION_BYTES % sizeof(Elf64_Rela);
 	enum { EXTRA = 200 };
-	struct bounds_stats before, after;
+	struct bounds_stats before;
 	unsigned char *file;
 	Elf64_Shdr *old, *sh, *rela;
 	uint64_t slot = 0, want = 0, shoff, region;
@@ -1531,10 +1529,6 @@ Test(elf, relocation_tables_past_the_held_bound_are_not_read, .timeout = 60)
 	cr_expect_lt(elf_file_held(ef), BOUND_RELOC_BYTES + (1U << 20), "%" PRIu64 " bytes held",
 		     elf_file_held(ef));
 	elf_file__free(ef);
-	bounds_stats(&after);
-	cr_expect_lt(status_kib("VmHWM:") - rss0, 8 * 1024, "peak RSS grew by %ld KiB",
-		     status_kib("VmHWM:") - rss0);
-	cr_expect_eq(after.refused[BOUND_RELOCS] - before.refused[BOUND_RELOCS], 1);
-	cr_expect_eq(after.logged - before.logged, 1, "one log line for the object");
+	expect_refused(&before, rss0, 8, BOUND_RELOCS, 1);
 	unlink(path);
 }

@@ -402,21 +402,13 @@ Test(elfcache, string_tables_end_in_nul)
 /* A file of an ELF header and `n` empty sections: an image of 64 * (n + 1) bytes. */
 static int many_sections(char *path, size_t size, unsigned int n)
 {
-	Elf64_Ehdr eh = {0};
+	Elf64_Ehdr eh = elf_header();
 	Elf64_Shdr *sh = calloc(n, sizeof(*sh));
 	int fd;
 
 	snprintf(path, size, "/tmp/rp-elfcache-shnum-XXXXXX");
 	fd = mkstemp(path);
 	cr_assert(fd >= 0 && sh);
-	memcpy(eh.e_ident, ELFMAG, SELFMAG);
-	eh.e_ident[EI_CLASS] = ELFCLASS64;
-	eh.e_ident[EI_DATA] = ELFDATA2LSB;
-	eh.e_ident[EI_VERSION] = EV_CURRENT;
-	eh.e_type = ET_DYN;
-	eh.e_machine = EM_X86_64;
-	eh.e_version = EV_CURRENT;
-	eh.e_ehsize = sizeof(eh);
 	eh.e_shoff = sizeof(eh);
 	eh.e_shentsize = sizeof(Elf64_Shdr);
 	eh.e_shnum = (Elf64_Half)n;

@@ -34,9 +34,9 @@ static const struct {
 	const char *header, *type, *path;
 } structs[] = {
 	{"daemon/sample/sampler.h", "struct sampler_counters", "c.sampler."},
-	{"daemon/profile/stacks.h", "struct stacks_stats", "c.collector."},
-	{"daemon/ruby/symbolizer.h", "struct symbolizer_stats", "c.collector.sym."},
-	{"daemon/ruby/rthreads.h", "struct rthread_stats", "c.collector.rthread."},
+	{"daemon/profile/stacks.h", "struct stacks_stats", "c.stacks."},
+	{"daemon/ruby/symbolizer.h", "struct symbolizer_stats", "c.stacks.sym."},
+	{"daemon/ruby/rthreads.h", "struct rthread_stats", "c.stacks.rthread."},
 	{"daemon/profile/tracker.h", "struct tracker_stats", "c.tracker."},
 	{"daemon/profile/wall.h", "struct wall_counters", "c.wall."},
 	{"daemon/sample/native.h", "struct native_stats", "c.native."},
@@ -46,6 +46,9 @@ static const struct {
 	{"daemon/output/spool.h", "struct spool_stats", "spool."},
 	{"daemon/output/ship.h", "struct ship_stats", "ship."},
 	{"daemon/cmd/metrics.h", "struct metrics_stats", "endpoint."},
+	{"daemon/lib/bounds.h", "struct bounds_stats", "c.bounds."},
+	{"daemon/native/checksum.h", "struct checksum_stats", "c.checksum."},
+	{"daemon/proc/procctx.h", "struct procctx_stats", "c.procctx."},
 };
 
 /* Every uint64_t or double member of every stats struct is read by some entry of the table. */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The collector's drop accounting: every sample it receives is either added to the aggregate or
+ * The drop accounting of stacks.c: every sample it receives is either added to the aggregate or
  * counted under a cause. The process is this test itself (a real pid with a real pidfd).
  */
 #include <criterion/criterion.h>
@@ -48,7 +48,7 @@ static void sample(struct rp_sample *s, pid_t pid)
 }
 
 /* A stack too large to hold: dropped, and counted as a failed allocation. */
-Test(collector, dropped_without_memory_is_counted)
+Test(stacks, dropped_without_memory_is_counted)
 {
 	struct rp_sample s;
 	struct sampler_stack st = {.first = &s, .nframes = SIZE_MAX / 8};
@@ -64,7 +64,7 @@ Test(collector, dropped_without_memory_is_counted)
 	cr_assert_eq(stats.dropped_nomem, 1, "the dropped sample was not counted");
 	cr_assert_eq(stats.agg_dropped + stats.dropped_error + stats.unknown_pid, 0);
 
-	/* the collector still works afterwards: a sample without a Ruby context is added */
+	/* stacks.c still works afterwards: a sample without a Ruby context is added */
 	st.nframes = 0;
 	st.flags = RP_SAMPLE_NO_EC;
 	stacks_on_stack(c, &st);
@@ -77,7 +77,7 @@ Test(collector, dropped_without_memory_is_counted)
 }
 
 /* A stack of a process that is not kept: counted under unknown_pid, nothing else. */
-Test(collector, unknown_process_is_counted)
+Test(stacks, unknown_process_is_counted)
 {
 	struct rp_sample s;
 	struct sampler_stack st = {.first = &s, .flags = RP_SAMPLE_NO_EC};
@@ -113,7 +113,7 @@ static void look(void *ctx, const struct aggregate_stack *st)
  * the ruby_thread and ruby_thread_name labels; a pointer that is not a Ruby thread gets none, and
  * is counted.
  */
-Test(collector, ruby_thread_labels)
+Test(stacks, ruby_thread_labels)
 {
 	static const struct ruby_offsets o = {
 		.th_self = 16, .th_name = 24, .rstring = RSTRING_LEN_FIELD};
@@ -186,7 +186,7 @@ static void first_frame(void *ctx, const struct aggregate_stack *st)
  * its last): its stack read fine but holds nothing. A pprof sample with no location is dropped by
  * pprof's readers (go tool pprof), so the sample gets one frame, the mark, and is counted.
  */
-Test(collector, empty_ruby_stack_is_marked)
+Test(stacks, empty_ruby_stack_is_marked)
 {
 	struct rp_sample s;
 	struct sampler_stack st = {.first = &s};

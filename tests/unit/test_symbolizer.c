@@ -43,8 +43,8 @@ static void check_all(const int *data, int size)
 
 	build(&t, data, size);
 	for (pos = 0; pos <= data[size - 1]; pos++)
-		cr_assert_eq(succ_index_lookup(t.imm, succ_block(&t, (unsigned int)pos),
-					       (unsigned int)pos),
+		cr_assert_eq(symbolizer_succ_index_lookup(t.imm, succ_block(&t, (unsigned int)pos),
+							  (unsigned int)pos),
 			     expected_rank(data, size, pos), "pos %d", pos);
 	free(t.blocks);
 }

@@ -140,7 +140,7 @@ Test(unwind, own_stack_by_name)
 	/* the module of a frame is this test binary, with its build id */
 	cr_assert_eq(unwinder_symbolize(u, getpid(), pcs[1] - 1, &sym), 0);
 	cr_assert_not_null(sym.module);
-	cr_assert_not_null(strstr(sym.module, "test_unwind"), "module %s", sym.module);
+	cr_assert_not_null(strstr(sym.module, "test_unwinder"), "module %s", sym.module);
 	cr_assert_eq(strlen(sym.build_id), 40, "build id '%s'", sym.build_id);
 	unwinder__free(u);
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The collector's reuse of frame ids for a delta stack (the root end it shares with the CPU's
+ * The reuse of frame ids by stacks.c for a delta stack (the root end it shares with the CPU's
  * last stack): the profile is the same as when every frame is looked up, the shared frames are
  * not looked up again, and nothing is reused across processes, samples or a failed name. The
  * process is a fake address space (tests/fuzz/fakemem.h) laid out as Ruby 3.1 lays it out.
@@ -101,7 +101,7 @@ static uint64_t reused(struct stacks *c)
 }
 
 /* A delta of the last stack: the shared frames keep their ids, and it is the same stack. */
-Test(collector_delta, shared_frames_reuse_their_ids)
+Test(stacks_delta, shared_frames_reuse_their_ids)
 {
 	struct rp_frame f[DEPTH];
 	struct seen seen = {0};
@@ -127,7 +127,7 @@ Test(collector_delta, shared_frames_reuse_their_ids)
 }
 
 /* A delta of another sample than the one kept, or of another process: looked up afresh. */
-Test(collector_delta, other_base_or_process_is_not_reused)
+Test(stacks_delta, other_base_or_process_is_not_reused)
 {
 	struct rp_frame f[DEPTH];
 	struct aggregate *agg;
@@ -146,7 +146,7 @@ Test(collector_delta, other_base_or_process_is_not_reused)
 }
 
 /* A frame that could not be named is looked up again (it may be named later), never reused. */
-Test(collector_delta, unnamed_frame_is_not_reused)
+Test(stacks_delta, unnamed_frame_is_not_reused)
 {
 	struct rp_frame f[DEPTH];
 	struct stacks_stats stats;
