@@ -219,7 +219,7 @@ static void write_view(const char *path, const char *format)
 	char out[PATH_MAX], err[512];
 	size_t i;
 
-	if (view_write_beside(path, format, out, sizeof(out), err, sizeof(err))) {
+	if (view_write_beside(path, format, NULL, out, sizeof(out), err, sizeof(err))) {
 		log_error("cannot write the %s view: %s", format, err);
 		return;
 	}
