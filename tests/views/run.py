@@ -576,6 +576,73 @@ def test_oneshot_format():
     assert "window.__PROFILE=" in open(html).read()
 
 
+def group_of(path, regex):
+    """The group of a stack (names from the root down) by --by frame:REGEX, computed here: its
+    first frame from the root whose name matches."""
+    return next((f for f in path if re.search(regex, f)), "(no frame matches)")
+
+
+def test_oneshot_by_controllers():
+    """--oneshot --by frame:Controller# on a script with two controllers: two groups whose shares
+    are the script's own CPU time split (by its thread's CPU clock, within 12 points), whose
+    samples are go tool pprof's traces grouped here, and whose flame graphs the page draws (one
+    per group, chosen with its selector) as go tool pprof reads them."""
+    if os.geteuid() != 0:
+        raise Skip("--oneshot needs root")
+    if not shutil.which("ruby"):
+        raise Skip("missing: ruby (make deps installs it)")
+    out, cpu_json = os.path.join(TMP, "ctl.pb.gz"), os.path.join(TMP, "ctl.json")
+    regex = "Controller#"
+    text = run([RUBYPROFD, "--oneshot", "-F", "199", "--by", "frame:" + regex, "--top", "5",
+                "--format", "flamegraph", "-o", out, "--",
+                "ruby", os.path.join(ROOT, "tests", "views", "controllers.rb"), cpu_json, "4"], timeout=120)
+    m = re.search(r"^(\d+) samples in 1 profile, by frame:Controller#: (\d+) groups?$", text, re.M)
+    assert m, text
+    total = int(m.group(1))
+    shown = {g: int(n) for g, n in re.findall(r"^(\S.*): [\d.]+% \((\d+) samples\)$", text, re.M)}
+    cpu = json.load(open(cpu_json))
+    names = ("OrdersController#index", "UsersController#show")
+    assert all(shown.get(n, 0) >= 20 for n in names), "too few samples: %s\n%s" % (shown, text)
+    ours = shown[names[0]] / (shown[names[0]] + shown[names[1]])
+    theirs = cpu[names[0]] / (cpu[names[0]] + cpu[names[1]])
+    assert abs(ours - theirs) <= 0.12, "Orders' share of the two: %.3f in the profile, %.3f by the script's clock (%s)" % (
+        ours, theirs, cpu)
+    # go tool pprof's traces, grouped here
+    tree, ptotal, frameless, traces = pprof_tree(out)
+    want = collections.Counter()
+    for path, n in traces:
+        want[group_of(path, regex)] += n
+    if frameless > sum(n for p, n in traces if not p):
+        want["(no frame matches)"] += frameless - sum(n for p, n in traces if not p)
+    assert ptotal == total, "pprof's total %d, the summary's %d" % (ptotal, total)
+    assert +want == collections.Counter(shown), "groups: pprof %s, summary %s" % (dict(want), shown)
+    # the page: a graph per group; the Orders group chosen, drawn as pprof reads its traces
+    need_chromium()
+    page = os.path.join(TMP, "ctl.html")
+    c = cdp.Chromium(1400, 900)
+    try:
+        c.open("file://" + page, "window.__ready === true")
+        groups = json.loads(c.eval("JSON.stringify(window.__flame.groups)"))
+        assert {g["name"]: g["value"] for g in groups} == shown, "page groups %s, summary %s" % (groups, shown)
+        node = next(g["node"] for g in groups if g["name"] == names[0])
+        c.eval("var s = document.getElementById('group'); s.value = '%d'; s.dispatchEvent(new Event('change'))" % node)
+        status = c.eval("document.getElementById('status').textContent")
+        assert status == "zoomed: " + names[0], status
+        rects, box = drawn_tree(c)
+        width = int(box["width"])
+        sub = collections.Counter()
+        for path, n in traces:
+            if group_of(path, regex) == names[0]:
+                for d in range(1, len(path) + 1):
+                    sub[path[:d]] += n
+        check_drawn(rects, width, dict(sub), shown[names[0]], 0, box["rows"], base=1, root=names[0])
+        os.makedirs(ARTIFACTS, exist_ok=True)
+        c.screenshot(os.path.join(ARTIFACTS, "flamegraph-group.png"))
+    finally:
+        c.close()
+    print("  groups %s; Orders' share of the two %.3f, by the script's CPU clock %.3f" % (shown, ours, theirs))
+
+
 def main():
     if not os.access(RUBYPROFD, os.X_OK):
         print("views: SKIP (no %s: make all)" % RUBYPROFD)
