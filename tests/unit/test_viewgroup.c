@@ -432,6 +432,22 @@ Test(viewgroup, groups_are_bounded)
 		cr_assert_eq(shown, 100);
 	}
 	free(top);
+	/* the page says the same; the SVG draws 101 groups under the root */
+	top = render(&f, r, "flamegraph", NULL);
+	cr_assert(strstr(top, ",\"by\":\"label:http_route\",\"groups\":1000,\"groupsMerged\":900,"
+			      "\"groupSamplesUnseen\":500,\"groupsShownMax\":100,"),
+		  "%.400s", strstr(top, "window.__PROFILE"));
+	free(top);
+	top = render(&f, r, "svg", NULL);
+	{
+		size_t ngroups = 0;
+
+		for (p = strstr(top, "data-kind=\"group\""); p;
+		     p = strstr(p + 1, "data-kind=\"group\""))
+			ngroups++;
+		cr_assert_eq(ngroups, 101);
+	}
+	free(top);
 	pprofread__free(r);
 }
 
