@@ -245,7 +245,6 @@ static bool top_by(struct run *r, const char *path)
 		log_error("--by: no profile was written to group");
 		return false;
 	}
-	fflush(stdout);
 	if (view_write_top_of(path, r->cfg->by, stdout, r->cfg->top, err, sizeof(err))) {
 		log_error("--by: %s", err);
 		return false;
