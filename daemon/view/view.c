@@ -1140,12 +1140,57 @@ void view_put_json_string(FILE *out, const char *s)
 	text_json(s, true, json_put, out);
 }
 
+/* The first node of the subtree at top, then the next after i in it (0 after its last). */
+static uint32_t subtree_next(const struct view *v, uint32_t top, uint32_t i)
+{
+	i = view_next_node(v, i);
+	if (top && i && v->nodes[i].depth <= v->nodes[top].depth)
+		return 0;
+	return i;
+}
+
+/*
+ * One speedscope profile: the stacks of the subtree at top (0: all), each from below top, one
+ * sample per distinct stack (a node with self samples), weighted.
+ */
+static void speedscope_profile(const struct view *v, FILE *out, const char *name, uint32_t top,
+			       uint32_t *path)
+{
+	size_t skip = top ? v->nodes[top].depth : 0, d;
+	bool first = true;
+	uint32_t i;
+
+	fputs("{\"type\":\"sampled\",\"name\":", out);
+	view_put_json_string(out, name);
+	fprintf(out, ",\"unit\":\"none\",\"startValue\":0,\"endValue\":%" PRIu64 ",\"samples\":[",
+		v->nodes[top].total);
+	for (i = top ? top : subtree_next(v, 0, 0); i; i = subtree_next(v, top, i)) {
+		if (!v->nodes[i].self)
+			continue;
+		path_of(v, i, path);
+		fputs(first ? "\n[" : ",\n[", out);
+		first = false;
+		for (d = skip; d < v->nodes[i].depth; d++)
+			fprintf(out, d > skip ? ",%u" : "%u", path[d] - 1);
+		fputc(']', out);
+	}
+	fputs("],\"weights\":[", out);
+	first = true;
+	for (i = top ? top : subtree_next(v, 0, 0); i; i = subtree_next(v, top, i)) {
+		if (!v->nodes[i].self)
+			continue;
+		fprintf(out, first ? "%" PRIu64 : ",%" PRIu64, v->nodes[i].self);
+		first = false;
+	}
+	fputs("]}", out);
+}
+
 int view_write_speedscope(const struct view *v, FILE *out, const char *title)
 {
-	uint32_t *path = calloc(v->st.depth_max + 1, sizeof(*path)), i;
+	uint32_t *path = calloc(v->st.depth_max + 1, sizeof(*path)), i, g;
 	const struct view_frame *f;
 	bool first = true;
-	size_t d;
+	size_t k;
 
 	if (!path)
 		return -ENOMEM;
@@ -1167,30 +1212,22 @@ int view_write_speedscope(const struct view *v, FILE *out, const char *title)
 		}
 		fputc('}', out);
 	}
-	fputs("]},\"profiles\":[{\"type\":\"sampled\",\"name\":", out);
-	view_put_json_string(out, title);
-	fprintf(out, ",\"unit\":\"none\",\"startValue\":0,\"endValue\":%" PRIu64 ",\"samples\":[",
-		view_total(v));
-	/* one sample per distinct stack (a node with self samples), root first, weighted */
-	for (i = view_next_node(v, 0); i; i = view_next_node(v, i)) {
-		if (!v->nodes[i].self)
-			continue;
-		path_of(v, i, path);
-		fputs(first ? "\n[" : ",\n[", out);
-		first = false;
-		for (d = 0; d < v->nodes[i].depth; d++)
-			fprintf(out, d ? ",%u" : "%u", path[d] - 1);
-		fputc(']', out);
+	fputs("]},\"profiles\":[", out);
+	if (!v->group_text) {
+		speedscope_profile(v, out, title, 0, path);
+	} else {
+		/* with groups, a profile per group (speedscope's profile selector), biggest first */
+		for (k = 0; k < v->norder; k++) {
+			g = root_child(v, v->groups[v->order[k]].frame);
+			if (!g)
+				continue;
+			if (!first)
+				fputc(',', out);
+			first = false;
+			speedscope_profile(v, out, v->groups[v->order[k]].name, g, path);
+		}
 	}
-	fputs("],\"weights\":[", out);
-	first = true;
-	for (i = view_next_node(v, 0); i; i = view_next_node(v, i)) {
-		if (!v->nodes[i].self)
-			continue;
-		fprintf(out, first ? "%" PRIu64 : ",%" PRIu64, v->nodes[i].self);
-		first = false;
-	}
-	fputs("]}]}\n", out);
+	fputs("]}\n", out);
 	free(path);
 	return ferror(out) ? -EIO : 0;
 }

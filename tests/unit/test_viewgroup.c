@@ -250,6 +250,18 @@ Test(viewgroup, by_frame_first_match_from_the_root)
 	}
 	free(folded);
 	free(top);
+	/* speedscope: a profile per group, its samples the group's */
+	top = render(&f, r, "speedscope", NULL);
+	for (i = 0; i < want.len; i++) {
+		char prof[400];
+
+		snprintf(prof, sizeof(prof),
+			 "{\"type\":\"sampled\",\"name\":\"%s\",\"unit\":\"none\",\"startValue\":0,"
+			 "\"endValue\":%" PRId64 ",",
+			 want.name[i], want.n[i]);
+		cr_assert(strstr(top, prof), "%s", prof);
+	}
+	free(top);
 	pprofread__free(r);
 }
 

@@ -616,6 +616,9 @@ def test_oneshot_by_controllers():
         want["(no frame matches)"] += frameless - sum(n for p, n in traces if not p)
     assert ptotal == total, "pprof's total %d, the summary's %d" % (ptotal, total)
     assert +want == collections.Counter(shown), "groups: pprof %s, summary %s" % (dict(want), shown)
+    # speedscope: a profile per group, its weights the group's samples
+    doc = json.load(open(report("speedscope", "--by", "frame:" + regex, profile=out)))
+    assert {p["name"]: sum(p["weights"]) for p in doc["profiles"]} == shown, doc["profiles"][0]["name"]
     # the page: a graph per group; the Orders group chosen, drawn as pprof reads its traces
     need_chromium()
     page = os.path.join(TMP, "ctl.html")
