@@ -2,8 +2,9 @@
 # Two "controllers" that spin, called in turns for SECONDS, each request's CPU time measured by
 # the script's own clock (the thread's CPU clock); written as JSON to OUT at the end:
 # {"OrdersController#index": seconds, "UsersController#show": seconds}. Orders gets about twice
-# Users' work per turn.
-#   ruby controllers.rb OUT [SECONDS]
+# Users' work per turn. With "threads", each controller runs in a thread of its own, named
+# "orders" and "users" (Thread#name: the ruby_thread_name label), at the same time.
+#   ruby controllers.rb OUT [SECONDS [threads]]
 require "json"
 
 class OrdersController
@@ -25,18 +26,32 @@ class UsersController
   end
 end
 
-out, seconds = ARGV[0], (ARGV[1] || "3").to_f
+out, seconds, threads = ARGV[0], (ARGV[1] || "3").to_f, ARGV[2] == "threads"
 cpu = Hash.new(0.0)
 clock = Process::CLOCK_THREAD_CPUTIME_ID
-orders, users = OrdersController.new, UsersController.new
 deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
-while Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+# one request of name: its CPU time on this thread's clock
+request = lambda do |name, &blk|
   t0 = Process.clock_gettime(clock)
-  orders.index(100_000)
-  t1 = Process.clock_gettime(clock)
-  users.show(12_000)
-  t2 = Process.clock_gettime(clock)
-  cpu["OrdersController#index"] += t1 - t0
-  cpu["UsersController#show"] += t2 - t1
+  blk.call
+  Process.clock_gettime(clock) - t0
+end
+if threads
+  workers = [["orders", "OrdersController#index", -> { OrdersController.new.index(100_000) }],
+             ["users", "UsersController#show", -> { UsersController.new.show(6_000) }]].map do |tname, name, work|
+    Thread.new do
+      Thread.current.name = tname
+      spent = 0.0
+      spent += request.call(name, &work) while Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+      [name, spent]
+    end
+  end
+  workers.each { |t| name, spent = t.value; cpu[name] = spent }
+else
+  orders, users = OrdersController.new, UsersController.new
+  while Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+    cpu["OrdersController#index"] += request.call("OrdersController#index") { orders.index(100_000) }
+    cpu["UsersController#show"] += request.call("UsersController#show") { users.show(12_000) }
+  end
 end
 File.write(out, JSON.generate(cpu))

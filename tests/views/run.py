@@ -646,6 +646,54 @@ def test_oneshot_by_controllers():
     print("  groups %s; Orders' share of the two %.3f, by the script's CPU clock %.3f" % (shown, ours, theirs))
 
 
+def pprof_tags(profile, key):
+    """go tool pprof -tags: samples per value of label key, and the profile's total."""
+    env = dict(os.environ, HOME=TMP, GOCACHE=os.path.join(TMP, "gocache"), GOFLAGS="")
+    out = run(["go", "tool", "pprof", "-tags", "-sample_index=samples", profile], env=env)
+    values, block = {}, None
+    for line in out.splitlines():
+        m = re.match(r"\s*(\S+): Total ([\d.]+)$", line)
+        if m:
+            block = m.group(1)
+            continue
+        m = re.match(r"\s*([\d.]+) \(\s*[\d.]+%\): (.*)$", line)
+        if m and block == key:
+            values[m.group(2)] = int(float(m.group(1)))
+    return values
+
+
+def test_oneshot_by_thread_label():
+    """--oneshot --by label:ruby_thread_name (a label already on every sample) on the two
+    controllers in two named threads: the groups' split is the threads' own CPU clocks' (within
+    12 points) and their samples are go tool pprof -tags' counts of the label."""
+    if os.geteuid() != 0:
+        raise Skip("--oneshot needs root")
+    if not shutil.which("ruby"):
+        raise Skip("missing: ruby (make deps installs it)")
+    if not shutil.which("go"):
+        raise Skip("missing: a go toolchain for go tool pprof (make deps installs golang-go)")
+    out, cpu_json = os.path.join(TMP, "thr.pb.gz"), os.path.join(TMP, "thr.json")
+    text = run([RUBYPROFD, "--oneshot", "-F", "199", "--by", "label:ruby_thread_name", "--top", "3",
+                "-o", out, "--", "ruby", os.path.join(ROOT, "tests", "views", "controllers.rb"), cpu_json,
+                "4", "threads"], timeout=120)
+    m = re.search(r"^(\d+) samples in 1 profile, by label:ruby_thread_name: \d+ groups?$", text, re.M)
+    assert m, text
+    total = int(m.group(1))
+    shown = {g: int(n) for g, n in re.findall(r"^(\S.*): [\d.]+% \((\d+) samples\)$", text, re.M)}
+    tags = pprof_tags(out, "ruby_thread_name")
+    want = {"ruby_thread_name=" + k: n for k, n in tags.items()}
+    if total > sum(tags.values()):
+        want["(no ruby_thread_name)"] = total - sum(tags.values())
+    assert shown == want, "groups %s, go tool pprof -tags %s" % (shown, want)
+    cpu = json.load(open(cpu_json))
+    o, u = shown.get("ruby_thread_name=orders", 0), shown.get("ruby_thread_name=users", 0)
+    assert o >= 20 and u >= 20, "too few samples: %s" % shown
+    ours = o / (o + u)
+    theirs = cpu["OrdersController#index"] / (cpu["OrdersController#index"] + cpu["UsersController#show"])
+    assert abs(ours - theirs) <= 0.12, "the orders thread's share: %.3f in the profile, %.3f by its clock" % (ours, theirs)
+    print("  groups %s; the orders thread's share %.3f, by the threads' CPU clocks %.3f" % (shown, ours, theirs))
+
+
 def main():
     if not os.access(RUBYPROFD, os.X_OK):
         print("views: SKIP (no %s: make all)" % RUBYPROFD)
