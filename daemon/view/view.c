@@ -838,11 +838,11 @@ static uint32_t root_child(const struct view *v, uint32_t frame)
 /* Adds the subtree under node src (its children) under node dst, without a recursion. */
 static int subtree_merge(struct view *v, uint32_t src, uint32_t dst)
 {
-	uint32_t *todo = NULL, c, d, s;
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 64;
+	uint32_t *todo = malloc(cap * sizeof(*todo)), c, d, s;
 	int err = 0;
 
-	if (array_reserve(todo, cap, 2, 64))
+	if (!todo)
 		return -ENOMEM;
 	todo[n++] = src;
 	todo[n++] = dst;

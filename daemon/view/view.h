@@ -28,8 +28,8 @@
 /* --by frame:/label: groups: at most VIEW_MAX_GROUPS shown (the biggest), the rest summed in one
  * "(other groups)"; at most VIEW_MAX_GROUPS_SEEN told apart while reading (later ones go to
  * "(other groups)" at once); names cut at VIEW_GROUP_NAME_MAX bytes. */
-#define VIEW_MAX_GROUPS	     100
-#define VIEW_MAX_GROUPS_SEEN 1000
+#define VIEW_MAX_GROUPS	     100u
+#define VIEW_MAX_GROUPS_SEEN 1000u
 #define VIEW_GROUP_NAME_MAX  200
 #define VIEW_OTHER_GROUPS    "(other groups)"
 
