@@ -814,6 +814,14 @@ static int key_set(struct parse_ctx *ctx, enum config_key_id id, const char *val
 		}
 		cfg->format = val;
 		return 0;
+	case KEY_BY: { /* only from argv, as --format; the syntax is the views' */
+		struct view_filter f = {0};
+
+		if (view_parse_by(val, &f, err, errlen))
+			return -EINVAL;
+		cfg->by = val;
+		return 0;
+	}
 	default: /* the first pass's (config, the modes' switches); the table's stored above */
 		break;
 	}

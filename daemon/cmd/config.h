@@ -92,6 +92,7 @@ struct config {
 	char *const *command; /* argv after "--", NULL-terminated; NULL when none */
 	unsigned int top;     /* lines of the summary's top list */
 	const char *format;   /* --format: a view (view.h) written beside the profile; NULL: none */
+	const char *by;	      /* --by: groups of the summary's top and of the view; NULL: none */
 	int verbose;	      /* -v: info about each process; -vv: debug */
 	bool quiet;
 	char hostname[256]; /* empty: gethostname() at run time */

@@ -716,6 +716,26 @@ const struct config_key config_keys[NKEYS] = {
 			       "says how "
 			       "to open it (docs/views.md).",
 		},
+	[KEY_BY] =
+		{
+			.name = "by",
+			.arg = "W",
+			.flags = K_ONESHOT,
+			.type = KT_TEXT,
+			.syntax = "`frame:REGEX`, `label:KEY`, `line` or `function`",
+			.def = "",
+			.none = "none",
+			.help = "the summary's top list per group: frame:REGEX (the first frame "
+				"from the root whose function matches) or label:KEY (a label's "
+				"value); also groups the --format view",
+			.doc = "Group the summary's top list, and the view of `--format`: "
+			       "`frame:REGEX`, each sample under the first frame from the root "
+			       "whose function name matches the POSIX extended REGEX "
+			       "(`frame:'Controller#'`: one group per Rails action), or "
+			       "`label:KEY`, by the value of a sample label (`label:http.route`). "
+			       "Each group's share, then its top functions; `line` or `function` "
+			       "as for `rubyprofd report --by` (docs/views.md).",
+		},
 };
 
 const struct config_key *config_key_find(const char *name, enum config_key_id *id)

@@ -66,6 +66,7 @@ enum config_key_id {
 	KEY_OUTPUT,
 	KEY_TOP,
 	KEY_FORMAT,
+	KEY_BY,
 	NKEYS,
 };
 

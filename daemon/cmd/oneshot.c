@@ -207,7 +207,7 @@ static int write_profile(struct run *r, const char *path, int64_t duration_ns, c
 }
 
 /* --format: the view written beside the profile, and how to open it. */
-static void write_view(const char *path, const char *format)
+static void write_view(const char *path, const char *format, const char *by)
 {
 	static const char *const how[][2] = {
 		{"flamegraph", "open it in a browser"},
@@ -219,7 +219,7 @@ static void write_view(const char *path, const char *format)
 	char out[PATH_MAX], err[512];
 	size_t i;
 
-	if (view_write_beside(path, format, out, sizeof(out), err, sizeof(err))) {
+	if (view_write_beside(path, format, by, out, sizeof(out), err, sizeof(err))) {
 		log_error("cannot write the %s view: %s", format, err);
 		return;
 	}
@@ -228,6 +228,28 @@ static void write_view(const char *path, const char *format)
 			printf("%s: %s  (%s%s)\n", format, out, how[i][1],
 			       strcmp(format, "speedscope") == 0 ? out : "");
 	}
+}
+
+/*
+ * --by: the top list per group, from the profile just written (read back: its labels are the
+ * groups'; the view's reader is `rubyprofd report`'s). Whether it was printed: without a profile,
+ * or when it cannot be read, the plain top list is.
+ */
+static bool top_by(struct run *r, const char *path)
+{
+	char err[512];
+
+	if (!r->cfg->by)
+		return false;
+	if (!path) {
+		log_error("--by: no profile was written to group");
+		return false;
+	}
+	if (view_write_top_of(path, r->cfg->by, stdout, r->cfg->top, err, sizeof(err))) {
+		log_error("--by: %s", err);
+		return false;
+	}
+	return true;
 }
 
 /* The value of metric id (metrics_table.h) as an integer, for the summary's lines. */
@@ -248,7 +270,8 @@ static void summary(struct run *r, double secs, const char *path)
 		  (S.c.wall_on ? METRIC_WALL : 0);
 	printf("rubyprofd: %zu Ruby process%s profiled for %.1f s at %u Hz\n", nproc,
 	       nproc == 1 ? "" : "es", secs, r->cfg->frequency);
-	report_top(stdout, session_agg(r->session), r->cfg->top);
+	if (!top_by(r, path))
+		report_top(stdout, session_agg(r->session), r->cfg->top);
 	if (S.c.wall_on) {
 		report_wall(stdout, session_agg(r->session));
 		printf("wall: %" PRIu64 " thread samples in %" PRIu64 " runs (%s, %" PRIu64
@@ -351,7 +374,7 @@ static void summary(struct run *r, double secs, const char *path)
 	if (path)
 		printf("profile: %s  (view: go tool pprof -top %s)\n", path, path);
 	if (path && r->cfg->format)
-		write_view(path, r->cfg->format);
+		write_view(path, r->cfg->format, r->cfg->by);
 }
 
 #undef M

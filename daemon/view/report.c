@@ -36,6 +36,10 @@ struct top_ctx {
 	struct fn_row *rows;
 	size_t nrows, cap;
 	uint64_t nstack;
+	uint64_t total; /* values[0] of the stacks counted */
+	report_keep_fn keep;
+	void *keep_ctx;
+	size_t drop_root;
 	int err;
 };
 
@@ -75,13 +79,17 @@ static struct fn_row *row_of(struct top_ctx *x, const struct aggregate_frame *f)
 static void count_stack(void *ctx, const struct aggregate_stack *st)
 {
 	struct top_ctx *x = ctx;
+	size_t i, n = st->nframes;
 	struct fn_row *r;
-	size_t i;
 
-	if (x->err || !st->nframes)
+	if (x->err || (x->keep && !x->keep(x->keep_ctx, st)))
+		return;
+	x->total += (uint64_t)st->values[0];
+	n = n > x->drop_root ? n - x->drop_root : 0;
+	if (!n)
 		return;
 	x->nstack++;
-	for (i = 0; i < st->nframes; i++) {
+	for (i = 0; i < n; i++) {
 		r = row_of(x, aggregate_frame_get(st->proc, st->frames[i]));
 		if (!r) {
 			x->err = -ENOMEM;
@@ -107,15 +115,17 @@ static int by_self(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-int report_top(FILE *out, const struct aggregate *a, unsigned int top)
+int report_top_of(FILE *out, const struct aggregate *a, unsigned int top, report_keep_fn keep,
+		  void *ctx, size_t drop_root)
 {
-	struct top_ctx x = {0};
-	uint64_t total = aggregate_total(a);
+	struct top_ctx x = {.keep = keep, .keep_ctx = ctx, .drop_root = drop_root};
+	uint64_t total;
 	size_t i;
 
 	aggregate_foreach(a, count_stack, &x);
 	if (x.err)
 		goto cleanup;
+	total = x.total;
 	qsort(x.rows, x.nrows, sizeof(*x.rows), by_self);
 	if (total && top) {
 		fprintf(out, "  %6s %7s %8s  %s\n", "self", "total", "samples", "function");
@@ -134,6 +144,11 @@ cleanup:
 	hmap_clear(&x.by_fn);
 	free(x.rows);
 	return x.err;
+}
+
+int report_top(FILE *out, const struct aggregate *a, unsigned int top)
+{
+	return report_top_of(out, a, top, NULL, NULL, 0);
 }
 
 /* ---- clock = wall: each thread's wall time per state ------------------------------------ */

@@ -7,6 +7,7 @@
  * (parent, frame), so a stack costs one lookup per frame. The top table reuses the --oneshot
  * summary (report.c) on an aggregate.h table filled alongside the tree.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <regex.h>
@@ -23,7 +24,18 @@
 
 struct vframe {
 	struct view_frame f;
-	int8_t focus; /* -1 unknown, 0 no match, 1 matches --focus */
+	int8_t focus;  /* -1 unknown, 0 no match, 1 matches --focus */
+	int8_t gmatch; /* the same for --by frame:REGEX (on the name) */
+};
+
+/* A group of --by frame:/label: its stacks are the subtree of its frame under the root. */
+struct vgroup {
+	char *name;	    /* cleaned (text_clean), cut at VIEW_GROUP_NAME_MAX */
+	uint32_t frame;	    /* its view frame (VIEW_GROUP) */
+	uint32_t agg_frame; /* its frame in the agg (top), the root end of its stacks */
+	uint64_t total;
+	uint32_t into; /* index + 1 of the group it was summed into by view_finish; 0: none */
+	bool other;    /* "(other groups)" */
 };
 
 struct view {
@@ -41,17 +53,78 @@ struct view {
 	struct aggregate_proc *aproc;
 	uint32_t *path_frames, *path_nodes; /* the last stack added, root first, and its nodes */
 	size_t path_len, path_cap;
+	regex_t group_re; /* --by frame:REGEX */
+	bool has_group_re;
+	char *group_text; /* "frame:REGEX", "label:KEY" */
+	struct vgroup *groups;
+	size_t ngroups, groups_cap;
+	struct hmap group_by_name; /* hash of the name -> index, duplicates */
+	struct hmap group_by_agg;  /* agg frame id -> index */
+	uint32_t other;		   /* index + 1 of "(other groups)", 0 until needed */
+	uint32_t *order; /* after view_finish: the groups shown, biggest first, other last */
+	size_t norder;
 	struct view_stats st;
 };
 
 const char *view_kind_name(enum view_kind k)
 {
 	static const char *const names[VIEW_NKINDS] = {
-		[VIEW_RUBY] = "ruby", [VIEW_CFUNC] = "cfunc",	[VIEW_GC] = "gc",
-		[VIEW_JIT] = "jit",   [VIEW_NATIVE] = "native", [VIEW_OTHER] = "other",
+		[VIEW_RUBY] = "ruby",	[VIEW_CFUNC] = "cfunc",	  [VIEW_GC] = "gc",
+		[VIEW_JIT] = "jit",	[VIEW_NATIVE] = "native", [VIEW_OTHER] = "other",
+		[VIEW_GROUP] = "group",
 	};
 
 	return (unsigned int)k < VIEW_NKINDS ? names[k] : "other";
+}
+
+int view_parse_by(const char *arg, struct view_filter *f, char *err, size_t errlen)
+{
+	bool frame = strncmp(arg, "frame:", 6) == 0;
+	regex_t re;
+	int rc;
+
+	if (strcmp(arg, "line") == 0 || strcmp(arg, "function") == 0) {
+		f->by_line = arg[0] == 'l';
+		return 0;
+	}
+	if (!frame && strncmp(arg, "label:", 6) != 0) {
+		snprintf(err, errlen, "'%s': want line, function, frame:REGEX or label:KEY", arg);
+		return -EINVAL;
+	}
+	if (!arg[6]) {
+		snprintf(err, errlen, "'%s': the %s is empty", arg, frame ? "REGEX" : "label KEY");
+		return -EINVAL;
+	}
+	if (frame) {
+		rc = regcomp(&re, arg + 6, REG_EXTENDED | REG_NOSUB);
+		if (rc) {
+			char msg[128];
+
+			regerror(rc, &re, msg, sizeof(msg));
+			snprintf(err, errlen, "'%s': %s", arg, msg);
+			return -EINVAL;
+		}
+		regfree(&re);
+	}
+	f->group_by = frame ? VIEW_BY_FRAME : VIEW_BY_LABEL;
+	f->group_arg = arg + 6;
+	return 0;
+}
+
+bool view_label_key_is(const char *key, const char *want)
+{
+	const unsigned char *k = (const unsigned char *)key, *w = (const unsigned char *)want;
+
+	if (strcmp(key, want) == 0)
+		return true;
+	/* want as protocol.c's label_name writes it, compared without a copy */
+	if (*w >= '0' && *w <= '9' && *k++ != '_')
+		return false;
+	for (; *w; w++, k++) {
+		if (*k != ((*w < 0x80 && isalnum(*w)) || *w == '_' ? *w : '_'))
+			return false;
+	}
+	return *k == '\0';
 }
 
 void view__free(struct view *v)
@@ -70,6 +143,15 @@ void view__free(struct view *v)
 	hmap_clear(&v->child);
 	if (v->has_focus)
 		regfree(&v->focus);
+	if (v->has_group_re)
+		regfree(&v->group_re);
+	for (i = 0; v->groups && i < v->ngroups; i++)
+		free(v->groups[i].name);
+	free(v->groups);
+	free(v->order);
+	free(v->group_text);
+	hmap_clear(&v->group_by_name);
+	hmap_clear(&v->group_by_agg);
 	aggregate__free(v->agg);
 	free(v->path_frames);
 	free(v->path_nodes);
@@ -96,6 +178,24 @@ struct view *view__new(const struct view_filter *f, char *err, size_t errlen)
 			goto fail;
 		}
 		v->has_focus = true;
+	}
+	if (f->group_by == VIEW_BY_FRAME) {
+		rc = regcomp(&v->group_re, f->group_arg, REG_EXTENDED | REG_NOSUB);
+		if (rc) {
+			char msg[128];
+
+			regerror(rc, &v->group_re, msg, sizeof(msg));
+			snprintf(err, errlen, "--by 'frame:%s': %s", f->group_arg, msg);
+			e = EINVAL;
+			goto fail;
+		}
+		v->has_group_re = true;
+	}
+	if (f->group_by &&
+	    asprintf(&v->group_text, "%s:%s", f->group_by == VIEW_BY_FRAME ? "frame" : "label",
+		     f->group_arg) < 0) {
+		v->group_text = NULL;
+		goto fail;
 	}
 	v->frames = calloc(64, sizeof(*v->frames));
 	v->nodes = calloc(1024, sizeof(*v->nodes));
@@ -152,6 +252,7 @@ static uint32_t frame_intern(struct view *v, enum view_kind kind, const char *na
 	nf->f.name = strdup(name);
 	nf->f.file = strdup(file);
 	nf->focus = -1;
+	nf->gmatch = -1;
 	if (!nf->f.name || !nf->f.file) {
 		free((char *)nf->f.name);
 		free((char *)nf->f.file);
@@ -380,6 +481,7 @@ static int resolve_locations(struct view *v, struct file_ctx *x, const struct pp
 	return 0;
 }
 
+/* The sample's label key (as a user names it: view_label_key_is), NULL when it has none. */
 static const struct pprofread_label *label_get(const struct pprofread *r,
 					       const struct pprofread_sample *s, const char *key)
 {
@@ -387,6 +489,11 @@ static const struct pprofread_label *label_get(const struct pprofread *r,
 
 	for (i = 0; i < s->nlabels; i++) {
 		if (strcmp(pprofread_str(r, s->labels[i].key), key) == 0)
+			return &s->labels[i];
+	}
+	/* none of that name: the name as collectors take it (http.route -> http_route) */
+	for (i = 0; i < s->nlabels; i++) {
+		if (view_label_key_is(pprofread_str(r, s->labels[i].key), key))
 			return &s->labels[i];
 	}
 	return NULL;
@@ -443,6 +550,118 @@ static size_t value_index(const struct pprofread *r)
 			return i;
 	}
 	return 0;
+}
+
+/* ---- groups (--by frame:REGEX, --by label:KEY) ---------------------------------------------- */
+
+static bool frame_grouped(struct view *v, uint32_t id)
+{
+	struct vframe *f = &v->frames[id];
+
+	if (f->gmatch < 0)
+		f->gmatch = regexec(&v->group_re, f->f.name, 0, NULL, 0) == 0;
+	return f->gmatch > 0;
+}
+
+/* A new group of that (clean) name; its index, or -ENOMEM. */
+static int group_new(struct view *v, const char *name, uint64_t h, bool other)
+{
+	struct vgroup *g;
+	size_t i = v->ngroups;
+
+	if (array_reserve(v->groups, v->groups_cap, i + 1, 16))
+		return -ENOMEM;
+	g = &v->groups[i];
+	memset(g, 0, sizeof(*g));
+	g->other = other;
+	g->name = strdup(name);
+	if (!g->name)
+		return -ENOMEM;
+	g->frame = frame_intern(v, VIEW_GROUP, name, "", 0);
+	if (v->agg) {
+		/* a file no frame of a profile has: the group is never one of their rows */
+		g->agg_frame =
+			aggregate_frame_id(v->aproc, AGG_FRAME_MARK, name, "[--by group]", 0, 0);
+		if (g->agg_frame && hmap_put(&v->group_by_agg, g->agg_frame, 0, i))
+			g->agg_frame = 0;
+	}
+	if (!g->frame || (v->agg && !g->agg_frame) || hmap_add(&v->group_by_name, h, 0, i)) {
+		free(g->name);
+		return -ENOMEM;
+	}
+	v->ngroups++;
+	if (other)
+		v->other = (uint32_t)i + 1;
+	else
+		v->st.groups++;
+	return (int)i;
+}
+
+/*
+ * The group named raw (what a label or a frame holds: cut and cleaned first), created when new;
+ * past VIEW_MAX_GROUPS_SEEN groups, "(other groups)" (counted). Its index, or -ENOMEM.
+ */
+static int group_get(struct view *v, const char *raw)
+{
+	char name[VIEW_GROUP_NAME_MAX + 4];
+	size_t n = strlen(raw);
+	struct hmap_iter it = {0};
+	uint64_t h, id;
+
+	if (n > VIEW_GROUP_NAME_MAX) {
+		/* never cut inside a UTF-8 sequence */
+		n = VIEW_GROUP_NAME_MAX;
+		while (n && ((unsigned char)raw[n] & 0xc0) == 0x80)
+			n--;
+		memcpy(name, raw, n);
+		memcpy(name + n, "...", 4);
+	} else {
+		memcpy(name, raw, n + 1);
+	}
+	text_clean(name); /* a label's value goes to a terminal: no escapes */
+	h = hash_str(HASH_INIT, name);
+	while (hmap_next_dup(&v->group_by_name, h, 0, &it, &id)) {
+		if (strcmp(v->groups[id].name, name) == 0)
+			return (int)id;
+	}
+	if (v->st.groups < VIEW_MAX_GROUPS_SEEN && strcmp(name, VIEW_OTHER_GROUPS) != 0)
+		return group_new(v, name, h, false);
+	if (strcmp(name, VIEW_OTHER_GROUPS) != 0)
+		v->st.group_samples_unseen++;
+	if (v->other)
+		return (int)v->other - 1;
+	return group_new(v, VIEW_OTHER_GROUPS, hash_str(HASH_INIT, VIEW_OTHER_GROUPS), true);
+}
+
+/* The group of a sample whose frames (leaf first) are stack[n]: its index, or -ENOMEM. */
+static int sample_group(struct view *v, const struct pprofread *r, const struct pprofread_sample *s,
+			const uint32_t *stack, size_t n)
+{
+	const struct pprofread_label *l;
+	char buf[VIEW_GROUP_NAME_MAX * 2 + 64];
+	size_t i;
+
+	if (v->flt.group_by == VIEW_BY_FRAME) {
+		/* the first match from the root: the action or the job, not what it calls */
+		for (i = n; i > 0; i--) {
+			if (frame_grouped(v, stack[i - 1]))
+				return group_get(v, v->frames[stack[i - 1]].f.name);
+		}
+		return group_get(v, "(no frame matches)");
+	}
+	l = label_get(r, s, v->flt.group_arg);
+	if (!l) {
+		snprintf(buf, sizeof(buf), "(no %.*s)", VIEW_GROUP_NAME_MAX, v->flt.group_arg);
+		return group_get(v, buf);
+	}
+	/* KEY=VALUE: a group reads the same in every view (a flame graph's root frames) */
+	if (l->str)
+		snprintf(buf, sizeof(buf), "%.*s=%.*s", VIEW_GROUP_NAME_MAX / 2, v->flt.group_arg,
+			 VIEW_GROUP_NAME_MAX, pprofread_str(r, l->str));
+	else
+		snprintf(buf, sizeof(buf), "%.*s=%" PRId64, VIEW_GROUP_NAME_MAX / 2,
+			 v->flt.group_arg, l->num);
+	return group_get(v, buf);
 }
 
 static int grow_stack(struct file_ctx *x, size_t n)
@@ -513,6 +732,19 @@ static int add_samples(struct view *v, struct file_ctx *x, const struct pprofrea
 			if (!x->stack[0] || (v->agg && !x->astack[0]))
 				return -ENOMEM;
 			n = 1;
+		}
+		if (v->flt.group_by) {
+			/* the group is the stack's root frame: one subtree per group */
+			int g = sample_group(v, r, s, x->stack, n);
+
+			if (g < 0)
+				return g;
+			if (n + 1 > x->stack_cap && grow_stack(x, n + 1))
+				return -ENOMEM;
+			x->stack[n] = v->groups[g].frame;
+			x->astack[n] = v->groups[g].agg_frame;
+			n++;
+			v->groups[g].total += (uint64_t)val;
 		}
 		v->st.samples_kept++;
 		ret = tree_add(v, x->stack, n, (uint64_t)val);
@@ -591,11 +823,136 @@ static int by_name(const void *a, const void *b, void *ctx)
 	return x->frame < y->frame ? -1 : x->frame > y->frame;
 }
 
+/* The root's child for frame, 0 when none (the root's children are few: the groups). */
+static uint32_t root_child(const struct view *v, uint32_t frame)
+{
+	uint32_t c;
+
+	for (c = v->nodes[0].child; c; c = v->nodes[c].sibling) {
+		if (v->nodes[c].frame == frame)
+			return c;
+	}
+	return 0;
+}
+
+/* Adds the subtree under node src (its children) under node dst, without a recursion. */
+static int subtree_merge(struct view *v, uint32_t src, uint32_t dst)
+{
+	size_t n = 0, cap = 64;
+	uint32_t *todo = malloc(cap * sizeof(*todo)), c, d, s;
+	int err = 0;
+
+	if (!todo)
+		return -ENOMEM;
+	todo[n++] = src;
+	todo[n++] = dst;
+	while (n && !err) {
+		d = todo[--n];
+		s = todo[--n];
+		for (c = v->nodes[s].child; c; c = v->nodes[c].sibling) {
+			uint32_t dc = child_of(v, d, v->nodes[c].frame, &err);
+
+			if (err)
+				break;
+			if (!dc) {
+				/* the node bound: the samples stay, as the stack's end */
+				v->st.nodes_truncated++;
+				v->nodes[d].self += v->nodes[c].total;
+				continue;
+			}
+			v->nodes[dc].self += v->nodes[c].self;
+			v->nodes[dc].total += v->nodes[c].total;
+			if (v->nodes[c].child) {
+				if (array_reserve(todo, cap, n + 2, 64)) {
+					err = -ENOMEM;
+					break;
+				}
+				todo[n++] = c;
+				todo[n++] = dc;
+			}
+		}
+	}
+	free(todo);
+	return err;
+}
+
+static int by_group_total(const void *a, const void *b, void *ctx)
+{
+	const struct view *v = ctx;
+	const struct vgroup *x = &v->groups[*(const uint32_t *)a],
+			    *y = &v->groups[*(const uint32_t *)b];
+
+	if (x->total != y->total)
+		return x->total < y->total ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+/*
+ * The groups in the order they are shown, biggest first; past VIEW_MAX_GROUPS, the smaller ones
+ * are summed into "(other groups)" (their subtrees merged under its frame), which comes last.
+ */
+static int groups_finish(struct view *v)
+{
+	uint32_t gn, on, prev, c;
+	size_t i, k;
+	int ret, o;
+
+	v->order = calloc(v->ngroups + 2, sizeof(*v->order));
+	if (!v->order)
+		return -ENOMEM;
+	for (i = 0; i < v->ngroups; i++) {
+		if (!v->groups[i].other)
+			v->order[v->norder++] = (uint32_t)i;
+	}
+	qsort_r(v->order, v->norder, sizeof(*v->order), by_group_total, v);
+	if (v->norder > VIEW_MAX_GROUPS) {
+		if (!v->other) {
+			o = group_new(v, VIEW_OTHER_GROUPS, hash_str(HASH_INIT, VIEW_OTHER_GROUPS),
+				      true);
+			if (o < 0)
+				return o;
+		}
+		ret = 0;
+		on = child_of(v, 0, v->groups[v->other - 1].frame, &ret);
+		if (ret)
+			return ret;
+		for (k = VIEW_MAX_GROUPS; k < v->norder; k++) {
+			struct vgroup *g = &v->groups[v->order[k]];
+
+			g->into = v->other;
+			v->groups[v->other - 1].total += g->total;
+			v->st.groups_merged++;
+			gn = root_child(v, g->frame);
+			if (!gn || !on)
+				continue; /* past the node bound: counted when it was added */
+			ret = subtree_merge(v, gn, on);
+			if (ret)
+				return ret;
+			v->nodes[on].self += v->nodes[gn].self;
+			v->nodes[on].total += v->nodes[gn].total;
+			/* unlinked: the tree no longer reaches it */
+			for (prev = 0, c = v->nodes[0].child; c && c != gn;
+			     prev = c, c = v->nodes[c].sibling)
+				;
+			if (prev)
+				v->nodes[prev].sibling = v->nodes[gn].sibling;
+			else
+				v->nodes[0].child = v->nodes[gn].sibling;
+		}
+		v->norder = VIEW_MAX_GROUPS;
+	}
+	if (v->other && v->groups[v->other - 1].total)
+		v->order[v->norder++] = v->other - 1;
+	return 0;
+}
+
 int view_finish(struct view *v)
 {
 	uint32_t *kids = NULL, c;
 	size_t cap = 0, n, i, j;
 
+	if (v->flt.group_by && groups_finish(v))
+		return -ENOMEM;
 	hmap_clear(&v->child); /* lookups are over: its memory goes back */
 	for (i = 0; i < v->nnodes; i++) {
 		n = 0;
@@ -648,6 +1005,11 @@ void view_stats(const struct view *v, struct view_stats *out)
 	*out = v->st;
 }
 
+const char *view_group_by_text(const struct view *v)
+{
+	return v->group_text;
+}
+
 /* ---- walking the tree ----------------------------------------------------------------------- */
 
 uint32_t view_next_node(const struct view *v, uint32_t i)
@@ -698,15 +1060,66 @@ int view_write_collapsed(const struct view *v, FILE *out)
 	return ferror(out) ? -EIO : 0;
 }
 
+struct group_pick {
+	const struct view *v;
+	uint32_t group;
+};
+
+/* Whether a stack of the agg is of the group (its root end is the group's frame). */
+static bool stack_in_group(void *ctx, const struct aggregate_stack *st)
+{
+	const struct group_pick *p = ctx;
+	uint64_t id;
+
+	if (!st->nframes || !hmap_get(&p->v->group_by_agg, st->frames[st->nframes - 1], 0, &id))
+		return false;
+	if (p->v->groups[id].into)
+		id = p->v->groups[id].into - 1;
+	return id == p->group;
+}
+
+/* Each group's share, then its top. */
+static int write_group_tops(const struct view *v, FILE *out, unsigned int top)
+{
+	const struct vgroup *g;
+	struct group_pick pick = {.v = v};
+	size_t k;
+	int ret = 0;
+
+	for (k = 0; k < v->norder && !ret; k++) {
+		g = &v->groups[v->order[k]];
+		fprintf(out, "\n%s: %.1f%% (%" PRIu64 " samples", g->name,
+			view_total(v) ? 100.0 * (double)g->total / (double)view_total(v) : 0.0,
+			g->total);
+		if (g->other && v->st.groups_merged)
+			fprintf(out, " of %" PRIu64 " smaller groups", v->st.groups_merged);
+		if (g->other && v->st.group_samples_unseen)
+			fprintf(out, "%s %" PRIu64 " samples of groups past the first %u",
+				v->st.groups_merged ? "; with" : ", with",
+				v->st.group_samples_unseen, VIEW_MAX_GROUPS_SEEN);
+		fputs(")\n", out);
+		pick.group = v->order[k];
+		ret = report_top_of(out, v->agg, top, stack_in_group, &pick, 1);
+	}
+	return ret;
+}
+
 int view_write_top(const struct view *v, FILE *out, unsigned int top)
 {
 	int ret;
 
 	if (!v->agg)
 		return -EINVAL;
-	fprintf(out, "%" PRIu64 " samples in %" PRIu64 " profile%s%s\n", view_total(v), v->st.files,
+	fprintf(out, "%" PRIu64 " samples in %" PRIu64 " profile%s%s", view_total(v), v->st.files,
 		v->st.files == 1 ? "" : "s", v->flt.by_line ? ", by line" : "");
-	ret = report_top(out, v->agg, top);
+	if (v->group_text)
+		fprintf(out, ", by %s: %" PRIu64 " group%s", v->group_text, v->st.groups,
+			v->st.groups == 1 ? "" : "s");
+	if (v->group_text && v->st.groups_merged)
+		fprintf(out, " (the %u biggest shown, the rest in %s)", VIEW_MAX_GROUPS,
+			VIEW_OTHER_GROUPS);
+	fputc('\n', out);
+	ret = v->group_text ? write_group_tops(v, out, top) : report_top(out, v->agg, top);
 	if (!ret && v->st.top_dropped)
 		fprintf(out, "(%" PRIu64 " stacks left out: more than %u distinct stacks)\n",
 			v->st.top_dropped, VIEW_MAX_STACKS);
@@ -727,12 +1140,57 @@ void view_put_json_string(FILE *out, const char *s)
 	text_json(s, true, json_put, out);
 }
 
+/* The first node of the subtree at top, then the next after i in it (0 after its last). */
+static uint32_t subtree_next(const struct view *v, uint32_t top, uint32_t i)
+{
+	i = view_next_node(v, i);
+	if (top && i && v->nodes[i].depth <= v->nodes[top].depth)
+		return 0;
+	return i;
+}
+
+/*
+ * One speedscope profile: the stacks of the subtree at top (0: all), each from below top, one
+ * sample per distinct stack (a node with self samples), weighted.
+ */
+static void speedscope_profile(const struct view *v, FILE *out, const char *name, uint32_t top,
+			       uint32_t *path)
+{
+	size_t skip = top ? v->nodes[top].depth : 0, d;
+	bool first = true;
+	uint32_t i;
+
+	fputs("{\"type\":\"sampled\",\"name\":", out);
+	view_put_json_string(out, name);
+	fprintf(out, ",\"unit\":\"none\",\"startValue\":0,\"endValue\":%" PRIu64 ",\"samples\":[",
+		v->nodes[top].total);
+	for (i = top ? top : subtree_next(v, 0, 0); i; i = subtree_next(v, top, i)) {
+		if (!v->nodes[i].self)
+			continue;
+		path_of(v, i, path);
+		fputs(first ? "\n[" : ",\n[", out);
+		first = false;
+		for (d = skip; d < v->nodes[i].depth; d++)
+			fprintf(out, d > skip ? ",%u" : "%u", path[d] - 1);
+		fputc(']', out);
+	}
+	fputs("],\"weights\":[", out);
+	first = true;
+	for (i = top ? top : subtree_next(v, 0, 0); i; i = subtree_next(v, top, i)) {
+		if (!v->nodes[i].self)
+			continue;
+		fprintf(out, first ? "%" PRIu64 : ",%" PRIu64, v->nodes[i].self);
+		first = false;
+	}
+	fputs("]}", out);
+}
+
 int view_write_speedscope(const struct view *v, FILE *out, const char *title)
 {
-	uint32_t *path = calloc(v->st.depth_max + 1, sizeof(*path)), i;
+	uint32_t *path = calloc(v->st.depth_max + 1, sizeof(*path)), i, g;
 	const struct view_frame *f;
 	bool first = true;
-	size_t d;
+	size_t k;
 
 	if (!path)
 		return -ENOMEM;
@@ -754,30 +1212,22 @@ int view_write_speedscope(const struct view *v, FILE *out, const char *title)
 		}
 		fputc('}', out);
 	}
-	fputs("]},\"profiles\":[{\"type\":\"sampled\",\"name\":", out);
-	view_put_json_string(out, title);
-	fprintf(out, ",\"unit\":\"none\",\"startValue\":0,\"endValue\":%" PRIu64 ",\"samples\":[",
-		view_total(v));
-	/* one sample per distinct stack (a node with self samples), root first, weighted */
-	for (i = view_next_node(v, 0); i; i = view_next_node(v, i)) {
-		if (!v->nodes[i].self)
-			continue;
-		path_of(v, i, path);
-		fputs(first ? "\n[" : ",\n[", out);
-		first = false;
-		for (d = 0; d < v->nodes[i].depth; d++)
-			fprintf(out, d ? ",%u" : "%u", path[d] - 1);
-		fputc(']', out);
+	fputs("]},\"profiles\":[", out);
+	if (!v->group_text) {
+		speedscope_profile(v, out, title, 0, path);
+	} else {
+		/* with groups, a profile per group (speedscope's profile selector), biggest first */
+		for (k = 0; k < v->norder; k++) {
+			g = root_child(v, v->groups[v->order[k]].frame);
+			if (!g)
+				continue;
+			if (!first)
+				fputc(',', out);
+			first = false;
+			speedscope_profile(v, out, v->groups[v->order[k]].name, g, path);
+		}
 	}
-	fputs("],\"weights\":[", out);
-	first = true;
-	for (i = view_next_node(v, 0); i; i = view_next_node(v, i)) {
-		if (!v->nodes[i].self)
-			continue;
-		fprintf(out, first ? "%" PRIu64 : ",%" PRIu64, v->nodes[i].self);
-		first = false;
-	}
-	fputs("]}]}\n", out);
+	fputs("]}\n", out);
 	free(path);
 	return ferror(out) ? -EIO : 0;
 }

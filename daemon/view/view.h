@@ -22,9 +22,16 @@
 
 #define VIEW_MAX_FRAMES                                                                            \
 	(1u << 22) /* distinct frames; past it, frames become one "[too many frames]" */
-#define VIEW_MAX_NODES	(1u << 25) /* tree nodes; past it, a stack ends at its deepest known node */
-#define VIEW_MAX_LABELS 8
-#define VIEW_MAX_STACKS (1u << 20) /* distinct stacks for `top` (aggregate.h's table) */
+#define VIEW_MAX_NODES	     (1u << 25) /* tree nodes; past it, a stack ends at its deepest known node */
+#define VIEW_MAX_LABELS	     8
+#define VIEW_MAX_STACKS	     (1u << 20) /* distinct stacks for `top` (aggregate.h's table) */
+/* --by frame:/label: groups: at most VIEW_MAX_GROUPS shown (the biggest), the rest summed in one
+ * "(other groups)"; at most VIEW_MAX_GROUPS_SEEN told apart while reading (later ones go to
+ * "(other groups)" at once); names cut at VIEW_GROUP_NAME_MAX bytes. */
+#define VIEW_MAX_GROUPS	     100u
+#define VIEW_MAX_GROUPS_SEEN 1000u
+#define VIEW_GROUP_NAME_MAX  200
+#define VIEW_OTHER_GROUPS    "(other groups)"
 
 enum view_kind {
 	VIEW_RUBY = 0,
@@ -33,6 +40,7 @@ enum view_kind {
 	VIEW_JIT = 3,	 /* JIT-compiled code */
 	VIEW_NATIVE = 4, /* native code: a mapping that is a file */
 	VIEW_OTHER = 5,	 /* rubyprofd's own markers: no Ruby context, truncation... */
+	VIEW_GROUP = 6,	 /* --by frame:/label: a group, the root's child of its stacks */
 	VIEW_NKINDS
 };
 
@@ -51,6 +59,12 @@ struct view_node {
 	uint64_t self, total;
 };
 
+enum view_group_by {
+	VIEW_BY_NONE = 0,
+	VIEW_BY_FRAME, /* the first frame from the root whose name matches group_arg (a regex) */
+	VIEW_BY_LABEL, /* the value of the label group_arg */
+};
+
 struct view_filter {
 	pid_t pid;	    /* 0: all */
 	const char *thread; /* a tid (digits) or a thread name; NULL: all */
@@ -61,6 +75,8 @@ struct view_filter {
 		until_ns; /* files whose time range misses [since, until] are skipped; 0: open */
 	bool want_top;	  /* also keep the stacks for view_write_top() */
 	bool by_line;	  /* top: one row per line, not per function */
+	enum view_group_by group_by; /* --by frame:REGEX or label:KEY */
+	const char *group_arg;	     /* the REGEX or the KEY */
 };
 
 struct view_stats {
@@ -70,10 +86,27 @@ struct view_stats {
 	uint64_t frames_refused;	  /* past VIEW_MAX_FRAMES */
 	uint64_t nodes_truncated;	  /* stacks cut short at VIEW_MAX_NODES */
 	uint64_t top_dropped;		  /* stacks left out of `top`: its table was full */
+	uint64_t groups;		  /* groups told apart (--by frame:/label:) */
+	uint64_t groups_merged;		  /* of them, summed in "(other groups)" at the end */
+	uint64_t group_samples_unseen;	  /* samples of groups past VIEW_MAX_GROUPS_SEEN */
 	int64_t time_min_ns, time_max_ns; /* the files' time range */
 };
 
 struct view;
+
+/*
+ * Parses a --by value into f: line or function (top's rows), frame:REGEX or label:KEY (groups).
+ * 0, or -EINVAL with a message in err (an unknown kind, an empty REGEX or KEY, a bad REGEX).
+ * The strings stay arg's.
+ */
+int view_parse_by(const char *arg, struct view_filter *f, char *err, size_t errlen);
+
+/*
+ * Whether a sample label named key is the label a user names as want: the same name, or want
+ * as collectors take label names (every byte but [A-Za-z0-9_] as '_', a leading digit after a
+ * '_': the attribute http.route is the label http_route).
+ */
+bool view_label_key_is(const char *key, const char *want);
 
 /* Compiles the filter (copied); NULL with errno set and a message in err (a bad --focus). */
 struct view *view__new(const struct view_filter *f, char *err, size_t errlen);
@@ -84,7 +117,8 @@ int view_add_profile(struct view *v, const struct pprofread *r, const char *name
 		     size_t errlen);
 /* Reads path with pprofread and adds it. As view_add_profile; err names the file and the byte. */
 int view_add_file(struct view *v, const char *path, char *err, size_t errlen);
-/* Sorts every node's children by name (the flame graph's order). Call once, after the adds. */
+/* Sorts every node's children by name (the flame graph's order); with groups, sums those past
+ * VIEW_MAX_GROUPS into "(other groups)". Call once, after the adds. */
 int view_finish(struct view *v);
 
 uint64_t view_total(const struct view *v);
@@ -96,6 +130,8 @@ uint32_t view_next_node(const struct view *v, uint32_t i);
 const struct view_frame *view_frame(const struct view *v, uint32_t id);
 size_t view_nframes(const struct view *v);
 void view_stats(const struct view *v, struct view_stats *out);
+/* With --by frame:/label:, the text of the grouping ("frame:Controller#"); else NULL. */
+const char *view_group_by_text(const struct view *v);
 const char *view_kind_name(enum view_kind k);
 
 /* The writers; each 0 or -errno (-EIO: a write error). title: shown by the graphical ones. */
@@ -121,9 +157,16 @@ int view_write(const struct view *v, const char *format, FILE *out, const char *
 int view_report_main(int argc, char **argv);
 /*
  * Writes the view of one profile in format beside it: PATH.pb.gz -> PATH.html (the format's
- * extension), the path into out_path[len]. 0 or -errno with a message in err.
+ * extension), the path into out_path[len]; by: a --by value, or NULL. 0 or -errno with a message
+ * in err.
  */
-int view_write_beside(const char *pprof_path, const char *format, char *out_path, size_t len,
+int view_write_beside(const char *pprof_path, const char *format, const char *by, char *out_path,
+		      size_t len, char *err, size_t errlen);
+/*
+ * The oneshot summary's top list with --by (by: a --by value): the profile just written, read
+ * back and grouped, top rows per group, to out. 0 or -errno with a message in err.
+ */
+int view_write_top_of(const char *pprof_path, const char *by, FILE *out, unsigned int top,
 		      char *err, size_t errlen);
 
 #endif

@@ -58,14 +58,20 @@ static void usage(FILE *out)
 		"                      the current directory\n"
 		"      --pid PID       only the samples of this process\n"
 		"      --thread T      only this thread: a tid, a thread name or a Ruby thread\n"
-		"      --label K=V     only samples with this label (repeatable, all must match)\n"
+		"      --label K=V     only samples with this label (repeatable, all must match;\n"
+		"                      K as written or as collectors name it: http.route is\n"
+		"                      http_route)\n"
 		"      --focus REGEX   only stacks with a frame (name or file) matching REGEX\n"
 		"      --since TIME    only files whose time range ends at or after TIME\n"
 		"      --until TIME    only files whose time range starts at or before TIME\n"
 		"                      TIME: seconds since the epoch, or YYYY-MM-DDTHH:MM:SS "
 		"(UTC)\n"
-		"      --by W          top: function (default) or line\n"
-		"      --top N         top: rows (default %d)\n"
+		"      --by W          top: function (default) or line; and/or groups (the top\n"
+		"                      and a flame graph per group): frame:REGEX, the first frame\n"
+		"                      from the root whose function matches "
+		"(frame:'Controller#'),\n"
+		"                      or label:KEY, a label's value (label:http.route)\n"
+		"      --top N         top: rows (per group with --by; default %d)\n"
 		"      --title TEXT    the title of the graphical views\n",
 		REPORT_DEFAULT_TOP);
 }
@@ -199,9 +205,10 @@ int view_report_main(int argc, char **argv)
 				goto bad_value;
 			break;
 		case OPT_BY:
-			if (strcmp(optarg, "line") != 0 && strcmp(optarg, "function") != 0)
-				goto bad_value;
-			flt.by_line = strcmp(optarg, "line") == 0;
+			if (view_parse_by(optarg, &flt, err, sizeof(err))) {
+				fprintf(stderr, "rubyprofd report: --by %s\n", err);
+				return 2;
+			}
 			break;
 		case OPT_TOP:
 			if (parse_uint(optarg, 1000000, &top))
@@ -252,10 +259,14 @@ int view_report_main(int argc, char **argv)
 		goto cleanup;
 	}
 	if (!title) {
+		const char *by = view_group_by_text(v);
+
 		if (argc - optind == 1)
-			ret = asprintf(&title_buf, "rubyprofd: %s", argv[optind]);
+			ret = asprintf(&title_buf, "rubyprofd: %s%s%s", argv[optind],
+				       by ? " by " : "", by ? by : "");
 		else
-			ret = asprintf(&title_buf, "rubyprofd: %" PRIu64 " profiles", st.files);
+			ret = asprintf(&title_buf, "rubyprofd: %" PRIu64 " profiles%s%s", st.files,
+				       by ? " by " : "", by ? by : "");
 		title = ret < 0 ? "rubyprofd" : title_buf;
 		ret = 1;
 	}
@@ -292,6 +303,13 @@ int view_report_main(int argc, char **argv)
 			" stacks cut at %u nodes, %" PRIu64 " stacks out of top\n",
 			st.frames_refused, VIEW_MAX_FRAMES, st.nodes_truncated, VIEW_MAX_NODES,
 			st.top_dropped);
+	if (st.groups_merged || st.group_samples_unseen)
+		fprintf(stderr,
+			"rubyprofd report: %" PRIu64 " groups: the %u biggest shown, %" PRIu64
+			" summed in %s, and %" PRIu64
+			" samples of groups past the first %u told apart\n",
+			st.groups, VIEW_MAX_GROUPS, st.groups_merged, VIEW_OTHER_GROUPS,
+			st.group_samples_unseen, VIEW_MAX_GROUPS_SEEN);
 	ret = 0;
 cleanup:
 	view__free(v);
@@ -304,8 +322,8 @@ bad_value:
 	return 2;
 }
 
-int view_write_beside(const char *pprof_path, const char *format, char *out_path, size_t len,
-		      char *err, size_t errlen)
+int view_write_beside(const char *pprof_path, const char *format, const char *by, char *out_path,
+		      size_t len, char *err, size_t errlen)
 {
 	const char *ext = view_format_ext(format);
 	struct view_filter flt = {.want_top = strcmp(format, "top") == 0};
@@ -317,6 +335,8 @@ int view_write_beside(const char *pprof_path, const char *format, char *out_path
 		snprintf(err, errlen, "unknown format '%s'", format);
 		return -EINVAL;
 	}
+	if (by && view_parse_by(by, &flt, err, errlen))
+		return -EINVAL;
 	base = strlen(pprof_path);
 	if (base > 6 && strcmp(pprof_path + base - 6, ".pb.gz") == 0)
 		base -= 6;
@@ -339,6 +359,33 @@ int view_write_beside(const char *pprof_path, const char *format, char *out_path
 	if (ret)
 		snprintf(err, errlen, "writing '%s': %s", out_path, fileio_strerror(ret));
 cleanup:
+	view__free(v);
+	return ret < 0 ? ret : 0;
+}
+
+int view_write_top_of(const char *pprof_path, const char *by, FILE *out, unsigned int top,
+		      char *err, size_t errlen)
+{
+	struct view_filter flt = {.want_top = true};
+	struct view *v;
+	int ret;
+
+	if (view_parse_by(by, &flt, err, errlen))
+		return -EINVAL;
+	v = view__new(&flt, err, errlen);
+	if (!v)
+		return -errno;
+	ret = view_add_file(v, pprof_path, err, errlen);
+	if (ret >= 0) {
+		ret = view_finish(v);
+		if (ret)
+			snprintf(err, errlen, "out of memory");
+	}
+	if (!ret) {
+		ret = view_write_top(v, out, top);
+		if (ret)
+			snprintf(err, errlen, "%s", strerror(-ret));
+	}
 	view__free(v);
 	return ret < 0 ? ret : 0;
 }

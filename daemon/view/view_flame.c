@@ -90,7 +90,20 @@ int view_write_flamegraph(const struct view *v, FILE *out, const char *title)
 	fprintf(out, ",\"total\":%" PRIu64 ",\"kinds\":[", view_total(v));
 	for (i = 0; i < VIEW_NKINDS; i++)
 		fprintf(out, i ? ",\"%s\"" : "\"%s\"", view_kind_name((enum view_kind)i));
-	fputs("],\"frames\":[", out);
+	fputc(']', out);
+	if (view_group_by_text(v)) {
+		struct view_stats st;
+
+		/* the root's children are the groups: the page offers one graph per group */
+		view_stats(v, &st);
+		fputs(",\"by\":", out);
+		view_put_json_string(out, view_group_by_text(v));
+		fprintf(out,
+			",\"groups\":%" PRIu64 ",\"groupsMerged\":%" PRIu64
+			",\"groupSamplesUnseen\":%" PRIu64 ",\"groupsShownMax\":%u",
+			st.groups, st.groups_merged, st.group_samples_unseen, VIEW_MAX_GROUPS);
+	}
+	fputs(",\"frames\":[", out);
 	for (i = 1; i < view_nframes(v); i++) {
 		fr = view_frame(v, (uint32_t)i);
 		fputs(i > 1 ? ",\n[" : "\n[", out);
@@ -118,8 +131,8 @@ int view_write_flamegraph(const struct view *v, FILE *out, const char *title)
 
 static void svg_fill(char *buf, size_t len, enum view_kind k, const char *name)
 {
-	static const int hue[VIEW_NKINDS] = {8, 45, 130, 280, 205, 0};
-	static const int sat[VIEW_NKINDS] = {85, 90, 45, 55, 45, 0};
+	static const int hue[VIEW_NKINDS] = {8, 45, 130, 280, 205, 0, 175};
+	static const int sat[VIEW_NKINDS] = {85, 90, 45, 55, 45, 0, 50};
 	unsigned int h = 0;
 
 	for (; *name; name++)

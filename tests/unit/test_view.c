@@ -318,7 +318,8 @@ Test(viewfile, a_link_at_the_output_is_never_followed)
 	cr_assert_eq(symlink(victim, out), 0);
 	cr_assert_eq(report("collapsed", out, prof), 1);
 	cr_assert_eq(symlink(victim, beside), 0);
-	cr_assert_eq(view_write_beside(prof, "svg", path, sizeof(path), err, sizeof(err)), -ELOOP);
+	cr_assert_eq(view_write_beside(prof, "svg", NULL, path, sizeof(path), err, sizeof(err)),
+		     -ELOOP);
 	cr_assert_str_eq(path, beside);
 	cr_assert(strstr(err, "a symbolic link is there (never followed)"), "%s", err);
 	t = text_of(victim);
@@ -353,8 +354,9 @@ Test(viewfile, views_are_not_readable_by_others)
 	cr_assert_eq(report("collapsed", out, prof), 0);
 	cr_assert_eq(stat(out, &st), 0);
 	cr_assert_eq(st.st_mode & 07777, 0640, "mode %o", st.st_mode & 07777);
-	cr_assert_eq(view_write_beside(prof, "flamegraph", path, sizeof(path), err, sizeof(err)), 0,
-		     "%s", err);
+	cr_assert_eq(
+		view_write_beside(prof, "flamegraph", NULL, path, sizeof(path), err, sizeof(err)),
+		0, "%s", err);
 	cr_assert_str_eq(path, beside);
 	cr_assert_eq(stat(beside, &st), 0);
 	cr_assert_eq(st.st_mode & 07777, 0640, "mode %o", st.st_mode & 07777);

@@ -576,6 +576,124 @@ def test_oneshot_format():
     assert "window.__PROFILE=" in open(html).read()
 
 
+def group_of(path, regex):
+    """The group of a stack (names from the root down) by --by frame:REGEX, computed here: its
+    first frame from the root whose name matches."""
+    return next((f for f in path if re.search(regex, f)), "(no frame matches)")
+
+
+def test_oneshot_by_controllers():
+    """--oneshot --by frame:Controller# on a script with two controllers: two groups whose shares
+    are the script's own CPU time split (by its thread's CPU clock, within 12 points), whose
+    samples are go tool pprof's traces grouped here, and whose flame graphs the page draws (one
+    per group, chosen with its selector) as go tool pprof reads them."""
+    if os.geteuid() != 0:
+        raise Skip("--oneshot needs root")
+    if not shutil.which("ruby"):
+        raise Skip("missing: ruby (make deps installs it)")
+    out, cpu_json = os.path.join(TMP, "ctl.pb.gz"), os.path.join(TMP, "ctl.json")
+    regex = "Controller#"
+    text = run([RUBYPROFD, "--oneshot", "-F", "199", "--by", "frame:" + regex, "--top", "5",
+                "--format", "flamegraph", "-o", out, "--",
+                "ruby", os.path.join(ROOT, "tests", "views", "controllers.rb"), cpu_json, "4"], timeout=120)
+    m = re.search(r"^(\d+) samples in 1 profile, by frame:Controller#: (\d+) groups?$", text, re.M)
+    assert m, text
+    total = int(m.group(1))
+    shown = {g: int(n) for g, n in re.findall(r"^(\S.*): [\d.]+% \((\d+) samples\)$", text, re.M)}
+    cpu = json.load(open(cpu_json))
+    names = ("OrdersController#index", "UsersController#show")
+    assert all(shown.get(n, 0) >= 20 for n in names), "too few samples: %s\n%s" % (shown, text)
+    ours = shown[names[0]] / (shown[names[0]] + shown[names[1]])
+    theirs = cpu[names[0]] / (cpu[names[0]] + cpu[names[1]])
+    assert abs(ours - theirs) <= 0.12, "Orders' share of the two: %.3f in the profile, %.3f by the script's clock (%s)" % (
+        ours, theirs, cpu)
+    # go tool pprof's traces, grouped here
+    tree, ptotal, frameless, traces = pprof_tree(out)
+    want = collections.Counter()
+    for path, n in traces:
+        want[group_of(path, regex)] += n
+    if frameless > sum(n for p, n in traces if not p):
+        want["(no frame matches)"] += frameless - sum(n for p, n in traces if not p)
+    assert ptotal == total, "pprof's total %d, the summary's %d" % (ptotal, total)
+    assert +want == collections.Counter(shown), "groups: pprof %s, summary %s" % (dict(want), shown)
+    # speedscope: a profile per group, its weights the group's samples
+    doc = json.load(open(report("speedscope", "--by", "frame:" + regex, profile=out)))
+    assert {p["name"]: sum(p["weights"]) for p in doc["profiles"]} == shown, doc["profiles"][0]["name"]
+    # the page: a graph per group; the Orders group chosen, drawn as pprof reads its traces
+    need_chromium()
+    page = os.path.join(TMP, "ctl.html")
+    c = cdp.Chromium(1400, 900)
+    try:
+        c.open("file://" + page, "window.__ready === true")
+        groups = json.loads(c.eval("JSON.stringify(window.__flame.groups)"))
+        assert {g["name"]: g["value"] for g in groups} == shown, "page groups %s, summary %s" % (groups, shown)
+        node = next(g["node"] for g in groups if g["name"] == names[0])
+        c.eval("var s = document.getElementById('group'); s.value = '%d'; s.dispatchEvent(new Event('change'))" % node)
+        status = c.eval("document.getElementById('status').textContent")
+        assert status == "zoomed: " + names[0], status
+        rects, box = drawn_tree(c)
+        width = int(box["width"])
+        sub = collections.Counter()
+        for path, n in traces:
+            if group_of(path, regex) == names[0]:
+                for d in range(1, len(path) + 1):
+                    sub[path[:d]] += n
+        check_drawn(rects, width, dict(sub), shown[names[0]], 0, box["rows"], base=1, root=names[0])
+        os.makedirs(ARTIFACTS, exist_ok=True)
+        c.screenshot(os.path.join(ARTIFACTS, "flamegraph-group.png"))
+    finally:
+        c.close()
+    print("  groups %s; Orders' share of the two %.3f, by the script's CPU clock %.3f" % (shown, ours, theirs))
+
+
+def pprof_tags(profile, key):
+    """go tool pprof -tags: samples per value of label key, and the profile's total."""
+    env = dict(os.environ, HOME=TMP, GOCACHE=os.path.join(TMP, "gocache"), GOFLAGS="")
+    out = run(["go", "tool", "pprof", "-tags", "-sample_index=samples", profile], env=env)
+    values, block = {}, None
+    for line in out.splitlines():
+        m = re.match(r"\s*(\S+): Total ([\d.]+)$", line)
+        if m:
+            block = m.group(1)
+            continue
+        m = re.match(r"\s*([\d.]+) \(\s*[\d.]+%\): (.*)$", line)
+        if m and block == key:
+            values[m.group(2)] = int(float(m.group(1)))
+    return values
+
+
+def test_oneshot_by_thread_label():
+    """--oneshot --by label:ruby_thread_name (a label already on every sample) on the two
+    controllers in two named threads: the groups' split is the threads' own CPU clocks' (within
+    12 points) and their samples are go tool pprof -tags' counts of the label."""
+    if os.geteuid() != 0:
+        raise Skip("--oneshot needs root")
+    if not shutil.which("ruby"):
+        raise Skip("missing: ruby (make deps installs it)")
+    if not shutil.which("go"):
+        raise Skip("missing: a go toolchain for go tool pprof (make deps installs golang-go)")
+    out, cpu_json = os.path.join(TMP, "thr.pb.gz"), os.path.join(TMP, "thr.json")
+    text = run([RUBYPROFD, "--oneshot", "-F", "199", "--by", "label:ruby_thread_name", "--top", "3",
+                "-o", out, "--", "ruby", os.path.join(ROOT, "tests", "views", "controllers.rb"), cpu_json,
+                "4", "threads"], timeout=120)
+    m = re.search(r"^(\d+) samples in 1 profile, by label:ruby_thread_name: \d+ groups?$", text, re.M)
+    assert m, text
+    total = int(m.group(1))
+    shown = {g: int(n) for g, n in re.findall(r"^(\S.*): [\d.]+% \((\d+) samples\)$", text, re.M)}
+    tags = pprof_tags(out, "ruby_thread_name")
+    want = {"ruby_thread_name=" + k: n for k, n in tags.items()}
+    if total > sum(tags.values()):
+        want["(no ruby_thread_name)"] = total - sum(tags.values())
+    assert shown == want, "groups %s, go tool pprof -tags %s" % (shown, want)
+    cpu = json.load(open(cpu_json))
+    o, u = shown.get("ruby_thread_name=orders", 0), shown.get("ruby_thread_name=users", 0)
+    assert o >= 20 and u >= 20, "too few samples: %s" % shown
+    ours = o / (o + u)
+    theirs = cpu["OrdersController#index"] / (cpu["OrdersController#index"] + cpu["UsersController#show"])
+    assert abs(ours - theirs) <= 0.12, "the orders thread's share: %.3f in the profile, %.3f by its clock" % (ours, theirs)
+    print("  groups %s; the orders thread's share %.3f, by the threads' CPU clocks %.3f" % (shown, ours, theirs))
+
+
 def main():
     if not os.access(RUBYPROFD, os.X_OK):
         print("views: SKIP (no %s: make all)" % RUBYPROFD)
