@@ -113,18 +113,13 @@ int view_parse_by(const char *arg, struct view_filter *f, char *err, size_t errl
 
 bool view_label_key_is(const char *key, const char *want)
 {
-	const unsigned char *k = (const unsigned char *)key, *w = (const unsigned char *)want;
+	char name[256];
 
 	if (strcmp(key, want) == 0)
 		return true;
-	/* want as protocol.c's label_name writes it, compared without a copy */
-	if (*w >= '0' && *w <= '9' && *k++ != '_')
-		return false;
-	for (; *w; w++, k++) {
-		if (*k != ((*w < 0x80 && isalnum(*w)) || *w == '_' ? *w : '_'))
-			return false;
-	}
-	return *k == '\0';
+	/* want as collectors take label names (text_label_name); a longer name is not cut short */
+	return strlen(want) + 2 <= sizeof(name) &&
+	       (text_label_name(want, name, sizeof(name)), strcmp(key, name) == 0);
 }
 
 void view__free(struct view *v)
