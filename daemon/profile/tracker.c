@@ -272,6 +272,15 @@ static void check(struct tracker *tr, struct entry *e, int64_t now)
 			refuse(tr, e, TRACKER_REFUSED_IGNORED);
 			return;
 		}
+		/* it ended between its discovery and its naming (its /proc files went with it):
+		 * a short process, no error */
+		if ((err == -ENOENT || err == -ESRCH) && kill(e->pid, 0) && errno == ESRCH) {
+			log_debug("pid %d: ended before it could be profiled", e->pid);
+			if (e->named)
+				log_warn("pid %d: no such process", e->pid);
+			forget(tr, e->pid);
+			return;
+		}
 		if (err) {
 			log_limited(&log_process_lines, LOG_LVL_ERROR,
 				    "pid %d: cannot start profiling: %s", e->pid, strerror(-err));
