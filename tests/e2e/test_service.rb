@@ -82,6 +82,34 @@ class E2E
     end
 
     def fds = Dir.children("/proc/#{@pid}/fd").size
+
+    # Its own memory (KiB), read every 20 ms from now on: RssAnon (its heap) and RssShmem (the
+    # unwinder's object images, memfds it maps); not the pages of its binary, its libraries or
+    # the BPF ring buffer it maps (RssFile), which VmRSS and VmHWM count and which the kernel
+    # fills. own_memory_peak stops that and returns the largest value read (the kernel keeps no
+    # peak of these).
+    def watch_own_memory
+      @own_peak = own_memory
+      @own_watch = Thread.new do
+        loop do
+          v = own_memory
+          @own_peak = v if v > @own_peak
+          sleep 0.02
+        end
+      rescue SystemCallError
+        nil # the process is gone
+      end
+    end
+
+    def own_memory
+      st = File.read("/proc/#{@pid}/status")
+      st[/^RssAnon:\s+(\d+)/, 1].to_i + st[/^RssShmem:\s+(\d+)/, 1].to_i
+    end
+
+    def own_memory_peak
+      @own_watch&.kill&.join
+      @own_peak
+    end
   end
 
   def service(args, conf: "")
