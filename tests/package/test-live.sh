@@ -100,7 +100,36 @@ ncpu=$(nproc --all)
 nperf=$(in_root find "/proc/$main/fd" -lname 'anon_inode:\[perf_event\]' | wc -l)
 check "enable --now returns active (Type=$(prop rubyprofd Type)) with the sampler attached ($nperf perf events, $ncpu CPUs)" \
 	test "$(prop rubyprofd ActiveState)/$(prop rubyprofd Type)" = active/notify -a "$nperf" -ge "$ncpu"
-check "systemctl status shows the STATUS= line" grep -q 'Status: "profiling' <<<"$(in_root systemctl status --no-pager rubyprofd)"
+check "systemctl status shows the STATUS= line, shop (there before the start) counted at READY=1" grep -q 'Status: "profiling 1 Ruby process at 49 Hz"' <<<"$(in_root systemctl status --no-pager rubyprofd)"
+# CPU under busy tenants: the unit's weight and nice as systemd shows them, the nice the kernel
+# runs the daemon at, and the weight of its cgroup (cgroup v2's cpu.weight, or v1's cpu.shares:
+# systemd's 1024 per 100 of weight) where a cpu controller is there
+cgw() {
+	local rel v
+	rel=$(in_root awk -F: '$1 == "0" { u = $3 } $2 ~ /(^|,)cpu(,|$)/ { c = $3 } END { print c ? c : u }' "/proc/$main/cgroup")
+	# a hybrid host's nspawn root has the v1 controllers read-only, from the root's own cgroup:
+	# none of the unit's own
+	if [ "${rel##*/}" != rubyprofd.service ]; then
+		echo "no cpu controller for the unit (its cpu cgroup is ${rel:-none})"
+		return
+	fi
+	for v in "/sys/fs/cgroup$rel/cpu.weight" "/sys/fs/cgroup/cpu$rel/cpu.shares" "/sys/fs/cgroup/cpu,cpuacct$rel/cpu.shares"; do
+		if in_root test -f "$v"; then
+			echo "${v##*/}=$(in_root cat "$v")"
+			return
+		fi
+	done
+	echo "no cpu controller"
+}
+cpu_ok() {
+	case "$1" in
+	"CPUWeight=200 Nice=-5/nice=-5/cpu.weight=200" | "CPUWeight=200 Nice=-5/nice=-5/cpu.shares=2048") return 0 ;;
+	"CPUWeight=200 Nice=-5/nice=-5/no cpu controller"*) return 0 ;;
+	*) return 1 ;;
+	esac
+}
+cpu=$(in_root systemctl show -p CPUWeight,Nice rubyprofd | xargs)/nice=$(in_root ps -o ni= -p "$main" | xargs)/$(cgw)
+check "CPU under busy tenants: $cpu" cpu_ok "$cpu"
 check "a profile of shop in the spool" poll 60 newer_than shop 0
 in_root systemctl start jobs
 check "a profile of jobs, started after the service" poll 60 newer_than jobs 0
