@@ -345,7 +345,52 @@ else
 	bad "clock = wall" "no profile after the restart: $(prop rubyprofd ActiveState); $(in_root journalctl -u rubyprofd -n 3 -o cat)"
 fi
 
-# ---- 9. apt remove keeps the state; apt purge removes unit, configuration and state ----------------
+# ---- 9. a tenant's hostile inputs against the unit -------------------------------------------------
+# Three of tests/hostile/'s inputs at once for 15 s, each a unit of the root's own unprivileged
+# user (tenant), against the service in the default configuration with its metrics endpoint: an
+# exec storm (two forkers of /bin/true), 100 slow clients of the endpoint (idle, trickling,
+# half-open), a Ruby renaming itself and its threads to escapes and invalid UTF-8 without pause.
+# shop (user shop) is the victim: a profile every interval; /metrics answers within 1 s every
+# 0.25 s from the host; the daemon is the same process, not restarted.
+in_root useradd --system --no-create-home --shell /usr/sbin/nologin tenant
+mkdir -p "$BOOT_ROOT/opt/tenant/work"
+cp tests/hostile/default_inputs.sh tests/hostile/slowclients.rb "$BOOT_ROOT/opt/tenant/"
+gcc -O2 -o "$BOOT_ROOT/opt/tenant/storm" tests/hostile/execstorm.c
+in_root chown tenant /opt/tenant/work
+if restarted_with "metrics_address = 127.0.0.1:$port" >/dev/null; then
+	main=$(prop rubyprofd MainPID)
+	restarts=$(prop rubyprofd NRestarts)
+	n=$(count shop)
+	tenant() { in_root systemd-run --quiet --collect --unit="tenant-$1" --uid=tenant --working-directory=/opt/tenant/work \
+		--setenv=HR_DIR=/opt/tenant/work --setenv=HR_PORT="$port" "${@:2}"; }
+	tenant storm /opt/tenant/storm 60
+	tenant clients /bin/sh /opt/tenant/default_inputs.sh clients
+	tenant names /bin/sh /opt/tenant/default_inputs.sh names
+	took=() late=0
+	end=$((SECONDS + 15))
+	while [ $SECONDS -lt $end ]; do
+		took+=("$(curl -s -o /dev/null -w '%{time_total}' --max-time 1 "http://127.0.0.1:$port/metrics")") || late=$((late + 1))
+		sleep 0.25
+	done
+	scrapes=${#took[@]}
+	slowest=$(printf '%s\n' "${took[@]}" | sort -g | tail -n 1)
+	active=$(in_root systemctl is-active tenant-storm tenant-clients tenant-names | xargs)
+	curl -s --max-time 1 "http://127.0.0.1:$port/metrics" >"$out/hostile-metrics.txt"
+	in_root systemctl stop tenant-storm tenant-clients tenant-names 2>/dev/null
+	shops=$(($(count shop) - n))
+	evicted=$(awk '/^rubyprofd_metrics_clients_(evicted|timed_out)_total / { s += $2 } END { print s + 0 }' "$out/hostile-metrics.txt")
+	execs=$(awk '/^rubyprofd_process_events_total\{event="exec"\} / { print $2 }' "$out/hostile-metrics.txt")
+	check "the tenant's inputs ran (${active// //}; slow clients dropped $evicted, exec events ${execs:-?})" \
+		test "$active" = "active active active" -a "$evicted" -gt 0
+	check "under them: shop profiled every interval ($shops profiles of 3 s in 15 s)" test "$shops" -ge 4
+	check "under them: /metrics within 1 s ($scrapes scrapes, $late late, slowest $slowest s)" test "$late" -eq 0
+	check "under them: not restarted (NRestarts $restarts -> $(prop rubyprofd NRestarts), pid $main -> $(prop rubyprofd MainPID))" \
+		test "$(prop rubyprofd NRestarts)/$(prop rubyprofd MainPID)/$(prop rubyprofd ActiveState)" = "$restarts/$main/active"
+else
+	bad "a tenant's hostile inputs" "no profile after the restart: $(prop rubyprofd ActiveState); $(in_root journalctl -u rubyprofd -n 3 -o cat)"
+fi
+
+# ---- 10. apt remove keeps the state; apt purge removes unit, configuration and state ---------------
 n=$(ls "$spool" | wc -l)
 in_root apt-get remove -y rubyprofd >"$out/remove.log" 2>&1
 # (the stop writes the interval in progress: one more profile, or none when shop used no CPU)
