@@ -44,6 +44,15 @@
 /* Services with labels remembered at once (pruned at each interval's end). */
 #define MAX_SERVICES	  4096
 #define SERVICE_MAX	  128
+/*
+ * READY=1 waits for the first looks at every process there at the start (so that `systemctl
+ * start` returning means the Rubies already running are profiled), but no longer than this:
+ * one look has a budget, but a process can stay undecided (stopped at its exec, a Ruby that
+ * never finishes booting) for a minute of looks, and a start must not wait on a tenant.
+ */
+#define READY_WAIT_NS	  5000000000LL
+/* Pids named in the line that says READY=1 did not wait for them. */
+#define READY_PIDS_LOGGED 4
 
 /* What is known of a service beyond its name: labels from the rule that named it. */
 struct svc {
@@ -68,6 +77,8 @@ struct service {
 	int64_t interval_start, interval_start_wall, next_scan, next_watchdog;
 	uint64_t watchdog_usec;
 	uint64_t profiles_written, profile_errors, intervals, reloads, reload_errors;
+	int64_t ready_by; /* READY=1 is sent at the latest then */
+	bool ready;	  /* READY=1 sent */
 	bool stop;
 };
 
@@ -526,7 +537,9 @@ static void reload(struct service *sv, int64_t now)
 	bool stop_ship;
 	int err;
 
-	notify_reloading();
+	/* before READY=1, systemd hears of nothing but the start (READY=1 comes when due) */
+	if (sv->ready)
+		notify_reloading();
 	sv->reloads++;
 	if (!ncfg) {
 		log_error("reload: out of memory; the configuration stays as it was");
@@ -597,7 +610,8 @@ static void reload(struct service *sv, int64_t now)
 		 sv->cfg->nlabels == 1 ? "" : "s", sv->cfg->nrules,
 		 sv->cfg->nrules == 1 ? "" : "s");
 out:
-	notify_ready();
+	if (sv->ready)
+		notify_ready();
 }
 
 static int watch(int epfd, int fd)
@@ -643,7 +657,43 @@ static int64_t next_deadline(struct service *sv, int64_t now)
 		t = sv->next_watchdog;
 	if (sv->metrics && metrics_needs_tick(sv->metrics) && now + METRICS_TICK_NS < t)
 		t = now + METRICS_TICK_NS;
+	if (!sv->ready && sv->ready_by < t)
+		t = sv->ready_by;
 	return t;
+}
+
+/*
+ * READY=1 once every process of the first scan is settled (profiled, refused, given up, not
+ * Ruby, gone), or at ready_by with the undecided ones named: they are profiled once found.
+ */
+static void maybe_ready(struct service *sv, int64_t now)
+{
+	pid_t pids[READY_PIDS_LOGGED];
+	char list[READY_PIDS_LOGGED * 12 + 8] = "";
+	size_t n = session_start_pending(sv->session, pids, READY_PIDS_LOGGED), i, len = 0;
+
+	if (n && now < sv->ready_by)
+		return;
+	if (n) {
+		for (i = 0; i < n && i < READY_PIDS_LOGGED; i++)
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d",
+						i ? ", " : "", (int)pids[i]);
+		if (n > READY_PIDS_LOGGED)
+			snprintf(list + len, sizeof(list) - len, ", ...");
+		log_warn("ready after %lld s without the first looks at %zu process%s there at the "
+			 "start (pid %s): each is profiled once its Ruby is found",
+			 READY_WAIT_NS / 1000000000LL, n, n == 1 ? "" : "es", list);
+	}
+	sv->ready = true;
+	notify_ready();
+	notify_profiling(sv->session);
+	log_info(
+		"profiling every Ruby process at %u Hz (%s); a profile per service every %g s into "
+		"\"%s\"%s%s",
+		sv->cfg->frequency,
+		session_wall(sv->session) ? "wall clock: every Ruby thread" : "CPU time",
+		sv->cfg->interval, sv->cfg->spool_dir, sv->metrics ? "; metrics on " : "",
+		sv->metrics ? sv->cfg->metrics_address : "");
 }
 
 static int setup(struct service *sv)
@@ -829,15 +879,8 @@ int service_run(struct config *cfg, int argc, char **argv)
 		log_warn("cannot drop the capabilities it no longer needs: %s", strerror(-err));
 	else
 		log_info("capabilities kept: %s; no_new_privs set", missing[0] ? missing : "none");
-	notify_ready();
-	notify_profiling(sv.session);
-	log_info(
-		"profiling every Ruby process at %u Hz (%s); a profile per service every %g s into "
-		"\"%s\"%s%s",
-		cfg->frequency,
-		session_wall(sv.session) ? "wall clock: every Ruby thread" : "CPU time",
-		cfg->interval, cfg->spool_dir, sv.metrics ? "; metrics on " : "",
-		sv.metrics ? cfg->metrics_address : "");
+	sv.ready_by = now + READY_WAIT_NS;
+	maybe_ready(&sv, now);
 	if (sv.ship)
 		log_info("shipping the spool to %s (%s)", cfg->upload_url,
 			 protocol_name((enum protocol)cfg->upload_protocol));
@@ -876,6 +919,8 @@ int service_run(struct config *cfg, int argc, char **argv)
 			notify_watchdog();
 			sv.next_watchdog = now + (int64_t)sv.watchdog_usec * 1000 / 2;
 		}
+		if (!sv.ready)
+			maybe_ready(&sv, now);
 	}
 	/* SIGTERM/SIGINT: the interval so far is written, then exit 0 */
 	notify_stopping();

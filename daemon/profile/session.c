@@ -595,6 +595,11 @@ bool session_all_gone(const struct session *s)
 	return tracker_all_gone(s->tracker);
 }
 
+size_t session_start_pending(const struct session *s, pid_t *pids, size_t max)
+{
+	return tracker_start_pending(s->tracker, pids, max);
+}
+
 void session_report_pending(const struct session *s)
 {
 	if (s->tracker)

@@ -89,6 +89,8 @@ void session_scan(struct session *s, int64_t now_ns);
 /* Whether process events arrive from the kernel (else scan often). */
 bool session_has_lifecycle(const struct session *s);
 bool session_all_gone(const struct session *s);
+/* Processes there at the start not looked at in full yet (tracker_start_pending). */
+size_t session_start_pending(const struct session *s, pid_t *pids, size_t max);
 /* Says why each process named by --pid that never became ready was not (oneshot's end). */
 void session_report_pending(const struct session *s);
 

@@ -63,6 +63,7 @@ struct entry {
 	unsigned int loading;  /* looks that found the loader not begun (DISCOVER_LOADING) */
 	bool named;	       /* the user named it (--pid): warn about it */
 	bool slow_logged;      /* a discovery past SLOW_CHECK_NS was logged */
+	bool at_start;	       /* found by the first scan, and its first looks not done yet */
 	char *why; /* a named process not ready yet: why, for tracker_report_pending() */
 };
 
@@ -73,6 +74,7 @@ struct tracker {
 	struct tracker_ops ops;
 	struct hmap by_pid; /* pid -> struct entry * */
 	int64_t next_due;
+	size_t at_start; /* entries with at_start set */
 	struct tracker_stats stats;
 };
 
@@ -113,6 +115,15 @@ static void entry_free(struct entry *e)
 	if (e)
 		free(e->why);
 	free(e);
+}
+
+/* A process of the first scan is settled: profiled, refused, given up, not Ruby or gone. */
+static void settle(struct tracker *tr, struct entry *e)
+{
+	if (e && e->at_start) {
+		e->at_start = false;
+		tr->at_start--;
+	}
 }
 
 static void free_entry(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
@@ -208,6 +219,7 @@ static void forget(struct tracker *tr, pid_t pid)
 		tr->ops.disable(tr->ops.ctx, pid);
 		tr->stats.active--;
 	}
+	settle(tr, e);
 	hmap_del(&tr->by_pid, (uint64_t)pid, 0, NULL);
 	entry_free(e);
 }
@@ -246,7 +258,7 @@ static void took_slow(struct tracker *tr, struct entry *e, int64_t ns)
 }
 
 /* Runs discovery on a pending (or forked) process and acts on the answer. */
-static void check(struct tracker *tr, struct entry *e, int64_t now)
+static void check_once(struct tracker *tr, struct entry *e, int64_t now)
 {
 	struct ruby_target t;
 	enum discover_status st;
@@ -385,6 +397,17 @@ static void check(struct tracker *tr, struct entry *e, int64_t now)
 	}
 }
 
+/* check_once(), and a process of the first scan that is no longer pending is settled. */
+static void check(struct tracker *tr, struct entry *e, int64_t now)
+{
+	pid_t pid = e->pid;
+
+	check_once(tr, e, now);
+	e = find(tr, pid); /* gone: forgotten (and settled) */
+	if (e && e->state != ST_PENDING)
+		settle(tr, e);
+}
+
 void tracker_on_event(struct tracker *tr, const struct rp_proc_event *ev, int64_t now)
 {
 	pid_t pid = (pid_t)ev->hdr.pid;
@@ -494,8 +517,18 @@ static bool gone(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
 		tr->ops.disable(tr->ops.ctx, e->pid);
 		tr->stats.active--;
 	}
+	settle(tr, e);
 	entry_free(e);
 	return true;
+}
+
+/* An entry of the first scan: tracker_start_pending() counts it until it is settled. */
+static void mark_start(struct tracker *tr, struct entry *e)
+{
+	if (e && tr->stats.scans == 1 && !e->at_start) {
+		e->at_start = true;
+		tr->at_start++;
+	}
 }
 
 void tracker_scan(struct tracker *tr, int64_t now)
@@ -512,7 +545,7 @@ void tracker_scan(struct tracker *tr, int64_t now)
 			/* EPERM: it lives, as another user's process (no CAP_KILL is needed) */
 			if (!find(tr, tr->opts.pids[i]) &&
 			    (kill(tr->opts.pids[i], 0) == 0 || errno == EPERM))
-				add(tr, tr->opts.pids[i], now);
+				mark_start(tr, add(tr, tr->opts.pids[i], now));
 		}
 		goto out;
 	}
@@ -535,11 +568,34 @@ void tracker_scan(struct tracker *tr, int64_t now)
 			continue;
 		}
 		if (wanted(tr, pids[i]))
-			add(tr, pids[i], now);
+			mark_start(tr, add(tr, pids[i], now));
 	}
 	free(pids);
 out:
 	tracker_tick(tr, now);
+}
+
+struct start_ctx {
+	pid_t *pids;
+	size_t max, n;
+};
+
+static void collect_start(void *ctx, uint64_t k1, uint64_t k2, uint64_t val)
+{
+	struct start_ctx *x = ctx;
+	const struct entry *e = (const struct entry *)(uintptr_t)val;
+
+	if (e->at_start && x->n < x->max)
+		x->pids[x->n++] = e->pid;
+}
+
+size_t tracker_start_pending(const struct tracker *tr, pid_t *pids, size_t max)
+{
+	struct start_ctx x = {.pids = pids, .max = pids ? max : 0};
+
+	if (tr->at_start && x.max)
+		hmap_foreach(&tr->by_pid, collect_start, &x);
+	return tr->at_start;
 }
 
 void tracker_set_root(struct tracker *tr, pid_t root)

@@ -89,6 +89,9 @@ const char *tracker_refusal_name(enum tracker_refusal r);
 /* Whether the only processes of interest (the named pids, or the root and its descendants) are
  * all gone: a named run can end. */
 bool tracker_all_gone(const struct tracker *tr);
+/* How many processes that the first scan found are still to be looked at in full (not yet
+ * profiled, refused, given up or found not to be Ruby); up to max of their pids in pids. */
+size_t tracker_start_pending(const struct tracker *tr, pid_t *pids, size_t max);
 /* Logs, for each process named by --pid that never became ready, the last reason it was not. */
 void tracker_report_pending(const struct tracker *tr);
 

@@ -6,8 +6,8 @@ require "net/http"
 require "socket"
 
 class E2E
-  host_only :test_service, :test_service_churn
-  group :service, :test_service, :test_iseq_reuse, :test_service_churn
+  host_only :test_service, :test_service_churn, :test_service_ready
+  group :service, :test_service, :test_iseq_reuse, :test_service_churn, :test_service_ready
 
   # A running `rubyprofd` (the service) with its own spool, config file and notify socket.
   class Service
@@ -82,6 +82,34 @@ class E2E
     end
 
     def fds = Dir.children("/proc/#{@pid}/fd").size
+
+    # Its own memory (KiB), read every 20 ms from now on: RssAnon (its heap) and RssShmem (the
+    # unwinder's object images, memfds it maps); not the pages of its binary, its libraries or
+    # the BPF ring buffer it maps (RssFile), which VmRSS and VmHWM count and which the kernel
+    # fills. own_memory_peak stops that and returns the largest value read (the kernel keeps no
+    # peak of these).
+    def watch_own_memory
+      @own_peak = own_memory
+      @own_watch = Thread.new do
+        loop do
+          v = own_memory
+          @own_peak = v if v > @own_peak
+          sleep 0.02
+        end
+      rescue SystemCallError
+        nil # the process is gone
+      end
+    end
+
+    def own_memory
+      st = File.read("/proc/#{@pid}/status")
+      st[/^RssAnon:\s+(\d+)/, 1].to_i + st[/^RssShmem:\s+(\d+)/, 1].to_i
+    end
+
+    def own_memory_peak
+      @own_watch&.kill&.join
+      @own_peak
+    end
   end
 
   def service(args, conf: "")
@@ -302,6 +330,99 @@ class E2E
       "#{kept} profiles of 3 apps#{foreign.empty? ? "" : " (and pids #{foreign.join(", ")} of other tests, named like them)"}; SIGTERM in #{secs.round(2)} s; periods #{periods.uniq.sort}"
     ensure
       svc.kill
+    end
+  end
+
+  # A Ruby whose libruby is mapped but which has no execution context yet (booting: dlhost
+  # waiting before Ruby's setup until the test lets it go on), started with the test's apps.
+  def booting_ruby(hold)
+    out = File.join(@rt.workdir, "facts-booting-#{rand(1 << 30)}")
+    pid = Process.spawn(OWN.merge("DLHOST_BOOT_WAIT" => hold), fixture("dlhost"), @rt.script("app.rb"), out, "-",
+                        "ready_work", pgroup: true)
+    @pids << pid
+    deadline = Time.now + 30
+    until (File.read("/proc/#{pid}/maps") rescue "").include?("libruby")
+      fail!("dlhost #{pid} never mapped its libruby") if Time.now > deadline || Process.waitpid(pid, Process::WNOHANG)
+      sleep 0.02
+    end
+    [pid, out]
+  end
+
+  # The first scan's log line ("capabilities kept" is said right after it), READY=1 not sent yet.
+  def svc_scanned(svc)
+    svc_wait(svc, "the service's start", 60) { svc.log_text.include?("capabilities kept") }
+  end
+
+  # READY=1 waits for the first looks at the processes there at the start: apps running before
+  # the service are profiled when READY=1 comes, in the interval under way then, and a Ruby still
+  # booting holds READY=1 until it is found. A process that stays undecided (a Ruby that never
+  # boots, as a tenant can make one) holds it 5 s at most: READY=1 then, one line naming it, and
+  # it is profiled once it boots.
+  def test_service_ready
+    apps = 3.times.map { start("app.rb", "-", "ready_work", env: OWN) }
+    hold = File.join(@rt.workdir, "hold-#{rand(1 << 30)}")
+    booting, = booting_ruby(hold)
+    ours = apps.map { |a| a["pid"] } << booting
+    svc = service(["-vv", "--interval", "1"], conf: CONF % 99)
+    begin
+      svc_scanned(svc)
+      sleep 1
+      early = svc.read_notes.grep(/READY=1/)
+      check(early.empty?, "READY=1 with a Ruby still booting:\n#{svc.log_text}")
+      FileUtils.touch(hold)
+      check(svc.wait_note(/READY=1/, 60), "no READY=1 after the booting Ruby went on:\n#{svc.log_text}")
+      ready_ns = Time.now.to_f * 1e9
+      log = svc.log_text
+      ours.each do |pid|
+        check(log =~ /^.*pid #{pid}: Ruby \d/, "pid #{pid} not profiled when READY=1 came:\n#{log}")
+      end
+      # a cap line may name another test's process, never one of ours
+      capped = log.lines.grep(/ready after \d+ s without/)
+      check(capped.none? { |l| ours.any? { |p| l =~ /\b#{p}\b/ } }, "READY=1 did not wait for ours: #{capped.join}")
+      # the first interval after READY=1 holds samples of every one of them (all its profiles
+      # are written, one per service, once a profile of the next interval is)
+      first = svc_wait(svc, "the first interval after READY=1", 30) do
+        after = svc.profiles.map { |m, _| m }.select { |m| Integer(m["from_ns"]) >= ready_ns }
+        one = after.min_by { |m| Integer(m["from_ns"]) }
+        one if one && after.any? { |m| Integer(m["from_ns"]) >= Integer(one["until_ns"]) }
+      end
+      interval = svc.profiles.select { |m, _| m["from_ns"] == first["from_ns"] }
+      counts = Hash.new(0)
+      interval.each { |_, path| PprofRaw.read(path).samples.each { |x| counts[x.labels["pid"].to_i] += x.count } }
+      check(ours.all? { |p| counts[p].positive? }, "samples per pid in the interval from #{first["from_ns"]} (READY=1 at " \
+                                                   "#{ready_ns.to_i}): #{counts.slice(*ours).inspect}, ours #{ours.inspect}")
+      st, = svc.stop("TERM")
+      check(st.success?, "exit #{st.inspect}\n#{svc.log_text}")
+      first_counts = counts.slice(*ours).values
+
+      # a Ruby that never boots: READY=1 anyway, after the wait's bound, and one line
+      hold2 = File.join(@rt.workdir, "hold-#{rand(1 << 30)}")
+      stuck, = booting_ruby(hold2)
+      svc2 = service(["-vv", "--interval", "1"], conf: CONF % 99)
+      svc_scanned(svc2)
+      t0 = Time.now
+      check(svc2.wait_note(/READY=1/, 60), "no READY=1 with a Ruby that never boots:\n#{svc2.log_text}")
+      waited = Time.now - t0
+      lines = svc2.log_text.lines.grep(/ready after \d+ s without/)
+      check(lines.size == 1 && lines[0] =~ /\b#{stuck}\b/, "the line for the Ruby not waited for:\n#{svc2.log_text}")
+      # then profiled, once booted: in the first interval after it was found
+      FileUtils.touch(hold2)
+      svc_wait(svc2, "the late Ruby found", 30) { svc2.log_text =~ /pid #{stuck}: Ruby \d/ }
+      found_ns = Time.now.to_f * 1e9
+      later = svc_wait(svc2, "the interval after it was found", 30) do
+        after = svc2.profiles.select { |m, _| Integer(m["from_ns"]) >= found_ns }
+        one = after.map(&:first).min_by { |m| Integer(m["from_ns"]) }
+        after.select { |m, _| m["from_ns"] == one["from_ns"] } if one && after.any? { |m, _| Integer(m["from_ns"]) >= Integer(one["until_ns"]) }
+      end
+      n = later.sum { |_, path| PprofRaw.read(path).samples.sum { |x| x.labels["pid"] == stuck.to_s ? x.count : 0 } }
+      check(n.positive?, "no samples of pid #{stuck} in the interval after it was found")
+      st, = svc2.stop("TERM")
+      check(st.success?, "exit #{st.inspect}\n#{svc2.log_text}")
+      format("READY=1 after the booting Ruby went on; samples of the 4 in the first interval after it %s; with one that never boots, " \
+             "READY=1 %.1f s after the scan, its line: %s", first_counts.inspect, waited, lines[0].sub(/^.*?ready/, "ready").strip)
+    ensure
+      svc.kill
+      svc2&.kill
     end
   end
 

@@ -100,7 +100,36 @@ ncpu=$(nproc --all)
 nperf=$(in_root find "/proc/$main/fd" -lname 'anon_inode:\[perf_event\]' | wc -l)
 check "enable --now returns active (Type=$(prop rubyprofd Type)) with the sampler attached ($nperf perf events, $ncpu CPUs)" \
 	test "$(prop rubyprofd ActiveState)/$(prop rubyprofd Type)" = active/notify -a "$nperf" -ge "$ncpu"
-check "systemctl status shows the STATUS= line" grep -q 'Status: "profiling' <<<"$(in_root systemctl status --no-pager rubyprofd)"
+check "systemctl status shows the STATUS= line, shop (there before the start) counted at READY=1" grep -q 'Status: "profiling 1 Ruby process at 49 Hz"' <<<"$(in_root systemctl status --no-pager rubyprofd)"
+# CPU under busy tenants: the unit's weight and nice as systemd shows them, the nice the kernel
+# runs the daemon at, and the weight of its cgroup (cgroup v2's cpu.weight, or v1's cpu.shares:
+# systemd's 1024 per 100 of weight) where a cpu controller is there
+cgw() {
+	local rel v
+	rel=$(in_root awk -F: '$1 == "0" { u = $3 } $2 ~ /(^|,)cpu(,|$)/ { c = $3 } END { print c ? c : u }' "/proc/$main/cgroup")
+	# a hybrid host's nspawn root has the v1 controllers read-only, from the root's own cgroup:
+	# none of the unit's own
+	if [ "${rel##*/}" != rubyprofd.service ]; then
+		echo "no cpu controller for the unit (its cpu cgroup is ${rel:-none})"
+		return
+	fi
+	for v in "/sys/fs/cgroup$rel/cpu.weight" "/sys/fs/cgroup/cpu$rel/cpu.shares" "/sys/fs/cgroup/cpu,cpuacct$rel/cpu.shares"; do
+		if in_root test -f "$v"; then
+			echo "${v##*/}=$(in_root cat "$v")"
+			return
+		fi
+	done
+	echo "no cpu controller"
+}
+cpu_ok() {
+	case "$1" in
+	"CPUWeight=200 Nice=-5/nice=-5/cpu.weight=200" | "CPUWeight=200 Nice=-5/nice=-5/cpu.shares=2048") return 0 ;;
+	"CPUWeight=200 Nice=-5/nice=-5/no cpu controller"*) return 0 ;;
+	*) return 1 ;;
+	esac
+}
+cpu=$(in_root systemctl show -p CPUWeight,Nice rubyprofd | xargs)/nice=$(in_root ps -o ni= -p "$main" | xargs)/$(cgw)
+check "CPU under busy tenants: $cpu" cpu_ok "$cpu"
 check "a profile of shop in the spool" poll 60 newer_than shop 0
 in_root systemctl start jobs
 check "a profile of jobs, started after the service" poll 60 newer_than jobs 0
@@ -316,7 +345,52 @@ else
 	bad "clock = wall" "no profile after the restart: $(prop rubyprofd ActiveState); $(in_root journalctl -u rubyprofd -n 3 -o cat)"
 fi
 
-# ---- 9. apt remove keeps the state; apt purge removes unit, configuration and state ----------------
+# ---- 9. a tenant's hostile inputs against the unit -------------------------------------------------
+# Three of tests/hostile/'s inputs at once for 15 s, each a unit of the root's own unprivileged
+# user (tenant), against the service in the default configuration with its metrics endpoint: an
+# exec storm (two forkers of /bin/true), 100 slow clients of the endpoint (idle, trickling,
+# half-open), a Ruby renaming itself and its threads to escapes and invalid UTF-8 without pause.
+# shop (user shop) is the victim: a profile every interval; /metrics answers within 1 s every
+# 0.25 s from the host; the daemon is the same process, not restarted.
+in_root useradd --system --no-create-home --shell /usr/sbin/nologin tenant
+mkdir -p "$BOOT_ROOT/opt/tenant/work"
+cp tests/hostile/default_inputs.sh tests/hostile/slowclients.rb "$BOOT_ROOT/opt/tenant/"
+gcc -O2 -o "$BOOT_ROOT/opt/tenant/storm" tests/hostile/execstorm.c
+in_root chown tenant /opt/tenant/work
+if restarted_with "metrics_address = 127.0.0.1:$port" >/dev/null; then
+	main=$(prop rubyprofd MainPID)
+	restarts=$(prop rubyprofd NRestarts)
+	n=$(count shop)
+	tenant() { in_root systemd-run --quiet --collect --unit="tenant-$1" --uid=tenant --working-directory=/opt/tenant/work \
+		--setenv=HR_DIR=/opt/tenant/work --setenv=HR_PORT="$port" "${@:2}"; }
+	tenant storm /opt/tenant/storm 60
+	tenant clients /bin/sh /opt/tenant/default_inputs.sh clients
+	tenant names /bin/sh /opt/tenant/default_inputs.sh names
+	took=() late=0
+	end=$((SECONDS + 15))
+	while [ $SECONDS -lt $end ]; do
+		took+=("$(curl -s -o /dev/null -w '%{time_total}' --max-time 1 "http://127.0.0.1:$port/metrics")") || late=$((late + 1))
+		sleep 0.25
+	done
+	scrapes=${#took[@]}
+	slowest=$(printf '%s\n' "${took[@]}" | sort -g | tail -n 1)
+	active=$(in_root systemctl is-active tenant-storm tenant-clients tenant-names | xargs)
+	curl -s --max-time 1 "http://127.0.0.1:$port/metrics" >"$out/hostile-metrics.txt"
+	in_root systemctl stop tenant-storm tenant-clients tenant-names 2>/dev/null
+	shops=$(($(count shop) - n))
+	evicted=$(awk '/^rubyprofd_metrics_clients_(evicted|timed_out)_total / { s += $2 } END { print s + 0 }' "$out/hostile-metrics.txt")
+	execs=$(awk '/^rubyprofd_process_events_total\{event="exec"\} / { print $2 }' "$out/hostile-metrics.txt")
+	check "the tenant's inputs ran (${active// //}; slow clients dropped $evicted, exec events ${execs:-?})" \
+		test "$active" = "active active active" -a "$evicted" -gt 0
+	check "under them: shop profiled every interval ($shops profiles of 3 s in 15 s)" test "$shops" -ge 4
+	check "under them: /metrics within 1 s ($scrapes scrapes, $late late, slowest $slowest s)" test "$late" -eq 0
+	check "under them: not restarted (NRestarts $restarts -> $(prop rubyprofd NRestarts), pid $main -> $(prop rubyprofd MainPID))" \
+		test "$(prop rubyprofd NRestarts)/$(prop rubyprofd MainPID)/$(prop rubyprofd ActiveState)" = "$restarts/$main/active"
+else
+	bad "a tenant's hostile inputs" "no profile after the restart: $(prop rubyprofd ActiveState); $(in_root journalctl -u rubyprofd -n 3 -o cat)"
+fi
+
+# ---- 10. apt remove keeps the state; apt purge removes unit, configuration and state ---------------
 n=$(ls "$spool" | wc -l)
 in_root apt-get remove -y rubyprofd >"$out/remove.log" 2>&1
 # (the stop writes the interval in progress: one more profile, or none when shop used no CPU)

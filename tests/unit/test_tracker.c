@@ -135,3 +135,62 @@ Test(tracker, a_tick_keeps_to_its_budget_and_the_rest_waits_a_turn, .fini = stop
 	cr_expect_geq(st.discovery_ns_max, LISTER_MS * 1000000ULL);
 	tracker__free(tr);
 }
+
+/*
+ * The processes of the first scan are counted until each is settled (here refused: no threads),
+ * across ticks that each keep to their budget; the count names them, goes down one by one, and a
+ * later scan, which finds the same processes again, adds none (the service's READY=1 waits on
+ * this count, docs/service.md).
+ */
+Test(tracker, the_first_scan_counts_its_processes_until_each_is_settled, .fini = stop_rubies,
+     .timeout = 120)
+{
+	struct tracker_ops ops = {
+		.enable = no_enable,
+		.fork = no_fork,
+		.disable = no_disable,
+		.threads = slow_lister,
+	};
+	struct tracker_opts opts = {.pids = rubies, .npids = NRUBIES, .quiet_not_ruby = true};
+	struct tracker_stats st;
+	struct tracker *tr;
+	pid_t named[NRUBIES];
+	size_t pending, last, i, n;
+	int ticks = 0;
+	bool found;
+
+	start_rubies();
+	tr = tracker__new(&opts, &ops);
+	cr_assert_not_null(tr);
+	cr_expect_eq(tracker_start_pending(tr, NULL, 0), 0, "nothing pending before the scan");
+	tracker_scan(tr, clock_mono_ns());
+	tracker_stats(tr, &st);
+	last = tracker_start_pending(tr, named, NRUBIES);
+	/* the scan's own tick took some, within its budget: the rest are pending */
+	cr_expect_eq(last, NRUBIES - st.refused[TRACKER_REFUSED_UNSUPPORTED]);
+	cr_expect_gt(last, 0, "a 50 ms tick looked at all %d (30 ms each)", NRUBIES);
+	/* the pids named are the test's, none twice */
+	n = tracker_start_pending(tr, named, NRUBIES);
+	for (i = 0; i < n; i++) {
+		found = false;
+		for (int j = 0; j < NRUBIES; j++)
+			found |= named[i] == rubies[j];
+		cr_expect(found, "pid %d pending is none of the test's", named[i]);
+		for (size_t k = 0; k < i; k++)
+			cr_expect_neq(named[i], named[k]);
+	}
+	cr_expect_eq(tracker_start_pending(tr, named, 2), last, "the count, whatever the room");
+	do {
+		tracker_tick(tr, clock_mono_ns());
+		tracker_stats(tr, &st);
+		pending = tracker_start_pending(tr, NULL, 0);
+		cr_expect_leq(pending, last, "the count went up: %zu after %zu", pending, last);
+		cr_expect_eq(pending, NRUBIES - st.refused[TRACKER_REFUSED_UNSUPPORTED]);
+		last = pending;
+		ticks++;
+	} while (pending && ticks < 1000);
+	cr_expect_eq(pending, 0, "%zu still pending after %d ticks", pending, ticks);
+	tracker_scan(tr, clock_mono_ns());
+	cr_expect_eq(tracker_start_pending(tr, NULL, 0), 0, "a later scan counted again");
+	tracker__free(tr);
+}

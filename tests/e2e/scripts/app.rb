@@ -30,6 +30,9 @@ end
 def late_work
   spin(0.05)
 end
+def ready_work
+  spin(0.05)
+end
 
 $0 = TITLE unless TITLE == "-"
 write_facts(OUT, {})
