@@ -13,7 +13,10 @@
 #   SERVICE  service.name in the process context
 #   KIND     threads: 3 threads, one request at a time each; fibers: 3 threads, each running 3
 #            requests as plain fibers resumed in turn (Fiber#resume / Fiber.yield), the record
-#            switched by the extension's RUBY_EVENT_FIBER_SWITCH hook as real writers do
+#            switched by the extension's RUBY_EVENT_FIBER_SWITCH hook as real writers do;
+#            scheduler: 3 threads, each with a Fiber scheduler (Ruby 3.1+: Fiber.set_scheduler,
+#            the minimal one below) running 3 requests as non-blocking fibers that switch in
+#            `sleep` (wall) or a `sleep 0` between slices (cpu), as an async server's would
 #   WORK     cpu: requests spin; wall: requests spin a little and sleep
 # Facts: "requests" => [{trace, span, route, thread, cpu_s, wall_s}], "prev" => {trace =>
 # [traces of the fibers that ran on its thread just before it]}, "key_map", "hooked".
@@ -123,17 +126,101 @@ def fiber_worker(name)
   end
 end
 
+# A Fiber scheduler as small as the interface allows (the hooks Ruby calls for sleep and for
+# blocking on a Mutex or Queue), the way an async server's event loop runs its fibers: each
+# switch goes through here. CUR: the trace each fiber is in, for PREV.
+class MiniScheduler
+  CUR = {}
+
+  def initialize
+    @ready = []
+    @timers = []
+    @last = nil
+  end
+
+  def fiber(&blk)
+    f = Fiber.new(blocking: false, &blk)
+    resume(f)
+    f
+  end
+
+  def kernel_sleep(duration = nil)
+    @timers << [monotonic + (duration || 0), Fiber.current]
+    Fiber.yield
+  end
+
+  def block(_blocker, timeout = nil)
+    @timers << [monotonic + timeout, Fiber.current] if timeout
+    Fiber.yield
+  end
+
+  def unblock(_blocker, fiber)
+    @ready << fiber
+  end
+
+  def io_wait(_io, _events, timeout)
+    kernel_sleep(timeout || 0.001)
+  end
+
+  def close
+    run
+  end
+
+  def resume(f)
+    now = CUR[f]
+    LOCK.synchronize { PREV[now] << @last if now && @last && @last != now }
+    f.resume
+    @last = now
+    # (sleeping requests leave the thread to this loop: with wall work, the loop's own work
+    # every fifth switch only, or it would take most of the thread's time)
+    @switches = (@switches || 0) + 1
+    between_requests if WORK == "cpu" || (@switches % 5).zero?
+  end
+
+  def run
+    until @ready.empty? && @timers.empty?
+      t = monotonic
+      due, @timers = @timers.partition { |at, _| at <= t }
+      fibers = @ready + due.sort_by(&:first).map(&:last)
+      @ready = []
+      sleep(0.001) if fibers.empty?
+      fibers.each { |f| resume(f) if f.alive? }
+    end
+  end
+end
+
+def scheduler_worker(name)
+  Fiber.set_scheduler(MiniScheduler.new)
+  3.times do
+    Fiber.schedule do
+      loop do
+        req, rec = new_request(name)
+        MiniScheduler::CUR[Fiber.current] = req["trace"]
+        OtelCtx.fiber_record = rec
+        send(req["meth"], req) { sleep 0 if WORK == "cpu" }
+        OtelCtx.fiber_record = nil
+        MiniScheduler::CUR[Fiber.current] = nil
+        sleep 0
+      end
+    end
+  end
+end
+
 hooked = false
 if PUBLISH != "no"
   OtelCtx.publish_process(resource) if PUBLISH == "yes"
   hooked = OtelCtx.hook_fiber_switch
-  raise "no RUBY_EVENT_FIBER_SWITCH on this Ruby" if KIND == "fibers" && !hooked
+  raise "no RUBY_EVENT_FIBER_SWITCH on this Ruby" if KIND != "threads" && !hooked
 end
 
 threads = Array.new(3) do |i|
   Thread.new do
     Thread.current.name = "ctx-#{i}"
-    KIND == "fibers" ? fiber_worker("ctx-#{i}") : thread_worker("ctx-#{i}")
+    case KIND
+    when "fibers" then fiber_worker("ctx-#{i}")
+    when "scheduler" then scheduler_worker("ctx-#{i}")
+    else thread_worker("ctx-#{i}")
+    end
   end
 end
 write_facts(OUT, { "key_map" => KEYS, "hooked" => hooked, "tls_model" => OtelCtx.tls_model })
