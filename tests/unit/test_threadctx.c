@@ -25,7 +25,8 @@ static size_t record(uint8_t *r, uint8_t valid, const uint8_t *attrs, size_t n)
 	r[25] = 1;
 	r[26] = (uint8_t)(n & 0xff);
 	r[27] = (uint8_t)(n >> 8);
-	memcpy(r + RP_TCTX_HDR, attrs, n);
+	if (n)
+		memcpy(r + RP_TCTX_HDR, attrs, n);
 	return RP_TCTX_HDR + n;
 }
 
