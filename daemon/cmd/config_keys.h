@@ -152,7 +152,7 @@ void config_usage(FILE *out);
 void config_doc_markdown(FILE *out);
 void config_doc_man(FILE *out);
 void config_doc_conf(FILE *out);
-/* config_usage in a fenced code block (README.md's Usage). */
+/* config_usage in a fenced code block (docs/usage.md). */
 void config_doc_usage(FILE *out);
 
 /* A bound as the configuration spells it: "8K", "1048576G"; "1s", "10m", "3650d". */

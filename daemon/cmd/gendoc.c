@@ -16,7 +16,7 @@ const struct gendoc gendocs[] = {
 	{"docs/configuration.md", "<!-- BEGIN keys -->", "<!-- END keys -->", config_doc_markdown},
 	{"docs/rubyprofd.8", ".\\\" BEGIN keys", ".\\\" END keys", config_doc_man},
 	{"systemd/rubyprofd.conf", NULL, NULL, config_doc_conf},
-	{"README.md", "<!-- BEGIN usage -->", "<!-- END usage -->", config_doc_usage},
+	{"docs/usage.md", "<!-- BEGIN usage -->", "<!-- END usage -->", config_doc_usage},
 	{"docs/metrics.md", "<!-- BEGIN metrics -->", "<!-- END metrics -->", metrics_table_doc},
 	{NULL, NULL, NULL, NULL},
 };
