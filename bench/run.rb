@@ -628,11 +628,17 @@ class Bench
 
   # -- 2. cost of a sample that is not a registered Ruby's ---------------------------------------
 
-  def measure_c0
-    log "cost of a sample outside the targets (c0): rubyprofd and the floor, with unregistered Rubies busy"
+  # Two Rubies busy on both CPUs that no profiler registers, and a sleeper to register instead: the
+  # samples a profiler takes then are all of processes it does not profile.
+  def busy_unregistered
     spinners = [0, @wcpu].map { |c| ruby("deep", "10", cpus: c, nice: 10) }
     spinners.each { |s| s.wait_for(/READY/) }
-    sleeper = Child.new(%w[sleep 3600])
+    [spinners, Child.new(%w[sleep 3600])]
+  end
+
+  def measure_c0
+    log "cost of a sample outside the targets (c0): rubyprofd and the floor, with unregistered Rubies busy"
+    spinners, sleeper = busy_unregistered
     rp = Rubyprofd.new(["-F", DEPTH_HZ.to_s, "--pid", sleeper.pid.to_s], output: File.join(OUT, "c0.pb.gz"), cpus: "0")
     a = rp.snapshot
     sleep DEPTH_PHASE
@@ -657,6 +663,36 @@ class Bench
 
   # -- 3. BPF time per sample by stack depth -----------------------------------------------------
 
+  # One phase of rubyprofd --oneshot (args beside -F DEPTH_HZ) after `settle` s, the daemon on CPU
+  # 0 (the block gets it before the phase): its counters' delta with the BPF time per sample of the
+  # registered Rubies (less the samples of other processes, c0 each) and the daemon's CPU time
+  # (utime + stime of all its threads) per sample it took in: what moving work out of BPF costs
+  # userspace, its timers included. Also any counter's delta (count.("NAME")), the daemon's CPU
+  # ns over the phase and its output.
+  Phase = Struct.new(:d, :count, :cpu_ns, :text)
+
+  def bpf_phase(args, name, register:, settle: 0.2, phase: DEPTH_PHASE)
+    rp = Rubyprofd.new(["-F", DEPTH_HZ.to_s, *args], output: File.join(OUT, "#{name}.pb.gz"),
+                       register: register, cpus: "0")
+    yield rp if block_given?
+    sleep settle
+    a = rp.snapshot
+    cpu0 = cpu_ns(rp.pid)
+    sleep phase
+    cpu1 = cpu_ns(rp.pid)
+    b = rp.snapshot
+    rp.stop
+    d = delta(a, b)
+    count = ->(k) { b[:counters].fetch(RP_STAT.fetch(k), 0) - a[:counters].fetch(RP_STAT.fetch(k), 0) }
+    Phase.new(d.merge(per_sample_ns: per_ruby_sample(d, @r[:c0][:ours_ns]),
+                      daemon_ns: d[:ruby_samples].zero? ? nil : (cpu1 - cpu0) / d[:ruby_samples].to_f),
+              count, cpu1 - cpu0, rp.text)
+  end
+
+  def pid_args(pids)
+    pids.flat_map { |p| ["--pid", p.to_s] }
+  end
+
   def measure_depths
     @r[:depth] = {}
     DEPTHS.each do |depth|
@@ -668,21 +704,8 @@ class Bench
       floor = []
       targets = nil
       DEPTH_PAIRS.times do
-        rp = Rubyprofd.new(["-F", DEPTH_HZ.to_s, *pids.flat_map { |p| ["--pid", p.to_s] }],
-                           output: File.join(OUT, "depth-#{depth}.pb.gz"), register: pids, cpus: "0")
-        targets ||= floor_targets(rp, pids)
-        sleep 0.2
-        a = rp.snapshot
-        cpu0 = cpu_ns(rp.pid)
-        sleep DEPTH_PHASE
-        cpu1 = cpu_ns(rp.pid)
-        d = delta(a, rp.snapshot)
-        rp.stop
-        # The daemon's CPU time (utime + stime of all its threads) over the same phase, per sample
-        # it took in: what moving work out of BPF costs userspace, its timers included.
-        ours << d.merge(per_sample_ns: per_ruby_sample(d, @r[:c0][:ours_ns]),
-                        daemon_ns: d[:ruby_samples].zero? ? nil : (cpu1 - cpu0) / d[:ruby_samples].to_f,
-                        frames_per_stack: d[:ruby_stacks].zero? ? 0 : d[:frames] / d[:ruby_stacks].to_f)
+        d = bpf_phase(pid_args(pids), "depth-#{depth}", register: pids) { |rp| targets ||= floor_targets(rp, pids) }.d
+        ours << d.merge(frames_per_stack: d[:ruby_stacks].zero? ? 0 : d[:frames] / d[:ruby_stacks].to_f)
         next unless targets
 
         f = run_floor(targets)
@@ -726,18 +749,8 @@ class Bench
     res = { none: [], ctx: [] }
     DEPTH_PAIRS.times do
       { none: plain, ctx: ctx }.each do |k, child|
-        rp = Rubyprofd.new(["-F", DEPTH_HZ.to_s, "--pid", child.pid.to_s],
-                           output: File.join(OUT, "tctx-#{k}.pb.gz"), register: [child.pid], cpus: "0")
-        sleep 0.2
-        a = rp.snapshot
-        cpu0 = cpu_ns(rp.pid)
-        sleep DEPTH_PHASE
-        cpu1 = cpu_ns(rp.pid)
-        d = delta(a, rp.snapshot)
-        rp.stop
-        res[k] << d.merge(per_sample_ns: per_ruby_sample(d, @r[:c0][:ours_ns]),
-                          daemon_ns: d[:ruby_samples].zero? ? nil : (cpu1 - cpu0) / d[:ruby_samples].to_f,
-                          tctx: d[:tctx], tctx_share: d[:ruby_samples].zero? ? 0 : d[:tctx] / d[:ruby_samples].to_f)
+        d = bpf_phase(pid_args([child.pid]), "tctx-#{k}", register: [child.pid]).d
+        res[k] << d.merge(tctx_share: d[:ruby_samples].zero? ? 0 : d[:tctx] / d[:ruby_samples].to_f)
       end
     end
     [plain, ctx].each { |c| c.stop(:KILL) }
@@ -780,21 +793,10 @@ class Bench
       runs = { "ruby" => [], "mixed" => [] }
       MIXED_PAIRS.times do
         %w[ruby mixed].each do |mode|
-          rp = Rubyprofd.new(["-F", DEPTH_HZ.to_s, "--stacks", mode, *pids.flat_map { |p| ["--pid", p.to_s] }],
-                             output: File.join(OUT, "mixed-#{key}-#{mode}.pb.gz"), register: pids, cpus: "0")
-          sleep 0.3
-          a = rp.snapshot
-          cpu0 = cpu_ns(rp.pid)
-          sleep MIXED_PHASE
-          cpu1 = cpu_ns(rp.pid)
-          b = rp.snapshot
-          rp.stop
-          d = delta(a, b)
-          c = ->(k) { b[:counters].fetch(RP_STAT.fetch(k), 0) - a[:counters].fetch(RP_STAT.fetch(k), 0) }
-          runs[mode] << d.merge(per_sample_ns: per_ruby_sample(d, @r[:c0][:ours_ns]),
-                                daemon_ns: d[:ruby_samples].zero? ? nil : (cpu1 - cpu0) / d[:ruby_samples].to_f,
-                                ustacks: c["USTACKS"], ustack_lost: c["USTACK_LOST"],
-                                native_line: rp.text[/^native: .*/])
+          ph = bpf_phase(["--stacks", mode, *pid_args(pids)], "mixed-#{key}-#{mode}", register: pids,
+                         settle: 0.3, phase: MIXED_PHASE)
+          runs[mode] << ph.d.merge(ustacks: ph.count.("USTACKS"), ustack_lost: ph.count.("USTACK_LOST"),
+                                   native_line: ph.text[/^native: .*/])
         end
       end
       spinners.each { |s| s.stop(:KILL) }
@@ -812,23 +814,14 @@ class Bench
   # spinners: Rubies not registered, sampled as native processes), BPF and daemon.
   def measure_other_processes
     log "mixed stacks of other processes: BPF and daemon cost per sample with --native-processes all"
-    spinners = [0, @wcpu].map { |c| ruby("deep", "10", cpus: c, nice: 10) }
-    spinners.each { |s| s.wait_for(/READY/) }
-    sleeper = Child.new(%w[sleep 3600])
+    spinners, sleeper = busy_unregistered
     runs = MIXED_PAIRS.times.map do
-      rp = Rubyprofd.new(["-F", DEPTH_HZ.to_s, "--stacks", "mixed", "--native-processes", "all",
-                          "--pid", sleeper.pid.to_s], output: File.join(OUT, "other.pb.gz"), cpus: "0")
-      sleep 0.3
-      a = rp.snapshot
-      cpu0 = cpu_ns(rp.pid)
-      sleep MIXED_PHASE
-      cpu1 = cpu_ns(rp.pid)
-      b = rp.snapshot
-      rp.stop
-      d = delta(a, b)
-      n = b[:counters].fetch(RP_STAT.fetch("NATIVE_ALONE"), 0) - a[:counters].fetch(RP_STAT.fetch("NATIVE_ALONE"), 0)
+      ph = bpf_phase(["--stacks", "mixed", "--native-processes", "all", *pid_args([sleeper.pid])], "other",
+                     register: [], settle: 0.3, phase: MIXED_PHASE)
+      d = ph.d
+      n = ph.count.("NATIVE_ALONE")
       { bpf_ns: d[:run_time_ns] / [d[:run_cnt], 1].max.to_f, samples: d[:run_cnt], alone: n,
-        daemon_ns: n.zero? ? nil : (cpu1 - cpu0) / n.to_f, line: rp.text[/^other processes: .*/] }
+        daemon_ns: n.zero? ? nil : ph.cpu_ns / n.to_f, line: ph.text[/^other processes: .*/] }
     end
     sleeper.stop(:KILL)
     spinners.each { |s| s.stop(:KILL) }

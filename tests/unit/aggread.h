@@ -15,26 +15,34 @@
 #include "profile/pprof.h"
 #include "view/pprofread.h"
 
-/* a's profile of every service (flags: AGG_PPROF_*; wall: a wall-clock profile); free it with
+/* pp encoded (gzip'd or not), freed, and read back as a reader gets it; free it with
  * pprofread__free. */
-static inline struct pprofread *aggread(struct aggregate *a, unsigned int flags, bool wall)
+static inline struct pprofread *pprof_reread(struct pprof *pp, int gzip)
 {
-	struct pprof *pp = pprof__new();
 	struct pprofread *r;
 	uint8_t *out = NULL;
 	size_t len = 0;
 	char err[256];
 
+	cr_assert_eq(pprof_encode(pp, gzip, &out, &len), 0);
+	pprof__free(pp);
+	r = pprofread__new(out, len, "mem", err, sizeof(err));
+	cr_assert_not_null(r, "%s", err);
+	free(out);
+	return r;
+}
+
+/* a's profile of every service (flags: AGG_PPROF_*; wall: a wall-clock profile); free it with
+ * pprofread__free. */
+static inline struct pprofread *aggread(struct aggregate *a, unsigned int flags, bool wall)
+{
+	struct pprof *pp = pprof__new();
+
 	cr_assert_not_null(pp);
 	if (wall)
 		cr_assert_eq(pprof_set_wall(pp), 0);
 	cr_assert_eq(aggregate_to_pprof(a, pp, NULL, flags), 0);
-	cr_assert_eq(pprof_encode(pp, 0, &out, &len), 0);
-	r = pprofread__new(out, len, "agg", err, sizeof(err));
-	cr_assert_not_null(r, "%s", err);
-	free(out);
-	pprof__free(pp);
-	return r;
+	return pprof_reread(pp, 0);
 }
 
 /* The string value of the sample's label key, NULL without one. */

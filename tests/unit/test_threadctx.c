@@ -48,12 +48,12 @@ static void key_map(struct procctx_attrs *a, const char *const *names, unsigned 
 }
 
 /* the value of label `name` in packed labels, NULL: none; *count: how many labels */
-static const char *label(const char *out, size_t len, const char *name, size_t *count)
+static const char *label(const char *packed, size_t len, const char *name, size_t *count)
 {
-	const char *c = out, *found = NULL;
+	const char *c = packed, *found = NULL;
 	size_t n = 0;
 
-	while (c < out + len) {
+	while (c < packed + len) {
 		const char *v = c + strlen(c) + 1;
 
 		if (strcmp(c, name) == 0)
@@ -68,74 +68,93 @@ static const char *label(const char *out, size_t len, const char *name, size_t *
 
 static const char *const names[] = {"http.route", "http.method", "user id", "pid", ""};
 
+/* One decoding: the record, its labels, the counters, the key map. */
+static uint8_t rec[RP_TCTX_MAX];
+static char out[THREADCTX_LABELS_MAX];
+static struct threadctx_stats st;
+static struct procctx_attrs keys;
+static size_t out_len;
+
+/* Decodes rec[0, len) with flags, the first nkeys of names as the key map (0: none). */
+static void decode(size_t len, uint32_t flags, const char *const *map, unsigned int nkeys)
+{
+	if (nkeys)
+		key_map(&keys, map, nkeys);
+	out_len = threadctx_labels(rec, len, flags, nkeys ? &keys : NULL, out, &st);
+}
+
+/* the value of label `name` in the last decoding's labels, NULL: none */
+static const char *got(const char *name)
+{
+	return label(out, out_len, name, NULL);
+}
+
+/* how many labels the last decoding gave */
+static size_t labels(void)
+{
+	size_t n;
+
+	label(out, out_len, "", &n);
+	return n;
+}
+
+static void reset(void)
+{
+	memset(&st, 0, sizeof(st));
+}
+
+TestSuite(threadctx, .init = reset);
+
 Test(threadctx, trace_span_and_attributes_by_the_key_map)
 {
 	const uint8_t attrs[] = {0, 7, '/', 'o', 'r', 'd', 'e', 'r', 's',
 				 1, 3, 'G', 'E', 'T', 2,   2,	'4', '2'};
-	uint8_t r[RP_TCTX_MAX];
-	char out[THREADCTX_LABELS_MAX];
-	struct threadctx_stats st = {0};
-	struct procctx_attrs keys;
-	size_t n, count;
+	size_t i;
 
-	key_map(&keys, names, 3);
-	n = threadctx_labels(r, record(r, 1, attrs, sizeof(attrs)), 0, &keys, out, &st);
-	cr_assert_str_eq(label(out, n, "trace_id", &count), "0102030405060708090a0b0c0d0e0f10");
-	cr_assert_str_eq(label(out, n, "span_id", NULL), "a1a2a3a4a5a6a7a8");
-	cr_assert_str_eq(label(out, n, "http_route", NULL), "/orders");
-	cr_assert_str_eq(label(out, n, "http_method", NULL), "GET");
-	cr_assert_str_eq(label(out, n, "user_id", NULL), "42");
-	cr_assert_eq(count, 5);
+	decode(record(rec, 1, attrs, sizeof(attrs)), 0, names, 3);
+	cr_assert_str_eq(got("trace_id"), "0102030405060708090a0b0c0d0e0f10");
+	cr_assert_str_eq(got("span_id"), "a1a2a3a4a5a6a7a8");
+	cr_assert_str_eq(got("http_route"), "/orders");
+	cr_assert_str_eq(got("http_method"), "GET");
+	cr_assert_str_eq(got("user_id"), "42");
+	cr_assert_eq(labels(), 5);
 	cr_assert_eq(st.records, 1);
-	for (n = 0; n < THREADCTX_BAD_MAX; n++)
-		cr_assert_eq(st.bad[n], 0, "bad %s", threadctx_bad_name((enum threadctx_bad)n));
+	for (i = 0; i < THREADCTX_BAD_MAX; i++)
+		cr_assert_eq(st.bad[i], 0, "bad %s", threadctx_bad_name((enum threadctx_bad)i));
 }
 
 Test(threadctx, not_valid_is_no_record)
 {
-	uint8_t r[RP_TCTX_MAX];
-	char out[THREADCTX_LABELS_MAX];
-	struct threadctx_stats st = {0};
-
-	cr_assert_eq(threadctx_labels(r, record(r, 0, NULL, 0), 0, NULL, out, &st), 0);
-	cr_assert_eq(threadctx_labels(r, record(r, 2, NULL, 0), 0, NULL, out, &st), 0);
+	decode(record(rec, 0, NULL, 0), 0, NULL, 0);
+	cr_assert_eq(out_len, 0);
+	decode(record(rec, 2, NULL, 0), 0, NULL, 0);
+	cr_assert_eq(out_len, 0);
 	cr_assert_eq(st.records, 0);
 	/* shorter than the fixed part */
-	cr_assert_eq(threadctx_labels(r, RP_TCTX_HDR - 1, 0, NULL, out, &st), 0);
+	decode(RP_TCTX_HDR - 1, 0, NULL, 0);
+	cr_assert_eq(out_len, 0);
 }
 
 Test(threadctx, zero_ids_are_none_active)
 {
 	const uint8_t attrs[] = {0, 1, '/'};
-	uint8_t r[RP_TCTX_MAX];
-	char out[THREADCTX_LABELS_MAX];
-	struct threadctx_stats st = {0};
-	struct procctx_attrs keys;
-	size_t n, count;
 
-	key_map(&keys, names, 1);
-	record(r, 1, attrs, sizeof(attrs));
-	memset(r, 0, 24);
-	n = threadctx_labels(r, RP_TCTX_HDR + sizeof(attrs), 0, &keys, out, &st);
-	cr_assert_null(label(out, n, "trace_id", &count));
-	cr_assert_null(label(out, n, "span_id", NULL));
-	cr_assert_str_eq(label(out, n, "http_route", NULL), "/");
-	cr_assert_eq(count, 1);
+	record(rec, 1, attrs, sizeof(attrs));
+	memset(rec, 0, 24);
+	decode(RP_TCTX_HDR + sizeof(attrs), 0, names, 1);
+	cr_assert_null(got("trace_id"));
+	cr_assert_null(got("span_id"));
+	cr_assert_str_eq(got("http_route"), "/");
+	cr_assert_eq(labels(), 1);
 }
 
 Test(threadctx, last_occurrence_of_a_key_wins)
 {
 	const uint8_t attrs[] = {0, 2, '/', 'a', 0, 2, '/', 'b'};
-	uint8_t r[RP_TCTX_MAX];
-	char out[THREADCTX_LABELS_MAX];
-	struct threadctx_stats st = {0};
-	struct procctx_attrs keys;
-	size_t n, count;
 
-	key_map(&keys, names, 1);
-	n = threadctx_labels(r, record(r, 1, attrs, sizeof(attrs)), 0, &keys, out, &st);
-	cr_assert_str_eq(label(out, n, "http_route", &count), "/b");
-	cr_assert_eq(count, 3);
+	decode(record(rec, 1, attrs, sizeof(attrs)), 0, names, 1);
+	cr_assert_str_eq(got("http_route"), "/b");
+	cr_assert_eq(labels(), 3);
 }
 
 Test(threadctx, bad_attributes_are_left_out_and_counted)
@@ -144,48 +163,34 @@ Test(threadctx, bad_attributes_are_left_out_and_counted)
 	 * control character; invalid UTF-8; a NUL inside; then an entry longer than the rest */
 	const uint8_t attrs[] = {9,    1, 'x', 3,    1,	   'x', 4, 1,	'x', 0, 2, 'a',
 				 0x1b, 1, 2,   0xc3, 0x28, 2,	2, 'a', 0,   0, 9, 'z'};
-	uint8_t r[RP_TCTX_MAX];
-	char out[THREADCTX_LABELS_MAX];
-	struct threadctx_stats st = {0};
-	struct procctx_attrs keys;
-	size_t n, count;
 
-	key_map(&keys, names, 5);
-	n = threadctx_labels(r, record(r, 1, attrs, sizeof(attrs)), 0, &keys, out, &st);
-	label(out, n, "trace_id", &count);
-	cr_assert_eq(count, 2, "only trace_id and span_id: %zu labels", count);
+	decode(record(rec, 1, attrs, sizeof(attrs)), 0, names, 5);
+	cr_assert_eq(labels(), 2, "only trace_id and span_id: %zu labels", labels());
 	cr_assert_eq(st.bad[THREADCTX_BAD_KEY], 3);
 	cr_assert_eq(st.bad[THREADCTX_BAD_VALUE], 3);
 	cr_assert_eq(st.bad[THREADCTX_BAD_ENTRY], 1);
 	/* no key map at all: the attributes are left out, the ids kept */
-	memset(&st, 0, sizeof(st));
-	n = threadctx_labels(r, record(r, 1, (const uint8_t *)"\0\1x", 3), 0, NULL, out, &st);
-	label(out, n, "trace_id", &count);
-	cr_assert_eq(count, 2);
+	reset();
+	decode(record(rec, 1, (const uint8_t *)"\0\1x", 3), 0, NULL, 0);
+	cr_assert_eq(labels(), 2);
 	cr_assert_eq(st.bad[THREADCTX_BAD_KEY], 1);
 }
 
 Test(threadctx, a_size_that_lies_drops_the_attributes)
 {
 	const uint8_t attrs[] = {0, 1, '/'};
-	uint8_t r[RP_TCTX_MAX];
-	char out[THREADCTX_LABELS_MAX];
-	struct threadctx_stats st = {0};
-	struct procctx_attrs keys;
-	size_t n, count;
 
-	key_map(&keys, names, 1);
 	/* attrs-data-size says 3, 2 bytes came: not the record the BPF side copies */
-	n = threadctx_labels(r, record(r, 1, attrs, sizeof(attrs)) - 1, 0, &keys, out, &st);
-	cr_assert_null(label(out, n, "http_route", &count));
-	cr_assert_eq(count, 2);
+	decode(record(rec, 1, attrs, sizeof(attrs)) - 1, 0, names, 1);
+	cr_assert_null(got("http_route"));
+	cr_assert_eq(labels(), 2);
 	/* the BPF side's flags: past 640 bytes, or the attributes unreadable */
-	r[26] = 0xff;
-	r[27] = 0xff;
-	n = threadctx_labels(r, RP_TCTX_HDR, RP_TCTX_F_OVERSIZE, &keys, out, &st);
-	cr_assert_str_eq(label(out, n, "span_id", NULL), "a1a2a3a4a5a6a7a8");
+	rec[26] = 0xff;
+	rec[27] = 0xff;
+	decode(RP_TCTX_HDR, RP_TCTX_F_OVERSIZE, names, 1);
+	cr_assert_str_eq(got("span_id"), "a1a2a3a4a5a6a7a8");
 	cr_assert_eq(st.bad[THREADCTX_BAD_SIZE], 1);
-	threadctx_labels(r, RP_TCTX_HDR, RP_TCTX_F_ATTRS_FAIL, &keys, out, &st);
+	decode(RP_TCTX_HDR, RP_TCTX_F_ATTRS_FAIL, names, 1);
 	cr_assert_eq(st.bad[THREADCTX_BAD_READ], 1);
 }
 
@@ -193,20 +198,15 @@ Test(threadctx, at_most_sixteen_attributes)
 {
 	static const char *const many[20] = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j",
 					     "k", "l", "m", "n", "o", "p", "q", "r", "s", "t"};
-	uint8_t attrs[60], r[RP_TCTX_MAX];
-	char out[THREADCTX_LABELS_MAX];
-	struct threadctx_stats st = {0};
-	struct procctx_attrs keys;
-	size_t n, count, i;
+	uint8_t attrs[60];
+	size_t i;
 
 	for (i = 0; i < 20; i++) {
 		attrs[3 * i] = (uint8_t)i;
 		attrs[3 * i + 1] = 1;
 		attrs[3 * i + 2] = 'v';
 	}
-	key_map(&keys, many, 20);
-	n = threadctx_labels(r, record(r, 1, attrs, sizeof(attrs)), 0, &keys, out, &st);
-	label(out, n, "trace_id", &count);
-	cr_assert_eq(count, 2 + THREADCTX_ATTRS_MAX);
+	decode(record(rec, 1, attrs, sizeof(attrs)), 0, many, 20);
+	cr_assert_eq(labels(), 2 + THREADCTX_ATTRS_MAX);
 	cr_assert_eq(st.bad[THREADCTX_BAD_MANY], 20 - THREADCTX_ATTRS_MAX);
 }

@@ -98,24 +98,33 @@ static void stop_rubies(void)
 	}
 }
 
-Test(tracker, a_tick_keeps_to_its_budget_and_the_rest_waits_a_turn, .fini = stop_rubies,
-     .timeout = 120)
+/* A tracker of the NRUBIES Rubies (started now) whose thread lister takes LISTER_MS each. */
+static struct tracker *slow_tracker(void)
 {
-	struct tracker_ops ops = {
+	static const struct tracker_ops ops = {
 		.enable = no_enable,
 		.fork = no_fork,
 		.disable = no_disable,
 		.threads = slow_lister,
 	};
 	struct tracker_opts opts = {.pids = rubies, .npids = NRUBIES, .quiet_not_ruby = true};
+	struct tracker *tr;
+
+	start_rubies();
+	tr = tracker__new(&opts, &ops);
+	cr_assert_not_null(tr);
+	return tr;
+}
+
+Test(tracker, a_tick_keeps_to_its_budget_and_the_rest_waits_a_turn, .fini = stop_rubies,
+     .timeout = 120)
+{
 	struct tracker_stats st;
 	struct tracker *tr;
 	int64_t t0, took, longest = 0;
 	int ticks = 0;
 
-	start_rubies();
-	tr = tracker__new(&opts, &ops);
-	cr_assert_not_null(tr);
+	tr = slow_tracker();
 	tracker_scan(tr, clock_mono_ns());
 	do {
 		t0 = clock_mono_ns();
@@ -145,13 +154,6 @@ Test(tracker, a_tick_keeps_to_its_budget_and_the_rest_waits_a_turn, .fini = stop
 Test(tracker, the_first_scan_counts_its_processes_until_each_is_settled, .fini = stop_rubies,
      .timeout = 120)
 {
-	struct tracker_ops ops = {
-		.enable = no_enable,
-		.fork = no_fork,
-		.disable = no_disable,
-		.threads = slow_lister,
-	};
-	struct tracker_opts opts = {.pids = rubies, .npids = NRUBIES, .quiet_not_ruby = true};
 	struct tracker_stats st;
 	struct tracker *tr;
 	pid_t named[NRUBIES];
@@ -159,9 +161,7 @@ Test(tracker, the_first_scan_counts_its_processes_until_each_is_settled, .fini =
 	int ticks = 0;
 	bool found;
 
-	start_rubies();
-	tr = tracker__new(&opts, &ops);
-	cr_assert_not_null(tr);
+	tr = slow_tracker();
 	cr_expect_eq(tracker_start_pending(tr, NULL, 0), 0, "nothing pending before the scan");
 	tracker_scan(tr, clock_mono_ns());
 	tracker_stats(tr, &st);

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "aggread.h"
 #include "lib/fileio.h"
 #include "profile/pprof.h"
 #include "tmpdir.h"
@@ -31,10 +32,6 @@ static struct pprofread *make_profile(int64_t time_ns)
 {
 	struct pprof *p = pprof__new();
 	uint64_t mr, mc, mm, fmain, fwork, ftimes, fgc, lmain, lwork, ltimes, lgc;
-	uint8_t *buf;
-	size_t len;
-	char err[256];
-	struct pprofread *r;
 
 	cr_assert_not_null(p);
 	pprof_set_time(p, time_ns, 10000000000LL);
@@ -69,12 +66,7 @@ static struct pprofread *make_profile(int64_t time_ns)
 		cr_assert_eq(pprof_add_sample(p, s2, 2, v2, l2, 3), 0);
 		cr_assert_eq(pprof_add_sample(p, s3, 2, v3, l3, 3), 0);
 	}
-	cr_assert_eq(pprof_encode(p, 1, &buf, &len), 0);
-	pprof__free(p);
-	r = pprofread__new(buf, len, "mem", err, sizeof(err));
-	cr_assert_not_null(r, "%s", err);
-	free(buf);
-	return r;
+	return pprof_reread(p, 1);
 }
 
 /* The view of the profile(s) with filter f, written as format into a string. */

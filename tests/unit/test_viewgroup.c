@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "aggread.h"
 #include "profile/pprof.h"
 #include "tmpdir.h"
 #include "view/pprofread.h"
@@ -78,10 +79,7 @@ static struct pprofread *encode(const struct tsample *s, size_t n, const char *r
 	struct pprof *p = pprof__new();
 	uint64_t m, fn[NNAMES], loc[NNAMES], stack[8];
 	struct pprof_label l[3];
-	char err[256];
-	struct pprofread *r;
-	uint8_t *buf;
-	size_t len, i, k;
+	size_t i, k;
 	int d;
 
 	cr_assert_not_null(p);
@@ -103,12 +101,7 @@ static struct pprofread *encode(const struct tsample *s, size_t n, const char *r
 			l[k++] = (struct pprof_label){.key = route_key, .str = s[i].route};
 		cr_assert_eq(pprof_add_sample(p, stack, (size_t)s[i].n, v, l, k), 0);
 	}
-	cr_assert_eq(pprof_encode(p, 1, &buf, &len), 0);
-	pprof__free(p);
-	r = pprofread__new(buf, len, "mem", err, sizeof(err));
-	cr_assert_not_null(r, "%s", err);
-	free(buf);
-	return r;
+	return pprof_reread(p, 1);
 }
 
 /* The view of r with filter f as format, into a string. */
@@ -182,6 +175,35 @@ static void roots_of(const char *folded, struct counts *c)
 	}
 }
 
+/* The groups of r's view with filter f (its folded stacks by root frame) are exactly want's. */
+static void expect_groups(const struct view_filter *f, struct pprofread *r,
+			  const struct counts *want)
+{
+	struct counts got = {0};
+	char *folded = render(f, r, "collapsed", NULL);
+	size_t i;
+
+	roots_of(folded, &got);
+	cr_assert_eq(got.len, want->len, "%s", folded);
+	for (i = 0; i < want->len; i++)
+		cr_assert_eq(count_of(&got, want->name[i]), want->n[i],
+			     "%s: %" PRId64 ", want %" PRId64, want->name[i],
+			     count_of(&got, want->name[i]), want->n[i]);
+	free(folded);
+}
+
+/* The samples of r's view with filter f (one root frame expected: their sum). */
+static int64_t filtered(const struct view_filter *f, struct pprofread *r)
+{
+	struct counts got = {0};
+	char *folded = render(f, r, "collapsed", NULL);
+
+	roots_of(folded, &got);
+	cr_assert_leq(got.len, 1, "%s", folded);
+	free(folded);
+	return got.n[0];
+}
+
 /* The group header of the top table: "NAME: P% (N samples". Its N, -1 when absent. */
 static int64_t top_group(const char *top, const char *name)
 {
@@ -205,9 +227,9 @@ Test(viewgroup, by_frame_first_match_from_the_root)
 {
 	static struct tsample s[400];
 	struct view_filter f = {.want_top = true};
-	struct counts want = {0}, got = {0};
+	struct counts want = {0};
 	struct pprofread *r;
-	char *folded, *top, err[256];
+	char *top, err[256];
 	int64_t total = 0;
 	size_t i;
 	int d;
@@ -228,13 +250,7 @@ Test(viewgroup, by_frame_first_match_from_the_root)
 	cr_assert_geq(want.len, 3, "the draw has both controllers and samples without one");
 	r = encode(s, 400, "http_route");
 	cr_assert_eq(view_parse_by("frame:Controller#", &f, err, sizeof(err)), 0, "%s", err);
-	folded = render(&f, r, "collapsed", NULL);
-	roots_of(folded, &got);
-	cr_assert_eq(got.len, want.len, "%s", folded);
-	for (i = 0; i < want.len; i++)
-		cr_assert_eq(count_of(&got, want.name[i]), want.n[i],
-			     "%s: %" PRId64 ", want %" PRId64, want.name[i],
-			     count_of(&got, want.name[i]), want.n[i]);
+	expect_groups(&f, r, &want);
 	top = render(&f, r, "top", NULL);
 	cr_assert(strstr(top, "by frame:Controller#: "), "%s", top);
 	for (i = 0; i < want.len; i++)
@@ -248,7 +264,6 @@ Test(viewgroup, by_frame_first_match_from_the_root)
 			 100.0 * (double)count_of(&want, "OrdersController#index") / (double)total);
 		cr_assert(strstr(top, line), "%s in\n%s", line, top);
 	}
-	free(folded);
 	free(top);
 	/* speedscope: a profile per group, its samples the group's */
 	top = render(&f, r, "speedscope", NULL);
@@ -274,9 +289,9 @@ Test(viewgroup, by_label_and_dotted_keys)
 {
 	static struct tsample s[300];
 	struct view_filter f = {.want_top = true};
-	struct counts want = {0}, got = {0}, wantw = {0};
+	struct counts want = {0}, wantw = {0};
 	struct pprofread *r;
-	char *folded, *top, err[256], g[300];
+	char *top, err[256], g[300];
 	int64_t orders = 0;
 	size_t i;
 
@@ -293,47 +308,28 @@ Test(viewgroup, by_label_and_dotted_keys)
 	cr_assert_eq(want.len, 4);
 	r = encode(s, 300, "http_route");
 	cr_assert_eq(view_parse_by("label:http.route", &f, err, sizeof(err)), 0, "%s", err);
-	folded = render(&f, r, "collapsed", NULL);
-	roots_of(folded, &got);
-	cr_assert_eq(got.len, 4, "%s", folded);
-	for (i = 0; i < want.len; i++)
-		cr_assert_eq(count_of(&got, want.name[i]), want.n[i], "%s", want.name[i]);
+	expect_groups(&f, r, &want);
 	top = render(&f, r, "top", NULL);
 	for (i = 0; i < want.len; i++)
 		cr_assert_eq(top_group(top, want.name[i]), want.n[i], "%s in\n%s", want.name[i],
 			     top);
-	free(folded);
 	free(top);
 
 	/* a numeric label */
-	memset(&got, 0, sizeof(got));
 	cr_assert_eq(view_parse_by("label:worker", &f, err, sizeof(err)), 0);
-	folded = render(&f, r, "collapsed", NULL);
-	roots_of(folded, &got);
-	cr_assert_eq(got.len, wantw.len, "%s", folded);
-	for (i = 0; i < wantw.len; i++)
-		cr_assert_eq(count_of(&got, wantw.name[i]), wantw.n[i], "%s", wantw.name[i]);
-	free(folded);
+	expect_groups(&f, r, &wantw);
 
 	/* --label with the attribute's name, and a value holding '=' */
 	memset(&f, 0, sizeof(f));
 	f.label_key[0] = "http.route";
 	f.label_val[0] = "/orders";
 	f.nlabels = 1;
-	memset(&got, 0, sizeof(got));
-	folded = render(&f, r, "collapsed", NULL);
-	roots_of(folded, &got);
-	cr_assert_eq(got.n[0], orders, "%s", folded);
-	free(folded);
+	cr_assert_eq(filtered(&f, r), orders);
 	pprofread__free(r);
 
 	/* a label written with its dot is found as written */
 	r = encode(s, 300, "http.route");
-	memset(&got, 0, sizeof(got));
-	folded = render(&f, r, "collapsed", NULL);
-	roots_of(folded, &got);
-	cr_assert_eq(got.n[0], orders, "%s", folded);
-	free(folded);
+	cr_assert_eq(filtered(&f, r), orders);
 	pprofread__free(r);
 }
 
