@@ -834,16 +834,16 @@ static uint32_t root_child(const struct view *v, uint32_t frame)
 static int subtree_merge(struct view *v, uint32_t src, uint32_t dst)
 {
 	size_t n = 0, cap = 64;
-	uint32_t *todo = malloc(cap * sizeof(*todo)), c, d, s;
+	uint32_t *pending = malloc(cap * sizeof(*pending)), c, d, s;
 	int err = 0;
 
-	if (!todo)
+	if (!pending)
 		return -ENOMEM;
-	todo[n++] = src;
-	todo[n++] = dst;
+	pending[n++] = src;
+	pending[n++] = dst;
 	while (n && !err) {
-		d = todo[--n];
-		s = todo[--n];
+		d = pending[--n];
+		s = pending[--n];
 		for (c = v->nodes[s].child; c; c = v->nodes[c].sibling) {
 			uint32_t dc = child_of(v, d, v->nodes[c].frame, &err);
 
@@ -858,16 +858,16 @@ static int subtree_merge(struct view *v, uint32_t src, uint32_t dst)
 			v->nodes[dc].self += v->nodes[c].self;
 			v->nodes[dc].total += v->nodes[c].total;
 			if (v->nodes[c].child) {
-				if (array_reserve(todo, cap, n + 2, 64)) {
+				if (array_reserve(pending, cap, n + 2, 64)) {
 					err = -ENOMEM;
 					break;
 				}
-				todo[n++] = c;
-				todo[n++] = dc;
+				pending[n++] = c;
+				pending[n++] = dc;
 			}
 		}
 	}
-	free(todo);
+	free(pending);
 	return err;
 }
 
