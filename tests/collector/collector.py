@@ -86,7 +86,10 @@ Faults: --mode ok|hang|status|close (and the control endpoint, --control-port):
   are closed unanswered); with "store": true a held request is processed and stored first (the
   collector has it, the client never learns it: its resend shows as a second sha256), without
   it nothing is stored. Each held request is a line in DIR/held.jsonl (request_sha256, stored,
-  status). "close" closes the connection unanswered.
+  status). "close" closes the connection unanswered. Each answer to a request that stored
+  profiles is a line in DIR/answered.jsonl (the seqs it stored), written once the answer is
+  sent: a stored seq never answered was cut off (a hold, or the collector killed between its
+  store and its answer), which is what a client's resend of it is for.
   GET /state -> {"mode":..., "requests":N, "accepted":N, "hung":N (held now), "statuses":{...}}.
   Down: kill the process; a restart with the same --port and --store goes on appending.
 Store (--store DIR): every accepted profile is DIR/profiles/NNNNNN.pb.gz (or .pb when it was
@@ -554,6 +557,12 @@ class Store:
             with open(os.path.join(self.root, "held.jsonl"), "a", encoding="utf-8") as f:
                 f.write(json.dumps(meta, sort_keys=True) + "\n")
 
+    def answered(self, seqs):
+        with self.lock:
+            with open(os.path.join(self.root, "answered.jsonl"), "a", encoding="utf-8") as f:
+                f.write(json.dumps({"seqs": seqs}) + "\n")
+                f.flush()
+
     def save(self, profile, meta):
         with self.lock:
             self.seq += 1
@@ -657,6 +666,7 @@ class Handler(BaseHTTPRequestHandler):
     state = None  # set in main
     store = None
     mute = False  # a held request: processed, never answered
+    saved = ()  # the seqs this request stored (recorded as answered once the answer is sent)
     muted_status = None
 
     def setup(self):
@@ -711,6 +721,14 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
         self.wfile.flush()
         self.state.answered(status)
+        if self.saved:
+            self.store.answered(list(self.saved))
+            self.saved = ()
+
+    def save(self, profile, meta):
+        meta = self.store.save(profile, meta)
+        self.saved = (*self.saved, meta["seq"])
+        return meta
 
     def answer_json_error(self, status, message, code=None, headers=()):
         code = code or HTTP_TO_CODE.get(status, "unknown")
@@ -771,6 +789,7 @@ class Handler(BaseHTTPRequestHandler):
         return None
 
     def do_POST(self):  # noqa: N802
+        self.saved = ()
         kind = self.route()
         try:
             body = self.read_body()
@@ -939,7 +958,7 @@ class Handler(BaseHTTPRequestHandler):
         meta.update(name=get("name"), app=app, labels=labels, from_ns=from_ns,
                     until_ns=until_ns, sample_rate=sample_rate, spy_name=spy, format=fmt,
                     sha256=hashlib.sha256(profile).hexdigest(), bytes=len(profile), **facts)
-        meta = self.store.save(profile, meta)
+        meta = self.save(profile, meta)
         self.log_message("stored %s %s %s", meta["file"], app, meta["sha256"][:12])
         self.answer(200)
 
@@ -1033,7 +1052,7 @@ class Handler(BaseHTTPRequestHandler):
                         sha256=hashlib.sha256(raw).hexdigest(), bytes=len(raw),
                         from_ns=facts["time_nanos"],
                         until_ns=facts["time_nanos"] + facts["duration_nanos"], **facts)
-            meta = self.store.save(raw, meta)
+            meta = self.save(raw, meta)
             self.log_message("stored %s %s %s", meta["file"], meta["app"], meta["sha256"][:12])
         self.answer(200, b"", ctype)
 
@@ -1166,7 +1185,7 @@ class Handler(BaseHTTPRequestHandler):
                         sha256=hashlib.sha256(raw).hexdigest(), bytes=len(raw),
                         from_ns=facts["time_nanos"],
                         until_ns=facts["time_nanos"] + facts["duration_nanos"], **facts)
-            meta = self.store.save(raw, meta)
+            meta = self.save(raw, meta)
             self.log_message("stored %s %s %s", meta["file"], meta["app"], meta["sha256"][:12])
 
 

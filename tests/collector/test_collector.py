@@ -436,6 +436,12 @@ def test_faults():
     check(st == 0, f"close: {st}")
     st, _, _ = curl(COL.url("/ingest?name=f&format=pprof"), data=PROFILE)
     check(st == 200, f"after close: {st}")
+    # answered.jsonl: the answered stores, not the held one
+    path = os.path.join(COL.store, "answered.jsonl")
+    answered = {q for x in open(path) for q in json.loads(x)["seqs"]}
+    seqs = {e["app"]: e["seq"] for e in COL.index()}
+    check(seqs["held"] not in answered and COL.index()[-1]["seq"] in answered,
+          f"answered.jsonl {sorted(answered)}, held seq {seqs['held']}")
     return "503+Retry-After once, hang, hang+store, close"
 
 
