@@ -195,7 +195,7 @@
 	VALUE(M_PROCESSES_WITHOUT_PIDFD, NULL, NULL, S->c.stacks.no_pidfd) \
 	FAMILY("rubyprofd_ruby_threads_invalid_total", COUNTER, ALWAYS, "Sampled thread pointers that were not a live Ruby thread (no ruby_thread label).") \
 	VALUE(M_RUBY_THREADS_INVALID, NULL, NULL, S->c.stacks.rthread.invalid) \
-	FAMILY("rubyprofd_ruby_thread_reads_total", COUNTER, ALWAYS, "Ruby threads read from their process (first seen in an interval).") \
+	FAMILY("rubyprofd_ruby_thread_reads_total", COUNTER, ALWAYS, "Ruby threads read from their process (first seen in an interval; a young unnamed one again, for the name it takes after its start).") \
 	VALUE(M_RUBY_THREAD_READS, NULL, NULL, S->c.stacks.rthread.reads) \
 	FAMILY("rubyprofd_ruby_thread_names_failed_total", COUNTER, ALWAYS, "Ruby thread names (Thread#name) that could not be read.") \
 	VALUE(M_RUBY_THREAD_NAMES_FAILED, NULL, NULL, S->c.stacks.rthread.name_failed) \

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/clock.h"
 #include "lib/hmap.h"
 #include "proc/procmem.h"
 #include "ruby/rthreads.h"
@@ -17,8 +18,10 @@
 #define RTHREAD_TYPED_DATA 32
 
 struct entry {
-	uint32_t epoch; /* rthreads.epoch when it was read */
-	int err;	/* 0, or why it is not a Ruby thread (not asked again this epoch) */
+	uint32_t epoch;	  /* rthreads.epoch when it was read */
+	int err;	  /* 0, or why it is not a Ruby thread (not asked again this epoch) */
+	int64_t first_ns; /* first sight (monotonic): how young the thread is */
+	int64_t read_ns;  /* last read */
 	struct rthread_label lab;
 };
 
@@ -82,6 +85,7 @@ static void read_entry(struct rthreads *r, uint64_t th, struct entry *e)
 
 	r->stats->reads++;
 	e->epoch = r->epoch;
+	e->read_ns = clock_mono_ns();
 	e->lab.name[0] = '\0';
 	snprintf(e->lab.id, sizeof(e->lab.id), "0x%llx", (unsigned long long)th);
 	e->err = check_thread(r, th);
@@ -101,6 +105,30 @@ static void read_entry(struct rthreads *r, uint64_t th, struct entry *e)
 		e->lab.name[0] = '\0';
 		r->stats->name_failed++;
 	}
+}
+
+/*
+ * An unnamed thread is read again while it is young (RTHREAD_YOUNG_NS, every RTHREAD_REREAD_NS
+ * at most): apps name a thread just after its start (Thread.new { Thread.current.name = ... }),
+ * and a first sight before that would leave it unnamed for the rest of the interval, its later
+ * samples too. What is read is kept only if it is still that thread: one that has ended since
+ * keeps the label its samples had.
+ */
+static void reread_young(struct rthreads *r, uint64_t th, struct entry *e)
+{
+	struct entry now = *e;
+	int64_t t;
+
+	if (e->err || e->lab.name[0] || !r->off->th_name)
+		return;
+	t = clock_mono_ns();
+	if (t - e->first_ns >= RTHREAD_YOUNG_NS || t - e->read_ns < RTHREAD_REREAD_NS)
+		return;
+	read_entry(r, th, &now);
+	if (!now.err)
+		*e = now;
+	else
+		e->read_ns = now.read_ns;
 }
 
 int rthreads_get(struct rthreads *r, uint64_t th, const struct rthread_label **out)
@@ -126,9 +154,12 @@ int rthreads_get(struct rthreads *r, uint64_t th, const struct rthread_label **o
 			return -ENOMEM;
 		}
 		e->epoch = r->epoch - 1;
+		e->first_ns = clock_mono_ns();
 	}
 	if (e->epoch != r->epoch)
 		read_entry(r, th, e);
+	else
+		reread_young(r, th, e);
 	if (e->err)
 		return e->err;
 	*out = &e->lab;

@@ -8,7 +8,8 @@
  * (every thread but the main one keeps 0), and Thread#object_id is assigned lazily: the address is
  * the one identity every version has. It tells apart Ruby threads that share a native thread
  * (M:N threads, 3.3+ with RUBY_MN_THREADS=1). An address can be reused by a later thread once its
- * thread is freed; the name is read again once per interval.
+ * thread is freed; the name is read again once per interval, and an unnamed thread's more often
+ * while it is young (below).
  *
  * Per process, bounded (RTHREAD_MAX_PER_PROC, counted when hit), owned by the collector's target:
  * it dies with the process.
@@ -23,6 +24,10 @@
 
 /* Ruby threads cached per process before the cache is dropped and refilled. */
 #define RTHREAD_MAX_PER_PROC 4096
+/* An unnamed thread's name is read again for this long after its first sight, at most every
+ * RTHREAD_REREAD_NS: a thread named just after its start is named from its next sample on. */
+#define RTHREAD_YOUNG_NS  2000000000LL
+#define RTHREAD_REREAD_NS 20000000LL
 /* Longest thread name kept (bytes, NUL included); longer ones are cut. */
 #define RTHREAD_NAME_MAX     128
 
@@ -33,7 +38,8 @@ struct rthread_label {
 
 /* Counters, shared by every process's cache (the collector owns them). */
 struct rthread_stats {
-	uint64_t reads;	      /* threads read from the process (first sight in an interval) */
+	uint64_t reads;	      /* threads read from the process (first sight in an interval, a young
+			       * unnamed thread again: RTHREAD_YOUNG_NS) */
 	uint64_t invalid;     /* thread pointers that were not a live Ruby thread */
 	uint64_t name_failed; /* thread names that could not be read */
 	uint64_t resets;      /* caches dropped at RTHREAD_MAX_PER_PROC */

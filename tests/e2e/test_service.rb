@@ -67,13 +67,16 @@ class E2E
 
     def log_text = File.exist?(@log) ? File.read(@log) : ""
 
-    # Spool entries: [sidecar hash, profile path], oldest first.
+    # Spool entries: [sidecar hash, profile path], oldest first. An entry the shipper removes
+    # while it is listed (shipped, or past its age) is not one.
     def profiles
       Dir[File.join(@spool, "*.json")].sort.filter_map do |j|
         prof = j.sub(/\.json\z/, ".pb.gz")
         next unless File.exist?(prof)
 
         [JSON.parse(File.read(j)), prof]
+      rescue Errno::ENOENT
+        nil
       end
     end
 

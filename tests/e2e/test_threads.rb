@@ -14,6 +14,31 @@ class E2E
     check_ruby_threads({ "RUBY_MN_THREADS" => "1", "RUBY_MAX_CPU" => "1" }, mn: true)
   end
 
+  # A thread that names itself 0.5 s after its start: rubyprofd saw it unnamed first, and its
+  # samples carry the name from then on, not from the next interval (a oneshot's run is one).
+  # The label is the name when the daemon reads the sample (within the reader's 20 ms poll and
+  # the 20 ms between a young unnamed thread's reads): a few samples on each side of the rename
+  # may carry the other side's label.
+  def test_ruby_thread_named_late
+    facts = start("late_name.rb")
+    pid = facts["pid"]
+    path, = rubyprofd("--pid", pid.to_s, "--duration", "3", "--frequency", "99") { go(facts) }
+    prof = PprofRaw.read(path)
+    samples = prof.samples_of(pid)
+    before = samples.select { |s| prof.frames(s).any? { |l| method?(l, "spin_unnamed") } }
+    after = samples.select { |s| prof.frames(s).any? { |l| method?(l, "spin_named") } }
+    nb, na = [before, after].map { |m| m.sum(&:count) }
+    check(nb >= 10 && na >= 50, "spin_unnamed #{nb}, spin_named #{na} samples")
+    tally = ->(m) { m.group_by { |s| s.labels["ruby_thread_name"] }.transform_values { |v| v.sum(&:count) } }
+    named_early = before.select { |s| s.labels["ruby_thread_name"] == facts["name"] }.sum(&:count)
+    unnamed_late = after.reject { |s| s.labels["ruby_thread_name"] == facts["name"] }.sum(&:count)
+    check(named_early <= 4, "before the name: #{tally.(before)}")
+    check(unnamed_late <= 4, "after the name: #{tally.(after)}")
+    ids = (before + after).map { |s| s.labels["ruby_thread"] }.uniq
+    check(ids.size == 1 && ids.first, "one Ruby thread: #{ids}")
+    "#{nb} samples before the name (#{named_early} named), #{na} after it (#{unnamed_late} unnamed)"
+  end
+
   private
 
   def check_ruby_threads(env, mn: false)

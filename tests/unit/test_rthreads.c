@@ -2,10 +2,12 @@
 /*
  * daemon/ruby/rthreads.c on a fake address space (tests/fuzz/fakemem.h): for every row of
  * daemon/ruby/offsets.c, rb_thread_t structs laid out with that row (self, name) are turned into
- * labels (on the rows of versions no end-to-end test runs, self-consistency only: offsets_row.h); pointers that are not a live Ruby thread are refused and counted; a name set
- * later is seen in the next interval; the cache keeps its bound.
+ * labels (on the rows of versions no end-to-end test runs, self-consistency only: offsets_row.h); pointers that are not a live Ruby thread are refused and counted; a rename
+ * is seen in the next interval, a young unnamed thread's first name at once; the cache keeps its
+ * bound.
  */
 #include <criterion/criterion.h>
+#include <unistd.h>
 
 #include "../fuzz/fakemem.h"
 #include "offsets_row.h"
@@ -141,7 +143,7 @@ Test(rthread, not_a_thread_is_refused_and_counted)
 	rthreads__free(r);
 }
 
-Test(rthread, a_name_set_later_is_seen_next_interval)
+Test(rthread, a_rename_is_seen_next_interval)
 {
 	const struct rthread_label *lab;
 	uint64_t th, name, bad;
@@ -149,16 +151,17 @@ Test(rthread, a_name_set_later_is_seen_next_interval)
 
 	start(6); /* 3.4 */
 	cr_assert_neq(img.off->th_name, 0);
-	th = fm_thread(0x04); /* a special constant: nil */
+	th = fm_thread(fm_string(&img, "first"));
 	name = fm_string(&img, "renamed");
 	bad = fm_alloc(&img, FM_OBJ, 40); /* a heap object that is no String */
 	fm_w64(&img, bad, RUBY_T_ARRAY);
 	r = open_threads();
 	cr_assert_eq(rthreads_get(r, th, &lab), 0);
-	cr_assert_str_eq(lab->name, "");
+	cr_assert_str_eq(lab->name, "first");
 	fm_w64(&img, th + img.off->th_name, name);
+	usleep(RTHREAD_REREAD_NS / 1000 + 5000);
 	cr_assert_eq(rthreads_get(r, th, &lab), 0);
-	cr_assert_str_eq(lab->name, "", "read once per interval");
+	cr_assert_str_eq(lab->name, "first", "a named thread is read once per interval");
 	cr_assert_eq(stats.reads, 1);
 	rthreads_new_epoch(r);
 	cr_assert_eq(rthreads_get(r, th, &lab), 0);
@@ -168,6 +171,52 @@ Test(rthread, a_name_set_later_is_seen_next_interval)
 	cr_assert_eq(rthreads_get(r, th, &lab), 0);
 	cr_assert_str_eq(lab->name, "");
 	cr_assert_eq(stats.name_failed, 1);
+	rthreads__free(r);
+}
+
+/* Thread.new { Thread.current.name = "worker" } sampled before the name is set */
+Test(rthread, a_young_thread_named_after_its_first_sight_is_named_at_once)
+{
+	const struct rthread_label *lab;
+	uint64_t th, ended, late, worker, named_late;
+	struct rthreads *r;
+
+	start(6); /* 3.4 */
+	th = fm_thread(0x04); /* nil */
+	ended = fm_thread(0x04);
+	late = fm_thread(0x04);
+	worker = fm_string(&img, "worker");
+	named_late = fm_string(&img, "named-late");
+	r = open_threads();
+	cr_assert_eq(rthreads_get(r, th, &lab), 0);
+	cr_assert_str_eq(lab->name, "");
+	cr_assert_eq(rthreads_get(r, ended, &lab), 0);
+	cr_assert_eq(rthreads_get(r, late, &lab), 0);
+	cr_assert_eq(stats.reads, 3);
+	fm_w64(&img, th + img.off->th_name, worker);
+	/* the thread ends: its Thread object no longer points back */
+	fm_w64(&img, ended + img.off->th_self, 0);
+	cr_assert_eq(rthreads_get(r, th, &lab), 0);
+	cr_assert_str_eq(lab->name, "", "read again every RTHREAD_REREAD_NS at most");
+	cr_assert_eq(stats.reads, 3);
+	usleep(RTHREAD_REREAD_NS / 1000 + 5000);
+	cr_assert_eq(rthreads_get(r, th, &lab), 0);
+	cr_assert_str_eq(lab->name, "worker");
+	cr_assert_eq(stats.reads, 4);
+	/* an ended thread keeps the label its samples had (its last visits may come later) */
+	cr_assert_eq(rthreads_get(r, ended, &lab), 0);
+	cr_assert_str_eq(lab->name, "");
+	cr_assert_eq(stats.reads, 5);
+	/* named: not read again; nor an unnamed thread past RTHREAD_YOUNG_NS (until the interval) */
+	usleep(RTHREAD_YOUNG_NS / 1000);
+	fm_w64(&img, late + img.off->th_name, named_late);
+	cr_assert_eq(rthreads_get(r, th, &lab), 0);
+	cr_assert_eq(rthreads_get(r, late, &lab), 0);
+	cr_assert_str_eq(lab->name, "");
+	cr_assert_eq(stats.reads, 5);
+	rthreads_new_epoch(r);
+	cr_assert_eq(rthreads_get(r, late, &lab), 0);
+	cr_assert_str_eq(lab->name, "named-late");
 	rthreads__free(r);
 }
 
