@@ -26,8 +26,8 @@
 #define RTHREAD_MAX_PER_PROC 4096
 /* An unnamed thread's name is read again for this long after its first sight, at most every
  * RTHREAD_REREAD_NS: a thread named just after its start is named from its next sample on. */
-#define RTHREAD_YOUNG_NS  2000000000LL
-#define RTHREAD_REREAD_NS 20000000LL
+#define RTHREAD_YOUNG_NS     2000000000LL
+#define RTHREAD_REREAD_NS    20000000LL
 /* Longest thread name kept (bytes, NUL included); longer ones are cut. */
 #define RTHREAD_NAME_MAX     128
 

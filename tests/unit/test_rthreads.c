@@ -181,7 +181,7 @@ Test(rthread, a_young_thread_named_after_its_first_sight_is_named_at_once)
 	uint64_t th, ended, late, worker, named_late;
 	struct rthreads *r;
 
-	start(6); /* 3.4 */
+	start(6);	      /* 3.4 */
 	th = fm_thread(0x04); /* nil */
 	ended = fm_thread(0x04);
 	late = fm_thread(0x04);
