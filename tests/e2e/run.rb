@@ -383,8 +383,12 @@ class E2E
     check(arch && File.exist?(File.join(hdr, "ruby.h")), "no ruby.h for Ruby #{mm} in #{hdr.inspect}")
     FileUtils.mkdir_p(File.dirname(so))
     src = File.expand_path("cext/#{name}", __dir__)
-    out, st = Open3.capture2e("gcc", "-O2", "-shared", "-fPIC", "-w", *flags, "-I", hdr, "-I", arch, "-o", so, src)
+    # Built beside its name and renamed: a test running at once with this one finds the object
+    # whole or not at all (a load of a half-written one fails "file too short").
+    tmp = "#{so}.#{Process.pid}.#{Thread.current.object_id}.tmp"
+    out, st = Open3.capture2e("gcc", "-O2", "-shared", "-fPIC", "-w", *flags, "-I", hdr, "-I", arch, "-o", tmp, src)
     check(st.success?, "gcc #{src}#{what} for Ruby #{mm} failed:\n#{out}")
+    File.rename(tmp, so)
     so
   end
 

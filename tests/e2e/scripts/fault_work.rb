@@ -40,7 +40,9 @@ def fault_map_files(dir, n)
 end
 
 # What the program prints when nothing disturbed it.
-def fault_expected(iters, workers) = (1..workers).map { |w| fault_mix(w, iters) }.reduce(:^)
+def fault_expected(iters, workers)
+  (1..workers).map { |w| fault_mix(w, iters) }.reduce(:^)
+end
 
 if $0 == __FILE__
   out = ARGV.fetch(0)

@@ -8,7 +8,9 @@ OUT = ARGV.fetch(0)
 UNNAMED = 0.5
 NAME = "rp-late"
 
-def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+def now
+  Process.clock_gettime(Process::CLOCK_MONOTONIC)
+end
 
 def spin_unnamed(seconds)
   x = 0

@@ -16,7 +16,9 @@ require_relative "resource_pb"
 OUT, NAME, VERSION, ENVNAME, INSTANCE, NAME2, VERSION2, ENV2 = ARGV
 
 LIBC = Fiddle::Handle::DEFAULT
-def libc(name, args, ret) = Fiddle::Function.new(LIBC[name], args, ret)
+def libc(name, args, ret)
+  Fiddle::Function.new(LIBC[name], args, ret)
+end
 
 I = Fiddle::TYPE_INT
 L = Fiddle::TYPE_LONG
