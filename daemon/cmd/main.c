@@ -9,7 +9,7 @@
 #include "cmd/service.h"
 #include "lib/log.h"
 #include "native/checksum.h"
-#include "view/view.h"
+#include "view/report.h"
 
 static void on_signal(int sig)
 {
@@ -24,7 +24,7 @@ int main(int argc, char **argv)
 
 	/* `rubyprofd report FILE...`: reads profiles, needs no privileges and no configuration */
 	if (argc > 1 && strcmp(argv[1], "report") == 0)
-		return view_report_main(argc - 1, argv + 1);
+		return report_main(argc - 1, argv + 1);
 	switch (config_parse(&cfg, argc, argv)) {
 	case CONFIG_EXIT_OK:
 		return 0;

@@ -28,6 +28,7 @@
 #include "profile/pprof.h"
 #include "profile/session.h"
 #include "view/report.h"
+#include "view/toptable.h"
 #include "view/view.h"
 
 volatile sig_atomic_t oneshot_stop;
@@ -219,7 +220,7 @@ static void write_view(const char *path, const char *format, const char *by)
 	char out[PATH_MAX], err[512];
 	size_t i;
 
-	if (view_write_beside(path, format, by, out, sizeof(out), err, sizeof(err))) {
+	if (report_write_beside(path, format, by, out, sizeof(out), err, sizeof(err))) {
 		log_error("cannot write the %s view: %s", format, err);
 		return;
 	}
@@ -245,7 +246,7 @@ static bool top_by(struct run *r, const char *path)
 		log_error("--by: no profile was written to group");
 		return false;
 	}
-	if (view_write_top_of(path, r->cfg->by, stdout, r->cfg->top, err, sizeof(err))) {
+	if (report_write_top_of(path, r->cfg->by, stdout, r->cfg->top, err, sizeof(err))) {
 		log_error("--by: %s", err);
 		return false;
 	}
@@ -271,9 +272,9 @@ static void summary(struct run *r, double secs, const char *path)
 	printf("rubyprofd: %zu Ruby process%s profiled for %.1f s at %u Hz\n", nproc,
 	       nproc == 1 ? "" : "es", secs, r->cfg->frequency);
 	if (!top_by(r, path))
-		report_top(stdout, session_agg(r->session), r->cfg->top);
+		toptable_write(stdout, session_agg(r->session), r->cfg->top);
 	if (S.c.wall_on) {
-		report_wall(stdout, session_agg(r->session));
+		toptable_wall(stdout, session_agg(r->session));
 		printf("wall: %" PRIu64 " thread samples in %" PRIu64 " runs (%s, %" PRIu64
 		       " ms in BPF; %" PRIu64 " ticks skipped, %" PRIu64
 		       " visits of them added, %" PRIu64 " ticks slept through), %" PRIu64

@@ -1,31 +1,28 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * report.h - the tables of the summary printed at the end of --oneshot: the top functions, and
- * with clock = wall each thread's time per state (the counters after them are oneshot.c's, read
- * from the metric table).
+ * report.h - the `rubyprofd report` command (report.c), and the views that --oneshot writes
+ * beside its profile through it.
  */
 #ifndef RP_REPORT_H
 #define RP_REPORT_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
-#include "profile/aggregate.h"
-
-/* Prints the `top` functions by self samples, with self and total share. 0 or -ENOMEM. */
-int report_top(FILE *out, const struct aggregate *a, unsigned int top);
-
-/* Whether report_top_of counts a stack. */
-typedef bool (*report_keep_fn)(void *ctx, const struct aggregate_stack *st);
+/* `rubyprofd report ARGS` (argv[0] is "report"): the exit status (0, 1 failure, 2 usage). */
+int report_main(int argc, char **argv);
 /*
- * report_top over the stacks that keep accepts (NULL: all), their shares of those stacks'
- * samples, each stack without its drop_root frames at the root end (a view's group frame).
+ * Writes the view of one profile in format beside it: PATH.pb.gz -> PATH.html (the format's
+ * extension), the path into out_path[len]; by: a --by value, or NULL. 0 or -errno with a message
+ * in err.
  */
-int report_top_of(FILE *out, const struct aggregate *a, unsigned int top, report_keep_fn keep,
-		  void *ctx, size_t drop_root);
-/* Prints each Ruby thread's wall time and its share per state, then each state's time and its
- * biggest leaf functions (clock = wall; stacks without a thread state are left out). */
-void report_wall(FILE *f, const struct aggregate *a);
+int report_write_beside(const char *pprof_path, const char *format, const char *by, char *out_path,
+			size_t len, char *err, size_t errlen);
+/*
+ * The oneshot summary's top list with --by (by: a --by value): the profile just written, read
+ * back and grouped, top rows per group, to out. 0 or -errno with a message in err.
+ */
+int report_write_top_of(const char *pprof_path, const char *by, FILE *out, unsigned int top,
+			char *err, size_t errlen);
 
 #endif

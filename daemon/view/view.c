@@ -5,7 +5,7 @@
  *
  * Samples are added root first into a tree whose children are found through one hash map keyed by
  * (parent, frame), so a stack costs one lookup per frame. The top table reuses the --oneshot
- * summary (report.c) on an aggregate.h table filled alongside the tree.
+ * summary (toptable.c) on an aggregate.h table filled alongside the tree.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -19,7 +19,7 @@
 #include "lib/hmap.h"
 #include "lib/text.h"
 #include "profile/aggregate.h"
-#include "view/report.h"
+#include "view/toptable.h"
 #include "view/view.h"
 
 struct vframe {
@@ -1094,7 +1094,7 @@ static int write_group_tops(const struct view *v, FILE *out, unsigned int top)
 				v->st.group_samples_unseen, VIEW_MAX_GROUPS_SEEN);
 		fputs(")\n", out);
 		pick.group = v->order[k];
-		ret = report_top_of(out, v->agg, top, stack_in_group, &pick, 1);
+		ret = toptable_write_of(out, v->agg, top, stack_in_group, &pick, 1);
 	}
 	return ret;
 }
@@ -1114,7 +1114,7 @@ int view_write_top(const struct view *v, FILE *out, unsigned int top)
 		fprintf(out, " (the %u biggest shown, the rest in %s)", VIEW_MAX_GROUPS,
 			VIEW_OTHER_GROUPS);
 	fputc('\n', out);
-	ret = v->group_text ? write_group_tops(v, out, top) : report_top(out, v->agg, top);
+	ret = v->group_text ? write_group_tops(v, out, top) : toptable_write(out, v->agg, top);
 	if (!ret && v->st.top_dropped)
 		fprintf(out, "(%" PRIu64 " stacks left out: more than %u distinct stacks)\n",
 			v->st.top_dropped, VIEW_MAX_STACKS);

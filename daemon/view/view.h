@@ -153,20 +153,4 @@ const char *view_format_ext(const char *format); /* ".html", ".svg", ... */
 int view_write(const struct view *v, const char *format, FILE *out, const char *title,
 	       unsigned int top);
 
-/* `rubyprofd report ARGS` (argv[0] is "report"): the exit status (0, 1 failure, 2 usage). */
-int view_report_main(int argc, char **argv);
-/*
- * Writes the view of one profile in format beside it: PATH.pb.gz -> PATH.html (the format's
- * extension), the path into out_path[len]; by: a --by value, or NULL. 0 or -errno with a message
- * in err.
- */
-int view_write_beside(const char *pprof_path, const char *format, const char *by, char *out_path,
-		      size_t len, char *err, size_t errlen);
-/*
- * The oneshot summary's top list with --by (by: a --by value): the profile just written, read
- * back and grouped, top rows per group, to out. 0 or -errno with a message in err.
- */
-int view_write_top_of(const char *pprof_path, const char *by, FILE *out, unsigned int top,
-		      char *err, size_t errlen);
-
 #endif

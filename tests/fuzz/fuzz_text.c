@@ -4,7 +4,7 @@
  * service) on its way to a terminal, JSON, SVG, HTML and the metrics endpoint. The input is
  * fields separated by 0x1e: two frames' names and a file, a thread name, a Ruby thread name,
  * a service, a title. They go into the aggregate as the collector puts them, out through the
- * oneshot summaries (report_top, report_wall), into a pprof, back through pprofread into a
+ * oneshot summaries (toptable_write, toptable_wall), into a pprof, back through pprofread into a
  * view, and out through `rubyprofd report`'s writers; the service also into a Prometheus label.
  * Each output is checked for its format's property with code that is not the writers':
  *   terminal (summaries, `top`): valid UTF-8 (decoded here), no control character but '\n'
@@ -24,7 +24,7 @@
 #include "profile/aggregate.h"
 #include "profile/pprof.h"
 #include "view/pprofread.h"
-#include "view/report.h"
+#include "view/toptable.h"
 #include "view/view.h"
 
 enum { F_NAME1, F_FILE1, F_NAME2, F_THREAD, F_RTHREAD, F_SERVICE, F_TITLE, F_N };
@@ -424,14 +424,14 @@ static void summaries(const struct aggregate *a)
 {
 	struct mem m;
 
-	if (mem_open(&m) && mem_wrote(&m, report_top(m.f, a, 10))) {
-		check_terminal("report_top", m.buf, m.len);
+	if (mem_open(&m) && mem_wrote(&m, toptable_write(m.f, a, 10))) {
+		check_terminal("toptable_write", m.buf, m.len);
 		free(m.buf);
 	}
 	if (mem_open(&m)) {
-		report_wall(m.f, a);
+		toptable_wall(m.f, a);
 		mem_close(&m);
-		check_terminal("report_wall", m.buf, m.len);
+		check_terminal("toptable_wall", m.buf, m.len);
 		free(m.buf);
 	}
 }

@@ -19,6 +19,7 @@
 #include "profile/pprof.h"
 #include "tmpdir.h"
 #include "view/pprofread.h"
+#include "view/report.h"
 #include "view/view.h"
 
 #define T0 1700000000000000000LL
@@ -293,7 +294,7 @@ static int report(const char *format, const char *out, const char *in)
 {
 	char *argv[] = {"report", "-f", (char *)format, "-o", (char *)out, (char *)in, NULL};
 
-	return view_report_main(6, argv);
+	return report_main(6, argv);
 }
 
 /* A link at the output is refused (rubyprofd report exits 1); its target stays as it was. */
@@ -310,7 +311,7 @@ Test(viewfile, a_link_at_the_output_is_never_followed)
 	cr_assert_eq(symlink(victim, out), 0);
 	cr_assert_eq(report("collapsed", out, prof), 1);
 	cr_assert_eq(symlink(victim, beside), 0);
-	cr_assert_eq(view_write_beside(prof, "svg", NULL, path, sizeof(path), err, sizeof(err)),
+	cr_assert_eq(report_write_beside(prof, "svg", NULL, path, sizeof(path), err, sizeof(err)),
 		     -ELOOP);
 	cr_assert_str_eq(path, beside);
 	cr_assert(strstr(err, "a symbolic link is there (never followed)"), "%s", err);
@@ -347,7 +348,7 @@ Test(viewfile, views_are_not_readable_by_others)
 	cr_assert_eq(stat(out, &st), 0);
 	cr_assert_eq(st.st_mode & 07777, 0640, "mode %o", st.st_mode & 07777);
 	cr_assert_eq(
-		view_write_beside(prof, "flamegraph", NULL, path, sizeof(path), err, sizeof(err)),
+		report_write_beside(prof, "flamegraph", NULL, path, sizeof(path), err, sizeof(err)),
 		0, "%s", err);
 	cr_assert_str_eq(path, beside);
 	cr_assert_eq(stat(beside, &st), 0);

@@ -16,6 +16,7 @@
 #include "profile/pprof.h"
 #include "tmpdir.h"
 #include "view/pprofread.h"
+#include "view/report.h"
 #include "view/view.h"
 
 #define T0 1700000000000000000LL
@@ -550,7 +551,7 @@ Test(viewgroupcli, label_value_with_equals_and_exit_codes)
 	argv[6] = strdup("http.route=/a=b");
 	argv[7] = prof;
 	argv[8] = NULL;
-	cr_assert_eq(view_report_main(8, argv), 0);
+	cr_assert_eq(report_main(8, argv), 0);
 	f = fopen(out, "r");
 	cr_assert_not_null(f);
 	n = fread(buf, 1, sizeof(buf) - 1, f);
@@ -562,11 +563,11 @@ Test(viewgroupcli, label_value_with_equals_and_exit_codes)
 	/* --by's errors are usage errors */
 	argv[5] = "--by";
 	argv[6] = "frame:[";
-	cr_assert_eq(view_report_main(8, argv), 2);
+	cr_assert_eq(report_main(8, argv), 2);
 	argv[6] = "frame:";
-	cr_assert_eq(view_report_main(8, argv), 2);
+	cr_assert_eq(report_main(8, argv), 2);
 	argv[6] = "everything";
-	cr_assert_eq(view_report_main(8, argv), 2);
+	cr_assert_eq(report_main(8, argv), 2);
 	free(prof);
 	free(out);
 }

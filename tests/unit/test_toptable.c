@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "profile/aggregate.h"
-#include "view/report.h"
+#include "view/toptable.h"
 
 static unsigned int count_rows(const char *text, const char *needle)
 {
@@ -24,7 +24,7 @@ static unsigned int count_rows(const char *text, const char *needle)
  * files, it is still one function, one row (the README's example showed Kernel#require twice).
  * A Ruby method of the same name in two files is two functions.
  */
-Test(report, a_c_function_called_from_two_files_is_one_row)
+Test(toptable, a_c_function_called_from_two_files_is_one_row)
 {
 	static const int64_t one[1] = {1};
 	struct aggregate_proc_info info = {.pid = 1, .nspid = 1, .service = "app"};
@@ -46,7 +46,7 @@ Test(report, a_c_function_called_from_two_files_is_one_row)
 	cr_assert_eq(aggregate_add(a, p, 1, "ruby", f, 2, one), 0);
 	out = open_memstream(&text, &len);
 	cr_assert_not_null(out);
-	cr_assert_eq(report_top(out, a, 20), 0);
+	cr_assert_eq(toptable_write(out, a, 20), 0);
 	fclose(out);
 	cr_assert_eq(count_rows(text, "Kernel#require [c]"), 1, "%s", text);
 	cr_assert_eq(count_rows(text, "<main>"), 2, "%s", text);
@@ -58,7 +58,7 @@ Test(report, a_c_function_called_from_two_files_is_one_row)
 
 /* The oneshot summary: each Ruby thread's time and state shares, then each state's time and
  * its biggest leaf functions, from the aggregate's wall samples (cpu-clock samples left out). */
-Test(report, wall_time_per_thread_and_state)
+Test(toptable, wall_time_per_thread_and_state)
 {
 	struct aggregate_proc_info info = {.pid = 42, .nspid = 42, .service = "app"};
 	struct aggregate *a = aggregate__new(2, 100);
@@ -100,7 +100,7 @@ Test(report, wall_time_per_thread_and_state)
 
 	f = open_memstream(&out, &len);
 	cr_assert_not_null(f);
-	report_wall(f, a);
+	toptable_wall(f, a);
 	fclose(f);
 	cr_assert_str_eq(out, "wall time per thread and state:\n"
 			      "  pid 42 thread 0x10 (worker): 1.000 s, sleeping 75.0%, "
