@@ -358,9 +358,12 @@ class E2E
       expected = expected_samples(cpu, pid, prof, hz) or fail!("pid #{pid} ended while it was profiled")
       busy = expected / hz / Float(prof.duration)
       File.write(ENV["RP_E2E_RATIOS"], format("%s %s %d %.1f %.3f %.2f\n", @rt.name, script, total, expected, total / expected, busy), mode: "a") if ENV["RP_E2E_RATIOS"]
+      # a shortfall shows the daemon's own count of what it saw and dropped, so that a failure
+      # tells a loss the daemon counted from ticks that never reached it
       check(samples_ok?(total, expected, busy, hz),
-            format("%d samples of pid %d, which ran %.2f s on a CPU in the profile's %s s at %d Hz: %.0f +- %.0f expected",
-                   total, pid, expected / hz, prof.duration, hz, expected, sample_spread(expected, busy, hz)))
+            format("%d samples of pid %d, which ran %.2f s on a CPU in the profile's %s s at %d Hz: %.0f +- %.0f expected\n%s",
+                   total, pid, expected / hz, prof.duration, hz, expected, sample_spread(expected, busy, hz),
+                   stdout.lines.grep(/\A(samples|dropped): /).join.chomp))
     end
     Run.new(facts, prof, samples, total, stdout, expected, cpu)
   end
