@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cmd/config.h"
+#include "cmd/config_doc.h"
 #include "cmd/config_keys.h"
 #include "lib/lines.h"
 #include "lib/log.h"
@@ -52,7 +53,7 @@ static void build_opts(struct opts *o)
 	for (i = 0; i < NKEYS; i++) {
 		const struct config_key *k = &config_keys[i];
 
-		config_key_flag((enum config_key_id)i, o->names[i], sizeof(o->names[i]));
+		config_keys_flag((enum config_key_id)i, o->names[i], sizeof(o->names[i]));
 		o->longs[i].name = o->names[i] + 2;
 		o->longs[i].has_arg = !k->arg		    ? no_argument
 				      : k->flags & K_OPTARG ? optional_argument
@@ -607,8 +608,8 @@ static int key_check(const struct config_key *k, const char *val, union key_valu
 	case KT_SIZE:
 		snprintf(err, errlen,
 			 "'%s' is not a size from %s to %s (bytes, or a number with the suffix %s)",
-			 val, config_size_text(k->min, lo, sizeof(lo)),
-			 config_size_text(k->max, hi, sizeof(hi)),
+			 val, config_doc_size_text(k->min, lo, sizeof(lo)),
+			 config_doc_size_text(k->max, hi, sizeof(hi)),
 			 k->max >= (1 << 30)   ? "K, M or G"
 			 : k->max >= (1 << 20) ? "K or M"
 					       : "K");
@@ -617,8 +618,9 @@ static int key_check(const struct config_key *k, const char *val, union key_valu
 		snprintf(err, errlen,
 			 "'%s' is not %sa duration from %s to %s (a number with the suffix s, m, h "
 			 "or d)",
-			 val, k->zero ? "0 or " : "", config_duration_text(k->min, lo, sizeof(lo)),
-			 config_duration_text(k->max, hi, sizeof(hi)));
+			 val, k->zero ? "0 or " : "",
+			 config_doc_duration_text(k->min, lo, sizeof(lo)),
+			 config_doc_duration_text(k->max, hi, sizeof(hi)));
 		break;
 	default: /* KT_ENUM: "a or b", "a, b or c", or "one of a, b, c" */
 		list[0] = '\0';
@@ -904,17 +906,17 @@ static void unknown_key(const char *path, unsigned int line, const char *key)
 	char alt[64], flag[48];
 	size_t i;
 
-	k = config_key_find(key, &id);
+	k = config_keys_find(key, &id);
 	if (k) {
 		log_line(LOG_LVL_ERROR, "%s:%u: unknown key '%s' (%s is a command-line flag only)",
-			 path, line, key, config_key_flag(id, flag, sizeof(flag)));
+			 path, line, key, config_keys_flag(id, flag, sizeof(flag)));
 		return;
 	}
 	/* the flag's spelling: say which key is meant */
 	for (i = 0; key[i] && i + 1 < sizeof(alt); i++)
 		alt[i] = key[i] == '-' ? '_' : key[i];
 	alt[i] = '\0';
-	k = config_key_find(alt, &id);
+	k = config_keys_find(alt, &id);
 	if (!key[i] && k && (k->flags & K_FILE)) {
 		log_line(LOG_LVL_ERROR, "%s:%u: unknown key '%s' (did you mean '%s'?)", path, line,
 			 key, k->name);
@@ -986,7 +988,7 @@ static int read_file(struct parse_ctx *ctx, const char *path, bool optional)
 		*eq = '\0';
 		key = trim(key);
 		val = trim(eq + 1);
-		k = config_key_find(key, &id);
+		k = config_keys_find(key, &id);
 		if (!k || !(k->flags & K_FILE)) {
 			unknown_key(path, line, key);
 			err = -EINVAL;
@@ -1051,7 +1053,7 @@ static enum config_result scan_mode(struct config *cfg, const struct opts *o, in
 			cfg->config_file = optarg;
 			break;
 		case KEY_HELP:
-			config_usage(stdout);
+			config_doc_help(stdout);
 			return CONFIG_EXIT_OK;
 		case KEY_VERSION:
 			printf("rubyprofd %s\n", RUBYPROF_VERSION);
@@ -1123,7 +1125,7 @@ static enum config_result apply_flags(struct parse_ctx *ctx, const struct opts *
 		case KEY_VERSION:
 			continue; /* seen in the first pass */
 		}
-		config_key_flag((enum config_key_id)id, flag, sizeof(flag));
+		config_keys_flag((enum config_key_id)id, flag, sizeof(flag));
 		if ((config_keys[id].flags & K_ONESHOT) && !cfg->oneshot) {
 			log_line(LOG_LVL_ERROR, "%s: only with --oneshot", flag);
 			return CONFIG_EXIT_BAD;

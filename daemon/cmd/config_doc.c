@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd/config_doc.h"
 #include "cmd/config_keys.h"
 
 #define HELP_COLUMN 24
@@ -18,7 +19,7 @@
 
 /* ---- words about one key ------------------------------------------------------------------ */
 
-const char *config_size_text(double v, char *buf, size_t len)
+const char *config_doc_size_text(double v, char *buf, size_t len)
 {
 	static const char units[] = "GMK";
 	unsigned long long b = (unsigned long long)v;
@@ -34,7 +35,7 @@ const char *config_size_text(double v, char *buf, size_t len)
 	return buf;
 }
 
-const char *config_duration_text(double v, char *buf, size_t len)
+const char *config_doc_duration_text(double v, char *buf, size_t len)
 {
 	if (v >= 86400 && v == (double)(long long)(v / 86400) * 86400)
 		snprintf(buf, len, "%gd", v / 86400);
@@ -69,15 +70,15 @@ static void values_text(const struct config_key *k, char *buf, size_t len)
 		return;
 	case KT_SIZE:
 		snprintf(buf, len, "`%s` to `%s`: bytes, or a number with %s (powers of 1024)",
-			 config_size_text(k->min, lo, sizeof(lo)),
-			 config_size_text(k->max, hi, sizeof(hi)), size_suffixes(k->max));
+			 config_doc_size_text(k->min, lo, sizeof(lo)),
+			 config_doc_size_text(k->max, hi, sizeof(hi)), size_suffixes(k->max));
 		return;
 	case KT_DURATION:
 		snprintf(buf, len,
 			 "%s`%s` to `%s`: a number with `s`, `m`, `h` or `d` (a bare number is "
 			 "seconds)",
-			 k->zero ? "`0` or " : "", config_duration_text(k->min, lo, sizeof(lo)),
-			 config_duration_text(k->max, hi, sizeof(hi)));
+			 k->zero ? "`0` or " : "", config_doc_duration_text(k->min, lo, sizeof(lo)),
+			 config_doc_duration_text(k->max, hi, sizeof(hi)));
 		return;
 	case KT_ENUM:
 		buf[0] = '\0';
@@ -137,7 +138,7 @@ static void flag_text(enum config_key_id id, char *buf, size_t len, bool with_ar
 	const struct config_key *k = &config_keys[id];
 	char f[48];
 
-	config_key_flag(id, f, sizeof(f));
+	config_keys_flag(id, f, sizeof(f));
 	if (!with_arg || !k->arg)
 		snprintf(buf, len, "%s", f);
 	else if (k->flags & K_OPTARG)
@@ -235,12 +236,12 @@ static void help_line(FILE *out, enum config_key_id id)
 			 k->max);
 	else if (k->type == KT_SIZE)
 		snprintf(range, sizeof(range), "%s to %s, suffix %s",
-			 config_size_text(k->min, lo, 32), config_size_text(k->max, hi, 32),
+			 config_doc_size_text(k->min, lo, 32), config_doc_size_text(k->max, hi, 32),
 			 k->max >= (1 << 30) ? "K, M or G" : "K");
 	else if (k->type == KT_DURATION)
 		snprintf(range, sizeof(range), "%s%s to %s, suffix s, m, h or d",
-			 k->zero ? "0 or " : "", config_duration_text(k->min, lo, 32),
-			 config_duration_text(k->max, hi, 32));
+			 k->zero ? "0 or " : "", config_doc_duration_text(k->min, lo, 32),
+			 config_doc_duration_text(k->max, hi, 32));
 	if (k->def && k->def[0] && k->def_oneshot)
 		snprintf(text, sizeof(text), "%s (%s%sdefault %s, --oneshot %s)", help, range,
 			 range[0] ? "; " : "", k->def, k->def_oneshot);
@@ -254,7 +255,7 @@ static void help_line(FILE *out, enum config_key_id id)
 	wrap(out, text, (size_t)col, HELP_COLUMN, HELP_WIDTH, "");
 }
 
-void config_usage(FILE *out)
+void config_doc_help(FILE *out)
 {
 	enum section sec;
 	size_t i;
@@ -518,6 +519,6 @@ void config_doc_conf(FILE *out)
 void config_doc_usage(FILE *out)
 {
 	fputs("```\n", out);
-	config_usage(out);
+	config_doc_help(out);
 	fputs("```\n", out);
 }

@@ -738,7 +738,7 @@ const struct config_key config_keys[NKEYS] = {
 		},
 };
 
-const struct config_key *config_key_find(const char *name, enum config_key_id *id)
+const struct config_key *config_keys_find(const char *name, enum config_key_id *id)
 {
 	size_t i;
 
@@ -751,7 +751,7 @@ const struct config_key *config_key_find(const char *name, enum config_key_id *i
 	return NULL;
 }
 
-const char *config_key_flag(enum config_key_id id, char *buf, size_t len)
+const char *config_keys_flag(enum config_key_id id, char *buf, size_t len)
 {
 	const char *name = config_keys[id].name;
 	size_t i;

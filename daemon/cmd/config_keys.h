@@ -137,26 +137,8 @@ struct config_key {
 extern const struct config_key config_keys[NKEYS];
 
 /* The entry of a file key (any entry with a name, K_FILE or not); NULL when there is none. */
-const struct config_key *config_key_find(const char *name, enum config_key_id *id);
+const struct config_key *config_keys_find(const char *name, enum config_key_id *id);
 /* "--frequency" for KEY_FREQUENCY, into buf (40 bytes hold every flag); returns buf. */
-const char *config_key_flag(enum config_key_id id, char *buf, size_t len);
-
-/* --help, generated from the table. */
-void config_usage(FILE *out);
-
-/*
- * The generated documents (scripts/gendocs.c writes them into the tree, make gen; the unit
- * tests compare): the table of docs/configuration.md, the OPTIONS section of rubyprofd(8),
- * systemd/rubyprofd.conf and README.md's Usage.
- */
-void config_doc_markdown(FILE *out);
-void config_doc_man(FILE *out);
-void config_doc_conf(FILE *out);
-/* config_usage in a fenced code block (docs/usage.md). */
-void config_doc_usage(FILE *out);
-
-/* A bound as the configuration spells it: "8K", "1048576G"; "1s", "10m", "3650d". */
-const char *config_size_text(double v, char *buf, size_t len);
-const char *config_duration_text(double v, char *buf, size_t len);
+const char *config_keys_flag(enum config_key_id id, char *buf, size_t len);
 
 #endif

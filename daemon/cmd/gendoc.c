@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd/config_doc.h"
 #include "cmd/config_keys.h"
 #include "cmd/gendoc.h"
 #include "cmd/metrics_table.h"

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cmd/config.h"
+#include "cmd/config_doc.h"
 #include "cmd/config_keys.h"
 #include "cmd/gendoc.h"
 #include "output/protocol.h"
@@ -105,7 +106,7 @@ Test(config_doc, every_flag_of_the_table_parses)
 			continue;
 		if (k->flags & K_ONESHOT)
 			argv[argc++] = "--oneshot";
-		config_key_flag((enum config_key_id)i, flag, sizeof(flag));
+		config_keys_flag((enum config_key_id)i, flag, sizeof(flag));
 		/* --flag=value: the form an optional value needs */
 		snprintf(arg, sizeof(arg), "%s=%s", flag, k->def);
 		argv[argc++] = arg;
