@@ -56,8 +56,10 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Iinclude
 # Modules of the daemon. main.o is only linked into the binary; the rest is also linked into tests.
 DAEMON_SRCS := $(filter-out daemon/cmd/main.c,$(wildcard daemon/*/*.c))
 DAEMON_OBJS := $(patsubst daemon/%.c,$(BUILD)/daemon/%.o,$(DAEMON_SRCS))
-UNIT_SRCS := $(wildcard tests/unit/*.c)
-UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+# tests/unit/FOLDER/test_NAME.c tests daemon/FOLDER/NAME.c; each is build/tests/test_NAME
+UNIT_DIRS := $(patsubst tests/unit/%/,%,$(sort $(dir $(wildcard tests/unit/*/test_*.c))))
+UNIT_SRCS := $(wildcard tests/unit/*/test_*.c)
+UNIT_BINS := $(addprefix $(BUILD)/tests/,$(basename $(notdir $(UNIT_SRCS))))
 
 all: $(BUILD)/rubyprofd
 
@@ -141,7 +143,7 @@ profile: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/profile.sh $(BUILD)/rubyprofd
 
-SRC_FILES := $(wildcard daemon/*/*.[ch] bpf/*.bpf.[ch] include/*.h tests/unit/*.c tests/fixtures/*.c scripts/*.c)
+SRC_FILES := $(wildcard daemon/*/*.[ch] bpf/*.bpf.[ch] include/*.h tests/unit/*.h tests/unit/*/*.c tests/fixtures/*.c scripts/*.c)
 
 format:
 	$(Q)clang-format -i $(SRC_FILES)

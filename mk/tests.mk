@@ -76,9 +76,12 @@ FIXTURES := $(BUILD)/fixtures/libtlsfix.so $(BUILD)/fixtures/libtlsfix-stripped.
 	$(BUILD)/fixtures/fakeruby-musl $(BUILD)/fixtures/libcoldfix.so $(BUILD)/fixtures/stallfs \
 	$(BUILD)/fixtures/execstop
 
-$(BUILD)/tests/%: tests/unit/%.c $(DAEMON_OBJS) | $(BUILD)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) $< $(DAEMON_OBJS) $(LDLIBS) -lcriterion -o $@
+define UNIT_RULE
+$(BUILD)/tests/%: tests/unit/$(1)/%.c $(DAEMON_OBJS) | $(BUILD)/tests
+	$$(call msg,CC,$$@)
+	$$(Q)$$(CC) $$(ALL_CFLAGS) $$(LDFLAGS) $$< $$(DAEMON_OBJS) $$(LDLIBS) -lcriterion -o $$@
+endef
+$(foreach d,$(UNIT_DIRS),$(eval $(call UNIT_RULE,$(d))))
 
 test-unit: $(UNIT_BINS) $(FIXTURES)
 	$(Q)tests/run-unit.sh $(BUILD) $(UNIT_BINS)

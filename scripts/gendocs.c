@@ -3,7 +3,7 @@
  * gendocs.c - writes the parts of the tree generated from rubyprofd's tables (daemon/cmd/gendoc.c
  * lists them: the key table's docs/configuration.md table, the OPTIONS of docs/rubyprofd.8 and
  * systemd/rubyprofd.conf; the metric table's docs/metrics.md). `make gen` runs it;
- * tests/unit/test_config_doc.c fails when what is committed differs from what it would write.
+ * tests/unit/cmd/test_config_doc.c fails when what is committed differs from what it would write.
  *
  *   gendocs [ROOT]      ROOT: the tree's top (default: .)
  */

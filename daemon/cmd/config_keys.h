@@ -7,7 +7,7 @@
  * parser (config.c builds getopt's table from it and applies the defaults through the same setter
  * as the file), --help, and, through scripts/gendocs.c, the key section of rubyprofd(8), the
  * table of docs/configuration.md and the installed systemd/rubyprofd.conf (every key, commented).
- * tests/unit/test_config_doc.c fails when a committed one differs from what the table gives.
+ * tests/unit/cmd/test_config_doc.c fails when a committed one differs from what the table gives.
  *
  * Adding a key: an entry here (docs/hacking.md) and a field in struct config, named by the
  * entry's CONFIG_FIELD when its type says all (a number, a size, a duration, one of a list); a
@@ -123,7 +123,7 @@ struct config_key {
 	 * unsigned int or a uint64_t, KT_SECONDS and KT_DURATION a double, KT_ENUM the value's
 	 * index in `values` as an int, or, with `truth`, a bool: whether the value is `truth`;
 	 * KT_TEXT with K_READABLE the path, in a char array.
-	 * tests/unit/test_config.c holds every entry to these sizes.
+	 * tests/unit/cmd/test_config.c holds every entry to these sizes.
 	 */
 	size_t field;
 	size_t field_size;

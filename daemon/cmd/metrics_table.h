@@ -3,7 +3,7 @@
  * metrics_table.h - the one table of rubyprofd's metrics: every counter the daemon keeps, with
  * its name, type, help, labels and where its value lives. The metrics endpoint renders it
  * (metrics_table.c), the --oneshot summary reads its values by id, and docs/metrics.md is
- * generated from it (make gen; tests/unit/test_metrics_table.c fails when it drifts).
+ * generated from it (make gen; tests/unit/cmd/test_metrics_table.c fails when it drifts).
  *
  * FAMILY(NAME, TYPE, WHEN, HELP) starts a family; the VALUE(ID, LABEL_KEY, LABEL_VALUE, EXPR)
  * entries after it are its samples. EXPR reads `S`, a const struct metric_snapshot *. WHEN says

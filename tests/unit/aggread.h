@@ -46,8 +46,8 @@ static inline struct pprofread *aggread(struct aggregate *a, unsigned int flags,
 }
 
 /* The string value of the sample's label key, NULL without one. */
-static inline const char *aggread_label(const struct pprofread *r,
-					const struct pprofread_sample *s, const char *key)
+static inline const char *aggread_label(const struct pprofread *r, const struct pprofread_sample *s,
+					const char *key)
 {
 	size_t i;
 

@@ -28,9 +28,9 @@ stackcopy(void *dst, uintptr_t src, size_t len)
 
 /* This function's registers as a sample would find them: where it is, its sp and its bp. */
 #define STACKCOPY_REGS(ip, sp, bp)                                                                 \
-	__asm__ volatile("lea 0(%%rip), %0\n\t"                                                   \
-			 "mov %%rsp, %1\n\t"                                                      \
-			 "mov %%rbp, %2"                                                          \
+	__asm__ volatile("lea 0(%%rip), %0\n\t"                                                    \
+			 "mov %%rsp, %1\n\t"                                                       \
+			 "mov %%rbp, %2"                                                           \
 			 : "=r"(ip), "=r"(sp), "=r"(bp))
 
 /*

@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "elfedit.h"
-#include "fixture.h"
+#include "../elfedit.h"
+#include "../fixture.h"
 #include "lib/bounds.h"
 #include "native/elfcache.h"
 

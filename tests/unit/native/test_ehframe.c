@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fixture.h"
-#include "../fuzz/dwfl_offline.h"
+#include "../fixture.h"
+#include "../../fuzz/dwfl_offline.h"
 #include "native/coldpart.h"
 #include "native/ehframe.h"
 

@@ -16,7 +16,7 @@
 #include "profile/aggregate.h"
 #include "profile/stacks.h"
 #include "sample/native.h"
-#include "stackcopy.h"
+#include "../stackcopy.h"
 
 #define PAGES 5
 

@@ -17,7 +17,7 @@
 #include <zlib.h>
 
 #include "profile/pprof.h"
-#include "tmpdir.h"
+#include "../tmpdir.h"
 
 /* A per-test temporary directory: profiles, and HOME/GOCACHE for the go tool. */
 static void setup(void)

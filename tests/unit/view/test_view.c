@@ -14,10 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "aggread.h"
+#include "../aggread.h"
 #include "lib/fileio.h"
 #include "profile/pprof.h"
-#include "tmpdir.h"
+#include "../tmpdir.h"
 #include "view/pprofread.h"
 #include "view/report.h"
 #include "view/view.h"

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fixture.h"
+#include "../fixture.h"
 #include "lib/clock.h"
 #include "native/demangle.h"
 

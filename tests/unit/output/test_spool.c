@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "output/spool.h"
-#include "tmpdir.h"
+#include "../tmpdir.h"
 
 static char spooldir[256];
 static bool mounted;

@@ -10,13 +10,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "aggread.h"
+#include "../aggread.h"
 #include "proc/procs.h"
 #include "profile/aggregate.h"
 #include "profile/pprof.h"
 #include "sample/native.h"
 #include "sample/sampler.h"
-#include "stackcopy.h"
+#include "../stackcopy.h"
 #include "view/pprofread.h"
 
 #define PAGES 5

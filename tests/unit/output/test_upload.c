@@ -16,9 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "httpd.h"
+#include "../httpd.h"
 #include "output/upload.h"
-#include "tmpdir.h"
+#include "../tmpdir.h"
 
 static struct httpd *srv;
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../fuzz/succbuild.h"
+#include "../../fuzz/succbuild.h"
 #include "ruby/symbolizer.h"
 
 /* Builds a table the way Ruby does, for sorted positions data[0..size). */

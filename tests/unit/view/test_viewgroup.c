@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "aggread.h"
+#include "../aggread.h"
 #include "profile/pprof.h"
-#include "tmpdir.h"
+#include "../tmpdir.h"
 #include "view/pprofread.h"
 #include "view/report.h"
 #include "view/view.h"

@@ -19,7 +19,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "fixture.h"
+#include "../fixture.h"
 #include "lib/bounds.h"
 #include "native/checksum.h"
 #include "native/debugfile.h"

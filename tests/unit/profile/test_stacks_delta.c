@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../fuzz/fakemem.h"
-#include "offsets_row.h"
+#include "../../fuzz/fakemem.h"
+#include "../offsets_row.h"
 #include "profile/stacks.h"
 
 #define DEPTH 12

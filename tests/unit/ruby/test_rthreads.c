@@ -9,8 +9,8 @@
 #include <criterion/criterion.h>
 #include <unistd.h>
 
-#include "../fuzz/fakemem.h"
-#include "offsets_row.h"
+#include "../../fuzz/fakemem.h"
+#include "../offsets_row.h"
 #include "ruby/rthreads.h"
 
 static struct fakemem_image img;

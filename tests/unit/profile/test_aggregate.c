@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aggread.h"
+#include "../aggread.h"
 #include "lib/hmap.h"
 #include "profile/aggregate.h"
 #include "view/pprofread.h"

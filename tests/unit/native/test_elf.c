@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "elfedit.h"
-#include "fixture.h"
+#include "../elfedit.h"
+#include "../fixture.h"
 #include "lib/bounds.h"
 #include "lib/clock.h"
 #include "native/elf.h"

@@ -17,7 +17,7 @@
 
 #include "output/protocol.h"
 #include "output/spool.h"
-#include "tmpdir.h"
+#include "../tmpdir.h"
 
 static void setup(void)
 {

@@ -18,10 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "httpd.h"
+#include "../httpd.h"
 #include "output/ship.h"
 #include "output/spool.h"
-#include "tmpdir.h"
+#include "../tmpdir.h"
 
 #define NS 1000000000LL
 

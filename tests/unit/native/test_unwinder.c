@@ -23,7 +23,7 @@
 #include "native/elf.h"
 #include "native/unwinder.h"
 #include "proc/procs.h"
-#include "stackcopy.h"
+#include "../stackcopy.h"
 
 #define COPY_MAX 16384
 

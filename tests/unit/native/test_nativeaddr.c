@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aggread.h"
+#include "../aggread.h"
 #include "profile/aggregate.h"
 #include "profile/pprof.h"
 #include "view/pprofread.h"
