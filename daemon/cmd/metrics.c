@@ -267,7 +267,8 @@ struct client {
 	uint64_t seq;	 /* accept order: the lower, the older */
 	/* When the current phase (request, response, drain) must be over; bytes never move it. */
 	uint64_t deadline_ms;
-	size_t len; /* of req */
+	uint64_t moved_ms; /* its accept, or the response's last bytes sent: see client_rank() */
+	size_t len;	   /* of req */
 	char req[METRICS_MAX_REQUEST];
 	char head[256];
 	size_t head_len;
@@ -468,28 +469,40 @@ bool metrics_owns(const struct metrics *m, int fd)
 	return fd >= 0 && (fd == m->lfd || client_index(m, fd) >= 0);
 }
 
-/* The phases in the order their connections give way to a new one; see client_slowest(). */
-static int client_rank(enum client_state state)
+/* The order in which connections give way to a new one (the lowest first); see client_slowest(). */
+static int client_rank(const struct client *c, uint64_t now)
 {
-	switch (state) {
+	bool still = now - c->moved_ms > METRICS_GRACE_MS;
+
+	switch (c->state) {
 	case CLIENT_READING:
-		return 0; /* no whole request yet: the slow ones (or idle, or hostile) */
-	case CLIENT_DRAINING:
-		return 1; /* answered: only its peer's close is awaited */
+		/* no whole request METRICS_GRACE_MS after its accept: slow, idle or hostile; a
+		 * younger one is likely a scraper whose request is on its way */
+		return still ? 0 : 2;
+	case CLIENT_WRITING:
+		/* a peer that has read nothing for METRICS_GRACE_MS (a client that asks and never
+		 * reads), or one being answered */
+		return still ? 1 : 4;
 	default:
-		return 2; /* being answered */
+		return 3; /* answered: only its peer's close is awaited */
 	}
 }
 
 /*
  * The connection to close when a new one finds every slot taken: the one open longest without
- * a whole request. Serving the new one instead of turning it away means that connections which
- * trickle bytes cannot lock scrapers out however many there are (each new one pushes the oldest
- * out), and that a scraper, whose request comes with its connection, is answered at its accept.
+ * a whole request, else one whose peer reads nothing of its answer, else the youngest without
+ * a request, else one answered, in client_rank()'s order, the oldest first in each. Serving the
+ * new one instead of turning it away means that connections which trickle bytes cannot lock
+ * scrapers out however many there are (each new one pushes the oldest out), and that a scraper,
+ * whose request comes with its connection, is answered at its accept; one whose request comes
+ * a little after its connect (its process descheduled on a busy host) is not the first to go
+ * while slow clients hold slots (a scrape lost so 1 time in 170 to 100 slow clients before).
  */
 static struct client *client_slowest(struct metrics *m)
 {
 	struct client *best = NULL;
+	uint64_t now = now_ms();
+	int rank, best_rank = 0;
 	size_t i;
 
 	for (i = 0; i < METRICS_MAX_CLIENTS; i++) {
@@ -497,9 +510,11 @@ static struct client *client_slowest(struct metrics *m)
 
 		if (c->state == CLIENT_FREE)
 			continue;
-		if (!best || client_rank(c->state) < client_rank(best->state) ||
-		    (client_rank(c->state) == client_rank(best->state) && c->seq < best->seq))
+		rank = client_rank(c, now);
+		if (!best || rank < best_rank || (rank == best_rank && c->seq < best->seq)) {
 			best = c;
+			best_rank = rank;
+		}
 	}
 	return best;
 }
@@ -547,7 +562,8 @@ static void metrics_accept(struct metrics *m, int epfd)
 		c->state = CLIENT_READING;
 		c->events = ev.events;
 		c->seq = m->stats.accepted;
-		c->deadline_ms = now_ms() + m->request_ms;
+		c->moved_ms = now_ms();
+		c->deadline_ms = c->moved_ms + m->request_ms;
 		c->len = 0;
 		c->rendered = NULL;
 		c->drained = 0;
@@ -624,6 +640,7 @@ static void client_write(struct metrics *m, struct client *c, int epfd)
 			return;
 		}
 		c->off += n;
+		c->moved_ms = now_ms();
 	}
 	metrics_buf__free(c->rendered);
 	c->rendered = NULL;
@@ -661,7 +678,8 @@ static void client_respond(struct metrics *m, struct client *c, int epfd, int co
 	c->body_len = len;
 	c->off = 0;
 	c->state = CLIENT_WRITING;
-	c->deadline_ms = now_ms() + m->response_ms;
+	c->moved_ms = now_ms();
+	c->deadline_ms = c->moved_ms + m->response_ms;
 	m->stats.responses[code]++;
 	client_write(m, c, epfd);
 }

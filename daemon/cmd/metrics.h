@@ -47,6 +47,13 @@
 #define METRICS_REQUEST_MS  3000
 #define METRICS_RESPONSE_MS 10000
 #define METRICS_DRAIN_MS    2000
+/*
+ * A connection this young without its request, or a response that moved this recently, is not
+ * the first to give way when every slot is taken: a scraper's request follows its connect by
+ * microseconds (milliseconds on a busy host), while the slow clients it must not lose to have
+ * sent nothing, or their peer has read nothing, for longer.
+ */
+#define METRICS_GRACE_MS    500
 
 struct metrics;
 struct metrics_buf; /* growable text buffer, bounded by METRICS_MAX_BODY */
