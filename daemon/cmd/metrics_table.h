@@ -269,7 +269,7 @@
 	VALUE(M_PROCESS_CONTEXTS_REFUSED_MEMORY, "reason", "memory", S->c.procctx.refused[PROCCTX_REFUSED_MEMORY]) \
 	VALUE(M_PROCESS_CONTEXTS_REFUSED_PAYLOAD, "reason", "payload", S->c.procctx.refused[PROCCTX_REFUSED_PAYLOAD]) \
 	VALUE(M_PROCESS_CONTEXTS_REFUSED_VALUE, "reason", "value", S->c.procctx.refused[PROCCTX_REFUSED_VALUE]) \
-	FAMILY("rubyprofd_process_context_checks_total", COUNTER, ALWAYS, "Looks for an OpenTelemetry process context that read none: checks of a context's header that found it unchanged (unchanged), reads of /proc/PID/maps to find one (maps_scan: a process's 1st, 2nd, 4th, 8th... look, then every 64th).") \
+	FAMILY("rubyprofd_process_context_checks_total", COUNTER, ALWAYS, "Looks for an OpenTelemetry process context that read none: checks of a context's header that found it unchanged (unchanged), reads of /proc/PID/maps to find one (maps_scan: a process's first 8 looks, its 16th, 32nd, then every 64th).") \
 	VALUE(M_PROCESS_CONTEXT_CHECKS_UNCHANGED, "check", "unchanged", S->c.procctx.unchanged) \
 	VALUE(M_PROCESS_CONTEXT_CHECKS_MAPS_SCAN, "check", "maps_scan", S->c.procctx.maps_scans) \
 	FAMILY("rubyprofd_thread_context_processes_total", COUNTER, ALWAYS, "Processes whose OpenTelemetry process context names a thread context (OTEP 4947), by what the look for otel_thread_ctx_v1 found: located (its samples carry the context), not_found (no loaded object exports it, yet: looked for again at updates and a few intervals), refused (the loader's TLS data not understood, or not readable), schema (a schema rubyprofd does not read).") \

@@ -451,9 +451,10 @@ enum procctx_result procctx_poll(struct procctx *pc, pid_t pid, const uint64_t *
 		return res;
 	}
 	if (!n) {
-		/* the 1st, 2nd, 4th, 8th... look, then every 64th: an app publishes at its start */
+		/* each of the first 8 looks, then the 16th, 32nd, 64th and every 64th: an app
+		 * publishes at its start, or when its SDK starts a few seconds after it */
 		k = pc->polls++;
-		if (k && (k & (k - 1)) && k % 64)
+		if (k >= 8 && ((k + 1) & k) && (k + 1) % 64)
 			return PROCCTX_NONE;
 		st->maps_scans++;
 		if (procs_read_maps(pid, &maps))

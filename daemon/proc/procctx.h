@@ -129,7 +129,7 @@ enum procctx_result {
 /*
  * Looks at pid's context (the reading protocol of the OTEP): at the first of addrs (n of them,
  * from discovery's maps; n 0 and no mapping established: /proc/PID/maps is read again, at most
- * at the 1st, 2nd, 4th, 8th... call and then every 64th), else at the established one, whose
+ * at each of the first 8 calls, the 16th, 32nd and then every 64th), else at the established one, whose
  * header alone is read while published_at_ns stays the same. Counts into st.
  */
 enum procctx_result procctx_poll(struct procctx *pc, pid_t pid, const uint64_t *addrs, size_t n,
