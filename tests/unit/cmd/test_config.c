@@ -7,7 +7,6 @@
 #include <criterion/redirect.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,6 +19,7 @@
 #include "lib/log.h"
 #include "output/protocol.h"
 #include "rubyprof.h"
+#include "../tmpdir.h"
 
 #define STR_(x) #x
 #define STR(x)	STR_(x)
@@ -127,6 +127,32 @@ Test(config, help_and_version, .init = cr_redirect_stdout)
 /* ---- the file and the service ----------------------------------------------------------------- */
 
 /* Each test runs in its own process (Criterion forks): one directory per test. */
+/* The settings that every_key_from_the_file and every_flag_wins_over_the_file both check. */
+struct settings {
+	unsigned int frequency;
+	double interval;
+	unsigned int max_frames;
+	const char *spool_dir;
+	uint64_t spool_max_bytes;
+	double spool_max_age;
+	const char *metrics_address;
+	double rescan_interval;
+	const char *hostname;
+};
+
+static void expect_settings(const struct config *c, struct settings want)
+{
+	cr_assert_eq(c->frequency, want.frequency);
+	cr_assert_float_eq(c->interval, want.interval, 1e-9);
+	cr_assert_eq(c->max_frames, want.max_frames);
+	cr_assert_str_eq(c->spool_dir, want.spool_dir);
+	cr_assert_eq(c->spool_max_bytes, want.spool_max_bytes);
+	cr_assert_float_eq(c->spool_max_age, want.spool_max_age, 1e-9);
+	cr_assert_str_eq(c->metrics_address, want.metrics_address);
+	cr_assert_float_eq(c->rescan_interval, want.rescan_interval, 1e-9);
+	cr_assert_str_eq(c->hostname, want.hostname);
+}
+
 /* A label of the configuration: this key with this value. */
 static void expect_label(const struct config_label *l, const char *key, const char *value)
 {
@@ -134,37 +160,17 @@ static void expect_label(const struct config_label *l, const char *key, const ch
 	cr_assert_str_eq(l->value, value);
 }
 
-static char tmpdir[] = "/tmp/rp-test-config-XXXXXX";
 /* struct config is about 300 KiB: not on the stack, and two for the reload tests */
 static struct config cfg, cfg2;
 
 static void setup(void)
 {
-	cr_assert_not_null(mkdtemp(tmpdir));
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
-static void teardown(void)
-{
-	nftw(tmpdir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
-}
-
-/* tmpdir/name; the string is the caller's, as config_file may point to it. */
-static char *path_of(const char *name)
-{
-	char *p;
-
-	cr_assert_neq(asprintf(&p, "%s/%s", tmpdir, name), -1);
-	return p;
+	tmpdir_make("rp-test-config");
 }
 
 static char *write_conf(const char *name, const char *text)
 {
-	char *p = path_of(name);
+	char *p = tmpdir_path(name);
 	FILE *f = fopen(p, "w");
 
 	cr_assert_not_null(f);
@@ -244,10 +250,9 @@ static void file_bad(const char *text, const char *msg)
 	cr_assert_neq(asprintf(&want, "rubyprofd: %s:%s\n", p, msg), -1);
 	parse_bad(argv, "/nonexistent/default.conf", want);
 	free(want);
-	free(p);
 }
 
-TestSuite(conffile, .init = setup, .fini = teardown);
+TestSuite(conffile, .init = setup, .fini = tmpdir_remove);
 
 Test(conffile, every_key_from_the_file)
 {
@@ -270,21 +275,13 @@ Test(conffile, every_key_from_the_file)
 	cr_assert_not(cfg.oneshot);
 	cr_assert_eq(cfg.config_file, p, "points into argv");
 	cr_assert_not(cfg.config_file_missing);
-	cr_assert_eq(cfg.frequency, 49);
-	cr_assert_float_eq(cfg.interval, 2.5, 1e-9);
-	cr_assert_eq(cfg.max_frames, 300);
-	cr_assert_str_eq(cfg.spool_dir, "/srv/spool");
-	cr_assert_eq(cfg.spool_max_bytes, 64ULL << 20);
-	cr_assert_float_eq(cfg.spool_max_age, 5400, 1e-9);
-	cr_assert_str_eq(cfg.metrics_address, "127.0.0.1:9464");
-	cr_assert_float_eq(cfg.rescan_interval, 0, 1e-9);
-	cr_assert_str_eq(cfg.hostname, "web-1.example");
+	expect_settings(&cfg, (struct settings){49, 2.5, 300, "/srv/spool", 64ULL << 20, 5400,
+						"127.0.0.1:9464", 0, "web-1.example"});
 	cr_assert_eq(cfg.nlabels, 1);
 	expect_label(&cfg.labels[0], "env", "prod");
 	cr_assert_eq(cfg.log_level, LOG_LVL_DEBUG);
 	cr_assert_eq(cfg.nrules, 1);
 	cr_assert_str_eq(cfg.rules[0].text, "comm ~ ^sidekiq$ => name=jobs");
-	free(p);
 }
 
 Test(conffile, value_forms)
@@ -319,7 +316,6 @@ Test(conffile, value_forms)
 		parse_ok(&cfg, a2, "/nonexistent/default.conf");
 		cr_assert_float_eq(cfg.spool_max_age, strtod(ages[i][1], NULL), 1e-9, "%s", a2[6]);
 	}
-	free(p);
 }
 
 Test(conffile, every_flag_wins_over_the_file)
@@ -371,15 +367,8 @@ Test(conffile, every_flag_wins_over_the_file)
 			NULL};
 
 	parse_ok(&cfg, argv, "/nonexistent/default.conf");
-	cr_assert_eq(cfg.frequency, 7);
-	cr_assert_float_eq(cfg.interval, 60, 1e-9);
-	cr_assert_eq(cfg.max_frames, 100);
-	cr_assert_str_eq(cfg.spool_dir, "/tmp/s");
-	cr_assert_eq(cfg.spool_max_bytes, 2ULL << 30);
-	cr_assert_float_eq(cfg.spool_max_age, 3600, 1e-9);
-	cr_assert_str_eq(cfg.metrics_address, "0.0.0.0:1");
-	cr_assert_float_eq(cfg.rescan_interval, 5, 1e-9);
-	cr_assert_str_eq(cfg.hostname, "web-2");
+	expect_settings(&cfg, (struct settings){7, 60, 100, "/tmp/s", 2ULL << 30, 3600, "0.0.0.0:1",
+						5, "web-2"});
 	cr_assert_eq(cfg.log_level, LOG_LVL_WARN);
 	cr_assert_eq(cfg.npids, 1);
 	cr_assert_eq(cfg.pids[0], 42);
@@ -393,7 +382,6 @@ Test(conffile, every_flag_wins_over_the_file)
 	cr_assert_str_eq(cfg.rules[0].text, "comm ~ ^b$ => ignore");
 	cr_assert_str_eq(cfg.rules[0].where, "--rule");
 	cr_assert_str_eq(cfg.rules[1].text, "comm ~ ^a$ => name=a");
-	free(p);
 }
 
 Test(conffile, verbose_and_quiet_win_over_log_level)
@@ -412,12 +400,11 @@ Test(conffile, verbose_and_quiet_win_over_log_level)
 	cr_assert_eq(cfg.log_level, LOG_LVL_DEBUG);
 	parse_ok(&cfg, file, NULL);
 	cr_assert_eq(cfg.log_level, LOG_LVL_WARN);
-	free(p);
 }
 
 Test(conffile, defaults_of_the_service)
 {
-	char *def = path_of("absent.conf");
+	char *def = tmpdir_path("absent.conf");
 	char *argv[] = {"rubyprofd", NULL};
 
 	/* a missing default file is no error: every default */
@@ -440,7 +427,6 @@ Test(conffile, defaults_of_the_service)
 	cr_assert_float_eq(cfg.duration, 0, 1e-9);
 	cr_assert_null(cfg.command);
 	cr_assert_null(cfg.output);
-	free(def);
 }
 
 Test(conffile, the_default_file_is_read_when_present)
@@ -452,7 +438,6 @@ Test(conffile, the_default_file_is_read_when_present)
 	cr_assert_eq(cfg.config_file, def);
 	cr_assert_not(cfg.config_file_missing);
 	cr_assert_eq(cfg.frequency, 3);
-	free(def);
 }
 
 Test(conffile, config_parse_uses_the_etc_file)
@@ -480,7 +465,6 @@ Test(conffile, defaults_of_oneshot_read_no_file)
 	cr_assert_eq(cfg.log_level, LOG_LVL_WARN); /* the table's default for --oneshot */
 	cr_assert_float_eq(cfg.duration, 10, 1e-9);
 	cr_assert_eq(cfg.top, 15);
-	free(def);
 }
 
 Test(conffile, oneshot_with_config_ignores_service_keys)
@@ -505,12 +489,11 @@ Test(conffile, oneshot_with_config_ignores_service_keys)
 	cr_assert_eq(cfg.nlabels, 0);
 	cr_assert_eq(cfg.nrules, 0);
 	cr_assert_str_empty(cfg.metrics_address);
-	free(p);
 }
 
 Test(conffile, missing_config_file_is_an_error)
 {
-	char *p = path_of("absent.conf");
+	char *p = tmpdir_path("absent.conf");
 	char *argv[] = {"rubyprofd", "--config", p, NULL};
 	char *one[] = {"rubyprofd", "--oneshot", "--config", p, NULL};
 	char *want;
@@ -520,7 +503,6 @@ Test(conffile, missing_config_file_is_an_error)
 	parse_bad(argv, NULL, want);
 	parse_bad(one, NULL, want);
 	free(want);
-	free(p);
 }
 
 Test(conffile, unreadable_file_is_an_error)
@@ -643,12 +625,11 @@ Test(conffile, a_line_of_4096_bytes_is_fine)
 		parse_ok(&cfg, argv, NULL);
 	}
 	cr_assert_str_eq(cfg.hostname, "h-1");
-	free(p);
 }
 
 Test(conffile, a_nul_byte_is_an_error)
 {
-	char *p = path_of("nul.conf");
+	char *p = tmpdir_path("nul.conf");
 	char *argv[] = {"rubyprofd", "--config", p, NULL};
 	char *want;
 	FILE *f = fopen(p, "w");
@@ -659,7 +640,6 @@ Test(conffile, a_nul_byte_is_an_error)
 	cr_assert_neq(asprintf(&want, "rubyprofd: %s:1: line with a NUL byte\n", p), -1);
 	parse_bad(argv, NULL, want);
 	free(want);
-	free(p);
 }
 
 Test(conffile, comments_blanks_and_quotes)
@@ -688,7 +668,6 @@ Test(conffile, comments_blanks_and_quotes)
 	cr_assert_eq(cfg.nrules, 1);
 	cr_assert_str_eq(cfg.rules[0].text, "cmdline ~ --queue[= ]\"?mail => name=mailer # q");
 	cr_assert_str_empty(cfg.metrics_address);
-	free(p);
 }
 
 Test(conffile, a_quoted_value_keeps_blanks_and_escapes)
@@ -700,7 +679,6 @@ Test(conffile, a_quoted_value_keeps_blanks_and_escapes)
 	parse_ok(&cfg, argv, NULL);
 	expect_label(&cfg.labels[0], "k", "  two  blanks \"quoted\" back\\slash ");
 	cr_assert_str_eq(cfg.spool_dir, "/srv/with space");
-	free(p);
 }
 
 Test(conffile, repeatable_keys_keep_their_order_and_place)
@@ -727,7 +705,6 @@ Test(conffile, repeatable_keys_keep_their_order_and_place)
 	cr_assert_neq(asprintf(&where, "%s:6", p), -1);
 	cr_assert_str_eq(cfg.rules[2].where, where);
 	free(where);
-	free(p);
 }
 
 /*
@@ -756,7 +733,6 @@ static char *repeat_bound(const char *key, const char *head, const char *tail, i
 		parse_bad(argv, NULL, want);
 		free(want);
 	}
-	free(p);
 	/* the same text without its last line */
 	*strrchr(text, '\n') = '\0';
 	*(strrchr(text, '\n') + 1) = '\0';
@@ -786,7 +762,6 @@ Test(conffile, at_most_16_labels)
 	parse_ok(&cfg, same, NULL);
 	cr_assert_eq(cfg.nlabels, 16);
 	cr_assert_str_eq(cfg.labels[3].value, "flag");
-	free(p);
 }
 
 Test(conffile, a_label_twice_in_the_flags)
@@ -799,12 +774,10 @@ Test(conffile, a_label_twice_in_the_flags)
 
 Test(conffile, at_most_64_rules)
 {
-	char *p = repeat_bound("rule", "rule = comm ~ ^r", "$ => ignore", 64, "--rule",
-			       "comm ~ x => ignore", "rules");
-
+	repeat_bound("rule", "rule = comm ~ ^r", "$ => ignore", 64, "--rule", "comm ~ x => ignore",
+		     "rules");
 	cr_assert_eq(cfg.nrules, 64);
 	cr_assert_str_eq(cfg.rules[63].text, "comm ~ ^r63$ => ignore");
-	free(p);
 }
 
 Test(conffile, flag_rules_go_first_in_their_order)
@@ -839,12 +812,12 @@ Test(conffile, reload_reads_the_new_file_and_flags_still_win)
 	cr_assert_float_eq(cfg.interval, 20, 1e-9);
 	cr_assert_eq(cfg.nlabels, 2);
 
-	free(write_conf("svc.conf", "frequency = 29\n"
-				    "interval = 7\n"
-				    "label = team=b\n"
-				    "label = dc=west\n"
-				    "rule = comm ~ b => name=b\n"
-				    "rule = comm ~ c => ignore\n"));
+	write_conf("svc.conf", "frequency = 29\n"
+			       "interval = 7\n"
+			       "label = team=b\n"
+			       "label = dc=west\n"
+			       "rule = comm ~ b => name=b\n"
+			       "rule = comm ~ c => ignore\n");
 	/* the same argv again, as on SIGHUP; getopt's state from the first parse is gone */
 	parse_ok(&cfg2, argv, NULL);
 	cr_assert_eq(memcmp(copy, argv, sizeof(argv)), 0, "argv is left as it was");
@@ -862,14 +835,13 @@ Test(conffile, reload_reads_the_new_file_and_flags_still_win)
 	cr_assert_str_eq(cfg.rules[0].text, "comm ~ a => name=a");
 
 	/* a broken file on reload is an error, not a half-applied configuration */
-	free(write_conf("svc.conf", "frequency = 29\nfrequncy = 3\n"));
+	write_conf("svc.conf", "frequency = 29\nfrequncy = 3\n");
 	{
 		char *err;
 
 		cr_assert_eq(parse_err(&cfg2, argv, NULL, &err), CONFIG_EXIT_BAD);
 		free(err);
 	}
-	free(p);
 }
 
 Test(conffile, oneshot_only_flags_refused_for_the_service)
@@ -1028,15 +1000,11 @@ Test(conffile, upload_keys_from_the_file_and_flags)
 	cr_assert_float_eq(cfg.upload_backoff_max, 60, 1e-9);
 	cr_assert_float_eq(cfg.upload_rejected_max_age, 86400, 1e-9);
 	free(text);
-	free(p);
-	free(token);
-	free(basic);
-	free(ca);
 }
 
 Test(conffile, upload_errors)
 {
-	char *missing = path_of("no-token");
+	char *missing = tmpdir_path("no-token");
 	char *msg;
 
 	file_bad("upload_url = ftp://x\n",
@@ -1076,13 +1044,12 @@ Test(conffile, upload_errors)
 	file_bad("upload_url = http://a\nupload_url = http://b\n",
 		 "2: upload_url: given twice (first on line 1)");
 	free(msg);
-	free(missing);
 }
 
 Test(conffile, at_most_16_upload_headers)
 {
-	free(repeat_bound("upload_header", "upload_header = X-H", ": v", 16, "--upload-header",
-			  "X-Y: z", "headers"));
+	repeat_bound("upload_header", "upload_header = X-H", ": v", 16, "--upload-header", "X-Y: z",
+		     "headers");
 	cr_assert_eq(cfg.nupload_headers, 16);
 }
 
@@ -1112,7 +1079,6 @@ Test(conffile, native_stacks_mode)
 	parse_ok(&cfg, file, "/nonexistent/default.conf");
 	cr_assert(cfg.stacks_mixed);
 	cr_assert_eq(cfg.ustack_bytes, 8192);
-	free(p);
 	file_bad("stacks = native\n", "1: stacks: 'native' is not ruby or mixed");
 	file_bad("ustack_bytes = 4K\n",
 		 "1: ustack_bytes: '4K' is not a size from 8K to 32K (bytes, or a number with the "
@@ -1151,7 +1117,6 @@ Test(conffile, kernel_stacks_and_native_processes)
 	cr_assert_eq(cfg.native_procs, RP_NATIVE_LISTED);
 	cr_assert_eq(cfg.nnative_pids, 1);
 	cr_assert_eq(cfg.native_pids[0], 7);
-	free(p);
 	parse_bad(ruby, "/nonexistent/default.conf",
 		  "rubyprofd: kernel_stacks (--kernel-stacks): only with stacks = mixed (--stacks "
 		  "mixed)\n");
@@ -1186,7 +1151,6 @@ Test(conffile, clock)
 	parse_bad(argv_bad, "/nonexistent/default.conf",
 		  "rubyprofd: --clock: 'wal' is not cpu or wall\n");
 	file_bad("clock = both\n", "1: clock: 'both' is not cpu or wall");
-	free(p);
 }
 
 /* ---- trusted files: the configuration and the files it names (safepath.h) --------------------- */
@@ -1202,7 +1166,7 @@ static void need_root(void)
 /* tmpdir/name, a directory with this mode (whatever the umask). */
 static char *make_dir(const char *name, mode_t mode)
 {
-	char *p = path_of(name);
+	char *p = tmpdir_path(name);
 
 	cr_assert_eq(mkdir(p, 0700), 0, "mkdir %s: %s", p, strerror(errno));
 	cr_assert_eq(chmod(p, mode), 0);
@@ -1273,7 +1237,6 @@ Test(conffile, a_configuration_others_can_write_is_refused)
 	/* group-writable is refused too, whatever the group */
 	cr_assert_eq(chmod(p, 0620), 0);
 	conf_refusedf(p, "'%s' (owner root, mode 0620) " BY_OTHERS, p);
-	free(p);
 }
 
 Test(conffile, a_configuration_of_another_user_is_refused)
@@ -1283,7 +1246,6 @@ Test(conffile, a_configuration_of_another_user_is_refused)
 	need_root();
 	cr_assert_eq(chown(p, NOBODY, NOBODY), 0);
 	conf_refusedf(p, "'%s' (owner nobody, mode 0644) " BY_OTHERS, p);
-	free(p);
 }
 
 Test(conffile, a_configuration_in_a_directory_others_can_write_is_refused)
@@ -1292,8 +1254,6 @@ Test(conffile, a_configuration_in_a_directory_others_can_write_is_refused)
 	char *p = write_conf("group/rubyprofd.conf", "frequency = 3\n");
 
 	conf_refusedf(p, "'%s': the directory '%s' (owner root, mode 0770) " BY_OTHERS, p, d);
-	free(p);
-	free(d);
 }
 
 Test(conffile, a_directory_of_another_user_on_the_way_is_refused)
@@ -1304,24 +1264,21 @@ Test(conffile, a_directory_of_another_user_on_the_way_is_refused)
 	need_root();
 	cr_assert_eq(chown(d, NOBODY, NOBODY), 0);
 	conf_refusedf(p, "'%s': the directory '%s' (owner nobody, mode 0755) " BY_OTHERS, p, d);
-	free(p);
-	free(d);
 }
 
 /* The one exception, as /tmp: a sticky directory on the way, if what is in it is root's. */
 Test(conffile, a_sticky_directory_on_the_way_is_fine)
 {
-	char *d = make_dir("sticky", 01777);
-	char *p = write_conf("sticky/rubyprofd.conf", "frequency = 3\n");
+	char *p = tmpdir_path("sticky/rubyprofd.conf");
 	char *argv[] = {"rubyprofd", "--config", p, NULL};
 
+	make_dir("sticky", 01777);
+	write_conf("sticky/rubyprofd.conf", "frequency = 3\n");
 	parse_ok(&cfg, argv, NULL);
 	cr_assert_eq(cfg.frequency, 3);
 	need_root();
 	cr_assert_eq(chown(p, NOBODY, NOBODY), 0);
 	conf_refusedf(p, "'%s' (owner nobody, mode 0644) " BY_OTHERS, p);
-	free(p);
-	free(d);
 }
 
 /*
@@ -1334,12 +1291,12 @@ Test(conffile, links_are_checked_where_they_are_and_where_they_lead)
 	char *open_dir = make_dir("open", 0777);
 	char *safe = write_conf("safe.conf", "frequency = 5\n");
 	char *unsafe = write_conf("open/rubyprofd.conf", "frequency = 3\n");
-	char *sticky = make_dir("sticky", 01777);
-	char *l1 = path_of("to-safe.conf"), *l2 = path_of("to-open.conf");
-	char *l3 = path_of("sticky/theirs.conf"), *l4 = path_of("via-dir");
-	char *l4conf = path_of("via-dir/rubyprofd.conf");
+	char *l1 = tmpdir_path("to-safe.conf"), *l2 = tmpdir_path("to-open.conf");
+	char *l3 = tmpdir_path("sticky/theirs.conf"), *l4 = tmpdir_path("via-dir");
+	char *l4conf = tmpdir_path("via-dir/rubyprofd.conf");
 	char *argv[] = {"rubyprofd", "--config", l1, NULL};
 
+	make_dir("sticky", 01777);
 	cr_assert_eq(symlink("safe.conf", l1), 0);
 	cr_assert_eq(symlink(unsafe, l2), 0);
 	cr_assert_eq(symlink(safe, l3), 0);
@@ -1356,24 +1313,15 @@ Test(conffile, links_are_checked_where_they_are_and_where_they_lead)
 	need_root();
 	cr_assert_eq(lchown(l3, NOBODY, NOBODY), 0);
 	conf_refusedf(l3, "'%s': the symbolic link '%s' (owner nobody) " BY_OTHERS, l3, l3);
-	free(l1);
-	free(l2);
-	free(l3);
-	free(l4);
-	free(l4conf);
-	free(open_dir);
-	free(safe);
-	free(unsafe);
-	free(sticky);
 }
 
 Test(conffile, a_relative_path_is_checked_from_the_current_directory)
 {
 	char *d = make_dir("rel", 0777);
-	char *p = write_conf("rel/r.conf", "frequency = 3\n");
 	char *argv[] = {"rubyprofd", "--config", "rel/r.conf", NULL};
 	char *want;
 
+	write_conf("rel/r.conf", "frequency = 3\n");
 	cr_assert_eq(chdir(tmpdir), 0);
 	cr_assert_neq(asprintf(&want,
 			       "rubyprofd: configuration file refused: 'rel/r.conf': the directory "
@@ -1385,8 +1333,6 @@ Test(conffile, a_relative_path_is_checked_from_the_current_directory)
 	cr_assert_eq(chmod(d, 0755), 0);
 	parse_ok(&cfg, argv, NULL);
 	free(want);
-	free(p);
-	free(d);
 }
 
 /* The files the configuration names decide where a secret goes and what it is: the same rule. */
@@ -1416,10 +1362,6 @@ Test(conffile, secret_and_ca_files_others_can_change_are_refused)
 	need_root();
 	cr_assert_eq(chown(ca, NOBODY, 0), 0);
 	key_refused("upload_ca_file", ca, "'%s' (owner nobody, mode 0644) " BY_OTHERS, ca);
-	free(group);
-	free(token);
-	free(basic);
-	free(ca);
 }
 
 /* SIGHUP parses into a second struct config; the service keeps the first when that fails. */
@@ -1431,13 +1373,12 @@ Test(conffile, a_reload_of_a_file_made_writable_fails)
 
 	parse_ok(&cfg, argv, NULL);
 	cr_assert_eq(cfg.frequency, 49);
-	free(write_conf("svc.conf", "frequency = 29\n"));
+	write_conf("svc.conf", "frequency = 29\n");
 	cr_assert_eq(chmod(p, 0646), 0);
 	cr_assert_eq(parse_err(&cfg2, argv, NULL, &err), CONFIG_EXIT_BAD);
 	cr_assert(strstr(err, "configuration file refused"), "%s", err);
 	free(err);
 	cr_assert_eq(cfg.frequency, 49);
-	free(p);
 }
 
 /* ---- --check-config: the configuration in effect ------------------------------------------ */
@@ -1518,7 +1459,6 @@ Test(conffile, the_configuration_in_effect_says_where_each_value_comes_from)
 	line = strstr(text, "\n# default: no endpoint\nmetrics_address = \"\"\n");
 	cr_expect_not_null(line, "%s", text);
 	free(text);
-	free(p);
 }
 
 /*
@@ -1556,8 +1496,6 @@ Test(conffile, the_configuration_in_effect_reads_back_as_itself)
 	free(second);
 	free(v1);
 	free(v2);
-	free(argv2[2]);
-	free(p);
 }
 
 Test(conffile, check_config_is_the_services)
