@@ -70,7 +70,7 @@ class E2E
     # - and in each, every other frame is the child's own code: the script's and common.rb's
     #   methods and the C functions it calls, by name and file (a misnamed frame is none).
     script = @rt.script("forker.rb")
-    names = %w[child_work monotonic cpu clock_gettime fork _fork times close dump write exit!]
+    names = %w[child_work spin_for monotonic cpu clock_gettime fork _fork times close dump write exit!]
     code = ->(l) { own_code?(l, script, names) }
     # one of the script's C functions on a Ruby frame that could not be read: no file to check
     unread_caller = lambda do |l, below|

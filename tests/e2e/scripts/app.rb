@@ -5,33 +5,26 @@ require_relative "common"
 
 OUT, TITLE, WORK = ARGV
 
-def spin(seconds)
-  deadline = monotonic + seconds
-  x = 0
-  x += 1 while monotonic < deadline
-  x
-end
-
 def shop_work
-  spin(0.05)
+  spin_for(0.05)
 end
 def jobs_work
-  spin(0.05)
+  spin_for(0.05)
 end
 def later_work
-  spin(0.05)
+  spin_for(0.05)
 end
 def reuse_a_work
-  spin(0.05)
+  spin_for(0.05)
 end
 def reuse_b_work
-  spin(0.05)
+  spin_for(0.05)
 end
 def late_work
-  spin(0.05)
+  spin_for(0.05)
 end
 def ready_work
-  spin(0.05)
+  spin_for(0.05)
 end
 
 $0 = TITLE unless TITLE == "-"

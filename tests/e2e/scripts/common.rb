@@ -36,6 +36,14 @@ def monotonic
   Process.clock_gettime(Process::CLOCK_MONOTONIC)
 end
 
+# Keeps the CPU busy for seconds by clock (monotonic: wall time; a CPU-time clock: that much CPU).
+def spin_for(seconds, clock = Process::CLOCK_MONOTONIC)
+  deadline = Process.clock_gettime(clock) + seconds
+  x = 0
+  x += 1 while Process.clock_gettime(clock) < deadline
+  x
+end
+
 # This process's CPU seconds: its progress, which a busy machine slows down but never skips.
 def cpu_time
   Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)

@@ -36,22 +36,19 @@ def now_cpu
   Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID)
 end
 
-def spin(seconds)
-  t = now_cpu + seconds
-  x = 0
-  x += 1 while now_cpu < t
-  x
+def work(seconds)
+  spin_for(seconds, Process::CLOCK_THREAD_CPUTIME_ID)
 end
 
 def between_requests
-  spin(0.01)
+  work(0.01)
 end
 
 # One request's work, in slices (a fiber yields between them).
 def request_slices(req)
   4.times do |i|
     timed(req) do
-      spin(WORK == "cpu" ? 0.02 : 0.003)
+      work(WORK == "cpu" ? 0.02 : 0.003)
       sleep(0.01) if WORK == "wall"
     end
     yield i if block_given?
