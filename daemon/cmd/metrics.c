@@ -490,8 +490,8 @@ static int client_rank(const struct client *c, uint64_t now)
 
 /*
  * The connection to close when a new one finds every slot taken: the one open longest without
- * a whole request, else one whose peer reads nothing of its answer, else the youngest without
- * a request, else one answered, in client_rank()'s order, the oldest first in each. Serving the
+ * a whole request, else one whose peer reads nothing of its answer, else a younger one without
+ * its request, else one answered, in client_rank()'s order, the oldest first in each. Serving the
  * new one instead of turning it away means that connections which trickle bytes cannot lock
  * scrapers out however many there are (each new one pushes the oldest out), and that a scraper,
  * whose request comes with its connection, is answered at its accept; one whose request comes
